@@ -1,0 +1,440 @@
+package admission
+
+import (
+	"container/heap"
+	"math"
+	"time"
+)
+
+// Ticket names one request inside Core from Admit until Release or refusal.
+type Ticket uint64
+
+// NoScope marks a request that is bound only by the global limit.
+const NoScope = -1
+
+// Request is what admission needs to know, all of it available from the
+// headers alone.
+type Request struct {
+	Priority Priority
+	// Scope indexes Config.Scopes (a provider), or NoScope.
+	Scope int
+	// Deadline is when the request's own time runs out; zero means none.
+	// A waiter is refused no later than this, even if MaxWait is longer.
+	Deadline time.Time
+}
+
+// Config sets Core's limits.
+type Config struct {
+	// Global caps everything in flight. Nil means unlimited.
+	Global Limiter
+	// Scopes caps in-flight requests per scope; entry i serves Scope i.
+	// A nil entry, or a limit of zero or less, means unlimited.
+	Scopes []Limiter
+	// MaxDepth caps the waiting room, counting Reserved places that only
+	// critical may use. Zero disables waiting for non-critical requests.
+	MaxDepth int
+	// MaxWait caps how long a non-critical request may wait. Zero disables
+	// waiting for non-critical requests.
+	MaxWait time.Duration
+	// Reserved is how many in-flight slots above the limits, and how many
+	// queue places, belong to critical requests alone.
+	Reserved int
+	// MaxQueued caps the waiters of each class; zero leaves a class bound
+	// only by MaxDepth. Critical is never capped.
+	MaxQueued [numPriorities]int
+}
+
+// Verdict is Admit's answer.
+type Verdict uint8
+
+const (
+	// Admitted: the request holds a slot and must Release it exactly once.
+	Admitted Verdict = iota
+	// Queued: the request waits; a later Release, Pump or Expire settles it.
+	Queued
+	// Rejected: the request was refused and holds nothing.
+	Rejected
+)
+
+// Reason says why a request was refused.
+type Reason string
+
+const (
+	ReasonQueueFull   Reason = "queue_full"   // no place in the waiting room
+	ReasonClassFull   Reason = "class_full"   // this class used its share of the waiting room
+	ReasonDisplaced   Reason = "displaced"    // a more important newcomer took the place
+	ReasonWaitTimeout Reason = "wait_timeout" // waited MaxWait or until its deadline
+)
+
+// Refusal reports a request refused, and when a retry is likely to be served.
+type Refusal struct {
+	Ticket     Ticket
+	Priority   Priority
+	Reason     Reason
+	RetryAfter time.Duration
+}
+
+// Result is the outcome of Admit.
+type Result struct {
+	Ticket  Ticket
+	Verdict Verdict
+	// Refusal is set when Verdict is Rejected.
+	Refusal Refusal
+	// Displaced lists waiters refused to make room for this request.
+	Displaced []Refusal
+}
+
+type state uint8
+
+const (
+	waiting state = iota + 1
+	inFlight
+)
+
+type entry struct {
+	ticket     Ticket
+	req        Request
+	state      state
+	enqueued   time.Time
+	expires    time.Time // zero: waits until Leave
+	prev, next *entry
+	heapIdx    int
+}
+
+// Core is the admission state machine. It is not safe for concurrent use;
+// Gate wraps it for that. It never reads the clock.
+type Core struct {
+	cfg      Config
+	inFlight int
+	scopeIn  []int
+	entries  map[Ticket]*entry
+	last     Ticket
+	// One FIFO per class: head is the oldest waiter.
+	head, tail [numPriorities]*entry
+	queued     [numPriorities]int
+	expiry     expiryHeap
+	drain      drainMeter
+}
+
+// NewCore returns an empty Core with the given limits.
+func NewCore(cfg Config) *Core {
+	return &Core{
+		cfg:     cfg,
+		scopeIn: make([]int, len(cfg.Scopes)),
+		entries: make(map[Ticket]*entry),
+	}
+}
+
+func limitOf(l Limiter) int {
+	if l == nil {
+		return 0
+	}
+	return l.Limit()
+}
+
+// fits reports whether r can start now without passing a limit. Critical
+// requests may use Reserved slots above each limit.
+func (c *Core) fits(r Request) bool {
+	extra := 0
+	if r.Priority == Critical {
+		extra = c.cfg.Reserved
+	}
+	if l := limitOf(c.cfg.Global); l > 0 && c.inFlight >= l+extra {
+		return false
+	}
+	if s := r.Scope; s >= 0 && s < len(c.scopeIn) {
+		if l := limitOf(c.cfg.Scopes[s]); l > 0 && c.scopeIn[s] >= l+extra {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Core) start(e *entry) {
+	e.state = inFlight
+	c.inFlight++
+	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
+		c.scopeIn[s]++
+	}
+}
+
+// Admit decides for a new request: it starts now, waits, or is refused.
+func (c *Core) Admit(now time.Time, r Request) Result {
+	c.last++
+	e := &entry{ticket: c.last, req: r, heapIdx: -1}
+	res := Result{Ticket: e.ticket}
+	if c.fits(r) {
+		c.start(e)
+		c.entries[e.ticket] = e
+		res.Verdict = Admitted
+		return res
+	}
+	if r.Priority != Critical {
+		victim, why, ok := c.room(now, r)
+		if !ok {
+			return c.refuse(now, res, r.Priority, why)
+		}
+		if victim != nil {
+			c.unlink(victim)
+			res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
+		}
+		e.expires = now.Add(c.cfg.MaxWait)
+	}
+	if !r.Deadline.IsZero() && (e.expires.IsZero() || r.Deadline.Before(e.expires)) {
+		e.expires = r.Deadline
+	}
+	c.enqueue(now, e)
+	res.Verdict = Queued
+	return res
+}
+
+// room finds a place in the queue for a non-critical request that does
+// not fit now: ok with no victim, ok with a waiter to displace, or a reason
+// to refuse.
+func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok bool) {
+	p := r.Priority
+	switch {
+	case c.cfg.MaxWait <= 0 || c.depth() == 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)):
+		return nil, ReasonQueueFull, false
+	case c.cfg.MaxQueued[p] > 0 && c.queued[p] >= c.cfg.MaxQueued[p]:
+		return nil, ReasonClassFull, false
+	case c.nonCriticalQueued() < c.depth():
+		return nil, "", true
+	}
+	if victim = c.newestBelow(p); victim == nil {
+		return nil, ReasonQueueFull, false
+	}
+	return victim, "", true
+}
+
+// Check reports, without changing anything, whether r would be refused at
+// once if it arrived now. It lets a host refuse from the headers alone,
+// before it reads a body.
+func (c *Core) Check(now time.Time, r Request) (Refusal, bool) {
+	if r.Priority == Critical || c.fits(r) {
+		return Refusal{}, false
+	}
+	if _, why, ok := c.room(now, r); !ok {
+		return Refusal{Priority: r.Priority, Reason: why, RetryAfter: c.RetryAfter(now, r.Priority)}, true
+	}
+	return Refusal{}, false
+}
+
+func (c *Core) refuse(now time.Time, res Result, p Priority, why Reason) Result {
+	res.Verdict = Rejected
+	res.Refusal = Refusal{Ticket: res.Ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p)}
+	return res
+}
+
+func (c *Core) refusal(now time.Time, e *entry, why Reason) Refusal {
+	return Refusal{Ticket: e.ticket, Priority: e.req.Priority, Reason: why, RetryAfter: c.RetryAfter(now, e.req.Priority)}
+}
+
+// depth is the number of places open to non-critical waiters.
+func (c *Core) depth() int { return max(0, c.cfg.MaxDepth-c.cfg.Reserved) }
+
+func (c *Core) nonCriticalQueued() int {
+	n := 0
+	for p := Interactive; p < numPriorities; p++ {
+		n += c.queued[p]
+	}
+	return n
+}
+
+// newestBelow finds the newest waiter of the least important class that is
+// less important than p.
+func (c *Core) newestBelow(p Priority) *entry {
+	for q := Priority(numPriorities - 1); q > p; q-- {
+		if c.tail[q] != nil {
+			return c.tail[q]
+		}
+	}
+	return nil
+}
+
+func (c *Core) enqueue(now time.Time, e *entry) {
+	p := e.req.Priority
+	e.state = waiting
+	e.enqueued = now
+	e.prev = c.tail[p]
+	if c.tail[p] != nil {
+		c.tail[p].next = e
+	} else {
+		c.head[p] = e
+	}
+	c.tail[p] = e
+	c.queued[p]++
+	c.entries[e.ticket] = e
+	if !e.expires.IsZero() {
+		heap.Push(&c.expiry, e)
+	}
+}
+
+// unlink removes a waiter from its queue and forgets it.
+func (c *Core) unlink(e *entry) {
+	p := e.req.Priority
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head[p] = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail[p] = e.prev
+	}
+	e.prev, e.next = nil, nil
+	c.queued[p]--
+	if e.heapIdx >= 0 {
+		heap.Remove(&c.expiry, e.heapIdx)
+	}
+	delete(c.entries, e.ticket)
+}
+
+// Release returns an admitted request's slot and starts the waiters that
+// now fit. ok is false if t was not in flight (a double release), in which
+// case nothing changes.
+func (c *Core) Release(now time.Time, t Ticket) (granted []Ticket, ok bool) {
+	e, found := c.entries[t]
+	if !found || e.state != inFlight {
+		return nil, false
+	}
+	delete(c.entries, t)
+	c.inFlight--
+	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
+		c.scopeIn[s]--
+	}
+	c.drain.record(now)
+	return c.Pump(now), true
+}
+
+// Pump starts every waiter that fits, most important class first and
+// oldest first within a class. A waiter held back by its full scope does
+// not block waiters bound for other scopes.
+func (c *Core) Pump(now time.Time) []Ticket {
+	var granted []Ticket
+	for p := range Priority(numPriorities) {
+		for e := c.head[p]; e != nil; {
+			next := e.next
+			if c.fits(e.req) {
+				c.unlink(e)
+				c.start(e)
+				c.entries[e.ticket] = e
+				granted = append(granted, e.ticket)
+			} else if l := limitOf(c.cfg.Global); p != Critical && l > 0 && c.inFlight >= l {
+				return granted // nothing non-critical can fit anywhere
+			}
+			e = next
+		}
+	}
+	return granted
+}
+
+// Leave withdraws a waiter whose client gave up. It reports false if t was
+// not waiting (already started or refused).
+func (c *Core) Leave(now time.Time, t Ticket) bool {
+	e, found := c.entries[t]
+	if !found || e.state != waiting {
+		return false
+	}
+	c.unlink(e)
+	return true
+}
+
+// Expire refuses every waiter whose wait has run out by now.
+func (c *Core) Expire(now time.Time) []Refusal {
+	var out []Refusal
+	for len(c.expiry) > 0 && !c.expiry[0].expires.After(now) {
+		e := c.expiry[0]
+		c.unlink(e)
+		out = append(out, c.refusal(now, e, ReasonWaitTimeout))
+	}
+	return out
+}
+
+// NextExpiry is when the next waiter's wait runs out, if any waiter has a
+// limit. The host arranges to call Expire then.
+func (c *Core) NextExpiry() (time.Time, bool) {
+	if len(c.expiry) == 0 {
+		return time.Time{}, false
+	}
+	return c.expiry[0].expires, true
+}
+
+// RetryAfter estimates how long until a request of class p sent now would
+// start: everyone of its class or better ahead of it must drain first, at
+// the rate completions have been observed. With no completions observed it
+// falls back to MaxWait, the longest any waiter is held. The result is at
+// least one second, the header's granularity.
+func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
+	ahead := 0
+	for q := Critical; q <= p && q < numPriorities; q++ {
+		ahead += c.queued[q]
+	}
+	d := c.cfg.MaxWait
+	if r := c.drain.rate(now); r > 0 {
+		d = time.Duration(float64(ahead+1) / r * float64(time.Second))
+	}
+	const lo, hi = time.Second, 5 * time.Minute
+	return time.Duration(math.Min(math.Max(float64(d), float64(lo)), float64(hi)))
+}
+
+// Snapshot is a read-only view of Core for metrics and tests.
+type Snapshot struct {
+	InFlight      int
+	ScopeInFlight []int
+	Queued        [numPriorities]int
+	// OldestWait is the age of the oldest waiter of any class.
+	OldestWait  time.Duration
+	Limit       int
+	ScopeLimits []int
+}
+
+// Snapshot reports the current state.
+func (c *Core) Snapshot(now time.Time) Snapshot {
+	s := Snapshot{
+		InFlight:      c.inFlight,
+		ScopeInFlight: append([]int(nil), c.scopeIn...),
+		Queued:        c.queued,
+		Limit:         limitOf(c.cfg.Global),
+		ScopeLimits:   make([]int, len(c.cfg.Scopes)),
+	}
+	for i, l := range c.cfg.Scopes {
+		s.ScopeLimits[i] = limitOf(l)
+	}
+	for p := range Priority(numPriorities) {
+		if h := c.head[p]; h != nil {
+			s.OldestWait = max(s.OldestWait, now.Sub(h.enqueued))
+		}
+	}
+	return s
+}
+
+// expiryHeap orders waiters by when their wait runs out.
+type expiryHeap []*entry
+
+func (h expiryHeap) Len() int { return len(h) }
+func (h expiryHeap) Less(i, j int) bool {
+	if h[i].expires.Equal(h[j].expires) {
+		return h[i].ticket < h[j].ticket
+	}
+	return h[i].expires.Before(h[j].expires)
+}
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *expiryHeap) Push(x any) {
+	e := x.(*entry)
+	e.heapIdx = len(*h)
+	*h = append(*h, e)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.heapIdx = -1
+	return e
+}

@@ -1,0 +1,44 @@
+// Package admission decides whether a request may start now, must wait, or
+// is refused, and it refuses early and cheaply.
+//
+// # Goals
+//
+//   - Bound the work in flight: a global concurrency limit and one per scope
+//     (a provider), so a slow upstream fills a bounded number of slots rather
+//     than the process's memory (Little's Law: L = λW, and W is the
+//     provider's to choose).
+//   - Bound the waiting room by depth and by age. A waiter whose wait runs
+//     out is refused at that moment, not when it reaches the head.
+//   - Shed by priority. critical is never shed by this package: it has
+//     Reserved slots above the limit and, past those, waits at the head of
+//     the queue until its own deadline. background is shed before
+//     interactive: it is granted last, and a newcomer of a higher class
+//     displaces the newest waiter of the lowest class when the queue is full.
+//   - Say when to come back. RetryAfter estimates how long the queue takes
+//     to drain from the observed completion rate, not a constant.
+//
+// # Non-goals
+//
+// Rate limits per client key, token budgets and the choice of limit value
+// live elsewhere; this package reads the limit through the Limiter
+// interface, so an adaptive algorithm can move it.
+//
+// # Organisation
+//
+// Core is the decision state machine. It is not safe for concurrent use, it
+// never reads the clock (every method takes now), starts no goroutines and
+// does no I/O. Its methods return what happened as values: tickets granted,
+// waiters refused. The simulator drives Core directly on a virtual clock.
+//
+// Gate is the concurrent shell the gateway uses. It owns one mutex, one
+// timer for the earliest queue expiry, and one channel per waiter, and it
+// turns Core's values into wake-ups. Permit.Release is idempotent, so a
+// slot is released exactly once whatever path a request takes.
+//
+// # Usage
+//
+//	g := admission.NewGate(admission.Config{...}, time.Now)
+//	p, err := g.Acquire(ctx, admission.Request{Priority: admission.Interactive, Scope: 1})
+//	if err != nil { /* *Rejection: answer 503/529 with RetryAfter */ }
+//	defer p.Release()
+package admission

@@ -1,0 +1,99 @@
+package config
+
+import "time"
+
+// Config is the whole of a Sluice gateway configuration, as read from YAML.
+// Every field has a default (see Defaults), so an empty file is valid apart
+// from needing at least one provider and one model.
+type Config struct {
+	// Listen is the client-facing address, host:port.
+	Listen string `yaml:"listen"`
+	// AdminListen serves /metrics, /healthz and /readyz, host:port.
+	AdminListen string `yaml:"admin_listen"`
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	Log          Log      `yaml:"log"`
+	Providers    []Provider `yaml:"providers"`
+	Models       []Model    `yaml:"models"`
+	Admission    Admission  `yaml:"admission"`
+}
+
+// Log selects the request log's format and level.
+type Log struct {
+	Format string `yaml:"format"` // "text" (default) or "json"
+	Level  string `yaml:"level"`  // "debug", "info" (default), "warn", "error"
+}
+
+// Provider is one upstream API endpoint.
+type Provider struct {
+	Name string `yaml:"name"`
+	// Kind is the wire protocol the provider speaks: "openai" or "anthropic".
+	Kind string `yaml:"kind"`
+	// BaseURL includes the API version prefix, e.g. https://api.openai.com/v1
+	// or http://127.0.0.1:8000/v1 for vLLM. Client paths below /v1 are
+	// appended to it.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the provider's key.
+	// The key itself never appears in config, logs or errors. Empty means
+	// the provider needs no key (self-hosted).
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Timeout bounds one upstream call end to end (default 60s).
+	Timeout Duration `yaml:"timeout"`
+	// MaxInFlight caps concurrent upstream calls to this provider
+	// (0 = only the global limit applies).
+	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// Model maps a client-facing model name to upstream targets.
+type Model struct {
+	Name string `yaml:"name"`
+	// Timeout, when set, overrides the first target's provider timeout.
+	Timeout Duration `yaml:"timeout"`
+	// Targets is an ordered failover chain; the first is the primary.
+	Targets []Target `yaml:"targets"`
+}
+
+// Target is one {provider, upstream model name} pair.
+type Target struct {
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+}
+
+// Admission configures the concurrency limit and the waiting queue.
+type Admission struct {
+	// MaxInFlight is the global cap on admitted requests (default 256).
+	MaxInFlight int   `yaml:"max_in_flight"`
+	Queue       Queue `yaml:"queue"`
+	// DefaultPriority applies when a request has no X-Sluice-Priority
+	// header: "critical", "interactive" (default) or "background".
+	DefaultPriority string     `yaml:"default_priority"`
+	Priorities      Priorities `yaml:"priorities"`
+}
+
+// Queue bounds the waiting room.
+type Queue struct {
+	MaxDepth int      `yaml:"max_depth"` // default 150
+	MaxWait  Duration `yaml:"max_wait"`  // default 5s
+}
+
+// Priorities holds the per-class budgets.
+type Priorities struct {
+	Critical    Class `yaml:"critical"`
+	Interactive Class `yaml:"interactive"`
+	Background  Class `yaml:"background"`
+}
+
+// Class is one priority class's budget.
+type Class struct {
+	// Reserved is the number of in-flight slots and queue places held back
+	// for this class alone. Only meaningful for critical.
+	Reserved int `yaml:"reserved"`
+	// MaxQueued caps this class's waiters (0 = bounded only by max_depth).
+	MaxQueued int `yaml:"max_queued"`
+}
+
+// Duration is a time.Duration that must be written with a unit ("15s").
+type Duration time.Duration
+
+// ByteSize is a byte count written as a number or with a unit ("10MiB").
+type ByteSize int64

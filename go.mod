@@ -1,0 +1,8 @@
+module github.com/sluice-gw/sluice
+
+go 1.26
+
+require (
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+)
