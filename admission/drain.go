@@ -6,8 +6,11 @@ import "time"
 // rate it reports forgets an old burst within drainWindow.
 type drainMeter struct {
 	buckets [drainBuckets]int
-	// epoch is the bucket number (time since zero / drainBucket) of the
-	// newest bucket written.
+	// origin anchors bucket numbers at the first observation, so any clock
+	// works, a virtual one starting at the zero Time included.
+	origin  time.Time
+	started bool
+	// epoch is the bucket number of the newest bucket written.
 	epoch int64
 }
 
@@ -17,11 +20,13 @@ const (
 	drainWindow  = drainBuckets * drainBucket
 )
 
-func bucketOf(now time.Time) int64 { return now.UnixNano() / int64(drainBucket) }
-
 // advance zeroes buckets that fell out of the window since the last write.
+// A clock that steps backwards leaves the window where it is.
 func (m *drainMeter) advance(now time.Time) {
-	e := bucketOf(now)
+	if !m.started {
+		m.origin, m.started = now, true
+	}
+	e := int64(now.Sub(m.origin) / drainBucket)
 	if e <= m.epoch {
 		return
 	}

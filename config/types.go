@@ -3,19 +3,24 @@ package config
 import "time"
 
 // Config is the whole of a Sluice gateway configuration, as read from YAML.
-// Every field has a default (see Defaults), so an empty file is valid apart
-// from needing at least one provider and one model.
+// Every field has a default (see defaults.go), so an empty file is valid
+// apart from needing at least one provider and one model.
 type Config struct {
 	// Listen is the client-facing address, host:port.
 	Listen string `yaml:"listen"`
 	// AdminListen serves /metrics, /healthz and /readyz, host:port.
 	AdminListen string `yaml:"admin_listen"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
-	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
-	Log          Log      `yaml:"log"`
+	MaxBodyBytes ByteSize   `yaml:"max_body_bytes"`
+	Log          Log        `yaml:"log"`
 	Providers    []Provider `yaml:"providers"`
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
+
+	// src records where each value came from, so that validation can point
+	// at lines and defaults can tell "left out" from an explicit zero. Nil
+	// for configs built in code.
+	src *source
 }
 
 // Log selects the request log's format and level.

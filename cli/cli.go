@@ -1,0 +1,39 @@
+// Package cli implements the sluice command's subcommands.
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sluice-gw/sluice/mock"
+)
+
+const usage = `sluice: an LLM API gateway that says no early and cheaply.
+
+Usage:
+  sluice serve [--config FILE] [--check]   run the gateway (no config: embedded default with a built-in fake provider)
+  sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
+  sluice help                              show this help
+
+Run "sluice COMMAND --help" for a command's flags.
+`
+
+// Main runs the subcommand named by args[0] and returns the exit code:
+// 0 on success, 2 for bad usage or configuration, 1 for other failures.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return Serve(args[1:], stdout, stderr)
+	case "mock":
+		return mock.Main(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

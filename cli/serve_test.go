@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestServeCheck(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		mentions []string
+	}{
+		{"embedded default", []string{"serve", "--check"}, 0, []string{"configuration ok"}},
+		{"example config", []string{"serve", "--check", "--config", "../examples/sluice.yaml"}, 0, []string{"configuration ok"}},
+		{"missing file", []string{"serve", "--check", "--config", filepath.Join(dir, "nope.yaml")}, 2, []string{"nope.yaml"}},
+		{"not yaml", []string{"serve", "--check", "--config", write("bad.yaml", "providers: [\n")}, 2, []string{"bad.yaml"}},
+		{"bad duration", []string{"serve", "--check", "--config", write("dur.yaml", `providers:
+  - name: p
+    kind: openai
+    base_url: http://127.0.0.1:1/v1
+    timeout: 15
+models:
+  - name: m
+    targets: [{provider: p, model: x}]
+`)}, 2, []string{"dur.yaml:5", "providers[0].timeout", "15s"}},
+		{"unknown key", []string{"serve", "--check", "--config", write("key.yaml", `providers:
+  - name: p
+    kind: openai
+    base_url: http://127.0.0.1:1/v1
+    timout: 15s
+models:
+  - name: m
+    targets: [{provider: p, model: x}]
+`)}, 2, []string{"key.yaml:5", "timout"}},
+		{"unknown command", []string{"serv"}, 2, []string{"unknown command"}},
+		{"stray argument", []string{"serve", "extra"}, 2, []string{"unexpected argument"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Main(c.args, &out, &errb)
+			all := out.String() + errb.String()
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s", code, c.code, all)
+			}
+			for _, m := range c.mentions {
+				if !strings.Contains(all, m) {
+					t.Errorf("output does not mention %q:\n%s", m, all)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package config
+
+import (
+	"os"
+	"time"
+)
+
+// Provider returns the provider called name. The pointer is into c, so it
+// stays valid for as long as c does.
+func (c *Config) Provider(name string) (*Provider, bool) {
+	for i := range c.Providers {
+		if c.Providers[i].Name == name {
+			return &c.Providers[i], true
+		}
+	}
+	return nil, false
+}
+
+// Model returns the model clients call name. A linear scan suits the tens
+// of models a config holds and leaves Config a plain value with no index
+// to keep in sync.
+func (c *Config) Model(name string) (*Model, bool) {
+	for i := range c.Models {
+		if c.Models[i].Name == name {
+			return &c.Models[i], true
+		}
+	}
+	return nil, false
+}
+
+// APIKey reads the provider's key from the environment on each call rather
+// than at load, so the key never sits in a Config that might be printed or
+// logged. It is empty when api_key_env is unset or the variable is empty.
+func (p *Provider) APIKey() string {
+	if p.APIKeyEnv == "" {
+		return ""
+	}
+	return os.Getenv(p.APIKeyEnv)
+}
+
+// Timeout is the end-to-end budget for a request to m: the model's own
+// timeout if set, else its primary target's provider timeout. The default
+// provider timeout covers an unvalidated config whose target is missing.
+func (c *Config) Timeout(m *Model) time.Duration {
+	if m != nil && m.Timeout > 0 {
+		return m.Timeout.D()
+	}
+	if m != nil && len(m.Targets) > 0 {
+		if p, ok := c.Provider(m.Targets[0].Provider); ok && p.Timeout > 0 {
+			return p.Timeout.D()
+		}
+	}
+	return DefaultProviderTimeout
+}

@@ -1,0 +1,256 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var (
+	providerName = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+	envName      = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+)
+
+// Validate checks c as the gateway will use it and returns every problem,
+// each an *Error (joined when there are several). Parse calls it after
+// applying defaults; a Config built in code gets no defaults, so it must
+// set listen addresses, admission limits and timeouts itself.
+func (c *Config) Validate() error {
+	return joinErrors(c.src.fileName(), c.validate())
+}
+
+type checker struct {
+	src  *source
+	errs []*Error
+}
+
+func (v *checker) add(path, format string, args ...any) {
+	if v.src.suppressed(path) {
+		return
+	}
+	v.errs = append(v.errs, &Error{File: v.src.fileName(), Line: v.src.line(path), Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *Config) validate() []*Error {
+	v := &checker{src: c.src}
+	v.listen("listen", c.Listen, DefaultListen)
+	v.listen("admin_listen", c.AdminListen, DefaultAdminListen)
+	if sameAddr(c.Listen, c.AdminListen) {
+		v.add("admin_listen", "%s is the same address as listen; give it another port, e.g. %s", short(c.AdminListen), DefaultAdminListen)
+	}
+	if c.MaxBodyBytes <= 0 {
+		v.add("max_body_bytes", "must be positive (0 would refuse every request body); write e.g. 10MiB")
+	}
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	known := c.validateProviders(v)
+	c.validateModels(v, known)
+	c.validateAdmission(v)
+	return v.errs
+}
+
+func (v *checker) listen(path, addr, example string) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(path, "%s is not host:port; write e.g. %s, or :%s for all interfaces", short(addr), example, example[strings.LastIndex(example, ":")+1:])
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.add(path, "%s has port %s; the port must be a number up to 65535, e.g. %s", short(addr), short(port), example)
+	}
+}
+
+// sameAddr reports whether two listen addresses would collide: same port,
+// and the same host or either one listening on all interfaces.
+func sameAddr(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb || pa == "0" {
+		return false
+	}
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wildcard(ha) || wildcard(hb)
+}
+
+func (v *checker) oneOf(path, got string, valid ...string) {
+	for _, s := range valid {
+		if got == s {
+			return
+		}
+	}
+	v.add(path, "%s is not valid; use %s", short(got), orList(valid))
+}
+
+// orList renders "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// validateProviders checks the providers and returns the names that
+// targets may refer to, in file order.
+func (c *Config) validateProviders(v *checker) []string {
+	if len(c.Providers) == 0 {
+		v.add("providers", "at least one provider is required; add a providers: list with name, kind and base_url")
+	}
+	var known []string
+	firstAt := map[string]int{}
+	for i, p := range c.Providers {
+		at := func(f string) string { return fmt.Sprintf("providers[%d].%s", i, f) }
+		j, dup := firstAt[p.Name]
+		switch {
+		case p.Name == "":
+			v.add(at("name"), "missing; give each provider a unique name, e.g. openai")
+		case !providerName.MatchString(p.Name):
+			v.add(at("name"), "%s may only contain letters, digits, '.', '_' and '-'; write e.g. %s", short(p.Name), short(sanitizeName(p.Name)))
+		case dup:
+			v.add(at("name"), "%s is already the name of providers[%d]; give each provider a unique name", short(p.Name), j)
+		}
+		// Targets may refer to a badly spelled name; the name's own error is
+		// enough, without a second one on every target using it.
+		if p.Name != "" && !dup {
+			firstAt[p.Name] = i
+			known = append(known, p.Name)
+		}
+		switch p.Kind {
+		case "":
+			v.add(at("kind"), "missing; write kind: openai or kind: anthropic")
+		case KindOpenAI, KindAnthropic:
+		default:
+			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers) or anthropic", short(p.Kind))
+		}
+		v.baseURL(at("base_url"), p.BaseURL)
+		// The value is never echoed: a key pasted here by mistake must not
+		// end up in logs.
+		if p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv) {
+			v.add(at("api_key_env"), "must be the name of an environment variable (upper-case letters, digits and _, not starting with a digit), not the key itself; write e.g. OPENAI_API_KEY")
+		}
+		if p.Timeout <= 0 {
+			v.add(at("timeout"), "must be positive; write e.g. 60s, or remove it for the default of %s", Duration(DefaultProviderTimeout))
+		}
+		if p.MaxInFlight < 0 {
+			v.add(at("max_in_flight"), "%d is negative; write 0 for no per-provider limit, or a positive number", p.MaxInFlight)
+		}
+	}
+	return known
+}
+
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && providerName.MatchString(string(r)) {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func (v *checker) baseURL(path, raw string) {
+	const example = "https://api.openai.com/v1"
+	if raw == "" {
+		v.add(path, "missing; write the API root including its version, e.g. %s", example)
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
+		fix := example
+		if !strings.Contains(raw, "://") && bare(raw) == raw {
+			fix = "https://" + raw
+		}
+		v.add(path, "%s is not an absolute http(s) URL; write e.g. %s", short(raw), fix)
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(path, "%s has scheme %s; use http or https", short(raw), short(u.Scheme))
+	case u.User != nil:
+		// Do not echo: the user info may be a credential.
+		v.add(path, "must not contain credentials; put the key in an environment variable and name it in api_key_env")
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(raw, "?"):
+		v.add(path, "%s has a query or fragment, which would end up in the middle of request paths; remove it", short(raw))
+	}
+}
+
+func (c *Config) validateModels(v *checker, known []string) {
+	if len(c.Models) == 0 {
+		v.add("models", "at least one model is required; add a models: list mapping each client-facing name to targets")
+	}
+	isKnown := map[string]bool{}
+	for _, n := range known {
+		isKnown[n] = true
+	}
+	knownList := "known providers: " + strings.Join(known, ", ")
+	if len(known) == 0 {
+		knownList = "no providers are configured yet; add one under providers:"
+	}
+	firstAt := map[string]int{}
+	for i, m := range c.Models {
+		at := func(f string) string { return fmt.Sprintf("models[%d].%s", i, f) }
+		switch j, dup := firstAt[m.Name]; {
+		case m.Name == "":
+			v.add(at("name"), "missing; write the model name clients will send, e.g. gpt-4o")
+		case dup:
+			v.add(at("name"), "%s is already the name of models[%d]; give each model a unique name", short(m.Name), j)
+		default:
+			firstAt[m.Name] = i
+		}
+		// 0s is "no override", so a marshalled config parses again.
+		if m.Timeout < 0 {
+			v.add(at("timeout"), "must not be negative; write e.g. 30s, or remove it to use the provider's timeout")
+		}
+		if len(m.Targets) == 0 {
+			v.add(at("targets"), "at least one target is required; add - provider: <name> and model: <upstream model name>")
+		}
+		for k, t := range m.Targets {
+			tat := func(f string) string { return fmt.Sprintf("models[%d].targets[%d].%s", i, k, f) }
+			switch {
+			case t.Provider == "":
+				v.add(tat("provider"), "missing; set it to a provider's name; %s", knownList)
+			case !isKnown[t.Provider]:
+				v.add(tat("provider"), "%s is not a configured provider; %s", short(t.Provider), knownList)
+			}
+			if t.Model == "" {
+				v.add(tat("model"), "missing; write the model name the provider expects, e.g. gpt-4o")
+			}
+		}
+	}
+}
+
+func (c *Config) validateAdmission(v *checker) {
+	a := &c.Admission
+	if a.MaxInFlight < 1 {
+		v.add("admission.max_in_flight", "must be at least 1; write e.g. %d", DefaultMaxInFlight)
+	}
+	q := a.Queue
+	if q.MaxDepth < 0 {
+		v.add("admission.queue.max_depth", "%d is negative; write 0 to turn queueing off, or a positive number", q.MaxDepth)
+	}
+	if q.MaxWait <= 0 && q.MaxDepth > 0 {
+		v.add("admission.queue.max_wait", "must be positive while requests can queue; write e.g. 5s, or set max_depth: 0 to turn queueing off")
+	}
+	v.oneOf("admission.default_priority", a.DefaultPriority, PriorityCritical, PriorityInteractive, PriorityBackground)
+	pr := a.Priorities
+	if r := pr.Critical.Reserved; r < 0 {
+		v.add("admission.priorities.critical.reserved", "%d is negative; write 0 for no reservation, or a positive number", r)
+	} else if r >= a.MaxInFlight && a.MaxInFlight >= 1 {
+		v.add("admission.priorities.critical.reserved", "%d holds back every in-flight slot (admission.max_in_flight is %d), so other classes could never run; write at most %d",
+			r, a.MaxInFlight, a.MaxInFlight-1)
+	}
+	for _, cl := range []struct {
+		name string
+		c    Class
+	}{{PriorityCritical, pr.Critical}, {PriorityInteractive, pr.Interactive}, {PriorityBackground, pr.Background}} {
+		at := "admission.priorities." + cl.name + "."
+		if cl.name != PriorityCritical && cl.c.Reserved != 0 {
+			v.add(at+"reserved", "only critical can reserve capacity; move it to admission.priorities.critical.reserved, or remove it")
+		}
+		switch mq := cl.c.MaxQueued; {
+		case mq < 0:
+			v.add(at+"max_queued", "%d is negative; write 0 to be bounded only by queue.max_depth, or a positive number", mq)
+		case mq > q.MaxDepth && q.MaxDepth >= 0:
+			v.add(at+"max_queued", "%d is more than admission.queue.max_depth (%d); lower it to at most %d, or raise max_depth", mq, q.MaxDepth, q.MaxDepth)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+// Package gateway is the HTTP shell around Sluice's decisions: it
+// classifies a request from its headers, asks admission for a slot, relays
+// the call to the provider, streams the answer back event by event, and
+// reports what happened to metrics and the request log.
+//
+// The decisions themselves live in pure packages (admission today); this
+// package only carries them out with the real clock and real sockets.
+//
+// The request path, in order:
+//
+//  1. route: the path picks the endpoint and its dialect (OpenAI or Anthropic);
+//  2. classify: priority and timeout from X-Sluice-Priority and
+//     X-Sluice-Timeout;
+//  3. early shed: if the global limit and the queue leave no room for this
+//     priority, answer 503/529 now, before reading the body;
+//  4. read and scan the body (bounded by max_body_bytes), resolve the model
+//     to its first target;
+//  5. admission: wait for a slot in the global and provider limits, or be
+//     refused with an honest Retry-After;
+//  6. upstream: the provider's key replaces the client's credentials,
+//     model is rewritten, the deadline rides on the request's context;
+//  7. relay: SSE is flushed as it arrives; other bodies are checked to be
+//     well-formed JSON before the client sees them.
+//
+// Every request releases its admission slot exactly once (a deferred,
+// idempotent Release), and every client gets exactly one well-formed
+// answer: a success, or an error in its API's own shape.
+package gateway

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// Outcomes label sluice_requests_total and the request log.
+const (
+	outcomeOK            = "ok"
+	outcomeShed          = "shed"
+	outcomeClientError   = "client_error"
+	outcomeUpstreamError = "upstream_error"
+	outcomeTimeout       = "timeout"
+	outcomeCancelled     = "cancelled" // the client went away
+	outcomeInternal      = "internal_error"
+)
+
+// exchange is the record of one client request, filled in along the
+// request path and reported once, when the handler returns.
+type exchange struct {
+	start    time.Time
+	endpoint protocol.Endpoint
+	priority admission.Priority
+	model    string
+	provider string
+	stream   bool
+
+	status         int // sent to the client; 499 when the client left first
+	wroteHeader    bool
+	outcome        string
+	reason         string
+	waited         time.Duration
+	upstreamStatus int
+	upstreamStart  time.Time
+	ttft           time.Duration
+	upstreamDur    time.Duration
+	requestID      string // the provider's request id, safe to log
+	bytesOut       int64
+}
+
+// finish records the exchange in metrics and writes its log line.
+func (g *Gateway) finish(x *exchange) {
+	dur := g.now().Sub(x.start)
+	model, provider := x.model, x.provider
+	if model == "" {
+		model = "-"
+	}
+	if provider == "" {
+		provider = "-"
+	}
+	m := g.metrics
+	m.Requests.WithLabelValues(x.endpoint.Name, model, provider, x.priority.String(), x.outcome, x.reason).Inc()
+	m.Duration.WithLabelValues(x.endpoint.Name, model, x.outcome).Observe(dur.Seconds())
+	if x.upstreamStatus != 0 {
+		m.Upstream.WithLabelValues(provider, model).Observe(x.upstreamDur.Seconds())
+		if x.ttft > 0 {
+			m.TTFT.WithLabelValues(provider, model).Observe(x.ttft.Seconds())
+		}
+	}
+
+	level := slog.LevelInfo
+	if x.outcome == outcomeInternal {
+		level = slog.LevelError
+	}
+	if !g.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("endpoint", x.endpoint.Name),
+		slog.String("model", model),
+		slog.String("provider", provider),
+		slog.String("priority", x.priority.String()),
+		slog.Bool("stream", x.stream),
+		slog.Int("status", x.status),
+		slog.String("outcome", x.outcome),
+		slog.Duration("duration", dur),
+	}
+	if x.reason != "" {
+		attrs = append(attrs, slog.String("reason", x.reason))
+	}
+	if x.waited > 0 {
+		attrs = append(attrs, slog.Duration("queue_wait", x.waited))
+	}
+	if x.upstreamStatus != 0 {
+		attrs = append(attrs, slog.Int("upstream_status", x.upstreamStatus), slog.Duration("ttft", x.ttft), slog.Duration("upstream_duration", x.upstreamDur))
+	}
+	if x.requestID != "" {
+		attrs = append(attrs, slog.String("upstream_request_id", x.requestID))
+	}
+	if x.bytesOut > 0 {
+		attrs = append(attrs, slog.Int64("bytes_out", x.bytesOut))
+	}
+	g.log.LogAttrs(context.Background(), level, "request", attrs...)
+}

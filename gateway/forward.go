@@ -1,0 +1,199 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// maxUpstreamBody bounds a buffered (non-streaming) upstream response.
+const maxUpstreamBody = 64 << 20
+
+// forward makes the upstream call for x and relays its answer.
+func (g *Gateway) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, t target, ep protocol.Endpoint, body []byte, deadline time.Time) {
+	p := t.provider
+	url := p.baseURL + ep.UpstreamPath()
+	if r.URL.RawQuery != "" {
+		url += "?" + r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		g.fail(w, x, protocol.Internal, outcomeInternal, "bad_upstream_url", "the gateway could not build the upstream request", 0)
+		return
+	}
+	copyRequestHeaders(req.Header, r.Header)
+	req.Header.Set("Content-Type", "application/json")
+	switch p.dialect {
+	case protocol.Anthropic:
+		if p.key != "" {
+			req.Header.Set("X-Api-Key", p.key)
+		}
+		if req.Header.Get("Anthropic-Version") == "" {
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+		}
+	default:
+		if p.key != "" {
+			req.Header.Set("Authorization", "Bearer "+p.key)
+		}
+	}
+	// A downstream Sluice (or any upstream that reads it) learns how much
+	// time is left; the context enforces it here either way.
+	req.Header.Set("X-Sluice-Timeout", strconv.FormatInt(time.Until(deadline).Milliseconds(), 10)+"ms")
+
+	x.upstreamStart = g.now()
+	resp, err := g.transport.RoundTrip(req)
+	if err != nil {
+		g.metrics.UpstreamStatus.WithLabelValues(p.name, "error").Inc()
+		g.upstreamFailed(w, r, x, ctx, err)
+		return
+	}
+	x.upstreamStatus = resp.StatusCode
+	x.requestID = requestID(resp.Header)
+	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
+
+	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
+		g.relayStream(ctx, w, r, x, resp)
+		return
+	}
+	g.relayBuffered(ctx, w, r, x, resp)
+}
+
+// upstreamFailed maps a failed upstream call to the client's answer.
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exchange, ctx context.Context, err error) {
+	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	switch {
+	case r.Context().Err() != nil:
+		g.clientGone(x)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
+			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
+	default:
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_connect",
+			fmt.Sprintf("provider %s could not be reached or broke the connection", x.provider), 0)
+	}
+}
+
+// relayBuffered reads a whole non-streaming answer, checks a success is
+// well-formed JSON (so garbage becomes a 502, not a client parse error),
+// and passes it on with the provider's status and headers.
+func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response) {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	now := g.now()
+	x.upstreamDur = now.Sub(x.upstreamStart)
+	x.ttft = x.upstreamDur
+	if err != nil {
+		g.upstreamFailed(w, r, x, ctx, err)
+		return
+	}
+	if len(data) > maxUpstreamBody {
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_too_large",
+			fmt.Sprintf("provider %s sent a response larger than %d bytes", x.provider, maxUpstreamBody), 0)
+		return
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if !isJSON(resp.Header) || !json.Valid(data) {
+		what := "a malformed response"
+		if !ok {
+			what = fmt.Sprintf("status %d with a body that is not JSON", resp.StatusCode)
+		}
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+			fmt.Sprintf("provider %s sent %s", x.provider, what), 0)
+		return
+	}
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	x.wroteHeader, x.status = true, resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	n, _ := w.Write(data)
+	x.bytesOut = int64(n)
+	if ok {
+		x.outcome = outcomeOK
+	} else {
+		// The provider's own error, passed through in its own shape.
+		x.outcome, x.reason = outcomeUpstreamError, "upstream_status"
+	}
+}
+
+// relayBufPool holds relay buffers; a stream holds one only while it
+// copies, keeping per-stream memory small.
+var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+// relayStream copies an SSE answer to the client as it arrives, flushing
+// after every read so no event waits for the next one. Once the first
+// byte is out the status is committed; a failure after that ends the
+// stream with an error event in the client's dialect.
+func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response) {
+	defer resp.Body.Close()
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Set("X-Accel-Buffering", "no")
+	x.wroteHeader, x.status = true, resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+
+	bp := relayBufPool.Get().(*[]byte)
+	defer relayBufPool.Put(bp)
+	buf := *bp
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if x.ttft == 0 {
+				x.ttft = g.now().Sub(x.upstreamStart)
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				x.upstreamDur = g.now().Sub(x.upstreamStart)
+				g.clientGone(x)
+				return // the deferred cancel and Close stop the upstream
+			}
+			x.bytesOut += int64(n)
+			if ferr := rc.Flush(); ferr != nil {
+				x.upstreamDur = g.now().Sub(x.upstreamStart)
+				g.clientGone(x)
+				return
+			}
+		}
+		if err == nil {
+			continue
+		}
+		x.upstreamDur = g.now().Sub(x.upstreamStart)
+		d := x.endpoint.Dialect
+		switch {
+		case err == io.EOF:
+			x.outcome = outcomeOK
+		case r.Context().Err() != nil:
+			g.clientGone(x)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			x.outcome, x.reason = outcomeTimeout, "stream_deadline"
+			w.Write(d.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
+			rc.Flush()
+		default:
+			x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
+			w.Write(d.StreamErrorEvent(protocol.Upstream, fmt.Sprintf("provider %s broke off the stream", x.provider)))
+			rc.Flush()
+		}
+		return
+	}
+}
+
+func mediaType(h http.Header) string {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt
+}
+
+func isEventStream(h http.Header) bool { return mediaType(h) == "text/event-stream" }
+
+func isJSON(h http.Header) bool {
+	mt := mediaType(h)
+	return mt == "application/json" || (len(mt) > 5 && mt[len(mt)-5:] == "+json")
+}

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/metrics"
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// Options are the gateway's collaborators. Every field may be left zero.
+type Options struct {
+	// Logger receives one line per request. Nil means a text logger on
+	// stderr at the config's level.
+	Logger *slog.Logger
+	// Transport carries upstream calls. Nil means NewTransport().
+	Transport http.RoundTripper
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Gateway serves the client API and the admin API for one configuration.
+type Gateway struct {
+	log       *slog.Logger
+	metrics   *metrics.Metrics
+	gate      *admission.Gate
+	transport http.RoundTripper
+	now       func() time.Time
+
+	providers  map[string]*provider
+	models     map[string]*model
+	modelNames []string
+	defaultPri admission.Priority
+	maxBody    int64
+	ready      atomic.Bool
+}
+
+type provider struct {
+	name    string
+	dialect protocol.Dialect
+	baseURL string
+	key     string // never logged
+	timeout time.Duration
+	scope   int // admission scope index
+}
+
+type model struct {
+	name    string
+	timeout time.Duration
+	targets []target
+}
+
+type target struct {
+	provider *provider
+	model    string
+}
+
+// New builds a gateway from a validated configuration.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	g := &Gateway{
+		log:       opts.Logger,
+		transport: opts.Transport,
+		now:       opts.Now,
+		metrics:   metrics.New(),
+		providers: make(map[string]*provider),
+		models:    make(map[string]*model),
+		maxBody:   cfg.MaxBodyBytes.Int64(),
+	}
+	if g.log == nil {
+		g.log = NewLogger(io.Discard, cfg.Log)
+	}
+	if g.transport == nil {
+		g.transport = NewTransport()
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	pri, ok := admission.ParsePriority(cfg.Admission.DefaultPriority)
+	if !ok {
+		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)
+	}
+	g.defaultPri = pri
+
+	scopes := make([]admission.Limiter, len(cfg.Providers))
+	scopeNames := make([]string, len(cfg.Providers))
+	for i := range cfg.Providers {
+		pc := &cfg.Providers[i]
+		d, ok := protocol.ParseDialect(pc.Kind)
+		if !ok {
+			return nil, fmt.Errorf("providers[%d].kind: unknown kind %q", i, pc.Kind)
+		}
+		g.providers[pc.Name] = &provider{
+			name:    pc.Name,
+			dialect: d,
+			baseURL: strings.TrimSuffix(pc.BaseURL, "/"),
+			key:     pc.APIKey(),
+			timeout: pc.Timeout.D(),
+			scope:   i,
+		}
+		scopes[i] = admission.Fixed(pc.MaxInFlight)
+		scopeNames[i] = pc.Name
+	}
+	for i := range cfg.Models {
+		mc := &cfg.Models[i]
+		m := &model{name: mc.Name, timeout: cfg.Timeout(mc)}
+		for j, t := range mc.Targets {
+			p, ok := g.providers[t.Provider]
+			if !ok {
+				return nil, fmt.Errorf("models[%d].targets[%d].provider: unknown provider %q", i, j, t.Provider)
+			}
+			m.targets = append(m.targets, target{provider: p, model: t.Model})
+		}
+		g.models[mc.Name] = m
+		g.modelNames = append(g.modelNames, mc.Name)
+	}
+	sort.Strings(g.modelNames)
+
+	a := cfg.Admission
+	g.gate = admission.NewGate(admission.Config{
+		Global:   admission.Fixed(a.MaxInFlight),
+		Scopes:   scopes,
+		MaxDepth: a.Queue.MaxDepth,
+		MaxWait:  a.Queue.MaxWait.D(),
+		Reserved: a.Priorities.Critical.Reserved,
+		MaxQueued: [3]int{
+			admission.Critical:    0,
+			admission.Interactive: a.Priorities.Interactive.MaxQueued,
+			admission.Background:  a.Priorities.Background.MaxQueued,
+		},
+	}, g.now)
+	g.metrics.ObserveGate(g.gate, scopeNames)
+	g.ready.Store(true)
+	return g, nil
+}
+
+// NewTransport returns the upstream transport: generous idle pools, since
+// every request to one provider goes to one host, and no transparent
+// compression, so streams reach the relay as the provider sent them.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// NewLogger builds the request logger from the log config.
+func NewLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// Metrics exposes the gateway's collectors.
+func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
+
+// Gate exposes the admission gate, for tests and the admin API.
+func (g *Gateway) Gate() *admission.Gate { return g.gate }
+
+// SetReady flips /readyz, e.g. to drain before shutdown.
+func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }

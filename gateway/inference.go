@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// bodyReadTimeout bounds how long a client may take to send its body, so
+// a slow sender cannot hold a connection open indefinitely.
+const bodyReadTimeout = 30 * time.Second
+
+// serveInference carries one inference request along the path described
+// in the package comment.
+func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
+	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+	defer g.finish(x)
+	defer func() {
+		// The admission permit is released by its own defer before this
+		// runs; here the panic only has to become one well-formed 500.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			g.log.Error("handler panic", "panic", fmt.Sprint(v), "endpoint", ep.Name)
+			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+		}
+	}()
+	d := ep.Dialect
+
+	if p := r.Header.Get("X-Sluice-Priority"); p != "" {
+		pri, ok := admission.ParsePriority(strings.ToLower(p))
+		if !ok {
+			g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority",
+				fmt.Sprintf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", p), 0)
+			return
+		}
+		x.priority = pri
+	}
+	clientTimeout, err := parseTimeout(r.Header.Get("X-Sluice-Timeout"))
+	if err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_timeout", err.Error(), 0)
+		return
+	}
+
+	// Shed from the headers alone when the global limit and the queue
+	// have no room for this class: no body read, no upstream socket.
+	if rej := g.gate.Check(admission.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil {
+		g.shed(w, x, rej)
+		return
+	}
+
+	raw, err := g.readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
+				fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
+			return
+		}
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read", "could not read the request body: "+err.Error(), 0)
+		return
+	}
+	body, err := protocol.ParseBody(raw)
+	if err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), 0)
+		return
+	}
+	x.stream = body.Stream
+	m, ok := g.models[body.Model]
+	if !ok {
+		x.model = "unknown"
+		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
+			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
+		return
+	}
+	x.model = m.name
+	t := m.targets[0]
+	x.provider = t.provider.name
+	if t.provider.dialect != d {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
+			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, t.provider.dialect, ep.Path), 0)
+		return
+	}
+
+	timeout := m.timeout
+	if clientTimeout > 0 && clientTimeout < timeout {
+		timeout = clientTimeout
+	}
+	deadline := x.start.Add(timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+
+	permit, err := g.gate.Acquire(ctx, admission.Request{Priority: x.priority, Scope: t.provider.scope, Deadline: deadline})
+	if err != nil {
+		var rej *admission.Rejection
+		switch {
+		case errors.As(err, &rej):
+			g.shed(w, x, rej)
+		case r.Context().Err() != nil:
+			g.clientGone(x)
+		default:
+			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+				fmt.Sprintf("the request's %s deadline passed while it waited for admission", timeout), 0)
+		}
+		return
+	}
+	defer permit.Release()
+	x.waited = permit.Waited
+	if x.waited > 0 {
+		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
+	}
+
+	g.forward(ctx, w, r, x, t, ep, body.WithModel(t.model), deadline)
+}
+
+// readBody reads the whole body, bounded in size and in time.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(bodyReadTimeout))
+	defer http.NewResponseController(w).SetReadDeadline(time.Time{})
+	rd := http.MaxBytesReader(w, r.Body, g.maxBody)
+	if r.ContentLength > g.maxBody {
+		return nil, &http.MaxBytesError{Limit: g.maxBody}
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 512)))
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
+}
+
+// parseTimeout reads X-Sluice-Timeout: a Go duration ("2.5s", "800ms") or
+// a number of seconds. Empty means none.
+func parseTimeout(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, fmt.Errorf("X-Sluice-Timeout: %q is not a duration; write e.g. 30s or 1500ms", v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("X-Sluice-Timeout: %q must be positive", v)
+	}
+	return d, nil
+}
+
+// shed answers a refusal from admission: 503 (OpenAI) or 529 (Anthropic)
+// with the dialect's overloaded_error and an estimated Retry-After.
+func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
+}
+
+// fail is the one place an error answer is written and recorded.
+func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
+	x.outcome, x.reason = outcome, reason
+	if x.wroteHeader {
+		return // a stream already started; relay wrote its own error event
+	}
+	x.wroteHeader = true
+	x.status = x.endpoint.Dialect.Status(k)
+	x.endpoint.Dialect.WriteError(w, k, msg, retryAfter)
+}
+
+// clientGone records a request whose client disconnected; nobody is left
+// to answer.
+func (g *Gateway) clientGone(x *exchange) {
+	x.outcome, x.reason = outcomeCancelled, "client_disconnected"
+	if !x.wroteHeader {
+		x.status = 499
+	}
+}

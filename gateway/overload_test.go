@@ -1,0 +1,196 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// logLine is the subset of a JSON request-log line the tests read.
+type logLine struct {
+	Msg       string  `json:"msg"`
+	Priority  string  `json:"priority"`
+	Outcome   string  `json:"outcome"`
+	Reason    string  `json:"reason"`
+	Status    int     `json:"status"`
+	Duration  float64 `json:"duration"`   // nanoseconds
+	QueueWait float64 `json:"queue_wait"` // nanoseconds
+}
+
+func (s *stack) requestLog() []logLine {
+	var out []logLine
+	for _, l := range strings.Split(s.logText(), "\n") {
+		var ll logLine
+		if json.Unmarshal([]byte(l), &ll) == nil && ll.Msg == "request" {
+			out = append(out, ll)
+		}
+	}
+	return out
+}
+
+// overloadConfig: 4 slots, 4 queue places of which 1 is reserved for
+// critical, 300 ms max wait. At 200 ms per call capacity is 20 req/s.
+func overloadConfig(c *config.Config) {
+	c.Log.Format = "json"
+	c.Admission.MaxInFlight = 4
+	c.Providers[0].MaxInFlight = 4
+	c.Admission.Queue.MaxDepth = 4
+	c.Admission.Queue.MaxWait = config.Duration(300 * time.Millisecond)
+	c.Admission.Priorities = config.Priorities{Critical: config.Class{Reserved: 1}}
+}
+
+// Under 5x overload the limit holds, rejections are fast, critical is
+// never shed, background goes before interactive, and nobody waits in
+// the queue past max_wait.
+func TestOverloadFiveTimes(t *testing.T) {
+	s := newStack(t, mock.Config{TTFT: 200 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}}, overloadConfig)
+
+	const n = 100 // 100 req/s for 1 s: 5x the 20 req/s capacity
+	mix := []string{"interactive", "background", "interactive", "background", "critical"}
+	var wg sync.WaitGroup
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for i := range n {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody,
+				map[string]string{"X-Sluice-Priority": mix[i%len(mix)]})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Critical may use the one reserved slot above the limit of 4.
+	if peak := s.mock.Stats().PeakInFlight; peak > 5 {
+		t.Errorf("upstream saw %d in flight; the limit is 4 (+1 reserved for critical)", peak)
+	}
+	var fast []time.Duration // immediate rejections, server-side
+	shed := map[string]int{}
+	total := map[string]int{}
+	maxWait := 300 * time.Millisecond
+	for _, l := range s.requestLog() {
+		total[l.Priority]++
+		if l.Outcome != "shed" {
+			if l.Outcome != "ok" {
+				t.Errorf("unexpected outcome %q (%s)", l.Outcome, l.Reason)
+			}
+			if w := time.Duration(l.QueueWait); w > maxWait+20*time.Millisecond {
+				t.Errorf("a request waited %v in the queue; max_wait is %v", w, maxWait)
+			}
+			continue
+		}
+		shed[l.Priority]++
+		d := time.Duration(l.Duration)
+		switch l.Reason {
+		case "queue_full", "class_full":
+			fast = append(fast, d)
+		case "wait_timeout":
+			if d < maxWait-5*time.Millisecond || d > maxWait+30*time.Millisecond {
+				t.Errorf("a wait_timeout came after %v; want it at max_wait %v", d, maxWait)
+			}
+		}
+	}
+	t.Logf("offered %v, shed %v", total, shed)
+	// Timing targets proper (p99 under 1 ms) are measured out of process
+	// by the benchmark; here client, gateway and mock share two cores, so
+	// the test holds the 95th percentile to 1 ms and every one to 10 ms.
+	slices.Sort(fast)
+	if len(fast) == 0 {
+		t.Fatal("no immediate rejections at 5x overload")
+	}
+	if p95 := fast[len(fast)*95/100]; p95 > time.Millisecond || fast[len(fast)-1] > 10*time.Millisecond {
+		t.Errorf("immediate rejections: p95 %v, max %v; want p95 under 1ms", p95, fast[len(fast)-1])
+	}
+	if total["critical"]+total["interactive"]+total["background"] != n {
+		t.Fatalf("logged %v requests, want %d", total, n)
+	}
+	if shed["critical"] != 0 {
+		t.Errorf("critical shed %d times; it must never be shed", shed["critical"])
+	}
+	if shed["background"] == 0 || float64(shed["background"])/float64(total["background"]) <= float64(shed["interactive"])/float64(total["interactive"]) {
+		t.Errorf("background must be shed before interactive: shed %v of %v", shed, total)
+	}
+}
+
+// With the queue full of background work, interactive newcomers displace
+// the newest background waiters, and critical still gets through.
+func TestPriorityDisplacement(t *testing.T) {
+	s := newStack(t, mock.Config{TTFT: 400 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}}, func(c *config.Config) {
+		overloadConfig(c)
+		c.Admission.MaxInFlight = 2
+		c.Providers[0].MaxInFlight = 2
+		c.Admission.Queue.MaxDepth = 3 // 2 places for non-critical
+		c.Admission.Queue.MaxWait = config.Duration(2 * time.Second)
+	})
+	type result struct {
+		pri    string
+		status int
+	}
+	results := make(chan result, 16)
+	send := func(pri string) {
+		go func() {
+			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, map[string]string{"X-Sluice-Priority": pri})
+			if err != nil {
+				t.Error(err)
+				results <- result{pri, 0}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			results <- result{pri, resp.StatusCode}
+		}()
+	}
+	inState := func(inFlight, queued int) func() bool {
+		return func() bool {
+			sn := s.gw.Gate().Snapshot()
+			return sn.InFlight == inFlight && sn.Queued[0]+sn.Queued[1]+sn.Queued[2] == queued
+		}
+	}
+	send("interactive")
+	send("interactive")
+	waitFor(t, "two in flight", inState(2, 0))
+	send("background")
+	send("background")
+	waitFor(t, "two background queued", inState(2, 2))
+	send("interactive") // displaces the newest background
+	send("interactive") // displaces the other
+	send("critical")    // reserved slot: starts at once
+	got := map[string][]int{}
+	for range 7 {
+		r := <-results
+		got[r.pri] = append(got[r.pri], r.status)
+	}
+	if fmt.Sprint(got["background"]) != "[503 503]" {
+		t.Errorf("background answers %v, want both displaced with 503", got["background"])
+	}
+	for _, st := range append(got["interactive"], got["critical"]...) {
+		if st != 200 {
+			t.Errorf("interactive/critical answers %v / %v, want all 200", got["interactive"], got["critical"])
+			break
+		}
+	}
+	for _, l := range s.requestLog() {
+		if l.Priority == "background" && l.Reason != "displaced" {
+			t.Errorf("background shed for %q, want displaced", l.Reason)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+const chatBody = `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}],"x_vendor_field":{"keep":[1,2,3]},"temperature":0.25}`
+
+func TestPassThroughRewritesOnlyModelAndSwapsCredentials(t *testing.T) {
+	t.Setenv("SLUICE_TEST_OPENAI_KEY", "sk-provider-secret")
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Providers[0].APIKeyEnv = "SLUICE_TEST_OPENAI_KEY"
+	})
+	status, hdr, body := s.do("/v1/chat/completions", chatBody, map[string]string{
+		"Authorization": "Bearer sk-client-key",
+		"Connection":    "X-Hop",
+		"X-Hop":         "must-not-pass",
+	})
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	v := decode(t, body)
+	if _, ok := v["choices"]; !ok {
+		t.Fatalf("no choices in %s", body)
+	}
+	last := s.mock.LastRequest()
+	want := strings.Replace(chatBody, `"model":"mock-gpt"`, `"model":"mock-gpt-4o"`, 1)
+	if string(last.Body) != want {
+		t.Errorf("upstream body:\n got %s\nwant %s", last.Body, want)
+	}
+	if last.Authorization != "Bearer sk-provider-secret" {
+		t.Errorf("upstream Authorization = %q, want the provider's key", last.Authorization)
+	}
+	if last.Header.Get("X-Hop") != "" {
+		t.Errorf("hop-by-hop header X-Hop reached the provider")
+	}
+	if hdr.Get("X-Request-Id") == "" {
+		t.Errorf("provider's x-request-id did not reach the client; headers %v", hdr)
+	}
+	if strings.Contains(s.logText(), "sk-provider-secret") || strings.Contains(s.logText(), "sk-client-key") {
+		t.Errorf("a key leaked into the log:\n%s", s.logText())
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	s := newStack(t, mock.Config{}, nil)
+	cases := []struct {
+		name, path, body string
+		hdr              map[string]string
+		field            string
+	}{
+		{"completions", "/v1/completions", `{"model":"mock-gpt","prompt":"hi"}`, nil, "choices"},
+		{"embeddings", "/v1/embeddings", `{"model":"mock-embed","input":["a","b"]}`, nil, "data"},
+		{"messages", "/v1/messages", `{"model":"mock-claude","max_tokens":32,"messages":[{"role":"user","content":"hi"}]}`,
+			map[string]string{"anthropic-version": "2023-06-01", "x-api-key": "client"}, "content"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, _, body := s.do(c.path, c.body, c.hdr)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if _, ok := decode(t, body)[c.field]; !ok {
+				t.Fatalf("no %q in %s", c.field, body)
+			}
+		})
+	}
+	t.Run("models", func(t *testing.T) {
+		resp, err := http.Get(s.url + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"mock-claude"`) || !strings.Contains(string(b), `"object":"list"`) {
+			t.Fatalf("model list: %s", b)
+		}
+	})
+}
+
+// The client's first event must not wait for the upstream's last.
+func TestStreamingRelaysFirstEventBeforeUpstreamFinishes(t *testing.T) {
+	s := newStack(t, mock.Config{TTFT: 10 * time.Millisecond, TPOT: 100 * time.Millisecond}, nil)
+	for _, c := range []struct{ name, path, body string }{
+		{"openai", "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"anthropic", "/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			resp, err := s.post(context.Background(), c.path, c.body, map[string]string{"X-Mock-Output-Tokens": "20"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+				t.Fatalf("content-type %q", ct)
+			}
+			var first time.Duration
+			events := 0
+			sseEvents(resp.Body, func(string) bool {
+				if events == 0 {
+					first = time.Since(start)
+					if st := s.mock.Stats(); st.InFlight != 1 {
+						t.Errorf("upstream in flight = %d at first event; want 1 (still generating)", st.InFlight)
+					}
+				}
+				events++
+				return true
+			})
+			total := time.Since(start)
+			// 20 tokens at 100 ms each take ~2 s; the first must come long before.
+			if first > 500*time.Millisecond || total < time.Second {
+				t.Fatalf("first event after %v, whole stream %v: the relay buffered", first, total)
+			}
+			if events < 20 {
+				t.Fatalf("got %d events, want at least 20", events)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) { c.MaxBodyBytes = 1024 })
+	anthropic := map[string]string{"anthropic-version": "2023-06-01"}
+	cases := []struct {
+		name, path, body string
+		hdr              map[string]string
+		status           int
+		typ, mentions    string
+	}{
+		{"malformed json", "/v1/chat/completions", `{"model":"mock-gpt",`, nil, 400, "invalid_request_error", "not valid JSON"},
+		{"not an object", "/v1/chat/completions", `[1,2]`, nil, 400, "invalid_request_error", "JSON object"},
+		{"no model", "/v1/chat/completions", `{"messages":[]}`, nil, 400, "invalid_request_error", `is required`},
+		{"model not a string", "/v1/chat/completions", `{"model":7}`, nil, 400, "invalid_request_error", "must be a string"},
+		{"anthropic malformed", "/v1/messages", `{`, anthropic, 400, "invalid_request_error", "not valid JSON"},
+		{"oversized", "/v1/chat/completions", `{"model":"mock-gpt","pad":"` + strings.Repeat("x", 2048) + `"}`, nil, 413, "invalid_request_error", "max_body_bytes"},
+		{"anthropic oversized", "/v1/messages", `{"model":"mock-claude","pad":"` + strings.Repeat("x", 2048) + `"}`, anthropic, 413, "request_too_large", "max_body_bytes"},
+		{"unknown model", "/v1/chat/completions", `{"model":"gpt-9"}`, nil, 404, "invalid_request_error", "mock-gpt"},
+		{"anthropic unknown model", "/v1/messages", `{"model":"claude-9"}`, anthropic, 404, "not_found_error", "not configured"},
+		{"wrong dialect", "/v1/messages", `{"model":"mock-gpt"}`, anthropic, 400, "invalid_request_error", "openai-style"},
+		{"bad priority", "/v1/chat/completions", chatBody, map[string]string{"X-Sluice-Priority": "urgent"}, 400, "invalid_request_error", "critical, interactive or background"},
+		{"bad timeout", "/v1/chat/completions", chatBody, map[string]string{"X-Sluice-Timeout": "soon"}, 400, "invalid_request_error", "30s"},
+		{"garbage upstream", "/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "malformed"}, 502, "upstream_error", "malformed"},
+		{"upstream reset", "/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "reset"}, 502, "upstream_error", "could not be reached"},
+		{"anthropic upstream garbage", "/v1/messages", `{"model":"mock-claude","max_tokens":8}`, map[string]string{"X-Mock-Fail": "malformed", "anthropic-version": "2023-06-01"}, 502, "api_error", "malformed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, _, body := s.do(c.path, c.body, c.hdr)
+			if status != c.status {
+				t.Fatalf("status %d, want %d: %s", status, c.status, body)
+			}
+			if typ := errorType(t, body); typ != c.typ {
+				t.Errorf("error type %q, want %q", typ, c.typ)
+			}
+			if !strings.Contains(string(body), c.mentions) {
+				t.Errorf("message does not mention %q: %s", c.mentions, body)
+			}
+			if c.path == "/v1/messages" && decode(t, body)["type"] != "error" {
+				t.Errorf("anthropic error lacks type:error: %s", body)
+			}
+		})
+	}
+	t.Run("upstream error passes through", func(t *testing.T) {
+		status, hdr, body := s.do("/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "429", "X-Mock-Retry-After": "3s"})
+		if status != 429 || hdr.Get("Retry-After") != "3" {
+			t.Fatalf("status %d retry-after %q: %s", status, hdr.Get("Retry-After"), body)
+		}
+		errorType(t, body)
+	})
+	t.Run("unknown route", func(t *testing.T) {
+		status, _, body := s.do("/v1/nope", `{}`, nil)
+		if status != 404 || !strings.Contains(string(body), "/v1/chat/completions") {
+			t.Fatalf("status %d: %s", status, body)
+		}
+	})
+}

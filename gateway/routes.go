@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// Handler serves the client API: the inference endpoints, the model list,
+// and /healthz, which bypasses admission so probes are never shed.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range protocol.Endpoints {
+		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { g.serveInference(w, r, ep) })
+	}
+	mux.HandleFunc("GET /v1/models", g.serveModels)
+	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		d := dialectOf(r)
+		for _, ep := range protocol.Endpoints {
+			if r.URL.Path == ep.Path {
+				w.Header().Set("Allow", "POST")
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				w.Write(ep.Dialect.ErrorBody(protocol.InvalidRequest, r.Method+" is not allowed on "+ep.Path+"; use POST"))
+				return
+			}
+		}
+		d.WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models", 0)
+	})
+	return mux
+}
+
+// AdminHandler serves /metrics, /healthz and /readyz on the admin listener.
+func (g *Gateway) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !g.ready.Load() {
+			http.Error(w, "draining\n", http.StatusServiceUnavailable)
+			return
+		}
+		serveOK(w, r)
+	})
+	return mux
+}
+
+func serveOK(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+// dialectOf guesses which API a client speaks for routes shared by both:
+// Anthropic's SDKs always send anthropic-version.
+func dialectOf(r *http.Request) protocol.Dialect {
+	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" {
+		return protocol.Anthropic
+	}
+	return protocol.OpenAI
+}
+
+// serveModels lists the client-facing model names in the caller's dialect.
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	var body any
+	if dialectOf(r) == protocol.Anthropic {
+		data := make([]map[string]any, 0, len(g.modelNames))
+		for _, n := range g.modelNames {
+			data = append(data, map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"})
+		}
+		var first, last any
+		if len(g.modelNames) > 0 {
+			first, last = g.modelNames[0], g.modelNames[len(g.modelNames)-1]
+		}
+		body = map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last}
+	} else {
+		data := make([]map[string]any, 0, len(g.modelNames))
+		for _, n := range g.modelNames {
+			data = append(data, map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice"})
+		}
+		body = map[string]any{"object": "list", "data": data}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,122 @@
+// Package metrics defines Sluice's Prometheus metrics. Per-request
+// counters and histograms are updated on the request path; gauges of the
+// admission state are read from a snapshot at scrape time, so they cost
+// nothing between scrapes.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluice-gw/sluice/admission"
+)
+
+// Metrics holds the gateway's collectors, registered on one registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Requests counts finished client requests. reason is empty for ok.
+	Requests *prometheus.CounterVec
+	// Duration is end-to-end latency as the client saw it.
+	Duration *prometheus.HistogramVec
+	// Upstream is time from sending the upstream request to the last byte.
+	Upstream *prometheus.HistogramVec
+	// TTFT is time from sending upstream to the first body byte.
+	TTFT *prometheus.HistogramVec
+	// QueueWait is time spent waiting for admission, by priority.
+	QueueWait *prometheus.HistogramVec
+	// UpstreamStatus counts upstream responses by status code.
+	UpstreamStatus *prometheus.CounterVec
+}
+
+// latency buckets span a 5 ms rejection to a ten-minute generation.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600}
+
+// New creates the collectors on a fresh registry, with Go runtime and
+// process collectors alongside.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total",
+			Help: "Client requests finished, by outcome; reason says why a request was shed or failed.",
+		}, []string{"endpoint", "model", "provider", "priority", "outcome", "reason"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_request_duration_seconds",
+			Help:    "End-to-end request latency seen by the client, including queueing.",
+			Buckets: latencyBuckets,
+		}, []string{"endpoint", "model", "outcome"}),
+		Upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_upstream_duration_seconds",
+			Help:    "Upstream call latency, from sending the request to the last byte of the response.",
+			Buckets: latencyBuckets,
+		}, []string{"provider", "model"}),
+		TTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_upstream_ttft_seconds",
+			Help:    "Upstream time to first byte of the response body (time to first token when streaming).",
+			Buckets: latencyBuckets,
+		}, []string{"provider", "model"}),
+		QueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_queue_wait_seconds",
+			Help:    "Time admitted requests spent waiting in the admission queue.",
+			Buckets: latencyBuckets,
+		}, []string{"priority"}),
+		UpstreamStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_upstream_responses_total",
+			Help: "Upstream responses by HTTP status code; code is \"error\" when no response arrived.",
+		}, []string{"provider", "code"}),
+	}
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveGate exports the gate's live state: in-flight and limit per scope
+// ("global" or a provider name), queue depth per priority, and the oldest
+// waiter's age. scopes[i] names admission scope i.
+func (m *Metrics) ObserveGate(g *admission.Gate, scopes []string) {
+	m.Registry.MustRegister(&gateCollector{gate: g, scopes: scopes})
+}
+
+var (
+	inFlightDesc = prometheus.NewDesc("sluice_in_flight_requests",
+		"Requests admitted and not yet finished.", []string{"scope"}, nil)
+	limitDesc = prometheus.NewDesc("sluice_concurrency_limit",
+		"Current concurrency limit (0 means unlimited).", []string{"scope"}, nil)
+	queueDesc = prometheus.NewDesc("sluice_queue_depth",
+		"Requests waiting for admission.", []string{"priority"}, nil)
+	oldestDesc = prometheus.NewDesc("sluice_queue_oldest_wait_seconds",
+		"Age of the oldest request waiting for admission.", nil, nil)
+)
+
+type gateCollector struct {
+	gate   *admission.Gate
+	scopes []string
+}
+
+func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inFlightDesc
+	ch <- limitDesc
+	ch <- queueDesc
+	ch <- oldestDesc
+}
+
+func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.gate.Snapshot()
+	gauge := func(d *prometheus.Desc, v int, label ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), label...)
+	}
+	gauge(inFlightDesc, s.InFlight, "global")
+	gauge(limitDesc, s.Limit, "global")
+	for i, name := range c.scopes {
+		if i < len(s.ScopeInFlight) {
+			gauge(inFlightDesc, s.ScopeInFlight[i], name)
+			gauge(limitDesc, s.ScopeLimits[i], name)
+		}
+	}
+	for _, p := range admission.Priorities() {
+		gauge(queueDesc, s.Queued[p], p.String())
+	}
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestWait.Seconds())
+}
