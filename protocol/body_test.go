@@ -1,0 +1,112 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseBody(t *testing.T) {
+	cases := []struct {
+		name, body string
+		model      string
+		stream     bool
+		err        string
+	}{
+		{"minimal", `{"model":"m"}`, "m", false, ""},
+		{"stream", `{"stream":true,"model":"m"}`, "m", true, ""},
+		{"nested model keys ignored", `{"meta":{"model":"x"},"model":"m"}`, "m", false, ""},
+		{"whitespace", " \n{ \"model\" : \"m\" } \n", "m", false, ""},
+		{"escaped name", `{"model":"a\"b"}`, `a"b`, false, ""},
+		{"empty", ``, "", false, "not valid JSON"},
+		{"array", `[]`, "", false, "JSON object"},
+		{"truncated", `{"model":"m"`, "", false, "not valid JSON"},
+		{"trailing data", `{"model":"m"} {}`, "", false, "after the JSON object"},
+		{"missing model", `{"messages":[]}`, "", false, `"model" is required`},
+		{"empty model", `{"model":""}`, "", false, `"model" is required`},
+		{"model number", `{"model":1}`, "", false, "must be a string"},
+		{"stream string", `{"model":"m","stream":"yes"}`, "", false, "true or false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := ParseBody([]byte(c.body))
+			if c.err != "" {
+				if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want ErrMalformed mentioning %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Model != c.model || b.Stream != c.stream {
+				t.Fatalf("model %q stream %v", b.Model, b.Stream)
+			}
+		})
+	}
+}
+
+func TestWithModelKeepsEveryOtherByte(t *testing.T) {
+	in := `{ "z":1,"model" : "client-name" ,"x":{"model":"inner"},"u":"\u00e9"}`
+	b, err := ParseBody([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b.WithModel(`up"stream`))
+	want := `{ "z":1,"model" : "up\"stream" ,"x":{"model":"inner"},"u":"\u00e9"}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// FuzzParseBody: whatever ParseBody accepts, WithModel turns into valid
+// JSON whose model is the new name and whose other keys are unchanged.
+func FuzzParseBody(f *testing.F) {
+	for _, s := range []string{`{"model":"m"}`, `{"a":[1,{"model":2}],"model":"m","stream":false}`, `{"model":"m","x":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBody(data)
+		if err != nil {
+			return
+		}
+		out := b.WithModel("new")
+		var before, after map[string]json.RawMessage
+		if err := json.Unmarshal(data, &before); err != nil {
+			return // duplicate keys and the like: encoding/json's view may differ
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("rewritten body is not JSON: %v\n%s", err, out)
+		}
+		if string(after["model"]) != `"new"` {
+			t.Fatalf("model = %s", after["model"])
+		}
+		for k, v := range before {
+			if k != "model" && string(after[k]) != string(v) {
+				t.Fatalf("key %q changed: %s -> %s", k, v, after[k])
+			}
+		}
+	})
+}
+
+func TestErrorShapes(t *testing.T) {
+	for _, c := range []struct {
+		d      Dialect
+		k      Kind
+		status int
+		want   string
+	}{
+		{OpenAI, Overloaded, 503, `{"error":{"code":null,"message":"m","param":null,"type":"overloaded_error"}}`},
+		{Anthropic, Overloaded, 529, `{"error":{"message":"m","type":"overloaded_error"},"type":"error"}`},
+		{Anthropic, TooLarge, 413, `{"error":{"message":"m","type":"request_too_large"},"type":"error"}`},
+		{OpenAI, Timeout, 504, `{"error":{"code":null,"message":"m","param":null,"type":"timeout_error"}}`},
+	} {
+		if got := c.d.Status(c.k); got != c.status {
+			t.Errorf("%s status %d, want %d", c.d, got, c.status)
+		}
+		if got := string(c.d.ErrorBody(c.k, "m")); got != c.want {
+			t.Errorf("%s body %s, want %s", c.d, got, c.want)
+		}
+	}
+}
