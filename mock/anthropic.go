@@ -1,0 +1,177 @@
+package mock
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// anthropic is the Anthropic Messages API wire protocol.
+type anthropic struct{}
+
+func (anthropic) errorJSON(status int, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": anthropicErrorType(status), "message": msg},
+	})
+	return b
+}
+
+func (anthropic) overloadStatus() int { return 529 }
+
+func (anthropic) setHeaders(h http.Header, p *plan, c *call) {
+	const reqLimit, tokLimit = 4000, 400000
+	h.Set("request-id", "req_"+p.id)
+	h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(reqLimit))
+	h.Set("anthropic-ratelimit-requests-remaining", strconv.Itoa(reqLimit-1-int((p.seq-1)%reqLimit)))
+	h.Set("anthropic-ratelimit-tokens-limit", strconv.Itoa(tokLimit))
+	h.Set("anthropic-ratelimit-tokens-remaining", strconv.Itoa(max(0, tokLimit-c.promptTokens-c.maxTokens)))
+}
+
+type messagesRequest struct {
+	Model     string          `json:"model"`
+	Messages  []message       `json:"messages"`
+	System    json.RawMessage `json:"system"`
+	MaxTokens *int            `json:"max_tokens"`
+	Stream    bool            `json:"stream"`
+}
+
+func parseMessages(body []byte) (*messagesRequest, int, error) {
+	var q messagesRequest
+	if err := json.Unmarshal(body, &q); err != nil {
+		return nil, 0, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	return &q, tokensFor(messagesBytes(q.Messages) + contentBytes(q.System)), nil
+}
+
+func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	s.serveCall(w, r, anthropic{}, func(body []byte) (*call, error) {
+		q, prompt, err := parseMessages(body)
+		if err != nil {
+			return nil, err
+		}
+		c := &call{model: q.Model, stream: q.Stream, promptTokens: prompt}
+		if q.MaxTokens != nil && *q.MaxTokens > 0 {
+			c.maxTokens = *q.MaxTokens
+		}
+		c.enc = func(p *plan) encoder {
+			return &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt}
+		}
+		return c, nil
+	})
+}
+
+// handleCountTokens serves /v1/messages/count_tokens with the same
+// estimate the usage figures use. It is not a generation call: no latency,
+// no failures, not counted in Stats.
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	body, err := readAll(w, r)
+	if err != nil {
+		s.record(r, body, "")
+		writeJSON(w, http.StatusBadRequest, anthropic{}.errorJSON(http.StatusBadRequest, err.Error()))
+		return
+	}
+	q, prompt, err := parseMessages(body)
+	if err != nil {
+		s.record(r, body, "")
+		writeJSON(w, http.StatusBadRequest, anthropic{}.errorJSON(http.StatusBadRequest, err.Error()))
+		return
+	}
+	s.record(r, body, q.Model)
+	b, _ := json.Marshal(map[string]int{"input_tokens": prompt})
+	writeJSON(w, http.StatusOK, b)
+}
+
+type messagesEnc struct {
+	id, model string
+	prompt    int
+}
+
+func stopReason(capped bool) string {
+	if capped {
+		return "max_tokens"
+	}
+	return "end_turn"
+}
+
+type anthropicUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type messageObject struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []textBlock    `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        anthropicUsage `json:"usage"`
+}
+
+func (e *messagesEnc) body(text string, tokens int, capped bool) []byte {
+	reason := stopReason(capped)
+	b, _ := json.Marshal(messageObject{
+		ID: e.id, Type: "message", Role: "assistant", Model: e.model,
+		Content:    []textBlock{{"text", text}},
+		StopReason: &reason,
+		Usage:      anthropicUsage{e.prompt, tokens},
+	})
+	return b
+}
+
+// sseEvent is one Anthropic-style event: the type is repeated in an
+// event line, which some clients dispatch on.
+func sseEvent(name string, v any) []byte {
+	b, _ := json.Marshal(v)
+	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, b)
+}
+
+// blockEvent is a content_block_* event; type leads, as in Anthropic's.
+type blockEvent struct {
+	Type         string     `json:"type"`
+	Index        int        `json:"index"`
+	ContentBlock *textBlock `json:"content_block,omitempty"`
+	Delta        *textBlock `json:"delta,omitempty"`
+}
+
+func (e *messagesEnc) streamHead() []byte {
+	b := sseEvent("message_start", struct {
+		Type    string        `json:"type"`
+		Message messageObject `json:"message"`
+	}{"message_start", messageObject{
+		ID: e.id, Type: "message", Role: "assistant", Model: e.model,
+		Content: []textBlock{},
+		Usage:   anthropicUsage{e.prompt, 1},
+	}})
+	b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &textBlock{"text", ""}})...)
+	return append(b, sseEvent("ping", map[string]string{"type": "ping"})...)
+}
+
+func (e *messagesEnc) streamToken(tok string) []byte {
+	return sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: &textBlock{"text_delta", tok}})
+}
+
+func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
+	type delta struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	type usage struct {
+		OutputTokens int `json:"output_tokens"`
+	}
+	b := sseEvent("content_block_stop", blockEvent{Type: "content_block_stop"})
+	b = append(b, sseEvent("message_delta", struct {
+		Type  string `json:"type"`
+		Delta delta  `json:"delta"`
+		Usage usage  `json:"usage"`
+	}{"message_delta", delta{StopReason: stopReason(capped)}, usage{tokens}})...)
+	return append(b, sseEvent("message_stop", map[string]string{"type": "message_stop"})...)
+}

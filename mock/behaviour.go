@@ -1,0 +1,193 @@
+package mock
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// plan is every decision about one call, made when it arrives. Only the
+// per-call seed is drawn from the shared source (under its mutex); the rest
+// comes from a private source, so how long one call runs or how many words
+// it emits cannot shift the decisions made for the calls after it.
+type plan struct {
+	seq       uint64
+	id        string // hex, the base of response and request ids
+	rng       *rand.Rand
+	created   time.Time
+	ttft      time.Duration
+	tpotScale float64 // brownout multiplier on TPOT
+	tokens    int     // reply length before max_tokens
+	fail      *Failure
+}
+
+// Header names a test can set on one request to steer it.
+const (
+	HeaderLatency      = "X-Mock-Latency"       // TTFT for this call, e.g. 250ms
+	HeaderOutputTokens = "X-Mock-Output-Tokens" // reply length for this call
+	HeaderFail         = "X-Mock-Fail"          // 500|429|529|reset|hang|malformed|truncate[:N]
+	HeaderRetryAfter   = "X-Mock-Retry-After"   // retry-after for a forced failure
+)
+
+func (s *Server) newPlan(r *http.Request) (*plan, error) {
+	s.rngMu.Lock()
+	s.seq++
+	seq := s.seq
+	a, b := s.rng.Uint64(), s.rng.Uint64()
+	s.rngMu.Unlock()
+
+	now := s.now()
+	p := &plan{
+		seq:       seq,
+		rng:       rand.New(rand.NewPCG(a, b)),
+		created:   now,
+		tpotScale: 1,
+	}
+	p.id = fmt.Sprintf("%016x%08x", p.rng.Uint64(), p.rng.Uint32())
+	at := now.Sub(s.start)
+
+	// Draw for every active rule even after one hits, so the number of
+	// draws per call does not depend on which rule won.
+	for i := range s.cfg.Failures {
+		f := &s.cfg.Failures[i]
+		if !inWindow(at, f.Start, f.End) {
+			continue
+		}
+		if p.rng.Float64() < orOne(f.Rate) && p.fail == nil {
+			p.fail = f
+		}
+	}
+	p.ttft = s.cfg.TTFT + s.jitter(p.rng)
+	hit := false
+	for _, w := range s.cfg.Brownouts {
+		if !inWindow(at, w.Start, w.End) {
+			continue
+		}
+		if p.rng.Float64() < orOne(w.Fraction) && !hit {
+			hit = true
+			if w.Latency > 0 {
+				p.ttft = w.Latency
+			} else {
+				p.ttft = time.Duration(float64(p.ttft) * w.Multiplier)
+				p.tpotScale = w.Multiplier
+			}
+		}
+	}
+	out := s.cfg.OutputTokens
+	p.tokens = out.Min
+	if out.Max > out.Min {
+		p.tokens += p.rng.IntN(out.Max - out.Min + 1)
+	}
+	return p, p.applyHeaders(r.Header)
+}
+
+func orOne(f float64) float64 {
+	if f == 0 {
+		return 1
+	}
+	return f
+}
+
+func (s *Server) jitter(rng *rand.Rand) time.Duration {
+	j := s.cfg.Jitter
+	switch j.Kind {
+	case "uniform":
+		if j.Max > 0 {
+			return time.Duration(rng.Int64N(int64(j.Max) + 1))
+		}
+	case "lognormal":
+		sigma := j.Sigma
+		if j.P99 > 0 {
+			sigma = math.Log(float64(j.P99)/float64(j.P50)) / 2.3263478740 // z of p99
+		}
+		// Clamp z so one freak draw cannot stall a demo for hours.
+		z := max(-5, min(5, rng.NormFloat64()))
+		return time.Duration(float64(j.P50) * math.Exp(sigma*z))
+	}
+	return 0
+}
+
+// applyHeaders lets a test override this call's plan. Bad values are the
+// test's bug, so they fail loudly with 400 rather than being ignored.
+func (p *plan) applyHeaders(h http.Header) error {
+	if v := h.Get(HeaderLatency); v != "" {
+		d, err := parseLatency(v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", HeaderLatency, err)
+		}
+		p.ttft = d
+	}
+	if v := h.Get(HeaderOutputTokens); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s: %q is not a token count", HeaderOutputTokens, v)
+		}
+		p.tokens = n
+	}
+	if v := h.Get(HeaderFail); v != "" {
+		f, err := parseFail(v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", HeaderFail, err)
+		}
+		if v := h.Get(HeaderRetryAfter); v != "" {
+			if f.RetryAfter, err = parseLatency(v); err != nil {
+				return fmt.Errorf("%s: %v", HeaderRetryAfter, err)
+			}
+		}
+		p.fail = f
+	}
+	return nil
+}
+
+// parseLatency takes a Go duration, or a bare number of milliseconds.
+func parseLatency(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration", v)
+	}
+	return d, nil
+}
+
+// parseFail reads "429", "reset", "truncate:3" and the like.
+func parseFail(v string) (*Failure, error) {
+	kind, after, hasAfter := strings.Cut(strings.ToLower(strings.TrimSpace(v)), ":")
+	f := &Failure{Kind: kind}
+	if code, err := strconv.Atoi(kind); err == nil {
+		f.Kind, f.Status = FailStatus, code
+	}
+	if hasAfter {
+		n, err := strconv.Atoi(after)
+		if err != nil {
+			return nil, fmt.Errorf("%q: token count after ':' is not a number", v)
+		}
+		f.AfterTokens = n
+	}
+	return f, f.check()
+}
+
+// status is the HTTP code of a status failure.
+func (f *Failure) status() int {
+	if f.Status == 0 {
+		return http.StatusInternalServerError
+	}
+	return f.Status
+}
+
+// early failures happen instead of generation; the others corrupt a
+// response that is otherwise generated normally.
+func (f *Failure) early() bool {
+	switch f.Kind {
+	case FailStatus, FailHang:
+		return true
+	case FailReset:
+		return f.AfterTokens == 0
+	}
+	return false
+}

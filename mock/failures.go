@@ -1,0 +1,112 @@
+package mock
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// injectEarly delivers a failure that replaces the whole response.
+func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *Failure) outcome {
+	if !sleep(ctx, f.Delay) {
+		return outInjectedCancelled
+	}
+	switch f.Kind {
+	case FailHang:
+		<-ctx.Done()
+		return outInjectedCancelled
+	case FailReset:
+		abort(w, true)
+		return outInjected
+	}
+	status := f.status()
+	setRetryAfter(w.Header(), status, f.RetryAfter)
+	writeJSON(w, status, proto.errorJSON(status, failMessage(status)))
+	return outInjected
+}
+
+// setRetryAfter uses whole seconds, rounded up, because that is all the
+// standard header can say; retry-after-ms carries the precise value the
+// way OpenAI's API does on 429s.
+func setRetryAfter(h http.Header, status int, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	h.Set("retry-after", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	if status == http.StatusTooManyRequests {
+		h.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
+	}
+}
+
+func failMessage(status int) string {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "Rate limit reached for requests (injected by sluice mock)"
+	case http.StatusServiceUnavailable, 529:
+		return "Overloaded (injected by sluice mock)"
+	case http.StatusGatewayTimeout:
+		return "Upstream timed out (injected by sluice mock)"
+	}
+	if status >= 500 {
+		return "The server had an error while processing your request (injected by sluice mock)"
+	}
+	return http.StatusText(status) + " (injected by sluice mock)"
+}
+
+// abort drops the connection without finishing the response. With rst the
+// peer sees a TCP reset (linger 0) rather than an orderly close, which is
+// what a crashed upstream or a load balancer killing the flow looks like.
+// Callers flush what the peer should see first: Hijack discards anything
+// still buffered, and flushing here would send headers for an early reset.
+func abort(w http.ResponseWriter, rst bool) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 or a recorder: net/http aborts the stream for us.
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && rst {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// openAIErrorType follows the types OpenAI's API returns per status.
+func openAIErrorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// anthropicErrorType follows Anthropic's documented error types. 503 is
+// not among them; overloaded_error is what its clients treat alike.
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}

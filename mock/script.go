@@ -1,0 +1,124 @@
+package mock
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// LoadScript reads a YAML behaviour script (format in the package doc).
+func LoadScript(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := ParseScript(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseScript parses a YAML behaviour script. Settings it leaves out keep
+// their DefaultConfig values, so a script states only what it changes.
+// Unknown keys are errors, because a typo in a brownout scenario would
+// otherwise silently produce a healthy provider.
+func ParseScript(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		if strings.Contains(err.Error(), "time.Duration") {
+			// yaml names only the line; say what a duration looks like.
+			err = fmt.Errorf("%w (durations need a unit: 50ms, 2s, 1m)", err)
+		}
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// UnmarshalYAML accepts 32, "16-64" or {min: 16, max: 64}.
+func (r *TokenRange) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		v, err := ParseTokenRange(n.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: output_tokens: %v", n.Line, err)
+		}
+		*r = v
+		return nil
+	}
+	type plain TokenRange // drops this method, so Decode does not recurse
+	return n.Decode((*plain)(r))
+}
+
+// ParseTokenRange reads "N", "MIN-MAX" or "MIN..MAX".
+func ParseTokenRange(s string) (TokenRange, error) {
+	lo, hi, ok := strings.Cut(s, "..")
+	if !ok {
+		lo, hi, ok = strings.Cut(s, "-")
+	}
+	low, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	high, err2 := low, error(nil)
+	if ok {
+		high, err2 = strconv.Atoi(strings.TrimSpace(hi))
+	}
+	if err1 != nil || err2 != nil || low < 0 || high < low {
+		return TokenRange{}, fmt.Errorf("%q: want N or MIN-MAX token counts", s)
+	}
+	return TokenRange{Min: low, Max: high}, nil
+}
+
+// ParseBrownout reads the CLI's compact brownout form
+// START-END:EFFECT[@FRACTION], where EFFECT is xN (multiply latency) or a
+// duration (fixed TTFT) and END may be empty for an open-ended window:
+// "30s-60s:x10", "1m-:5s@0.5".
+func ParseBrownout(s string) (Brownout, error) {
+	fail := func(why string) (Brownout, error) {
+		return Brownout{}, fmt.Errorf("brownout %q: %s (want START-END:xN or START-END:DURATION, optional @FRACTION)", s, why)
+	}
+	window, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return fail("no ':'")
+	}
+	start, end, ok := strings.Cut(window, "-")
+	if !ok {
+		return fail("no '-' in window")
+	}
+	var b Brownout
+	var err error
+	if b.Start, err = time.ParseDuration(start); err != nil {
+		return fail("bad start")
+	}
+	if end != "" {
+		if b.End, err = time.ParseDuration(end); err != nil {
+			return fail("bad end")
+		}
+	}
+	effect, frac, hasFrac := strings.Cut(effect, "@")
+	if hasFrac {
+		if b.Fraction, err = strconv.ParseFloat(frac, 64); err != nil {
+			return fail("bad fraction")
+		}
+	}
+	if m, ok := strings.CutPrefix(effect, "x"); ok {
+		if b.Multiplier, err = strconv.ParseFloat(m, 64); err != nil {
+			return fail("bad multiplier")
+		}
+	} else if b.Latency, err = time.ParseDuration(effect); err != nil {
+		return fail("bad effect")
+	}
+	if err := (Config{Brownouts: []Brownout{b}}).Validate(); err != nil {
+		return fail(err.Error())
+	}
+	return b, nil
+}
