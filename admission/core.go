@@ -379,6 +379,15 @@ func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
 	return time.Duration(math.Min(math.Max(float64(d), float64(lo)), float64(hi)))
 }
 
+// InFlight is the number of requests in flight in a scope, or globally
+// for NoScope.
+func (c *Core) InFlight(scope int) int {
+	if scope >= 0 && scope < len(c.scopeIn) {
+		return c.scopeIn[scope]
+	}
+	return c.inFlight
+}
+
 // Snapshot is a read-only view of Core for metrics and tests.
 type Snapshot struct {
 	InFlight      int

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // Config is the whole of a Sluice gateway configuration, as read from YAML.
 // Every field has a default (see defaults.go), so an empty file is valid
@@ -16,6 +20,9 @@ type Config struct {
 	Providers    []Provider `yaml:"providers"`
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
+	// Scenario is ignored by serve; sim and load read it, so that one file
+	// describes a gateway and the traffic to test it with.
+	Scenario RawNode `yaml:"scenario"`
 
 	// src records where each value came from, so that validation can point
 	// at lines and defaults can tell "left out" from an explicit zero. Nil
@@ -47,6 +54,38 @@ type Provider struct {
 	// MaxInFlight caps concurrent upstream calls to this provider
 	// (0 = only the global limit applies).
 	MaxInFlight int `yaml:"max_in_flight"`
+	// Limit makes this provider's concurrency limit adaptive. Without
+	// it the limit is fixed at MaxInFlight.
+	Limit Limit `yaml:"limit"`
+}
+
+// Limit configures an adaptive concurrency limit for one provider. Zero
+// fields take the algorithm's own defaults (see package limit).
+type Limit struct {
+	// Algorithm is "fixed" (the default), "aimd", "windowed_aimd",
+	// "gradient2" or "vegas".
+	Algorithm string `yaml:"algorithm"`
+	// Signal is the latency the algorithm reads: "auto" (the default:
+	// time to first token for streams, end-to-end otherwise), "ttft",
+	// "tpot" (time per output token) or "total".
+	Signal string `yaml:"signal"`
+	// SlowThreshold flags a call slow the moment it passes this age while
+	// still in flight (for the ttft signal: with no first token yet), and
+	// the limiter hears of it then, not when the call returns.
+	SlowThreshold Duration `yaml:"slow_threshold"`
+
+	Initial           int      `yaml:"initial"`
+	Min               int      `yaml:"min"`
+	Max               int      `yaml:"max"`
+	Backoff           float64  `yaml:"backoff"`
+	Window            Duration `yaml:"window"`
+	Cooldown          Duration `yaml:"cooldown"`
+	LatencyThreshold  Duration `yaml:"latency_threshold"`
+	QueueAgeThreshold Duration `yaml:"queue_age_threshold"`
+	Tolerance         float64  `yaml:"tolerance"`
+	Smoothing         float64  `yaml:"smoothing"`
+	LongWindow        int      `yaml:"long_window"`
+	QueueSize         int      `yaml:"queue_size"`
 }
 
 // Model maps a client-facing model name to upstream targets.
@@ -102,3 +141,14 @@ type Duration time.Duration
 
 // ByteSize is a byte count written as a number or with a unit ("10MiB").
 type ByteSize int64
+
+// RawNode keeps a YAML subtree undecoded, for another reader.
+type RawNode struct {
+	Node *yaml.Node
+}
+
+// UnmarshalYAML stores the node as it is.
+func (r *RawNode) UnmarshalYAML(n *yaml.Node) error {
+	r.Node = n
+	return nil
+}

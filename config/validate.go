@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -136,8 +137,44 @@ func (c *Config) validateProviders(v *checker) []string {
 		if p.MaxInFlight < 0 {
 			v.add(at("max_in_flight"), "%d is negative; write 0 for no per-provider limit, or a positive number", p.MaxInFlight)
 		}
+		validateLimit(v, at("limit"), p.Limit)
 	}
 	return known
+}
+
+// LimitAlgorithms and LimitSignals are the values providers[].limit
+// accepts for algorithm and signal.
+var (
+	LimitAlgorithms = []string{"fixed", "aimd", "windowed_aimd", "gradient2", "vegas"}
+	LimitSignals    = []string{"auto", "ttft", "tpot", "total"}
+)
+
+func validateLimit(v *checker, at string, l Limit) {
+	if l.Algorithm != "" && !slices.Contains(LimitAlgorithms, l.Algorithm) {
+		v.add(at+".algorithm", "%s is not an algorithm; use one of %s", short(l.Algorithm), strings.Join(LimitAlgorithms, ", "))
+	}
+	if l.Signal != "" && !slices.Contains(LimitSignals, l.Signal) {
+		v.add(at+".signal", "%s is not a signal; use one of %s", short(l.Signal), strings.Join(LimitSignals, ", "))
+	}
+	for _, f := range []struct {
+		name string
+		neg  bool
+	}{
+		{"slow_threshold", l.SlowThreshold < 0}, {"initial", l.Initial < 0}, {"min", l.Min < 0}, {"max", l.Max < 0},
+		{"window", l.Window < 0}, {"cooldown", l.Cooldown < 0}, {"latency_threshold", l.LatencyThreshold < 0},
+		{"queue_age_threshold", l.QueueAgeThreshold < 0}, {"long_window", l.LongWindow < 0}, {"queue_size", l.QueueSize < 0},
+		{"tolerance", l.Tolerance < 0}, {"smoothing", l.Smoothing < 0},
+	} {
+		if f.neg {
+			v.add(at+"."+f.name, "must not be negative; remove it for the algorithm's default")
+		}
+	}
+	if l.Max > 0 && l.Min > l.Max {
+		v.add(at+".min", "%d is above max (%d); write a min no larger than max", l.Min, l.Max)
+	}
+	if l.Backoff != 0 && (l.Backoff <= 0 || l.Backoff >= 1) {
+		v.add(at+".backoff", "%g must be between 0 and 1 (exclusive); write e.g. 0.9", l.Backoff)
+	}
 }
 
 func sanitizeName(s string) string {
