@@ -109,7 +109,7 @@ func TestPanicReleasesSlotAndAnswers500(t *testing.T) {
 			t.Fatalf("status %d: %s", status, body)
 		}
 	}
-	if sn := s.gw.Gate().Snapshot(); sn.InFlight != 0 {
+	if sn := s.gw.Runner().Snapshot(); sn.InFlight != 0 {
 		t.Fatalf("in flight %d after panics", sn.InFlight)
 	}
 }

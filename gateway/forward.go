@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
 
@@ -20,7 +21,8 @@ import (
 const maxUpstreamBody = 64 << 20
 
 // forward makes the upstream call for x and relays its answer.
-func (g *Gateway) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, t target, ep protocol.Endpoint, body []byte, deadline time.Time) {
+func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, t target, ep protocol.Endpoint, body []byte, deadline time.Time) {
+	ctx := call.Context()
 	p := t.provider
 	url := p.baseURL + ep.UpstreamPath()
 	if r.URL.RawQuery != "" {
@@ -59,6 +61,7 @@ func (g *Gateway) forward(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	x.upstreamStatus = resp.StatusCode
 	x.requestID = requestID(resp.Header)
+	call.FirstByte()
 	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
 
 	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
@@ -68,13 +71,39 @@ func (g *Gateway) forward(ctx context.Context, w http.ResponseWriter, r *http.Re
 	g.relayBuffered(ctx, w, r, x, resp)
 }
 
+// timedOut reports whether ctx ended because the request's deadline
+// passed: the engine expired it, or the context's own deadline fired.
+func timedOut(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), lifecycle.ErrDeadline) || errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// outcomeOf tells the engine how the call ended, for the provider's
+// adaptive limit.
+func outcomeOf(x *exchange) lifecycle.Outcome {
+	switch x.outcome {
+	case outcomeOK:
+		return lifecycle.Outcome{Kind: lifecycle.OK}
+	case outcomeTimeout:
+		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+	case outcomeCancelled:
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
+	}
+	switch {
+	case x.reason == "upstream_connect":
+		return lifecycle.Outcome{Kind: lifecycle.ConnError}
+	case x.upstreamStatus == http.StatusTooManyRequests, x.upstreamStatus == http.StatusServiceUnavailable, x.upstreamStatus == 529:
+		return lifecycle.Outcome{Kind: lifecycle.Overloaded}
+	}
+	return lifecycle.Outcome{Kind: lifecycle.Failed}
+}
+
 // upstreamFailed maps a failed upstream call to the client's answer.
 func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exchange, ctx context.Context, err error) {
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	switch {
 	case r.Context().Err() != nil:
 		g.clientGone(x)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case timedOut(ctx):
 		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
 	default:
@@ -173,7 +202,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 			x.outcome = outcomeOK
 		case r.Context().Err() != nil:
 			g.clientGone(x)
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case timedOut(ctx):
 			x.outcome, x.reason = outcomeTimeout, "stream_deadline"
 			w.Write(d.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
 			rc.Flush()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/metrics"
 	"github.com/sluice-gw/sluice/protocol"
 )
@@ -32,7 +33,7 @@ type Options struct {
 type Gateway struct {
 	log       *slog.Logger
 	metrics   *metrics.Metrics
-	gate      *admission.Gate
+	runner    *lifecycle.Runner
 	transport http.RoundTripper
 	now       func() time.Time
 
@@ -90,7 +91,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.defaultPri = pri
 
-	scopes := make([]admission.Limiter, len(cfg.Providers))
 	scopeNames := make([]string, len(cfg.Providers))
 	for i := range cfg.Providers {
 		pc := &cfg.Providers[i]
@@ -106,7 +106,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			timeout: pc.Timeout.D(),
 			scope:   i,
 		}
-		scopes[i] = admission.Fixed(pc.MaxInFlight)
 		scopeNames[i] = pc.Name
 	}
 	for i := range cfg.Models {
@@ -124,20 +123,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	sort.Strings(g.modelNames)
 
-	a := cfg.Admission
-	g.gate = admission.NewGate(admission.Config{
-		Global:   admission.Fixed(a.MaxInFlight),
-		Scopes:   scopes,
-		MaxDepth: a.Queue.MaxDepth,
-		MaxWait:  a.Queue.MaxWait.D(),
-		Reserved: a.Priorities.Critical.Reserved,
-		MaxQueued: [3]int{
-			admission.Critical:    0,
-			admission.Interactive: a.Priorities.Interactive.MaxQueued,
-			admission.Background:  a.Priorities.Background.MaxQueued,
-		},
-	}, g.now)
-	g.metrics.ObserveGate(g.gate, scopeNames)
+	ec, err := lifecycle.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.runner = lifecycle.NewRunner(ec, g.now)
+	g.metrics.ObserveAdmission(g.runner, scopeNames)
 	g.ready.Store(true)
 	return g, nil
 }
@@ -175,8 +166,11 @@ func NewLogger(w io.Writer, c config.Log) *slog.Logger {
 // Metrics exposes the gateway's collectors.
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 
-// Gate exposes the admission gate, for tests and the admin API.
-func (g *Gateway) Gate() *admission.Gate { return g.gate }
+// Runner exposes the lifecycle runner, for tests and the admin API.
+func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
+
+// Close stops the gateway's timers.
+func (g *Gateway) Close() { g.runner.Close() }
 
 // SetReady flips /readyz, e.g. to drain before shutdown.
 func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }

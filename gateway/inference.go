@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
 
@@ -53,7 +54,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 
 	// Shed from the headers alone when the global limit and the queue
 	// have no room for this class: no body read, no upstream socket.
-	if rej := g.gate.Check(admission.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil {
+	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil {
 		g.shed(w, x, rej)
 		return
 	}
@@ -99,7 +100,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
-	permit, err := g.gate.Acquire(ctx, admission.Request{Priority: x.priority, Scope: t.provider.scope, Deadline: deadline})
+	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Scope: t.provider.scope, Stream: body.Stream, Deadline: deadline})
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
@@ -113,13 +114,16 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		}
 		return
 	}
-	defer permit.Release()
-	x.waited = permit.Waited
+	// Whatever path ends this request, its slot is released exactly once;
+	// forward reports the real outcome first, and this is then a no-op.
+	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	x.waited = call.Waited
 	if x.waited > 0 {
 		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
 	}
 
-	g.forward(ctx, w, r, x, t, ep, body.WithModel(t.model), deadline)
+	g.forward(call, w, r, x, t, ep, body.WithModel(t.model), deadline)
+	call.Finish(outcomeOf(x))
 }
 
 // readBody reads the whole body, bounded in size and in time.

@@ -161,7 +161,7 @@ func TestPriorityDisplacement(t *testing.T) {
 	}
 	inState := func(inFlight, queued int) func() bool {
 		return func() bool {
-			sn := s.gw.Gate().Snapshot()
+			sn := s.gw.Runner().Snapshot()
 			return sn.InFlight == inFlight && sn.Queued[0]+sn.Queued[1]+sn.Queued[2] == queued
 		}
 	}

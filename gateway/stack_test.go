@@ -56,6 +56,7 @@ func newStack(t *testing.T, mc mock.Config, mutate func(*config.Config), opts ..
 	}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
+	t.Cleanup(g.Close)
 	s := &stack{t: t, url: srv.URL, gw: g, mock: m, logs: logs, logMu: &sw.mu}
 	t.Cleanup(s.assertDrained)
 	return s
@@ -66,7 +67,7 @@ func newStack(t *testing.T, mc mock.Config, mutate func(*config.Config), opts ..
 func (s *stack) assertDrained() {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		snap := s.gw.Gate().Snapshot()
+		snap := s.gw.Runner().Snapshot()
 		total := snap.Queued[0] + snap.Queued[1] + snap.Queued[2]
 		if snap.InFlight == 0 && total == 0 {
 			return

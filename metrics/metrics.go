@@ -72,11 +72,17 @@ func New() *Metrics {
 	return m
 }
 
-// ObserveGate exports the gate's live state: in-flight and limit per scope
-// ("global" or a provider name), queue depth per priority, and the oldest
-// waiter's age. scopes[i] names admission scope i.
-func (m *Metrics) ObserveGate(g *admission.Gate, scopes []string) {
-	m.Registry.MustRegister(&gateCollector{gate: g, scopes: scopes})
+// Snapshotter reports admission state; lifecycle.Runner is one.
+type Snapshotter interface {
+	Snapshot() admission.Snapshot
+}
+
+// ObserveAdmission exports admission's live state at scrape time:
+// in-flight and limit per scope ("global" or a provider name), queue
+// depth per priority, and the oldest waiter's age. scopes[i] names
+// admission scope i.
+func (m *Metrics) ObserveAdmission(s Snapshotter, scopes []string) {
+	m.Registry.MustRegister(&gateCollector{src: s, scopes: scopes})
 }
 
 var (
@@ -91,7 +97,7 @@ var (
 )
 
 type gateCollector struct {
-	gate   *admission.Gate
+	src    Snapshotter
 	scopes []string
 }
 
@@ -103,7 +109,7 @@ func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.gate.Snapshot()
+	s := c.src.Snapshot()
 	gauge := func(d *prometheus.Desc, v int, label ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), label...)
 	}

@@ -33,27 +33,59 @@ const (
 	HeaderRetryAfter   = "X-Mock-Retry-After"   // retry-after for a forced failure
 )
 
-func (s *Server) newPlan(r *http.Request) (*plan, error) {
-	s.rngMu.Lock()
-	s.seq++
-	seq := s.seq
-	a, b := s.rng.Uint64(), s.rng.Uint64()
-	s.rngMu.Unlock()
+// Planner draws every call's behaviour from a Config and one seeded
+// source. It is pure: the caller passes each call's start as an offset
+// from the provider's start, so the simulator can plan calls on a virtual
+// clock with exactly the draws the HTTP mock makes. Not safe for
+// concurrent use.
+type Planner struct {
+	cfg *Config
+	rng *rand.Rand
+	seq uint64
+}
 
-	now := s.now()
+// NewPlanner returns a Planner seeded from cfg.Seed.
+func NewPlanner(cfg Config) *Planner {
+	return &Planner{cfg: &cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed5eed5eed5eed))}
+}
+
+// Plan is one call's behaviour.
+type Plan struct {
+	// TTFT is the time to first token (for a non-streaming call, to the
+	// whole answer's first byte), queueing excluded.
+	TTFT time.Duration
+	// TPOTScale multiplies the per-token time (a brownout's multiplier).
+	TPOTScale float64
+	// Tokens is the reply length before max_tokens caps it.
+	Tokens int
+	// Fail is the injected failure, if any.
+	Fail *Failure
+}
+
+// Next plans the next call, which starts at offset at.
+func (pl *Planner) Next(at time.Duration) Plan {
+	p := pl.next(at)
+	return Plan{TTFT: p.ttft, TPOTScale: p.tpotScale, Tokens: p.tokens, Fail: p.fail}
+}
+
+// next plans a call. Only the per-call seed is drawn from the shared
+// source; the rest comes from the call's own source, so how long one call
+// runs or how many words it emits cannot shift the decisions for the
+// calls after it.
+func (pl *Planner) next(at time.Duration) *plan {
+	pl.seq++
 	p := &plan{
-		seq:       seq,
-		rng:       rand.New(rand.NewPCG(a, b)),
-		created:   now,
+		seq:       pl.seq,
+		rng:       rand.New(rand.NewPCG(pl.rng.Uint64(), pl.rng.Uint64())),
 		tpotScale: 1,
 	}
 	p.id = fmt.Sprintf("%016x%08x", p.rng.Uint64(), p.rng.Uint32())
-	at := now.Sub(s.start)
+	cfg := pl.cfg
 
 	// Draw for every active rule even after one hits, so the number of
 	// draws per call does not depend on which rule won.
-	for i := range s.cfg.Failures {
-		f := &s.cfg.Failures[i]
+	for i := range cfg.Failures {
+		f := &cfg.Failures[i]
 		if !inWindow(at, f.Start, f.End) {
 			continue
 		}
@@ -61,9 +93,9 @@ func (s *Server) newPlan(r *http.Request) (*plan, error) {
 			p.fail = f
 		}
 	}
-	p.ttft = s.cfg.TTFT + s.jitter(p.rng)
+	p.ttft = cfg.TTFT + jitter(cfg.Jitter, p.rng)
 	hit := false
-	for _, w := range s.cfg.Brownouts {
+	for _, w := range cfg.Brownouts {
 		if !inWindow(at, w.Start, w.End) {
 			continue
 		}
@@ -77,11 +109,20 @@ func (s *Server) newPlan(r *http.Request) (*plan, error) {
 			}
 		}
 	}
-	out := s.cfg.OutputTokens
+	out := cfg.OutputTokens
 	p.tokens = out.Min
 	if out.Max > out.Min {
 		p.tokens += p.rng.IntN(out.Max - out.Min + 1)
 	}
+	return p
+}
+
+func (s *Server) newPlan(r *http.Request) (*plan, error) {
+	now := s.now()
+	s.rngMu.Lock()
+	p := s.planner.next(now.Sub(s.start))
+	s.rngMu.Unlock()
+	p.created = now
 	return p, p.applyHeaders(r.Header)
 }
 
@@ -92,8 +133,7 @@ func orOne(f float64) float64 {
 	return f
 }
 
-func (s *Server) jitter(rng *rand.Rand) time.Duration {
-	j := s.cfg.Jitter
+func jitter(j Jitter, rng *rand.Rand) time.Duration {
 	switch j.Kind {
 	case "uniform":
 		if j.Max > 0 {

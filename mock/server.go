@@ -3,7 +3,6 @@ package mock
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -19,9 +18,8 @@ type Server struct {
 	mux   *http.ServeMux
 	sched *scheduler
 
-	rngMu sync.Mutex
-	rng   *rand.Rand
-	seq   uint64
+	rngMu   sync.Mutex // guards planner
+	planner *Planner
 
 	mu    sync.Mutex
 	stats Stats
@@ -81,11 +79,11 @@ func New(cfg Config) *Server {
 		now = time.Now
 	}
 	s := &Server{
-		cfg:   cfg,
-		now:   now,
-		start: now(),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed5eed5eed5eed)),
-		sched: &scheduler{maxRunning: cfg.MaxRunning, maxWaiting: cfg.MaxWaiting},
+		cfg:     cfg,
+		now:     now,
+		start:   now(),
+		planner: NewPlanner(cfg),
+		sched:   &scheduler{maxRunning: cfg.MaxRunning, maxWaiting: cfg.MaxWaiting},
 	}
 	m := http.NewServeMux()
 	m.HandleFunc("/v1/chat/completions", post(openAI{}, s.handleChat))

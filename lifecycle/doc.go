@@ -1,0 +1,41 @@
+// Package lifecycle decides the life of every request after its headers
+// are read: admit it, queue it or refuse it; start its upstream call; watch
+// the call and flag it slow the moment it passes the slow threshold while
+// still in flight; give up on it at its deadline; and turn its outcome
+// into a sample for its provider's adaptive concurrency limit.
+//
+// # Organisation
+//
+// Engine is the decision state machine, in the style of etcd's raft
+// RawNode: not safe for concurrent use, it never reads the clock (every
+// method takes now), never sleeps, starts no goroutines and does no I/O.
+// Outcomes come in as method calls; decisions come out as a Ready value
+// listing the requests to start, refuse or expire. Time passes only when
+// the host calls Tick, at or after NextTimer.
+//
+// Two hosts drive the same Engine:
+//
+//   - Runner, in this package, is the concurrent shell the gateway uses: a
+//     mutex, one timer for NextTimer, and one channel per waiting request;
+//   - the simulator (package sim) calls Engine directly on a virtual clock.
+//
+// So a decision the simulator shows is the decision the gateway makes.
+//
+// # What the limiter hears
+//
+// Per scope (a provider), a limit.Algorithm moves the concurrency limit
+// that admission enforces. The engine feeds it one sample per call:
+//
+//   - a call still in flight at SlowThreshold (for the ttft signal: with
+//     no first byte yet) is reported as a drop right then, and its later
+//     completion is not reported again: with a 30 s brownout, a
+//     completion-based signal would arrive 28 s too late;
+//   - upstream 429/529/503, timeouts and connection errors are drops;
+//   - other upstream errors, and calls the client abandoned, are not
+//     samples at all: a fast failure is not a low latency;
+//   - a success reports the configured latency signal: time to first
+//     token (the default for streams, since end-to-end time mostly tracks
+//     output length), time per output token, or end-to-end time.
+//
+// Health probes never reach the engine (the gateway answers them itself).
+package lifecycle

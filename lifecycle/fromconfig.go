@@ -1,0 +1,73 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/limit"
+)
+
+// FromConfig builds the engine configuration a gateway config describes:
+// one scope per provider, in config order, each with its fixed or
+// adaptive limit. The gateway and the simulator both build their engines
+// here, so they cannot disagree about what a config means.
+func FromConfig(cfg *config.Config) (Config, error) {
+	scopes := make([]ScopeConfig, len(cfg.Providers))
+	for i := range cfg.Providers {
+		sc, err := scopeConfig(&cfg.Providers[i])
+		if err != nil {
+			return Config{}, fmt.Errorf("providers[%d].limit: %w", i, err)
+		}
+		scopes[i] = sc
+	}
+	a := cfg.Admission
+	return Config{Scopes: scopes, Admission: admission.Config{
+		Global:   admission.Fixed(a.MaxInFlight),
+		MaxDepth: a.Queue.MaxDepth,
+		MaxWait:  a.Queue.MaxWait.D(),
+		Reserved: a.Priorities.Critical.Reserved,
+		MaxQueued: [3]int{
+			admission.Interactive: a.Priorities.Interactive.MaxQueued,
+			admission.Background:  a.Priorities.Background.MaxQueued,
+		},
+	}}, nil
+}
+
+// scopeConfig builds a provider's scope: its fixed or adaptive limit, the
+// latency signal and the slow threshold.
+func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
+	l := pc.Limit
+	sig, ok := ParseSignal(l.Signal)
+	if !ok {
+		return ScopeConfig{}, fmt.Errorf("unknown signal %q", l.Signal)
+	}
+	sc := ScopeConfig{Name: pc.Name, Fixed: pc.MaxInFlight, Signal: sig, SlowThreshold: l.SlowThreshold.D()}
+	if l.Algorithm == "" || l.Algorithm == "fixed" {
+		return sc, nil
+	}
+	p := limit.Params{
+		Initial:           l.Initial,
+		Min:               l.Min,
+		Max:               l.Max,
+		Backoff:           l.Backoff,
+		Window:            l.Window.D(),
+		Cooldown:          l.Cooldown.D(),
+		LatencyThreshold:  l.LatencyThreshold.D(),
+		QueueAgeThreshold: l.QueueAgeThreshold.D(),
+		Tolerance:         l.Tolerance,
+		Smoothing:         l.Smoothing,
+		LongWindow:        l.LongWindow,
+		QueueSize:         l.QueueSize,
+	}
+	// max_in_flight, when set, caps an adaptive limit that names no max.
+	if p.Max == 0 && pc.MaxInFlight > 0 {
+		p.Max = pc.MaxInFlight
+	}
+	alg, err := limit.New(l.Algorithm, p)
+	if err != nil {
+		return sc, err
+	}
+	sc.Limit = alg
+	return sc, nil
+}

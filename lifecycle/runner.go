@@ -1,0 +1,240 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+)
+
+// ErrDeadline is the cause of a Call's context when the engine expired it.
+var ErrDeadline = errors.New("lifecycle: request deadline passed")
+
+// periodicTick is the longest the Runner lets pass between Ticks, so
+// windowed limits close their windows even when traffic stops.
+const periodicTick = time.Second
+
+// Runner is the concurrent shell around Engine that the gateway uses. It
+// serialises calls with one mutex, fires the engine's timers with one
+// time.Timer, and wakes each waiting request through its own channel.
+// All methods are safe for concurrent use.
+type Runner struct {
+	now func() time.Time
+
+	mu      sync.Mutex // guards everything below
+	e       *Engine
+	waiters map[ID]chan error // buffered(1): nil means started
+	calls   map[ID]*Call      // in flight
+	timer   *time.Timer
+	timerAt time.Time
+	closed  bool
+}
+
+// NewRunner wraps a new Engine. now is the clock; nil means time.Now.
+func NewRunner(cfg Config, now func() time.Time) *Runner {
+	if now == nil {
+		now = time.Now
+	}
+	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]chan error), calls: make(map[ID]*Call)}
+	r.mu.Lock()
+	r.armLocked(now())
+	r.mu.Unlock()
+	return r
+}
+
+// Close stops the Runner's timer. Calls in flight may still Finish.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// Call is an admitted request's hold on its slot.
+type Call struct {
+	r        *Runner
+	id       ID
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	finished atomic.Bool
+	// Waited is how long the request spent in the queue.
+	Waited time.Duration
+}
+
+// Context is done when the caller's context is, or when the engine
+// expires the request at its deadline (cause ErrDeadline), or once the
+// call is finished. The upstream request should carry it.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// FirstByte reports the first byte of the upstream answer.
+func (c *Call) FirstByte() {
+	if c.finished.Load() {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	r.e.FirstByte(r.now(), c.id)
+	r.mu.Unlock()
+}
+
+// Finish releases the slot and reports the outcome. Only the first call
+// has an effect, so a deferred Finish after an explicit one is safe.
+func (c *Call) Finish(o Outcome) {
+	if !c.finished.CompareAndSwap(false, true) {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	now := r.now()
+	delete(r.calls, c.id)
+	rd, _ := r.e.Finish(now, c.id, o)
+	r.applyLocked(now, rd)
+	r.mu.Unlock()
+	c.cancel(context.Canceled)
+}
+
+// Check reports, without taking a slot, whether req would be refused at
+// once; nil if not.
+func (r *Runner) Check(req Request) *admission.Rejection {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, refused := r.e.Check(r.now(), req); refused {
+		return rejection(f)
+	}
+	return nil
+}
+
+func rejection(f admission.Refusal) *admission.Rejection {
+	return &admission.Rejection{Reason: f.Reason, Priority: f.Priority, RetryAfter: f.RetryAfter}
+}
+
+// Acquire admits req, waiting in the queue if the engine says so, until
+// started, refused, or ctx is done. On success the caller must Finish the
+// call. A refusal is an *admission.Rejection; if ctx ends first, ctx's
+// error.
+func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
+	r.mu.Lock()
+	now := r.now()
+	a, rd := r.e.Arrive(now, req)
+	r.applyLocked(now, rd)
+	switch a.Verdict {
+	case admission.Admitted:
+		c := r.newCallLocked(ctx, a.ID, 0)
+		r.armLocked(now)
+		r.mu.Unlock()
+		return c, nil
+	case admission.Rejected:
+		r.mu.Unlock()
+		return nil, rejection(a.Refusal)
+	}
+	ch := make(chan error, 1)
+	r.waiters[a.ID] = ch
+	r.armLocked(now)
+	r.mu.Unlock()
+
+	select {
+	case err := <-ch:
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		c := r.newCallLocked(ctx, a.ID, r.now().Sub(now))
+		r.mu.Unlock()
+		return c, nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	left := r.e.Leave(r.now(), a.ID)
+	if left {
+		delete(r.waiters, a.ID)
+	}
+	r.mu.Unlock()
+	if !left {
+		// The engine settled us between ctx ending and the lock: if it
+		// started the call, hand the slot straight back.
+		if err := <-ch; err == nil {
+			r.mu.Lock()
+			c := r.newCallLocked(ctx, a.ID, 0)
+			r.mu.Unlock()
+			c.Finish(Outcome{Kind: Cancelled})
+		}
+	}
+	return nil, ctx.Err()
+}
+
+func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration) *Call {
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited}
+	r.calls[id] = c
+	return c
+}
+
+// applyLocked carries out a Ready.
+func (r *Runner) applyLocked(now time.Time, rd Ready) {
+	for _, id := range rd.Start {
+		if ch, ok := r.waiters[id]; ok {
+			delete(r.waiters, id)
+			ch <- nil
+		}
+	}
+	for _, f := range rd.Refuse {
+		if ch, ok := r.waiters[f.Ticket]; ok {
+			delete(r.waiters, f.Ticket)
+			ch <- rejection(f)
+		}
+	}
+	for _, id := range rd.Expire {
+		if c, ok := r.calls[id]; ok {
+			c.cancel(ErrDeadline)
+		}
+	}
+	r.armLocked(now)
+}
+
+// armLocked points the timer at the engine's next timer, or, when a
+// windowed limit needs ticks without traffic, at most periodicTick ahead.
+func (r *Runner) armLocked(now time.Time) {
+	if r.closed {
+		return
+	}
+	next, ok := r.e.NextTimer()
+	if r.e.periodic && (!ok || now.Add(periodicTick).Before(next)) {
+		next, ok = now.Add(periodicTick), true
+	}
+	if !ok {
+		return
+	}
+	at := next
+	if r.timer != nil && at.Equal(r.timerAt) {
+		return
+	}
+	if r.timer != nil && !r.timerAt.IsZero() && r.timerAt.Before(at) && r.timerAt.After(now) {
+		return // an earlier wake-up is already set; it will re-arm
+	}
+	r.timerAt = at
+	if r.timer == nil {
+		r.timer = time.AfterFunc(at.Sub(now), r.tick)
+		return
+	}
+	r.timer.Reset(at.Sub(now))
+}
+
+func (r *Runner) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.timerAt = time.Time{}
+	r.applyLocked(now, r.e.Tick(now))
+}
+
+// Snapshot reports the engine's admission state.
+func (r *Runner) Snapshot() admission.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Snapshot(r.now())
+}
