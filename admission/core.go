@@ -101,8 +101,8 @@ type entry struct {
 	heapIdx    int
 }
 
-// Core is the admission state machine. It is not safe for concurrent use;
-// Gate wraps it for that. It never reads the clock.
+// Core is the admission state machine. It is not safe for concurrent use
+// (lifecycle.Runner serialises calls to it) and never reads the clock.
 type Core struct {
 	cfg      Config
 	inFlight int

@@ -28,17 +28,21 @@
 // Core is the decision state machine. It is not safe for concurrent use, it
 // never reads the clock (every method takes now), starts no goroutines and
 // does no I/O. Its methods return what happened as values: tickets granted,
-// waiters refused. The simulator drives Core directly on a virtual clock.
+// waiters refused.
 //
-// Gate is the concurrent shell the gateway uses. It owns one mutex, one
-// timer for the earliest queue expiry, and one channel per waiter, and it
-// turns Core's values into wake-ups. Permit.Release is idempotent, so a
-// slot is released exactly once whatever path a request takes.
+// This package has no concurrent shell of its own: one admission decision
+// is only part of a request's life, so Core is driven by lifecycle.Engine,
+// which adds what follows (slow calls, deadlines, samples for adaptive
+// limits). The concurrent shell the gateway uses is lifecycle.Runner: one
+// mutex, one timer, one channel per waiter, turning Core's values into
+// wake-ups. Its refusals are *Rejection errors, which match ErrRejected,
+// so the gateway answers 503/529 with RetryAfter.
 //
 // # Usage
 //
-//	g := admission.NewGate(admission.Config{...}, time.Now)
-//	p, err := g.Acquire(ctx, admission.Request{Priority: admission.Interactive, Scope: 1})
-//	if err != nil { /* *Rejection: answer 503/529 with RetryAfter */ }
-//	defer p.Release()
+//	c := admission.NewCore(admission.Config{...})
+//	res := c.Admit(now, admission.Request{Priority: admission.Interactive, Scope: 1})
+//	// Admitted: start, and Release(now, res.Ticket) exactly once.
+//	// Queued: wait for the ticket in a later Release, Pump or Expire.
+//	// Rejected: answer with res.Refusal.RetryAfter.
 package admission

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sluice-gw/sluice/mock"
+	"github.com/sluice-gw/sluice/sim"
 )
 
 const usage = `sluice: an LLM API gateway that says no early and cheaply.
@@ -13,6 +14,7 @@ const usage = `sluice: an LLM API gateway that says no early and cheaply.
 Usage:
   sluice serve [--config FILE] [--check]   run the gateway (no config: embedded default with a built-in fake provider)
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
+  sluice sim SCENARIO [flags]              simulate a scenario's policies on a virtual clock
   sluice help                              show this help
 
 Run "sluice COMMAND --help" for a command's flags.
@@ -30,6 +32,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return Serve(args[1:], stdout, stderr)
 	case "mock":
 		return mock.Main(args[1:], stdout, stderr)
+	case "sim":
+		return sim.Main(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

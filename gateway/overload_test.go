@@ -55,7 +55,10 @@ func TestOverloadFiveTimes(t *testing.T) {
 	s := newStack(t, mock.Config{TTFT: 200 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}}, overloadConfig)
 
 	const n = 100 // 100 req/s for 1 s: 5x the 20 req/s capacity
-	mix := []string{"interactive", "background", "interactive", "background", "critical"}
+	// Interactive alone (10 req/s) fits in the 20 req/s capacity, so it
+	// should barely be shed; background (80 req/s) takes the cuts.
+	mix := []string{"background", "background", "interactive", "background", "background",
+		"background", "background", "critical", "background", "background"}
 	var wg sync.WaitGroup
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -126,7 +129,9 @@ func TestOverloadFiveTimes(t *testing.T) {
 	if shed["critical"] != 0 {
 		t.Errorf("critical shed %d times; it must never be shed", shed["critical"])
 	}
-	if shed["background"] == 0 || float64(shed["background"])/float64(total["background"]) <= float64(shed["interactive"])/float64(total["interactive"]) {
+	bgRate := float64(shed["background"]) / float64(total["background"])
+	inRate := float64(shed["interactive"]) / float64(total["interactive"])
+	if bgRate < 0.5 || inRate > bgRate/2 {
 		t.Errorf("background must be shed before interactive: shed %v of %v", shed, total)
 	}
 }

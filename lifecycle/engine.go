@@ -142,9 +142,10 @@ type request struct {
 	started   time.Time // zero while waiting
 	firstByte time.Time
 	flagged   bool // reported slow while in flight
-	slowAt    time.Time
-	slowIdx   int
-	deadIdx   int
+	// timers holds, per timer kind (slowTimer, deadTimer), when it fires
+	// and the request's index in that kind's heap (-1: not armed).
+	timerAt  [2]time.Time
+	timerIdx [2]int
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -161,10 +162,7 @@ type Engine struct {
 // New builds an Engine.
 func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
-	e.slow.at = func(r *request) time.Time { return r.slowAt }
-	e.slow.idx = func(r *request) *int { return &r.slowIdx }
-	e.dead.at = func(r *request) time.Time { return r.req.Deadline }
-	e.dead.idx = func(r *request) *int { return &r.deadIdx }
+	e.slow.kind, e.dead.kind = slowTimer, deadTimer
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
 		s := &scope{cfg: sc, limiter: admission.Fixed(sc.Fixed)}
@@ -202,7 +200,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	if res.Verdict == admission.Rejected {
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, slowIdx: -1, deadIdx: -1}
+	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [2]int{-1, -1}}
 	e.reqs[q.id] = q
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
@@ -215,11 +213,10 @@ func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
 	if sc := e.scope(q.req.Scope); sc != nil && sc.cfg.SlowThreshold > 0 {
 		// Slow means past the threshold, not at it.
-		q.slowAt = now.Add(sc.cfg.SlowThreshold + time.Nanosecond)
-		e.slow.push(q)
+		e.slow.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
 	}
 	if !q.req.Deadline.IsZero() {
-		e.dead.push(q)
+		e.dead.push(q, q.req.Deadline)
 	}
 }
 
@@ -249,7 +246,7 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 		return
 	}
 	q.firstByte = now
-	if sc := e.scope(q.req.Scope); sc != nil && q.slowIdx >= 0 && e.signal(sc, q) == TTFT {
+	if sc := e.scope(q.req.Scope); sc != nil && q.timerIdx[slowTimer] >= 0 && e.signal(sc, q) == TTFT {
 		e.slow.remove(q)
 	}
 }
@@ -282,9 +279,23 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.slow.remove(q)
 	e.dead.remove(q)
 	delete(e.reqs, id)
+	// The host's Tick for a waiter whose time ran out may not have come
+	// yet (in the Runner, the timer and this Finish race for the lock).
+	// Started, that waiter would spend an upstream call it has no time
+	// for, and its TimedOut would reach the limit as a false drop.
+	rd.Refuse = e.expireWaiters(now)
 	granted, _ := e.adm.Release(now, id)
 	rd.Start = e.started(now, granted)
 	return rd, true
+}
+
+// expireWaiters refuses the waiters whose wait has run out by now.
+func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
+	out := e.adm.Expire(now)
+	for _, f := range out {
+		delete(e.reqs, f.Ticket)
+	}
+	return out
 }
 
 // sample turns an outcome into a limit sample, or reports that it is not
@@ -330,11 +341,7 @@ func (e *Engine) started(now time.Time, ids []ID) []ID {
 // Tick fires every timer due by now: queue expiries, slow flags (which
 // may move limits and so start waiters) and deadlines.
 func (e *Engine) Tick(now time.Time) Ready {
-	var rd Ready
-	for _, f := range e.adm.Expire(now) {
-		delete(e.reqs, f.Ticket)
-		rd.Refuse = append(rd.Refuse, f)
-	}
+	rd := Ready{Refuse: e.expireWaiters(now)}
 	moved := false
 	for e.slow.due(now) {
 		q := e.slow.pop()

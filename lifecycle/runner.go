@@ -26,8 +26,8 @@ type Runner struct {
 
 	mu      sync.Mutex // guards everything below
 	e       *Engine
-	waiters map[ID]chan error // buffered(1): nil means started
-	calls   map[ID]*Call      // in flight
+	waiters map[ID]*waiter
+	calls   map[ID]*Call // in flight
 	timer   *time.Timer
 	timerAt time.Time
 	closed  bool
@@ -38,7 +38,7 @@ func NewRunner(cfg Config, now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
 	}
-	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]chan error), calls: make(map[ID]*Call)}
+	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]*waiter), calls: make(map[ID]*Call)}
 	r.mu.Lock()
 	r.armLocked(now())
 	r.mu.Unlock()
@@ -53,6 +53,16 @@ func (r *Runner) Close() {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+}
+
+// waiter is a queued request's Acquire, blocked until the engine settles it.
+type waiter struct {
+	ctx     context.Context
+	arrived time.Time
+	// done is buffered(1). nil means started: the Runner made the Call
+	// under the lock that started it, so an Expire that takes the lock
+	// before the waiter's goroutine wakes still finds the Call to cancel.
+	done chan error
 }
 
 // Call is an admitted request's hold on its slot.
@@ -132,20 +142,17 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 		r.mu.Unlock()
 		return nil, rejection(a.Refusal)
 	}
-	ch := make(chan error, 1)
-	r.waiters[a.ID] = ch
+	w := &waiter{ctx: ctx, arrived: now, done: make(chan error, 1)}
+	r.waiters[a.ID] = w
 	r.armLocked(now)
 	r.mu.Unlock()
 
 	select {
-	case err := <-ch:
+	case err := <-w.done:
 		if err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		c := r.newCallLocked(ctx, a.ID, r.now().Sub(now))
-		r.mu.Unlock()
-		return c, nil
+		return r.claim(a.ID), nil
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
@@ -157,14 +164,18 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 	if !left {
 		// The engine settled us between ctx ending and the lock: if it
 		// started the call, hand the slot straight back.
-		if err := <-ch; err == nil {
-			r.mu.Lock()
-			c := r.newCallLocked(ctx, a.ID, 0)
-			r.mu.Unlock()
-			c.Finish(Outcome{Kind: Cancelled})
+		if err := <-w.done; err == nil {
+			r.claim(a.ID).Finish(Outcome{Kind: Cancelled})
 		}
 	}
 	return nil, ctx.Err()
+}
+
+// claim hands a started waiter the Call the Runner made for it.
+func (r *Runner) claim(id ID) *Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[id]
 }
 
 func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration) *Call {
@@ -177,15 +188,16 @@ func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration)
 // applyLocked carries out a Ready.
 func (r *Runner) applyLocked(now time.Time, rd Ready) {
 	for _, id := range rd.Start {
-		if ch, ok := r.waiters[id]; ok {
+		if w, ok := r.waiters[id]; ok {
 			delete(r.waiters, id)
-			ch <- nil
+			r.newCallLocked(w.ctx, id, now.Sub(w.arrived))
+			w.done <- nil
 		}
 	}
 	for _, f := range rd.Refuse {
-		if ch, ok := r.waiters[f.Ticket]; ok {
+		if w, ok := r.waiters[f.Ticket]; ok {
 			delete(r.waiters, f.Ticket)
-			ch <- rejection(f)
+			w.done <- rejection(f)
 		}
 	}
 	for _, id := range rd.Expire {

@@ -1,63 +1,110 @@
 package lifecycle
 
-import (
-	"container/heap"
-	"time"
+import "time"
+
+// Timer kinds index request.timerAt and request.timerIdx.
+const (
+	slowTimer = iota // the call passes its scope's slow threshold
+	deadTimer        // the request's deadline
 )
 
-// timerHeap orders requests by one of their times. Each request keeps its
-// index in the heap, so a finished request leaves at once instead of
-// lingering until its time comes.
+// timerHeap is a binary min-heap of requests by one kind of timer. Each
+// request keeps its index in the heap, so a finished request leaves at
+// once instead of lingering until its time comes. It is typed rather than
+// built on container/heap because the simulator runs millions of requests
+// through it.
 type timerHeap struct {
+	kind  int
 	items []*request
-	at    func(*request) time.Time
-	idx   func(*request) *int
 }
 
-func (h *timerHeap) Len() int { return len(h.items) }
-func (h *timerHeap) Less(i, j int) bool {
-	a, b := h.at(h.items[i]), h.at(h.items[j])
+func (h *timerHeap) less(i, j int) bool {
+	a, b := h.items[i].timerAt[h.kind], h.items[j].timerAt[h.kind]
 	if a.Equal(b) {
 		return h.items[i].id < h.items[j].id
 	}
 	return a.Before(b)
 }
-func (h *timerHeap) Swap(i, j int) {
+
+func (h *timerHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	*h.idx(h.items[i]) = i
-	*h.idx(h.items[j]) = j
+	h.items[i].timerIdx[h.kind] = i
+	h.items[j].timerIdx[h.kind] = j
 }
-func (h *timerHeap) Push(x any) {
-	q := x.(*request)
-	*h.idx(q) = len(h.items)
+
+func (h *timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *timerHeap) down(i int) {
+	n := len(h.items)
+	for {
+		l, m := 2*i+1, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// push arms q's timer at at.
+func (h *timerHeap) push(q *request, at time.Time) {
+	q.timerAt[h.kind] = at
+	q.timerIdx[h.kind] = len(h.items)
 	h.items = append(h.items, q)
+	h.up(len(h.items) - 1)
 }
-func (h *timerHeap) Pop() any {
+
+// remove disarms q's timer, if armed.
+func (h *timerHeap) remove(q *request) {
+	i := q.timerIdx[h.kind]
+	if i < 0 {
+		return
+	}
 	n := len(h.items) - 1
-	q := h.items[n]
+	if i != n {
+		h.swap(i, n)
+	}
 	h.items[n] = nil
 	h.items = h.items[:n]
-	*h.idx(q) = -1
-	return q
-}
-
-func (h *timerHeap) push(q *request) { heap.Push(h, q) }
-
-func (h *timerHeap) remove(q *request) {
-	if i := *h.idx(q); i >= 0 {
-		heap.Remove(h, i)
+	q.timerIdx[h.kind] = -1
+	if i != n {
+		h.down(i)
+		h.up(i)
 	}
 }
 
 func (h *timerHeap) due(now time.Time) bool {
-	return len(h.items) > 0 && !h.at(h.items[0]).After(now)
+	return len(h.items) > 0 && !h.items[0].timerAt[h.kind].After(now)
 }
 
-func (h *timerHeap) pop() *request { return heap.Pop(h).(*request) }
+// pop disarms and returns the earliest timer's request.
+func (h *timerHeap) pop() *request {
+	q := h.items[0]
+	h.remove(q)
+	return q
+}
 
 func (h *timerHeap) next() (time.Time, bool) {
 	if len(h.items) == 0 {
 		return time.Time{}, false
 	}
-	return h.at(h.items[0]), true
+	return h.items[0].timerAt[h.kind], true
 }
+
+// Len is the number of armed timers.
+func (h *timerHeap) Len() int { return len(h.items) }

@@ -12,8 +12,11 @@ type Sample struct {
 	// It is meaningless when Dropped is set and must then be ignored:
 	// a fast failure is not a low RTT.
 	Latency time.Duration
-	// InFlight is how many calls were in flight in this limiter's scope
-	// when the sampled call started (the Netflix convention).
+	// InFlight is how many calls are in flight in this limiter's scope
+	// as the sample is taken, the sampled call included. (Netflix passes
+	// the count when the call started; at completion the count reflects
+	// the load the call actually shared, and it is what a tick
+	// simulation such as seed 000's passes.)
 	InFlight int
 	// Dropped marks an overload signal: upstream 429/529, a timeout, a
 	// connection error, or a call flagged slow while still in flight.

@@ -17,6 +17,8 @@ import (
 type plan struct {
 	seq       uint64
 	id        string // hex, the base of response and request ids
+	idHi      uint64
+	idLo      uint32
 	rng       *rand.Rand
 	created   time.Time
 	ttft      time.Duration
@@ -42,11 +44,20 @@ type Planner struct {
 	cfg *Config
 	rng *rand.Rand
 	seq uint64
+	// scratch is reused by Next, which keeps no per-call source.
+	scratchSrc *rand.PCG
+	scratch    *rand.Rand
 }
 
 // NewPlanner returns a Planner seeded from cfg.Seed.
 func NewPlanner(cfg Config) *Planner {
-	return &Planner{cfg: &cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed5eed5eed5eed))}
+	src := rand.NewPCG(0, 0)
+	return &Planner{
+		cfg:        &cfg,
+		rng:        rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed5eed5eed5eed)),
+		scratchSrc: src,
+		scratch:    rand.New(src),
+	}
 }
 
 // Plan is one call's behaviour.
@@ -64,22 +75,26 @@ type Plan struct {
 
 // Next plans the next call, which starts at offset at.
 func (pl *Planner) Next(at time.Duration) Plan {
-	p := pl.next(at)
+	a, b := pl.draw()
+	pl.scratchSrc.Seed(a, b)
+	p := plan{rng: pl.scratch}
+	pl.decide(at, &p)
 	return Plan{TTFT: p.ttft, TPOTScale: p.tpotScale, Tokens: p.tokens, Fail: p.fail}
 }
 
-// next plans a call. Only the per-call seed is drawn from the shared
-// source; the rest comes from the call's own source, so how long one call
-// runs or how many words it emits cannot shift the decisions for the
-// calls after it.
-func (pl *Planner) next(at time.Duration) *plan {
+// draw takes the next call's seed from the shared source. Only this is
+// shared; the rest of a call's decisions come from the call's own source,
+// so how long one call runs or how many words it emits cannot shift the
+// decisions for the calls after it.
+func (pl *Planner) draw() (uint64, uint64) {
 	pl.seq++
-	p := &plan{
-		seq:       pl.seq,
-		rng:       rand.New(rand.NewPCG(pl.rng.Uint64(), pl.rng.Uint64())),
-		tpotScale: 1,
-	}
-	p.id = fmt.Sprintf("%016x%08x", p.rng.Uint64(), p.rng.Uint32())
+	return pl.rng.Uint64(), pl.rng.Uint64()
+}
+
+// decide makes a call's decisions from p.rng, in a fixed order of draws.
+func (pl *Planner) decide(at time.Duration, p *plan) {
+	p.tpotScale = 1
+	p.idHi, p.idLo = p.rng.Uint64(), p.rng.Uint32()
 	cfg := pl.cfg
 
 	// Draw for every active rule even after one hits, so the number of
@@ -114,15 +129,17 @@ func (pl *Planner) next(at time.Duration) *plan {
 	if out.Max > out.Min {
 		p.tokens += p.rng.IntN(out.Max - out.Min + 1)
 	}
-	return p
 }
 
 func (s *Server) newPlan(r *http.Request) (*plan, error) {
 	now := s.now()
 	s.rngMu.Lock()
-	p := s.planner.next(now.Sub(s.start))
+	seq := s.planner.seq + 1
+	a, b := s.planner.draw()
 	s.rngMu.Unlock()
-	p.created = now
+	p := &plan{seq: seq, rng: rand.New(rand.NewPCG(a, b)), created: now}
+	s.planner.decide(now.Sub(s.start), p)
+	p.id = fmt.Sprintf("%016x%08x", p.idHi, p.idLo)
 	return p, p.applyHeaders(r.Header)
 }
 

@@ -1,0 +1,26 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrRejected is the sentinel every *Rejection matches with errors.Is.
+var ErrRejected = errors.New("admission: rejected")
+
+// Rejection is the error a host returns when admission refuses a request
+// (lifecycle.Runner's Acquire and Check do). It carries what the answer
+// needs: why, for which class, and when to come back.
+type Rejection struct {
+	Reason     Reason
+	Priority   Priority
+	RetryAfter time.Duration
+}
+
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("admission: rejected %s request: %s (retry after %s)", r.Priority, r.Reason, r.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRejected) true for every Rejection.
+func (r *Rejection) Is(target error) bool { return target == ErrRejected }

@@ -1,0 +1,258 @@
+// Package scenario reads a scenario file: a gateway configuration (the
+// same schema sluice serve reads) plus a scenario: section describing the
+// traffic, the upstreams' behaviour and the policies to compare. sluice
+// sim runs it on a virtual clock; sluice load replays its traffic against
+// a real gateway; sluice serve --config accepts the same file and ignores
+// the scenario.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// File is a loaded scenario file.
+type File struct {
+	Path     string
+	Gateway  *config.Config
+	Scenario Scenario
+	raw      []byte
+}
+
+// Scenario is the scenario: section.
+type Scenario struct {
+	Name     string        `yaml:"name"`
+	Seed     uint64        `yaml:"seed"`
+	Duration time.Duration `yaml:"duration"`
+	// Tick, when set, quantises the simulated clock the way a tick
+	// simulation does: each tick settles calls in flight, then admits
+	// arrivals, then checks the memory budget.
+	Tick      time.Duration          `yaml:"tick"`
+	Clients   Clients                `yaml:"clients"`
+	Upstreams map[string]mock.Config `yaml:"upstreams"`
+	Process   *Process               `yaml:"process"`
+	// Policies are variants of the gateway config, one table row each.
+	// Empty means one row for the gateway config as written.
+	Policies []Policy `yaml:"policies"`
+}
+
+// Clients describes the traffic.
+type Clients struct {
+	// Model is the client-facing model every request names.
+	Model string     `yaml:"model"`
+	Rate  []RateStep `yaml:"rate"`
+	// Arrivals is "even" (the default: evenly spaced) or "poisson".
+	Arrivals string `yaml:"arrivals"`
+	// Priorities maps class names to shares of the traffic (default all
+	// interactive).
+	Priorities   map[string]float64 `yaml:"priorities"`
+	PromptTokens mock.TokenRange    `yaml:"prompt_tokens"`
+	// MaxTokens is the max_tokens each request asks for (0: none).
+	MaxTokens int  `yaml:"max_tokens"`
+	Stream    bool `yaml:"stream"`
+	// Patience is how long a user waits; an answer after it is late.
+	Patience time.Duration `yaml:"patience"`
+	// Abandon: the client disconnects when patience runs out (default
+	// true). Seed 000's users wait; real clients usually do not.
+	Abandon *bool `yaml:"abandon"`
+	Retry   Retry `yaml:"retry"`
+}
+
+// RateStep sets the arrival rate from At on. With Ramp, the rate moves
+// linearly from the previous step's rate to RPS over Ramp.
+type RateStep struct {
+	At   time.Duration `yaml:"at"`
+	RPS  float64       `yaml:"rps"`
+	Ramp time.Duration `yaml:"ramp"`
+}
+
+// Retry is the clients' retry behaviour on a shed, 429/5xx or error.
+type Retry struct {
+	// Strategy is "none" (default), "immediate", "backoff" (exponential,
+	// no jitter) or "jittered" (exponential with full jitter, honouring
+	// Retry-After).
+	Strategy    string        `yaml:"strategy"`
+	MaxAttempts int           `yaml:"max_attempts"` // total, first included (default 3)
+	Base        time.Duration `yaml:"base"`         // default 500ms
+	Cap         time.Duration `yaml:"cap"`          // default 30s
+}
+
+// Process is the gateway process's memory budget, as in seed 000: each
+// request held costs memory, and past the budget the process crashes,
+// loses everything it holds and refuses arrivals until it restarts.
+type Process struct {
+	MemoryMB     float64       `yaml:"memory_mb"`
+	MBPerRequest float64       `yaml:"mb_per_request"`
+	Restart      time.Duration `yaml:"restart"`
+}
+
+// Policy is a named overlay on the gateway config.
+type Policy struct {
+	Name string `yaml:"name"`
+	// Gateway is merged onto the file's gateway config: mappings merge
+	// key by key, list items with a name merge with the item of that
+	// name, other lists replace.
+	Gateway yaml.Node `yaml:"gateway"`
+}
+
+// AbandonOnPatience reports whether clients disconnect at patience.
+func (c Clients) AbandonOnPatience() bool { return c.Abandon == nil || *c.Abandon }
+
+// Load reads and validates a scenario file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// Parse reads a scenario file's bytes.
+func Parse(data []byte, path string) (*File, error) {
+	gw, err := config.Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: path, Gateway: gw, raw: data}
+	node := gw.Scenario.Node
+	if node == nil {
+		return nil, fmt.Errorf("%s: no scenario: section; add one with clients, upstreams and duration", path)
+	}
+	if err := decodeStrict(node, &f.Scenario); err != nil {
+		return nil, fmt.Errorf("%s: scenario: %w", path, err)
+	}
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// decodeStrict decodes a node rejecting unknown keys.
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+func (f *File) validate() error {
+	s := &f.Scenario
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("scenario."+format, a...)) }
+	if s.Duration <= 0 {
+		bad("duration: must be positive, e.g. 180s")
+	}
+	if s.Tick < 0 {
+		bad("tick: must not be negative")
+	}
+	c := &s.Clients
+	if _, ok := f.Gateway.Model(c.Model); !ok {
+		bad("clients.model: %q is not a model of the gateway config", c.Model)
+	}
+	if len(c.Rate) == 0 {
+		bad("clients.rate: give at least one step, e.g. [{at: 0s, rps: 20}]")
+	}
+	for i, r := range c.Rate {
+		if r.RPS < 0 || math.IsNaN(r.RPS) || (i > 0 && r.At < c.Rate[i-1].At) {
+			bad("clients.rate[%d]: rps must be >= 0 and steps in time order", i)
+		}
+	}
+	if c.Arrivals != "" && c.Arrivals != "even" && c.Arrivals != "poisson" {
+		bad("clients.arrivals: %q; use even or poisson", c.Arrivals)
+	}
+	for name, share := range c.Priorities {
+		if !slices.Contains([]string{"critical", "interactive", "background"}, name) || share < 0 {
+			bad("clients.priorities.%s: use critical, interactive or background with a share >= 0", name)
+		}
+	}
+	switch c.Retry.Strategy {
+	case "", "none", "immediate", "backoff", "jittered":
+	default:
+		bad("clients.retry.strategy: %q; use none, immediate, backoff or jittered", c.Retry.Strategy)
+	}
+	for name, u := range s.Upstreams {
+		if _, ok := f.Gateway.Provider(name); !ok {
+			bad("upstreams.%s: not a provider of the gateway config", name)
+		}
+		if err := u.Validate(); err != nil {
+			bad("upstreams.%s: %v", name, err)
+		}
+	}
+	for _, p := range f.Gateway.Providers {
+		if _, ok := s.Upstreams[p.Name]; !ok {
+			bad("upstreams: provider %q has no behaviour; add upstreams.%s", p.Name, p.Name)
+		}
+	}
+	if p := s.Process; p != nil && (p.MemoryMB <= 0 || p.MBPerRequest <= 0 || p.Restart < 0) {
+		bad("process: memory_mb and mb_per_request must be positive")
+	}
+	seen := map[string]bool{}
+	for i, p := range s.Policies {
+		if p.Name == "" || seen[p.Name] {
+			bad("policies[%d].name: give each policy a unique name", i)
+		}
+		seen[p.Name] = true
+		if _, err := f.PolicyConfig(p); err != nil {
+			errs = append(errs, fmt.Errorf("scenario.policies[%d] (%s): %w", i, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Upstream returns a provider's behaviour with defaults filled in: the
+// scenario's own seed unless the upstream sets one.
+func (f *File) Upstream(provider string) mock.Config {
+	u := f.Scenario.Upstreams[provider]
+	if u.Seed == 0 {
+		u.Seed = f.Scenario.Seed + uint64(len(provider))*0x9e3779b9
+	}
+	return u
+}
+
+// ProviderNames lists the providers in config order.
+func (f *File) ProviderNames() []string {
+	var out []string
+	for _, p := range f.Gateway.Providers {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// PriorityShares returns the priority mix in class order, defaulting to
+// all interactive.
+func (c Clients) PriorityShares() [3]float64 {
+	if len(c.Priorities) == 0 {
+		return [3]float64{0, 1, 0}
+	}
+	var out [3]float64
+	names := make([]string, 0, len(c.Priorities))
+	for n := range c.Priorities {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		switch n {
+		case "critical":
+			out[0] = c.Priorities[n]
+		case "interactive":
+			out[1] = c.Priorities[n]
+		case "background":
+			out[2] = c.Priorities[n]
+		}
+	}
+	return out
+}

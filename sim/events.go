@@ -1,0 +1,94 @@
+package sim
+
+import "time"
+
+// Event classes order events that share a time, in the order a tick
+// simulation settles a tick: the engine's timers (deadlines, slow flags,
+// queue expiries) first, then upstream answers, then clients giving up,
+// then arrivals, then bookkeeping.
+const (
+	classEngine = iota
+	classUpstream
+	classClient
+	classArrival
+	classSample
+)
+
+type eventKind uint8
+
+const (
+	evEngineTick eventKind = iota
+	evFirstByte
+	evDone
+	evPatience
+	evArrive   // a new unique request, or a retry of one
+	evArrivals // tick mode: this tick's batch of new requests
+	evRestart
+	evSample
+)
+
+type event struct {
+	at time.Duration
+	// order breaks ties at the same time: the class in the top byte, then
+	// the push sequence, so one comparison orders both.
+	order uint64
+	kind  eventKind
+	req   *request
+	// token must match req.token for the event to still apply; a moved-on
+	// request ignores its stale events.
+	token uint32
+}
+
+func order(class uint8, seq uint64) uint64 { return uint64(class)<<56 | seq }
+
+// eventHeap is a binary heap of events by (at, order). It is typed
+// (no container/heap interface calls) because the simulator pushes
+// millions of events.
+type eventHeap []event
+
+func (h eventHeap) less(i, j int) bool {
+	a, b := &h[i], &h[j]
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.order < b.order
+}
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if r < n && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}

@@ -1,0 +1,387 @@
+// Package sim is Sluice's deterministic discrete-event simulator. It runs
+// a scenario (package scenario) through the same lifecycle.Engine the
+// gateway uses, on a virtual clock, against upstreams whose behaviour
+// comes from the same mock.Planner that sluice mock uses. One seed owns
+// every random draw, so a scenario and seed give byte-identical output.
+//
+// The simulator models three things around the engine: clients (open-loop
+// arrivals, a priority mix, patience, retries), the gateway process (a
+// memory budget that crashes it, as in seed 000) and upstreams (latency,
+// brownouts, failures, a running/waiting capacity model). Everything the
+// gateway decides, the engine decides here too.
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/lifecycle"
+	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/scenario"
+)
+
+// Options tune a run without editing the scenario.
+type Options struct {
+	// RPSScale multiplies every arrival rate (default 1).
+	RPSScale float64
+	// SampleEvery is the time-series period (default 1s).
+	SampleEvery time.Duration
+}
+
+// Result holds one table row and one time series per policy.
+type Result struct {
+	Rows   []*report.Row
+	Series []*Series
+}
+
+// Run simulates every policy of a scenario.
+func Run(f *scenario.File, o Options) (*Result, error) {
+	if o.RPSScale == 0 {
+		o.RPSScale = 1
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Second
+	}
+	res := &Result{}
+	for _, p := range f.Policies() {
+		cfg, err := f.PolicyConfig(p)
+		if err != nil {
+			return nil, err
+		}
+		r, err := newRun(f, p.Name, cfg, o)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		r.loop()
+		res.Rows = append(res.Rows, r.row)
+		res.Series = append(res.Series, r.series)
+	}
+	return res, nil
+}
+
+// origin is virtual time zero. Any fixed instant would do.
+var origin = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type reqState uint8
+
+const (
+	stIdle      reqState = iota // between attempts
+	stInGateway                 // queued or in flight
+	stDone                      // final outcome recorded (or abandoned)
+)
+
+// request is one unique client request across its attempts.
+type request struct {
+	uid     uint64
+	pri     admission.Priority
+	first   time.Duration // first attempt: patience counts from here
+	sent    time.Duration // this attempt
+	attempt int
+	state   reqState
+	token   uint32
+	id      lifecycle.ID
+	up      *upCall
+	ttft    time.Duration // client-observed first byte, from first
+}
+
+type run struct {
+	f      *scenario.File
+	cfg    *config.Config
+	sc     *scenario.Scenario
+	o      Options
+	row    *report.Row
+	series *Series
+
+	eng     *lifecycle.Engine
+	byID    map[lifecycle.ID]*request
+	tickAt  time.Duration // pending engine tick, -1 if none
+	now     time.Duration
+	events  eventHeap
+	seq     uint64
+	rng     *rand.Rand
+	arr     *arrivals
+	ups     []*upstream
+	scope   int // the model's provider
+	timeout time.Duration
+	down    time.Duration // refusing arrivals until then
+	nextUID uint64
+	shares  [3]float64
+	// patienceQ holds evPatience events in due order from patienceHead.
+	patienceQ    []event
+	patienceHead int
+}
+
+func newRun(f *scenario.File, name string, cfg *config.Config, o Options) (*run, error) {
+	sc := &f.Scenario
+	m, _ := cfg.Model(sc.Clients.Model)
+	r := &run{
+		f: f, cfg: cfg, sc: sc, o: o,
+		row:     &report.Row{Name: name, Duration: sc.Duration},
+		rng:     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
+		tickAt:  -1,
+		timeout: cfg.Timeout(m),
+	}
+	r.series = newSeries(name)
+	r.shares = sc.Clients.PriorityShares()
+	for i, p := range cfg.Providers {
+		if p.Name == m.Targets[0].Provider {
+			r.scope = i
+		}
+		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
+	}
+	if err := r.restartEngine(); err != nil {
+		return nil, err
+	}
+	r.arr = &arrivals{
+		segs:    schedule(sc.Clients.Rate, o.RPSScale, sc.Duration),
+		end:     sc.Duration,
+		poisson: sc.Clients.Arrivals == "poisson",
+		rng:     rand.New(rand.NewPCG(sc.Seed^0xa771, sc.Seed)),
+	}
+	if sc.Tick > 0 {
+		r.push(0, classArrival, evArrivals, nil)
+	} else if t, ok := r.arr.next(); ok {
+		r.push(t, classArrival, evArrive, nil)
+	}
+	r.push(0, classSample, evSample, nil)
+	return r, nil
+}
+
+// restartEngine builds a fresh engine, as a restarted process would.
+func (r *run) restartEngine() error {
+	ec, err := lifecycle.FromConfig(r.cfg)
+	if err != nil {
+		return err
+	}
+	r.eng = lifecycle.New(ec)
+	r.byID = make(map[lifecycle.ID]*request)
+	r.tickAt = -1
+	return nil
+}
+
+func (r *run) clock(t time.Duration) time.Time { return origin.Add(t) }
+
+// quantise rounds t up to the next tick in tick mode.
+func (r *run) quantise(t time.Duration) time.Duration {
+	if k := r.sc.Tick; k > 0 && t%k != 0 {
+		return (t/k + 1) * k
+	}
+	return t
+}
+
+func (r *run) push(at time.Duration, class uint8, kind eventKind, q *request) {
+	r.seq++
+	e := event{at: r.quantise(at), order: order(class, r.seq), kind: kind, req: q}
+	if q != nil {
+		e.token = q.token
+	}
+	r.events.push(e)
+}
+
+// loop runs events until the scenario's end.
+func (r *run) loop() {
+	for {
+		e, ok := r.nextEvent()
+		if !ok || e.at >= r.sc.Duration {
+			break
+		}
+		r.now = e.at
+		if e.req != nil && e.token != e.req.token {
+			continue // stale: the request moved on
+		}
+		switch e.kind {
+		case evEngineTick:
+			if e.at == r.tickAt {
+				r.tickAt = -1
+			}
+			r.apply(r.eng.Tick(r.clock(r.now)))
+		case evFirstByte:
+			r.firstByte(e.req)
+		case evDone:
+			r.upstreamDone(e.req)
+		case evPatience:
+			r.patience(e.req)
+		case evArrive:
+			q := e.req
+			if q == nil {
+				q = r.newRequest()
+				if t, ok := r.arr.next(); ok {
+					r.push(t, classArrival, evArrive, nil)
+				}
+			}
+			r.arrive(q)
+			r.checkMemory()
+		case evArrivals:
+			for range r.arr.perTick(r.now, r.sc.Tick) {
+				r.arrive(r.newRequest())
+			}
+			r.checkMemory()
+			if next := r.now + r.sc.Tick; next < r.sc.Duration {
+				r.push(next, classArrival, evArrivals, nil)
+			}
+		case evSample:
+			r.sample()
+			r.push(r.now+r.o.SampleEvery, classSample, evSample, nil)
+		}
+		r.armEngine()
+	}
+}
+
+// armEngine schedules a Tick for the engine's next timer.
+func (r *run) armEngine() {
+	next, ok := r.eng.NextTimer()
+	if !ok {
+		return
+	}
+	at := r.quantise(next.Sub(origin))
+	if at < r.now {
+		at = r.now
+	}
+	if r.tickAt >= 0 && r.tickAt <= at {
+		return
+	}
+	r.tickAt = at
+	r.push(at, classEngine, evEngineTick, nil)
+}
+
+func (r *run) newRequest() *request {
+	r.nextUID++
+	q := &request{uid: r.nextUID, first: r.now, pri: r.drawPriority()}
+	r.row.Unique++
+	if p := r.sc.Clients.Patience; p > 0 && r.sc.Clients.AbandonOnPatience() {
+		r.pushClient(q, r.now+p)
+	}
+	return q
+}
+
+// pushClient schedules a client's patience running out. Every request has
+// the same patience and arrives in time order, so these events come due
+// in the order they are pushed: a FIFO holds them instead of the heap,
+// where they would mostly sit stale. They survive token changes, so they
+// carry no token check of their own.
+func (r *run) pushClient(q *request, at time.Duration) {
+	r.seq++
+	r.patienceQ = append(r.patienceQ, event{at: r.quantise(at), order: order(classClient, r.seq), kind: evPatience, req: q})
+}
+
+// nextEvent pops the earliest event of the heap and the patience FIFO.
+func (r *run) nextEvent() (event, bool) {
+	fifo := len(r.patienceQ) > r.patienceHead
+	switch {
+	case fifo && (len(r.events) == 0 || r.patienceFirst(&r.events[0])):
+		e := r.patienceQ[r.patienceHead]
+		r.patienceQ[r.patienceHead] = event{}
+		r.patienceHead++
+		if r.patienceHead > 4096 && r.patienceHead*2 > len(r.patienceQ) {
+			r.patienceQ = append(r.patienceQ[:0], r.patienceQ[r.patienceHead:]...)
+			r.patienceHead = 0
+		}
+		return e, true
+	case len(r.events) > 0:
+		return r.events.pop(), true
+	}
+	return event{}, false
+}
+
+func (r *run) patienceFirst(top *event) bool {
+	p := &r.patienceQ[r.patienceHead]
+	return p.at < top.at || (p.at == top.at && p.order < top.order)
+}
+
+func (r *run) drawPriority() admission.Priority {
+	shares := r.shares
+	total := shares[0] + shares[1] + shares[2]
+	x := r.rng.Float64() * total
+	for p, s := range shares {
+		if x < s {
+			return admission.Priority(p)
+		}
+		x -= s
+	}
+	return admission.Interactive
+}
+
+// arrive sends one attempt into the gateway.
+func (r *run) arrive(q *request) {
+	q.attempt++
+	q.sent = r.now
+	r.row.Attempts++
+	if r.now < r.down {
+		r.fail(q, report.Lost, 0)
+		return
+	}
+	a, rd := r.eng.Arrive(r.clock(r.now), lifecycle.Request{
+		Priority: q.pri,
+		Scope:    r.scope,
+		Stream:   r.sc.Clients.Stream,
+		Deadline: r.clock(r.now + r.timeout),
+	})
+	if a.Verdict == admission.Rejected {
+		r.fail(q, report.Shed, a.Refusal.RetryAfter)
+	} else {
+		q.state, q.id = stInGateway, a.ID
+		r.byID[a.ID] = q
+		if a.Verdict == admission.Admitted {
+			r.startUpstream(q)
+		}
+	}
+	r.apply(rd)
+}
+
+// apply carries out an engine Ready.
+func (r *run) apply(rd lifecycle.Ready) {
+	for _, id := range rd.Start {
+		if q := r.byID[id]; q != nil {
+			r.startUpstream(q)
+		}
+	}
+	for _, f := range rd.Refuse {
+		if q := r.byID[f.Ticket]; q != nil {
+			r.leaveGateway(q)
+			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
+			r.fail(q, report.Shed, f.RetryAfter)
+		}
+	}
+	for _, id := range rd.Expire {
+		if q := r.byID[id]; q != nil {
+			r.cancelUpstream(q)
+			r.leaveGateway(q)
+			next, _ := r.eng.Finish(r.clock(r.now), id, lifecycle.Outcome{Kind: lifecycle.TimedOut})
+			r.final(q, report.TimedOut)
+			r.apply(next)
+		}
+	}
+}
+
+func (r *run) leaveGateway(q *request) {
+	delete(r.byID, q.id)
+	q.state = stIdle
+	q.token++
+}
+
+// checkMemory crashes the process when what it holds exceeds its budget.
+func (r *run) checkMemory() {
+	held := len(r.byID)
+	r.row.Peak = max(r.row.Peak, held)
+	p := r.sc.Process
+	if p == nil || float64(held)*p.MBPerRequest <= p.MemoryMB {
+		return
+	}
+	r.row.Crashes++
+	lost := make([]*request, 0, held)
+	for _, q := range r.byID {
+		lost = append(lost, q)
+	}
+	sortByUID(lost)
+	for _, q := range lost {
+		r.cancelUpstream(q)
+		q.state = stIdle
+		q.token++
+		r.fail(q, report.Lost, 0)
+	}
+	r.restartEngine()
+	r.down = r.now + p.Restart
+}

@@ -1,0 +1,148 @@
+package sim
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/scenario"
+)
+
+// seedTable is seed 000's published table (shared/scenarios/reference-
+// tables.md): the seed's own code, run as written.
+type seedRow struct {
+	ok, late, timedOut, shed, lost, crashes, peak int
+}
+
+var seedTables = map[float64][]seedRow{
+	1: {
+		{2380, 0, 0, 0, 1200, 2, 402},  // unbounded
+		{2380, 0, 1200, 0, 0, 0, 300},  // timeout only
+		{2380, 0, 200, 1000, 0, 0, 50}, // limit 50 + timeout
+		{2319, 0, 56, 1205, 0, 0, 41},  // AIMD + timeout
+	},
+	2: {
+		{4760, 0, 0, 0, 2400, 3, 404},
+		{4760, 0, 0, 0, 2400, 3, 404},
+		{4760, 0, 200, 2200, 0, 0, 50},
+		{4579, 0, 96, 2485, 0, 0, 81},
+	},
+}
+
+// within2pc: every cell within 2 % of the seed's (or, for a seed value of
+// zero, exactly zero).
+func within2pc(got, want int) bool {
+	if want == 0 {
+		return got == 0
+	}
+	return math.Abs(float64(got-want)) <= 0.02*float64(want)
+}
+
+func TestLittlesLawMatchesSeedTables(t *testing.T) {
+	f, err := scenario.Load("../scenarios/littles-law.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for scale, want := range seedTables {
+		res, err := Run(f, Options{RPSScale: scale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			r := res.Rows[i]
+			c := r.Counts
+			got := seedRow{c[report.OK], c[report.Late], c[report.TimedOut], c[report.Shed], c[report.Lost], r.Crashes, r.Peak}
+			cells := []struct {
+				name      string
+				got, want int
+			}{
+				{"ok", got.ok, w.ok}, {"late", got.late, w.late}, {"timedOut", got.timedOut, w.timedOut},
+				{"shed", got.shed, w.shed}, {"lost", got.lost, w.lost}, {"crashes", got.crashes, w.crashes}, {"peak", got.peak, w.peak},
+			}
+			for _, cell := range cells {
+				if !within2pc(cell.got, cell.want) {
+					t.Errorf("%g×20 req/s, %s: %s = %d, seed says %d (more than 2%% off)", scale, r.Name, cell.name, cell.got, cell.want)
+				}
+			}
+			if c[report.Failed] != 0 {
+				t.Errorf("%s: %d failed; the seed has no failures", r.Name, c[report.Failed])
+			}
+		}
+	}
+}
+
+// The same scenario and seed give byte-identical output: table, CSV and
+// plot.
+func TestDeterministic(t *testing.T) {
+	for _, path := range []string{"../scenarios/littles-law.yaml", "testdata/mixed.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			var outs [2][]byte
+			for i := range outs {
+				f, err := scenario.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := Run(f, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				report.WriteTable(&b, res.Rows)
+				WriteCSV(&b, res.Series)
+				WritePlot(&b, "t", res.Series, 1e9)
+				outs[i] = b.Bytes()
+			}
+			if !bytes.Equal(outs[0], outs[1]) {
+				t.Fatal("two runs of the same scenario and seed differ")
+			}
+		})
+	}
+}
+
+// A scenario exercising queueing, priorities, retries, Poisson arrivals,
+// streaming and upstream capacity.
+func TestMixedScenario(t *testing.T) {
+	f, err := scenario.Load("testdata/mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Rows[0]
+	var b bytes.Buffer
+	report.WriteTable(&b, []*report.Row{r})
+	t.Logf("\n%s", b.String())
+	if r.ByPriority[0][report.Shed] != 0 {
+		t.Errorf("critical was shed %d times", r.ByPriority[0][report.Shed])
+	}
+	bg, in := r.ByPriority[2], r.ByPriority[1]
+	if float64(bg[report.Shed])/float64(bg.Total()) <= float64(in[report.Shed])/float64(in.Total()) {
+		t.Errorf("background must be shed before interactive: background %v, interactive %v", bg, in)
+	}
+	if r.Amplification() <= 1 {
+		t.Errorf("retry amplification %.2f; jittered retries should add some attempts", r.Amplification())
+	}
+	if r.Counts[report.OK] == 0 || len(r.TTFT[1]) == 0 {
+		t.Error("no answers")
+	}
+}
+
+// BenchmarkHourAt1000 is the speed target: one simulated hour at 1,000
+// req/s through the full policy stack (adaptive limit, queue, priorities,
+// slow flags, deadlines).
+func BenchmarkHourAt1000(b *testing.B) {
+	f, err := scenario.Load("testdata/hour.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := Run(f, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Rows[0].Unique), "requests")
+	}
+}
