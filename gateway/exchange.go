@@ -41,6 +41,7 @@ type exchange struct {
 	upstreamDur    time.Duration
 	requestID      string // the provider's request id, safe to log
 	bytesOut       int64
+	outputTokens   int // from the answer's usage, or estimated from SSE events
 }
 
 // finish records the exchange in metrics and writes its log line.
@@ -94,6 +95,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.bytesOut > 0 {
 		attrs = append(attrs, slog.Int64("bytes_out", x.bytesOut))
+	}
+	if x.outputTokens > 0 {
+		attrs = append(attrs, slog.Int("output_tokens", x.outputTokens))
 	}
 	g.log.LogAttrs(context.Background(), level, "request", attrs...)
 }

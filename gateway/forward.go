@@ -82,7 +82,7 @@ func timedOut(ctx context.Context) bool {
 func outcomeOf(x *exchange) lifecycle.Outcome {
 	switch x.outcome {
 	case outcomeOK:
-		return lifecycle.Outcome{Kind: lifecycle.OK}
+		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens}
 	case outcomeTimeout:
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
 	case outcomeCancelled:
@@ -148,6 +148,7 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 	x.bytesOut = int64(n)
 	if ok {
 		x.outcome = outcomeOK
+		x.outputTokens, _ = protocol.OutputTokens(data)
 	} else {
 		// The provider's own error, passed through in its own shape.
 		x.outcome, x.reason = outcomeUpstreamError, "upstream_status"
@@ -174,6 +175,8 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	bp := relayBufPool.Get().(*[]byte)
 	defer relayBufPool.Put(bp)
 	buf := *bp
+	var usage protocol.StreamUsage
+	defer func() { x.outputTokens, _ = usage.Tokens() }()
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -186,6 +189,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 				return // the deferred cancel and Close stop the upstream
 			}
 			x.bytesOut += int64(n)
+			usage.Write(buf[:n])
 			if ferr := rc.Flush(); ferr != nil {
 				x.upstreamDur = g.now().Sub(x.upstreamStart)
 				g.clientGone(x)

@@ -123,6 +123,12 @@ func TestStreamingRelaysFirstEventBeforeUpstreamFinishes(t *testing.T) {
 			if events < 20 {
 				t.Fatalf("got %d events, want at least 20", events)
 			}
+			// The engine's TPOT signal needs the output length: from usage
+			// when the stream carries it, else from the event count.
+			waitFor(t, "the request log line", func() bool { return strings.Count(s.logText(), "msg=request") >= 1 })
+			if !strings.Contains(s.logText(), "output_tokens=20") {
+				t.Errorf("log lacks the output token count:\n%s", s.logText())
+			}
 		})
 	}
 }

@@ -1,0 +1,85 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// OutputTokens reads the output token count from a whole JSON answer's
+// usage: completion_tokens (OpenAI) or output_tokens (Anthropic).
+func OutputTokens(body []byte) (int, bool) {
+	var v struct {
+		Usage struct {
+			CompletionTokens *int `json:"completion_tokens"`
+			OutputTokens     *int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0, false
+	}
+	switch {
+	case v.Usage.CompletionTokens != nil:
+		return *v.Usage.CompletionTokens, true
+	case v.Usage.OutputTokens != nil:
+		return *v.Usage.OutputTokens, true
+	}
+	return 0, false
+}
+
+// StreamUsage watches a relayed SSE stream, in whatever chunks it
+// arrives, for the output token count: the last completion_tokens or
+// output_tokens seen, or else the number of content deltas (OpenAI's
+// non-empty "content" and Anthropic's text_delta), about one per token. It never buffers more than a short
+// tail, so it costs nothing per stream.
+type StreamUsage struct {
+	tail   []byte
+	tokens int
+	found  bool
+	events int
+}
+
+var (
+	usageKeys    = [][]byte{[]byte(`"completion_tokens":`), []byte(`"output_tokens":`)}
+	contentDelta = []byte(`"content":"`)
+	emptyContent = []byte(`"content":""`)
+	textDelta    = []byte(`"type":"text_delta"`)
+)
+
+// tailLen keeps enough of a chunk's end to find a key split across chunks.
+const tailLen = 40
+
+// Write scans the next chunk.
+func (u *StreamUsage) Write(p []byte) {
+	u.events += bytes.Count(p, contentDelta) - bytes.Count(p, emptyContent) + bytes.Count(p, textDelta)
+	buf := p
+	if len(u.tail) > 0 {
+		buf = append(u.tail, p...)
+	}
+	for _, key := range usageKeys {
+		if i := bytes.LastIndex(buf, key); i >= 0 {
+			j := i + len(key)
+			for j < len(buf) && buf[j] == ' ' {
+				j++
+			}
+			n, k := 0, j
+			for k < len(buf) && buf[k] >= '0' && buf[k] <= '9' {
+				n = n*10 + int(buf[k]-'0')
+				k++
+			}
+			if k > j && k < len(buf) {
+				u.tokens, u.found = n, true
+			}
+		}
+	}
+	keep := min(tailLen, len(buf))
+	u.tail = append(u.tail[:0], buf[len(buf)-keep:]...)
+}
+
+// Tokens returns the count, and whether it came from usage rather than
+// from counting events.
+func (u *StreamUsage) Tokens() (int, bool) {
+	if u.found {
+		return u.tokens, true
+	}
+	return max(0, u.events), false
+}

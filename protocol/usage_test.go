@@ -1,0 +1,40 @@
+package protocol
+
+import "testing"
+
+func TestOutputTokens(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		n    int
+		ok   bool
+	}{
+		{`{"usage":{"prompt_tokens":3,"completion_tokens":17}}`, 17, true},
+		{`{"usage":{"input_tokens":3,"output_tokens":9}}`, 9, true},
+		{`{"choices":[]}`, 0, false},
+		{`garbage`, 0, false},
+	} {
+		n, ok := OutputTokens([]byte(c.body))
+		if n != c.n || ok != c.ok {
+			t.Errorf("%s: got %d %v", c.body, n, ok)
+		}
+	}
+}
+
+func TestStreamUsageAcrossChunks(t *testing.T) {
+	stream := "data: {\"a\":1}\n\ndata: {\"a\":2}\n\nevent: message_delta\ndata: {\"usage\":{\"output_tokens\":42}}\n\n"
+	for split := 1; split < len(stream); split++ {
+		var u StreamUsage
+		u.Write([]byte(stream[:split]))
+		u.Write([]byte(stream[split:]))
+		if n, ok := u.Tokens(); n != 42 || !ok {
+			t.Fatalf("split at %d: got %d %v", split, n, ok)
+		}
+	}
+	var u StreamUsage
+	u.Write([]byte(`data: {"delta":{"role":"assistant","content":""}}` + "\n\n" +
+		`data: {"delta":{"content":" a"}}` + "\n\n" + `data: {"delta":{"content":" b"}}` + "\n\n" +
+		`data: {"delta":{"type":"text_delta","text":" c"}}` + "\n\n" + `data: {"delta":{}}` + "\n\ndata: [DONE]\n\n"))
+	if n, ok := u.Tokens(); n != 3 || ok {
+		t.Fatalf("event count: got %d %v", n, ok)
+	}
+}
