@@ -73,15 +73,15 @@ func WritePlot(w io.Writer, title string, series []*Series, every time.Duration)
 				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" %s points="%s"/>`+"\n", col, dash, pts.String())
 			}
 			line(pn.value, "")
-			if pn.dashed != nil {
+			if pn.dashed != nil && maxOf([]*Series{s}, pn.dashed) > 0 { // 0: unlimited, nothing to draw
 				line(pn.dashed, `stroke-dasharray="5,3"`)
 			}
 		}
 	}
 	axisY := top + len(panels)*(ph+gap) - gap + 16
-	for k := 0; k <= 6; k++ {
-		t := tmax * float64(k) / 6
-		fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%ss</text>`+"\n", float64(left)+plotW*float64(k)/6, axisY, trim(t))
+	step := niceCeil(tmax / 8)
+	for t := 0.0; t <= tmax+1e-9; t += step {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%ss</text>`+"\n", float64(left)+plotW*t/tmax, axisY, trim(t))
 	}
 	for si, s := range series {
 		x := left + (si%3)*280
