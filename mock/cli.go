@@ -100,6 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	var (
 		flagCfg    = def
 		script     = fs.String("script", "", "YAML behaviour `file` (see the mock package doc and mock/testdata/brownout.yaml)")
+		scenarioF  = fs.String("scenario", "", "read the behaviour from a scenario `file`'s scenario.upstreams section (with --provider)")
+		provider   = fs.String("provider", "", "the provider `name` to play, with --scenario")
 		jitter     = fs.Duration("latency-jitter", 0, "add uniform random TTFT jitter in [0, `d`]")
 		failRate   = fs.Float64("fail-rate", 0, "fraction of calls to fail (0..1)")
 		failKind   = fs.String("fail-kind", FailStatus, "failure kind for --fail-rate: status, reset, hang, malformed or truncate")
@@ -126,8 +128,17 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	}
 
 	cfg = def
-	if *script != "" {
+	switch {
+	case *script != "" && *scenarioF != "":
+		return Config{}, "", 0, errors.New("give --script or --scenario, not both")
+	case (*scenarioF == "") != (*provider == ""):
+		return Config{}, "", 0, errors.New("--scenario and --provider go together: --scenario FILE --provider NAME")
+	case *script != "":
 		if cfg, err = LoadScript(*script); err != nil {
+			return Config{}, "", 0, err
+		}
+	case *scenarioF != "":
+		if cfg, err = LoadScenarioUpstream(*scenarioF, *provider); err != nil {
 			return Config{}, "", 0, err
 		}
 	}

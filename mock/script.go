@@ -122,3 +122,54 @@ func ParseBrownout(s string) (Brownout, error) {
 	}
 	return b, nil
 }
+
+// LoadScenarioUpstream reads one provider's behaviour from a scenario
+// file (scenario.upstreams.NAME), so sluice mock, sluice sim and sluice
+// load can all run from one file.
+func LoadScenarioUpstream(path, provider string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := ScenarioUpstream(data, provider)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ScenarioUpstream parses scenario.upstreams.NAME from a scenario file's
+// bytes, as a script. Unless the upstream sets its own seed, it derives
+// one from scenario.seed and the provider's name, the same way for every
+// reader, so the simulator's upstream and a real sluice mock draw the
+// same behaviour.
+func ScenarioUpstream(data []byte, provider string) (Config, error) {
+	var doc struct {
+		Scenario struct {
+			Seed      uint64               `yaml:"seed"`
+			Upstreams map[string]yaml.Node `yaml:"upstreams"`
+		} `yaml:"scenario"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, err
+	}
+	node, ok := doc.Scenario.Upstreams[provider]
+	if !ok {
+		return Config{}, fmt.Errorf("scenario.upstreams has no provider %q", provider)
+	}
+	script, err := yaml.Marshal(&node)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := ParseScript(script)
+	if err != nil {
+		return Config{}, fmt.Errorf("scenario.upstreams.%s: %w", provider, err)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = doc.Scenario.Seed + uint64(len(provider))*0x9e3779b9
+		for _, c := range provider {
+			cfg.Seed = cfg.Seed*31 + uint64(c)
+		}
+	}
+	return cfg, nil
+}

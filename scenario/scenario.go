@@ -24,10 +24,11 @@ import (
 
 // File is a loaded scenario file.
 type File struct {
-	Path     string
-	Gateway  *config.Config
-	Scenario Scenario
-	raw      []byte
+	Path      string
+	Gateway   *config.Config
+	Scenario  Scenario
+	raw       []byte
+	upstreams map[string]mock.Config
 }
 
 // Scenario is the scenario: section.
@@ -38,10 +39,12 @@ type Scenario struct {
 	// Tick, when set, quantises the simulated clock the way a tick
 	// simulation does: each tick settles calls in flight, then admits
 	// arrivals, then checks the memory budget.
-	Tick      time.Duration          `yaml:"tick"`
-	Clients   Clients                `yaml:"clients"`
-	Upstreams map[string]mock.Config `yaml:"upstreams"`
-	Process   *Process               `yaml:"process"`
+	Tick    time.Duration `yaml:"tick"`
+	Clients Clients       `yaml:"clients"`
+	// Upstreams is each provider's behaviour in sluice mock's script
+	// format; read it through File.Upstream.
+	Upstreams map[string]yaml.Node `yaml:"upstreams"`
+	Process   *Process             `yaml:"process"`
 	// Policies are variants of the gateway config, one table row each.
 	// Empty means one row for the gateway config as written.
 	Policies []Policy `yaml:"policies"`
@@ -184,13 +187,16 @@ func (f *File) validate() error {
 	default:
 		bad("clients.retry.strategy: %q; use none, immediate, backoff or jittered", c.Retry.Strategy)
 	}
-	for name, u := range s.Upstreams {
+	f.upstreams = map[string]mock.Config{}
+	for name := range s.Upstreams {
 		if _, ok := f.Gateway.Provider(name); !ok {
 			bad("upstreams.%s: not a provider of the gateway config", name)
 		}
-		if err := u.Validate(); err != nil {
-			bad("upstreams.%s: %v", name, err)
+		u, err := mock.ScenarioUpstream(f.raw, name)
+		if err != nil {
+			errs = append(errs, err)
 		}
+		f.upstreams[name] = u
 	}
 	for _, p := range f.Gateway.Providers {
 		if _, ok := s.Upstreams[p.Name]; !ok {
@@ -213,15 +219,10 @@ func (f *File) validate() error {
 	return errors.Join(errs...)
 }
 
-// Upstream returns a provider's behaviour with defaults filled in: the
-// scenario's own seed unless the upstream sets one.
-func (f *File) Upstream(provider string) mock.Config {
-	u := f.Scenario.Upstreams[provider]
-	if u.Seed == 0 {
-		u.Seed = f.Scenario.Seed + uint64(len(provider))*0x9e3779b9
-	}
-	return u
-}
+// Upstream returns a provider's behaviour exactly as sluice mock
+// --scenario FILE --provider NAME would play it: the mock's defaults under
+// the scenario's settings, and the same derived seed.
+func (f *File) Upstream(provider string) mock.Config { return f.upstreams[provider] }
 
 // ProviderNames lists the providers in config order.
 func (f *File) ProviderNames() []string {
