@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluice-gw/sluice/loadgen"
 	"github.com/sluice-gw/sluice/mock"
 	"github.com/sluice-gw/sluice/sim"
 )
@@ -15,6 +16,7 @@ Usage:
   sluice serve [--config FILE] [--check]   run the gateway (no config: embedded default with a built-in fake provider)
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
   sluice sim SCENARIO [flags]              simulate a scenario's policies on a virtual clock
+  sluice load SCENARIO --target URL [flags] replay a scenario's traffic against a running gateway
   sluice help                              show this help
 
 Run "sluice COMMAND --help" for a command's flags.
@@ -34,6 +36,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return mock.Main(args[1:], stdout, stderr)
 	case "sim":
 		return sim.Main(args[1:], stdout, stderr)
+	case "load":
+		return loadgen.Main(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -109,9 +109,14 @@ func (r *Row) Amplification() float64 {
 	return float64(r.Attempts) / float64(r.Unique)
 }
 
-func ms(d time.Duration) string {
-	if d == 0 {
+// pct formats a quantile of s, or "-" when there are no samples.
+func pct(s Samples, q float64) string {
+	if len(s) == 0 {
 		return "-"
+	}
+	d := s.Quantile(q)
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
 }
@@ -142,8 +147,7 @@ func WriteTable(w io.Writer, rows []*Row) {
 	for _, r := range rows {
 		line := func(class string, lat, ttft, rej Samples) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, class,
-				ms(lat.Quantile(.5)), ms(lat.Quantile(.99)), ms(ttft.Quantile(.5)), ms(ttft.Quantile(.99)),
-				ms(rej.Quantile(.5)), ms(rej.Quantile(.99)))
+				pct(lat, .5), pct(lat, .99), pct(ttft, .5), pct(ttft, .99), pct(rej, .5), pct(rej, .99))
 		}
 		line("all", all(r.Latency), all(r.TTFT), all(r.Rejection))
 		if classes(r) > 1 {

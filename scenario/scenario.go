@@ -39,8 +39,12 @@ type Scenario struct {
 	// Tick, when set, quantises the simulated clock the way a tick
 	// simulation does: each tick settles calls in flight, then admits
 	// arrivals, then checks the memory budget.
-	Tick    time.Duration `yaml:"tick"`
-	Clients Clients       `yaml:"clients"`
+	Tick time.Duration `yaml:"tick"`
+	// Drain, when set, lets the requests in flight at the end finish and
+	// counts them, as sluice load does. By default they are not counted,
+	// as in seed 000's simulation.
+	Drain   bool    `yaml:"drain"`
+	Clients Clients `yaml:"clients"`
 	// Upstreams is each provider's behaviour in sluice mock's script
 	// format; read it through File.Upstream.
 	Upstreams map[string]yaml.Node `yaml:"upstreams"`

@@ -185,8 +185,11 @@ func (r *run) push(at time.Duration, class uint8, kind eventKind, q *request) {
 func (r *run) loop() {
 	for {
 		e, ok := r.nextEvent()
-		if !ok || e.at >= r.sc.Duration {
+		if !ok || (e.at >= r.sc.Duration && !r.sc.Drain) {
 			break
+		}
+		if e.at >= r.sc.Duration && e.kind == evSample {
+			continue // draining: no more periods to report
 		}
 		r.now = e.at
 		if e.req != nil && e.token != e.req.token {
@@ -320,6 +323,7 @@ func (r *run) arrive(q *request) {
 		Deadline: r.clock(r.now + r.timeout),
 	})
 	if a.Verdict == admission.Rejected {
+		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
 		r.fail(q, report.Shed, a.Refusal.RetryAfter)
 	} else {
 		q.state, q.id = stInGateway, a.ID

@@ -1,0 +1,68 @@
+// Package loadgen is `sluice load`: it replays a scenario file's clients
+// against a real gateway over HTTP and prints the same outcome table as
+// `sluice sim`, so a simulated run and a measured one can be compared cell
+// by cell.
+//
+// Only the client side of the scenario is read: clients:, the seed and
+// duration, and the gateway config's mapping of models to providers.
+// upstreams:, process: and policies: describe the other side; the gateway
+// at the target runs whatever configuration it was started with, and the
+// row is named after the scenario.
+//
+// # The client model
+//
+// Arrivals are open loop: requests arrive at the scenario's rate whatever
+// happened to earlier ones, each in its own goroutine, the way independent
+// users arrive. A closed loop (a fixed pool of workers) would slow its own
+// arrivals as the gateway slowed and hide exactly the overload a gateway
+// must survive. The rate is piecewise: each step holds its rps from its
+// time on, or ramps linearly to it from the previous step's rps. Even
+// arrivals fall where the integral of the rate crosses each whole number;
+// Poisson arrivals where it has grown by an exponential draw, seeded by
+// scenario.seed, which is a Poisson process at the instantaneous rate.
+//
+// Each request goes to the chat endpoint of the dialect its model's first
+// provider speaks (/v1/chat/completions or /v1/messages), with a prompt of
+// about prompt_tokens tokens (four characters each) cut from a text made
+// from the seed, and a priority drawn by the configured shares, sent as
+// X-Sluice-Priority.
+//
+// A user's patience runs from the first attempt. Clients that abandon (the
+// default) cancel the HTTP request when it runs out; the others wait on and
+// an answer after it is late. Retries follow clients.retry: on a shed, a
+// 429, a 5xx other than 504, or a connection error; up to max_attempts in
+// all; never once patience has run out, and never after a 2xx status,
+// because an answer that has started cannot be taken back. "backoff"
+// waits base·2^(n−1) up to cap; "jittered" draws from [0, that) but waits
+// at least the server's Retry-After-Ms (or Retry-After), as the vendors'
+// SDKs do.
+//
+// # Classification
+//
+// A unique request is judged by its last attempt:
+//
+//	OK        a complete 2xx answer (a stream up to [DONE] or
+//	          message_stop) within patience
+//	Late      the same, after patience (only when clients do not abandon)
+//	Shed      503 or 529 with the gateway's overloaded_error body
+//	TimedOut  504 from the gateway, or the client gave up at patience
+//	          (also: cut off by the end of the run's drain)
+//	Lost      no response: connection refused, reset or closed before a
+//	          status line, which is how a gateway that is down looks
+//	Failed    anything else: other 4xx/5xx, a 503 that is not a shed, an
+//	          error event or a malformed event in a stream, a stream or
+//	          body cut short
+//
+// Latency and TTFT, for OK answers, run from the first attempt, as the user
+// waited. TTFT is the first stream event carrying content, or the response
+// headers when not streaming. Rejection latency is measured per shed
+// attempt, from sending it to its answer. Peak counts HTTP exchanges open
+// at once.
+//
+// # Bounds
+//
+// Issuing stops at the duration or after max-requests unique requests.
+// Answers are then awaited for at most patience + 5 s (without patience,
+// the model's gateway timeout + 5 s) and whatever is left is cancelled, so
+// a run always ends.
+package loadgen

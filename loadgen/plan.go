@@ -1,0 +1,208 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/scenario"
+)
+
+// DefaultMaxRequests bounds a run whose options give no cap, so that a
+// typo in a rate cannot start millions of goroutines.
+const DefaultMaxRequests = 1_000_000
+
+// drainSlack is waited beyond patience for answers after the last
+// arrival. It is real time, not scenario time, and so is not scaled: it
+// is there for the network and the gateway's own bookkeeping.
+const drainSlack = 5 * time.Second
+
+// Options adjust a run. Zero values take the defaults.
+type Options struct {
+	// Target is the gateway's base URL, e.g. http://127.0.0.1:8080. A
+	// trailing /v1 is accepted and dropped.
+	Target string
+	// TimeScale multiplies every time in the scenario (rate step times,
+	// ramps, duration, patience, retry base and cap) and divides every
+	// rate, so the same requests arrive in proportionally less time.
+	// Default 1.
+	TimeScale float64
+	// RPSScale multiplies every rate. Default 1.
+	RPSScale float64
+	// Duration, when set, replaces the (scaled) scenario duration. It is
+	// wall-clock time and is not itself scaled.
+	Duration time.Duration
+	// MaxRequests caps unique requests (default DefaultMaxRequests).
+	MaxRequests int
+	// Progress receives status lines: rewritten every second on a
+	// terminal, appended every 5 s otherwise (nil: none). End-of-run
+	// notes (request cap reached, generator lag) go there too.
+	Progress io.Writer
+}
+
+// ConfigError is a problem with the options or the scenario that no run
+// could get past, as opposed to something that went wrong while running.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// plan is the scenario's client side after scaling: everything the run
+// needs, in wall-clock units.
+type plan struct {
+	name        string
+	seed        uint64
+	sched       schedule
+	poisson     bool
+	duration    time.Duration
+	maxRequests int
+	// patience 0 means the clients wait for ever (up to drain).
+	patience time.Duration
+	abandon  bool
+	drain    time.Duration
+	retry    retryPolicy
+	shares   [3]float64
+	url      string
+	body     *bodies
+}
+
+func newPlan(f *scenario.File, o Options) (*plan, error) {
+	bad := func(format string, a ...any) (*plan, error) {
+		return nil, &ConfigError{fmt.Errorf(format, a...)}
+	}
+	if f == nil || f.Gateway == nil {
+		return bad("no scenario")
+	}
+	ts, rs := o.TimeScale, o.RPSScale
+	if ts == 0 {
+		ts = 1
+	}
+	if rs == 0 {
+		rs = 1
+	}
+	if !(ts > 0) || !(rs > 0) {
+		return bad("time and rate scales must be positive, not %v and %v", ts, rs)
+	}
+	if o.Duration < 0 || o.MaxRequests < 0 {
+		return bad("duration and max requests must not be negative")
+	}
+	base, err := targetURL(o.Target)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	s := f.Scenario
+	c := s.Clients
+	m, ok := f.Gateway.Model(c.Model)
+	if !ok || len(m.Targets) == 0 {
+		return bad("clients.model %q has no target in the gateway config", c.Model)
+	}
+	prov, ok := f.Gateway.Provider(m.Targets[0].Provider)
+	if !ok {
+		return bad("model %q: provider %q is not in the gateway config", c.Model, m.Targets[0].Provider)
+	}
+	dialect, ok := protocol.ParseDialect(prov.Kind)
+	if !ok {
+		return bad("provider %q: kind %q has no client endpoint; want openai or anthropic", prov.Name, prov.Kind)
+	}
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
+	p := &plan{
+		name:        s.Name,
+		seed:        s.Seed,
+		sched:       newSchedule(c.Rate, rs, ts),
+		poisson:     c.Arrivals == "poisson",
+		duration:    scale(s.Duration),
+		maxRequests: o.MaxRequests,
+		patience:    scale(c.Patience),
+		abandon:     c.AbandonOnPatience(),
+		retry:       newRetryPolicy(c.Retry, ts),
+		shares:      c.PriorityShares(),
+		url:         base + endpointPath(dialect),
+		body:        newBodies(dialect, c, s.Seed),
+	}
+	if p.name == "" {
+		p.name = "load"
+	}
+	if o.Duration > 0 {
+		p.duration = o.Duration
+	}
+	if p.maxRequests == 0 {
+		p.maxRequests = DefaultMaxRequests
+	}
+	if p.duration <= 0 {
+		return bad("duration must be positive")
+	}
+	// Without patience the gateway's own deadline is the longest anyone
+	// waits, so that is what bounds the drain.
+	wait := p.patience
+	if wait <= 0 {
+		wait = f.Gateway.Timeout(m)
+	}
+	p.drain = wait + drainSlack
+	return p, nil
+}
+
+// targetURL checks the gateway base URL and drops what the endpoint path
+// will add again.
+func targetURL(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("--target is required, e.g. --target http://127.0.0.1:8080")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("target %q: want an http(s) base URL such as http://127.0.0.1:8080", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("target %q: give the base URL only, without query or fragment", s)
+	}
+	return strings.TrimSuffix(strings.TrimRight(s, "/"), "/v1"), nil
+}
+
+// endpointPath is the chat route of a dialect, from the gateway's own
+// route table so the two cannot drift apart.
+func endpointPath(d protocol.Dialect) string {
+	name := "chat_completions"
+	if d == protocol.Anthropic {
+		name = "messages"
+	}
+	for _, e := range protocol.Endpoints {
+		if e.Name == name {
+			return e.Path
+		}
+	}
+	panic("loadgen: protocol has no " + name + " endpoint")
+}
+
+// priority picks a class from the shares with u uniform in [0, 1).
+func (p *plan) priority(u float64) int {
+	total := p.shares[0] + p.shares[1] + p.shares[2]
+	if total <= 0 {
+		return 1
+	}
+	x := u * total
+	for i, s := range p.shares {
+		if x < s {
+			return i
+		}
+		x -= s
+	}
+	// Rounding left x just past the last share: the last class with any.
+	for i := 2; i >= 0; i-- {
+		if p.shares[i] > 0 {
+			return i
+		}
+	}
+	return 1
+}
+
+// target is the scheduled rate at elapsed wall time, zero once issuing
+// has stopped.
+func (p *plan) target(elapsed time.Duration) float64 {
+	if elapsed > p.duration {
+		return 0
+	}
+	return p.sched.rate(elapsed)
+}

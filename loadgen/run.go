@@ -1,0 +1,131 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/scenario"
+)
+
+// lagWarning is how far behind schedule arrivals may fall before the run
+// says so: past it, the generator, not the gateway, shaped the load.
+const lagWarning = 100 * time.Millisecond
+
+// runner is one run's shared state.
+type runner struct {
+	plan   *plan
+	client *client
+	tally  *tally
+	// ctx is every request's parent; cancelling it ends the drain.
+	ctx context.Context
+	wg  sync.WaitGroup
+	lag time.Duration // worst arrival delay behind schedule
+}
+
+// Run replays the scenario's clients against the gateway at opts.Target
+// and returns the outcome row. It issues for the duration (or until
+// MaxRequests), then waits at most patience + 5 s for answers, cancelling
+// what is left. When ctx ends early it stops issuing, cancels what is in
+// flight (counted TimedOut: the client gave up), and returns the partial
+// row with ctx's error.
+func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, error) {
+	p, err := newPlan(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &tally{}
+	c := newClient(p.url, t)
+	defer c.close()
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &runner{plan: p, client: c, tally: t, ctx: reqCtx}
+
+	start := time.Now()
+	stopProgress := startProgress(opts.Progress, t, start, p.target)
+	span, capped := r.issue(ctx, start)
+	r.drain(cancel)
+	stopProgress()
+
+	if opts.Progress != nil {
+		if capped {
+			fmt.Fprintf(opts.Progress, "note: stopped issuing at %d requests (--max-requests) after %v\n", p.maxRequests, span.Round(time.Millisecond))
+		}
+		if r.lag > lagWarning {
+			fmt.Fprintf(opts.Progress, "note: arrivals fell up to %v behind schedule; the load generator could not keep up\n", r.lag.Round(time.Millisecond))
+		}
+	}
+	return t.result(p.name, span), ctx.Err()
+}
+
+// issue starts requests at their arrival times until the duration, the
+// request cap or ctx ends. It returns the issuing span and whether the cap
+// cut it short. Arrivals never wait for answers: each request is its own
+// goroutine.
+func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration, capped bool) {
+	p := r.plan
+	arr := newArrivals(p.sched, p.poisson, p.seed)
+	// Priorities and prompts draw from their own source so that Poisson
+	// gaps stay the same whatever the priority mix.
+	pick := rand.New(rand.NewPCG(p.seed, 0x9e10))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	wait := func(at time.Duration) bool {
+		d := time.Until(start.Add(at))
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for n := 0; ; n++ {
+		if n >= p.maxRequests {
+			return time.Since(start), true
+		}
+		at, ok := arr.next()
+		// A microsecond of slack keeps an arrival that lands exactly on
+		// the end, give or take rounding, so even arrivals number the
+		// integral of the rate.
+		if !ok || at > p.duration+time.Microsecond {
+			wait(p.duration)
+			return min(time.Since(start), p.duration), false
+		}
+		pri := p.priority(pick.Float64())
+		body, hdr := p.body.build(pick, pri)
+		if !wait(at) {
+			return time.Since(start), false
+		}
+		r.lag = max(r.lag, time.Since(start.Add(at)))
+		r.tally.sent.Add(1)
+		r.wg.Go(func() { r.request(n, pri, body, hdr) })
+	}
+}
+
+// drain waits for the requests still out, at most the plan's drain time,
+// then cancels the rest and waits for them to settle, which they do at
+// once since every wait they make watches their context.
+func (r *runner) drain(cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(r.plan.drain)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	case <-r.ctx.Done():
+	}
+	cancel()
+	<-done
+}
