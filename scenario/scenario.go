@@ -111,6 +111,9 @@ type Policy struct {
 	// key by key, list items with a name merge with the item of that
 	// name, other lists replace.
 	Gateway yaml.Node `yaml:"gateway"`
+	// Retry, when set, replaces the clients' retry behaviour for this
+	// policy (sluice load always uses clients.retry).
+	Retry *Retry `yaml:"retry"`
 }
 
 // AbandonOnPatience reports whether clients disconnect at patience.
@@ -186,10 +189,18 @@ func (f *File) validate() error {
 			bad("clients.priorities.%s: use critical, interactive or background with a share >= 0", name)
 		}
 	}
-	switch c.Retry.Strategy {
-	case "", "none", "immediate", "backoff", "jittered":
-	default:
-		bad("clients.retry.strategy: %q; use none, immediate, backoff or jittered", c.Retry.Strategy)
+	checkRetry := func(at string, r Retry) {
+		switch r.Strategy {
+		case "", "none", "immediate", "backoff", "jittered":
+		default:
+			bad("%s.strategy: %q; use none, immediate, backoff or jittered", at, r.Strategy)
+		}
+	}
+	checkRetry("clients.retry", c.Retry)
+	for i, p := range s.Policies {
+		if p.Retry != nil {
+			checkRetry(fmt.Sprintf("policies[%d].retry", i), *p.Retry)
+		}
 	}
 	f.upstreams = map[string]mock.Config{}
 	for name := range s.Upstreams {

@@ -25,7 +25,7 @@ func (r *run) fail(q *request, outcome report.Outcome, retryAfter time.Duration)
 
 // retryDelay decides whether and when the client retries.
 func (r *run) retryDelay(q *request, retryAfter time.Duration) (time.Duration, bool) {
-	rt := r.sc.Clients.Retry
+	rt := r.retry
 	maxAttempts := rt.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = 3

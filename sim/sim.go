@@ -51,7 +51,7 @@ func Run(f *scenario.File, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := newRun(f, p.Name, cfg, o)
+		r, err := newRun(f, p, cfg, o)
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
@@ -109,13 +109,19 @@ type run struct {
 	down    time.Duration // refusing arrivals until then
 	nextUID uint64
 	shares  [3]float64
+	retry   scenario.Retry
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
 }
 
-func newRun(f *scenario.File, name string, cfg *config.Config, o Options) (*run, error) {
+func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
+	name := p.Name
 	sc := &f.Scenario
+	retry := sc.Clients.Retry
+	if p.Retry != nil {
+		retry = *p.Retry
+	}
 	m, _ := cfg.Model(sc.Clients.Model)
 	r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
@@ -123,6 +129,7 @@ func newRun(f *scenario.File, name string, cfg *config.Config, o Options) (*run,
 		rng:     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
 		tickAt:  -1,
 		timeout: cfg.Timeout(m),
+		retry:   retry,
 	}
 	r.series = newSeries(name)
 	r.shares = sc.Clients.PriorityShares()
