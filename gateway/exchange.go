@@ -71,7 +71,8 @@ func (g *Gateway) finish(x *exchange) {
 	if !g.log.Enabled(context.Background(), level) {
 		return
 	}
-	attrs := []slog.Attr{
+	attrs := make([]slog.Attr, 0, 16)
+	attrs = append(attrs,
 		slog.String("endpoint", x.endpoint.Name),
 		slog.String("model", model),
 		slog.String("provider", provider),
@@ -80,7 +81,7 @@ func (g *Gateway) finish(x *exchange) {
 		slog.Int("status", x.status),
 		slog.String("outcome", x.outcome),
 		slog.Duration("duration", dur),
-	}
+	)
 	if x.reason != "" {
 		attrs = append(attrs, slog.String("reason", x.reason))
 	}

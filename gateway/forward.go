@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,7 +130,8 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if !isJSON(resp.Header) || !json.Valid(data) {
+	tokens, _, valid := protocol.OutputTokens(data)
+	if !isJSON(resp.Header) || !valid {
 		what := "a malformed response"
 		if !ok {
 			what = fmt.Sprintf("status %d with a body that is not JSON", resp.StatusCode)
@@ -148,7 +148,7 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 	x.bytesOut = int64(n)
 	if ok {
 		x.outcome = outcomeOK
-		x.outputTokens, _ = protocol.OutputTokens(data)
+		x.outputTokens = tokens
 	} else {
 		// The provider's own error, passed through in its own shape.
 		x.outcome, x.reason = outcomeUpstreamError, "upstream_status"

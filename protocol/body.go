@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // ErrMalformed is the sentinel for a request body the gateway cannot use.
@@ -66,7 +65,8 @@ func ParseBody(raw []byte) (*Body, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, malformed("body is not valid JSON: %v", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	// Checked by hand: a Token call at the end of input allocates an error.
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
 		return nil, malformed("unexpected data after the JSON object")
 	}
 	if b.modelStart < 0 || b.Model == "" {

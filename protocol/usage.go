@@ -3,27 +3,31 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
 // OutputTokens reads the output token count from a whole JSON answer's
-// usage: completion_tokens (OpenAI) or output_tokens (Anthropic).
-func OutputTokens(body []byte) (int, bool) {
+// usage: completion_tokens (OpenAI) or output_tokens (Anthropic). valid
+// reports whether body is well-formed JSON at all (an object or not), so
+// one pass both checks an answer and reads its usage.
+func OutputTokens(body []byte) (n int, found, valid bool) {
 	var v struct {
 		Usage struct {
 			CompletionTokens *int `json:"completion_tokens"`
 			OutputTokens     *int `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if json.Unmarshal(body, &v) != nil {
-		return 0, false
+	if err := json.Unmarshal(body, &v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		return 0, false, errors.As(err, &typeErr) // well-formed, just not this shape
 	}
 	switch {
 	case v.Usage.CompletionTokens != nil:
-		return *v.Usage.CompletionTokens, true
+		return *v.Usage.CompletionTokens, true, true
 	case v.Usage.OutputTokens != nil:
-		return *v.Usage.OutputTokens, true
+		return *v.Usage.OutputTokens, true, true
 	}
-	return 0, false
+	return 0, false, true
 }
 
 // StreamUsage watches a relayed SSE stream, in whatever chunks it

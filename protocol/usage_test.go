@@ -4,18 +4,21 @@ import "testing"
 
 func TestOutputTokens(t *testing.T) {
 	for _, c := range []struct {
-		body string
-		n    int
-		ok   bool
+		body        string
+		n           int
+		found, good bool
 	}{
-		{`{"usage":{"prompt_tokens":3,"completion_tokens":17}}`, 17, true},
-		{`{"usage":{"input_tokens":3,"output_tokens":9}}`, 9, true},
-		{`{"choices":[]}`, 0, false},
-		{`garbage`, 0, false},
+		{`{"usage":{"prompt_tokens":3,"completion_tokens":17}}`, 17, true, true},
+		{`{"usage":{"input_tokens":3,"output_tokens":9}}`, 9, true, true},
+		{`{"choices":[]}`, 0, false, true},
+		{`[1,2]`, 0, false, true},
+		{`{"usage":"x"}`, 0, false, true},
+		{`garbage`, 0, false, false},
+		{`{"usage":{"output_tokens":1}`, 0, false, false},
 	} {
-		n, ok := OutputTokens([]byte(c.body))
-		if n != c.n || ok != c.ok {
-			t.Errorf("%s: got %d %v", c.body, n, ok)
+		n, found, good := OutputTokens([]byte(c.body))
+		if n != c.n || found != c.found || good != c.good {
+			t.Errorf("%s: got %d %v %v", c.body, n, found, good)
 		}
 	}
 }
