@@ -1,0 +1,287 @@
+package breaker
+
+import (
+	"slices"
+	"time"
+)
+
+// calmFraction: a fail-back step advances only while both window rates
+// are below this fraction of their trip thresholds. The gap between calm
+// and trip is the hysteresis that keeps a wobbling provider from being
+// stepped up on the same evidence that would trip it.
+const calmFraction = 0.5
+
+// maxLog bounds the undrained transition log.
+const maxLog = 256
+
+// Breaker is one provider's breaker. See the package comment; it is not
+// safe for concurrent use.
+type Breaker struct {
+	cfg settings
+	win window
+	lat latencies
+
+	started bool
+	last    time.Time // latest now seen: time never runs backwards here
+
+	state State
+	step  int
+	// gen changes at every entry to Open; outcomes of calls admitted in
+	// an older generation are not counted (that period was judged).
+	gen uint64
+
+	openUntil time.Time
+	openedFor time.Duration // length of the current or last Open
+	failures  int           // consecutive failed recoveries: the backoff exponent
+
+	halfOpenUntil time.Time
+	probes        []uint64 // in-flight probes of this round
+	probesOK      int
+
+	calmSince time.Time // Recovering: start of the current calm stretch
+	stepCalls int       // Recovering: counted calls at this step
+
+	nextID uint64
+	calls  map[uint64]*inflight
+
+	log                    []Transition
+	dropped                int
+	trips, reTrips, pfails int
+}
+
+// New returns a Closed breaker, or an error naming the invalid field.
+func New(cfg Config) (*Breaker, error) {
+	s, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight)}
+	b.win = window{width: s.bucketWidth, buckets: make([]bucket, s.Buckets)}
+	return b, nil
+}
+
+// advance takes the host's now, never letting time run backwards, and
+// applies every transition due by it.
+func (b *Breaker) advance(now time.Time) time.Time {
+	if !b.started {
+		b.started, b.last, b.win.origin = true, now, now
+	}
+	if now.Before(b.last) {
+		now = b.last
+	}
+	b.last = now
+	b.fire(now)
+	return now
+}
+
+// fire applies what is due at now. No transition it makes is itself due
+// at now, so one pass is enough.
+func (b *Breaker) fire(now time.Time) {
+	switch b.state {
+	case Open:
+		if !now.Before(b.openUntil) {
+			b.record(now, HalfOpen, ReasonOpenElapsed, counts{})
+			b.state, b.halfOpenUntil = HalfOpen, now.Add(b.cfg.HalfOpenMaxWait)
+			b.probes, b.probesOK = b.probes[:0], 0
+		}
+	case HalfOpen:
+		if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
+			b.trip(now, ReasonProbeTimeout, b.round(vSlow))
+		} else if !now.Before(b.halfOpenUntil) {
+			b.trip(now, ReasonHalfOpenTimeout, b.round(vOK))
+		}
+	case Closed, Recovering:
+		b.judge(now)
+	}
+}
+
+// judge checks the window for a trip and, while Recovering, for a step.
+func (b *Breaker) judge(now time.Time) {
+	c := b.win.totals(now)
+	if c.calls >= b.cfg.MinCalls {
+		if c.errorRate() >= b.cfg.ErrorRate {
+			b.trip(now, ReasonErrorRate, c)
+			return
+		}
+		if c.slowRate() >= b.cfg.SlowRate {
+			b.trip(now, ReasonSlowRate, c)
+			return
+		}
+	}
+	if b.state != Recovering {
+		return
+	}
+	if c.errorRate() >= calmFraction*b.cfg.ErrorRate || c.slowRate() >= calmFraction*b.cfg.SlowRate {
+		b.calmSince = now
+		return
+	}
+	if b.stepCalls >= b.cfg.Probes && now.Sub(b.calmSince) >= b.cfg.StepHold {
+		b.stepTo(now, b.step+1, ReasonStepUp, c)
+	}
+}
+
+// stepTo moves to fail-back step i; the last step is Closed.
+func (b *Breaker) stepTo(now time.Time, i int, r Reason, c counts) {
+	b.step, b.calmSince, b.stepCalls = i, now, 0
+	to := Recovering
+	if i == len(b.cfg.Steps)-1 {
+		to, b.failures = Closed, 0
+		if r == ReasonStepUp {
+			r = ReasonRecovered
+		}
+	}
+	b.record(now, to, r, c)
+	b.state = to
+}
+
+// trip opens the breaker.
+func (b *Breaker) trip(now time.Time, r Reason, c counts) {
+	switch {
+	case b.state == Closed:
+		b.trips, b.failures = b.trips+1, 0
+	case b.state == Recovering:
+		b.reTrips++
+		b.failures++
+	case r != ReasonHalfOpenTimeout:
+		b.pfails++
+		b.failures++
+	}
+	b.record(now, Open, r, c)
+	b.state, b.gen = Open, b.gen+1
+	b.openedFor = b.openFor()
+	b.openUntil = now.Add(b.openedFor)
+	b.probes, b.probesOK = b.probes[:0], 0
+}
+
+// openFor is OpenFor doubled per consecutive failed recovery, capped.
+func (b *Breaker) openFor() time.Duration {
+	d := b.cfg.OpenFor
+	for i := 0; i < b.failures && d < b.cfg.OpenForMax; i++ {
+		d = min(d, b.cfg.OpenForMax/2) * 2
+	}
+	return min(d, b.cfg.OpenForMax)
+}
+
+// round is the half-open evidence: the probes that passed, plus the one
+// that failed as v (vOK: none failed).
+func (b *Breaker) round(v verdict) counts {
+	c := counts{calls: b.probesOK}
+	switch v {
+	case vError:
+		c.calls, c.errors = c.calls+1, 1
+	case vSlow:
+		c.calls, c.slow = c.calls+1, 1
+	}
+	return c
+}
+
+func (b *Breaker) probeDeadline() (time.Time, bool) {
+	var at time.Time
+	for _, id := range b.probes {
+		if d := b.calls[id].deadline; at.IsZero() || d.Before(at) {
+			at = d
+		}
+	}
+	return at, !at.IsZero()
+}
+
+func (b *Breaker) record(now time.Time, to State, r Reason, c counts) {
+	t := Transition{At: now, From: b.state, To: to, Reason: r, Step: -1,
+		Calls: c.calls, ErrorRate: c.errorRate(), SlowRate: c.slowRate()}
+	switch to {
+	case Recovering:
+		t.Step, t.Weight = b.step, b.cfg.Steps[b.step]
+	case Closed:
+		t.Step, t.Weight = len(b.cfg.Steps)-1, 1
+	}
+	if len(b.log) == maxLog {
+		b.log = slices.Delete(b.log, 0, 1)
+		b.dropped++
+	}
+	b.log = append(b.log, t)
+}
+
+// Tick applies the transitions due by now: the end of Open, probe
+// timeouts, HalfOpenMaxWait and fail-back steps. Call it at NextTimer.
+func (b *Breaker) Tick(now time.Time) { b.advance(now) }
+
+// NextTimer is when the next time-based transition falls due, if one is
+// pending: the end of Open, the earliest probe timeout or
+// HalfOpenMaxWait, or the end of the current step's hold once the step
+// has its calls. A window trip needs no timer: it follows an outcome.
+func (b *Breaker) NextTimer() (time.Time, bool) {
+	switch b.state {
+	case Open:
+		return b.openUntil, true
+	case HalfOpen:
+		at := b.halfOpenUntil
+		if p, ok := b.probeDeadline(); ok && p.Before(at) {
+			at = p
+		}
+		return at, true
+	case Recovering:
+		if b.stepCalls >= b.cfg.Probes {
+			return b.calmSince.Add(b.cfg.StepHold), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// State is the state at now and the fail-back step index: the current
+// step while Recovering, the last step while Closed, -1 otherwise.
+func (b *Breaker) State(now time.Time) (State, int) {
+	b.advance(now)
+	switch b.state {
+	case Closed:
+		return Closed, len(b.cfg.Steps) - 1
+	case Recovering:
+		return Recovering, b.step
+	}
+	return b.state, -1
+}
+
+// Weight is the share of new traffic the provider should get: 1 Closed,
+// the step's share Recovering, 0 Open and HalfOpen (a router offers a
+// HalfOpen provider calls only as probes, which Allow rations).
+func (b *Breaker) Weight(now time.Time) float64 {
+	switch s, i := b.State(now); s {
+	case Closed, Recovering:
+		return b.cfg.Steps[i]
+	}
+	return 0
+}
+
+// SlowThreshold is the threshold a call admitted now is judged by: the
+// fixed Config.SlowThreshold, or the derived one.
+func (b *Breaker) SlowThreshold() time.Duration {
+	if b.cfg.SlowThreshold > 0 {
+		return b.cfg.SlowThreshold
+	}
+	if b.lat.len() < min(b.cfg.MinCalls, HealthySamples) {
+		return b.cfg.SlowDefault
+	}
+	return max(b.cfg.SlowFloor, time.Duration(float64(b.lat.p95())*b.cfg.SlowHeadroom))
+}
+
+// Transitions returns the transitions since the last call, oldest first,
+// and forgets them: each is reported exactly once.
+func (b *Breaker) Transitions() []Transition {
+	out := b.log
+	b.log = nil
+	return out
+}
+
+// Stats is a snapshot at now.
+func (b *Breaker) Stats(now time.Time) Stats {
+	state, step := b.State(now)
+	c := b.win.totals(b.last)
+	return Stats{
+		State: state, Step: step, Weight: b.Weight(now),
+		Calls: c.calls, Errors: c.errors, Slow: c.slow, RateLimited: c.limited,
+		ErrorRate: c.errorRate(), SlowRate: c.slowRate(),
+		SlowThreshold: b.SlowThreshold(), HealthySamples: b.lat.len(),
+		InFlight: len(b.calls), Probes: len(b.probes),
+		Trips: b.trips, ReTrips: b.reTrips, ProbeFailures: b.pfails,
+		OpenFor: b.openedFor, DroppedTransitions: b.dropped,
+	}
+}

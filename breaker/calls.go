@@ -1,0 +1,145 @@
+package breaker
+
+import (
+	"slices"
+	"time"
+)
+
+// inflight is an admitted call until its Done.
+type inflight struct {
+	start     time.Time
+	gen       uint64
+	slowAfter time.Duration
+	deadline  time.Time // probes only: start + ProbeTimeout
+	probe     bool
+	full      bool // admitted while Closed: its latency may teach the threshold
+	flagged   bool // reported Slow while in flight: already counted
+}
+
+// verdict is what an outcome counts as.
+type verdict uint8
+
+const (
+	vOK verdict = iota
+	vError
+	vSlow
+	vLimited
+	vIgnore
+)
+
+// Allow asks whether a call may go to the provider now. It refuses with
+// ErrOpen while Open, and while HalfOpen once Probes probes are out.
+// Every ticket it grants must be reported Done exactly once.
+func (b *Breaker) Allow(now time.Time) (Ticket, error) {
+	now = b.advance(now)
+	probe := b.state == HalfOpen
+	if b.state == Open || (probe && len(b.probes)+b.probesOK >= b.cfg.Probes) {
+		return Ticket{}, ErrOpen
+	}
+	b.nextID++
+	c := &inflight{start: now, gen: b.gen, slowAfter: b.SlowThreshold(), probe: probe, full: b.state == Closed}
+	if probe {
+		timeout := b.cfg.ProbeTimeout
+		if timeout == 0 {
+			timeout = c.slowAfter
+		}
+		c.deadline = now.Add(timeout)
+		b.probes = append(b.probes, b.nextID)
+	}
+	b.calls[b.nextID] = c
+	return Ticket{id: b.nextID, slowAfter: c.slowAfter, probe: probe}, nil
+}
+
+// Slow reports that a call is still in flight past its SlowAfter. It
+// counts as slow now, and its Done will not count it again. It reports
+// false for an unknown ticket or one already flagged.
+func (b *Breaker) Slow(now time.Time, t Ticket) bool {
+	now = b.advance(now)
+	c, ok := b.calls[t.id]
+	if !ok || c.flagged {
+		return false
+	}
+	c.flagged = true
+	if c.gen == b.gen {
+		b.count(now, c, vSlow, 0)
+	}
+	return true
+}
+
+// Done reports how a call ended. A call already flagged Slow counts
+// once, as slow, whatever its outcome. Otherwise Error counts as an
+// error (even if slow), OK as slow if Latency > SlowAfter and as a
+// success if not, and RateLimited and Cancelled not at all. Done reports
+// false for an unknown ticket (a second Done changes nothing).
+func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
+	now = b.advance(now)
+	c, ok := b.calls[t.id]
+	if !ok {
+		return false
+	}
+	delete(b.calls, t.id)
+	current := c.gen == b.gen
+	if i := slices.Index(b.probes, t.id); i >= 0 {
+		b.probes = slices.Delete(b.probes, i, i+1)
+	}
+	if c.flagged || !current {
+		return true
+	}
+	lat := o.Latency
+	if lat <= 0 {
+		lat = now.Sub(c.start)
+	}
+	v := vIgnore
+	switch o.Kind {
+	case OK:
+		v = vOK
+		if lat > c.slowAfter {
+			v = vSlow
+		}
+	case Error:
+		v = vError
+	case RateLimited:
+		v = vLimited
+	}
+	b.count(now, c, v, lat)
+	return true
+}
+
+// count applies one current-generation verdict.
+func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration) {
+	if c.probe {
+		switch v {
+		case vOK:
+			if b.probesOK++; b.probesOK >= b.cfg.Probes {
+				b.win.reset()
+				b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
+			}
+		case vError:
+			b.trip(now, ReasonProbeError, b.round(v))
+		case vSlow:
+			b.trip(now, ReasonProbeSlow, b.round(v))
+		}
+		// vLimited, vIgnore: Done already freed the slot for another
+		// probe; HalfOpenMaxWait bounds how long that can go on.
+		return
+	}
+	var d counts
+	switch v {
+	case vOK:
+		d.calls = 1
+		if c.full && b.state == Closed { // at full weight throughout
+			b.lat.add(lat)
+		}
+	case vError:
+		d.calls, d.errors = 1, 1
+	case vSlow:
+		d.calls, d.slow = 1, 1
+	case vLimited:
+		d.limited = 1
+	default:
+		return
+	}
+	b.win.add(now, d)
+	b.stepCalls += d.calls
+	b.judge(now)
+}

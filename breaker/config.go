@@ -1,0 +1,180 @@
+package breaker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults for zero Config fields. The rate thresholds and the half-open
+// max wait follow resilience4j's knobs (failureRateThreshold 50%,
+// maxWaitDurationInHalfOpenState) with values for LLM traffic: calls are
+// few and slow, so the window is time-based and short, MinCalls is 20
+// rather than 100, and the open time is 10 s rather than 60 s because a
+// failover target exists. SlowRate is 50%, not resilience4j's 100%: a
+// brownout slows a growing fraction of calls, never all of them.
+const (
+	DefaultWindow          = 30 * time.Second
+	DefaultBuckets         = 10
+	DefaultMinCalls        = 20
+	DefaultErrorRate       = 0.5
+	DefaultSlowRate        = 0.5
+	DefaultSlowHeadroom    = 2.0
+	DefaultSlowFloor       = time.Second
+	DefaultSlowDefault     = 10 * time.Second
+	DefaultOpenFor         = 10 * time.Second
+	DefaultOpenForMax      = 2 * time.Minute
+	DefaultProbes          = 3
+	DefaultHalfOpenMaxWait = 30 * time.Second
+	DefaultStepHold        = 10 * time.Second
+
+	// HealthySamples is how many recent healthy latencies the derived
+	// slow threshold keeps (a ring: memory is bounded).
+	HealthySamples = 256
+)
+
+// DefaultSteps returns the default fail-back shares: 10%, 25%, 50%, then
+// all traffic.
+func DefaultSteps() []float64 { return []float64{0.10, 0.25, 0.50, 1.00} }
+
+// Config configures a Breaker. Zero fields take the defaults above.
+type Config struct {
+	// Window is the sliding window of outcomes, kept as Buckets buckets:
+	// it covers the current bucket and the Buckets-1 before it.
+	Window  time.Duration
+	Buckets int
+	// MinCalls is the fewest counted calls in the window for either rate
+	// to trip: one slow call in a quiet window is not a 100% slow rate.
+	// It is also how many healthy latencies the derived threshold needs
+	// (capped at HealthySamples).
+	MinCalls int
+	// ErrorRate and SlowRate trip the breaker when errors/calls, or
+	// slow/calls, reach them. Both in (0, 1].
+	ErrorRate float64
+	SlowRate  float64
+
+	// SlowThreshold, if set, is the fixed slow threshold. When zero the
+	// threshold is derived: SlowHeadroom (>= 1) times the p95 of the
+	// provider's own healthy latencies (successful calls, not slow,
+	// while Closed), at least SlowFloor; SlowDefault until MinCalls
+	// healthy latencies exist.
+	SlowThreshold time.Duration
+	SlowHeadroom  float64
+	SlowFloor     time.Duration
+	SlowDefault   time.Duration
+
+	// OpenFor is the time in Open before HalfOpen. Each consecutive
+	// failed recovery (a bad probe, a re-trip while Recovering) doubles
+	// it, up to OpenForMax (default: the larger of 2 min and OpenFor);
+	// reaching Closed resets it. Set OpenForMax = OpenFor for no backoff.
+	OpenFor    time.Duration
+	OpenForMax time.Duration
+
+	// Probes is how many calls HalfOpen admits at once; all must succeed
+	// fast to start fail-back. It is also the fewest counted calls a
+	// fail-back step needs before it may advance.
+	Probes int
+	// ProbeTimeout: a probe still in flight this long counts as slow.
+	// Zero means the probe's own slow threshold.
+	ProbeTimeout time.Duration
+	// HalfOpenMaxWait: HalfOpen without a verdict this long goes back to
+	// Open.
+	HalfOpenMaxWait time.Duration
+
+	// Steps are the fail-back shares of traffic, strictly increasing in
+	// (0, 1]; a final 1 is implied. StepHold is how long the provider
+	// must stay calm at a step (with at least Probes calls) to advance.
+	Steps    []float64
+	StepHold time.Duration
+}
+
+// settings is a Config with defaults applied and checked.
+type settings struct {
+	Config
+	bucketWidth time.Duration
+}
+
+func cfgErr(field, format string, args ...any) error {
+	return fmt.Errorf("breaker: %s: %s", field, fmt.Sprintf(format, args...))
+}
+
+func resolve(c Config) (settings, error) {
+	s := settings{Config: c}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"window", &s.Window, DefaultWindow},
+		{"slow_threshold", &s.SlowThreshold, 0},
+		{"slow_floor", &s.SlowFloor, DefaultSlowFloor},
+		{"slow_default", &s.SlowDefault, DefaultSlowDefault},
+		{"open_for", &s.OpenFor, DefaultOpenFor},
+		{"open_for_max", &s.OpenForMax, max(DefaultOpenForMax, s.OpenFor)},
+		{"probe_timeout", &s.ProbeTimeout, 0},
+		{"half_open_max_wait", &s.HalfOpenMaxWait, DefaultHalfOpenMaxWait},
+		{"step_hold", &s.StepHold, DefaultStepHold},
+	}
+	for _, d := range durs {
+		if *d.v < 0 {
+			return s, cfgErr(d.name, "must be >= 0 (0 selects the default), got %v", *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if s.OpenForMax < s.OpenFor {
+		return s, cfgErr("open_for_max", "must be >= open_for (%v), got %v", s.OpenFor, s.OpenForMax)
+	}
+	ints := []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"buckets", &s.Buckets, DefaultBuckets},
+		{"min_calls", &s.MinCalls, DefaultMinCalls},
+		{"probes", &s.Probes, DefaultProbes},
+	}
+	for _, n := range ints {
+		if *n.v < 0 {
+			return s, cfgErr(n.name, "must be >= 1 (0 selects the default %d), got %d", n.def, *n.v)
+		}
+		if *n.v == 0 {
+			*n.v = n.def
+		}
+	}
+	if s.bucketWidth = s.Window / time.Duration(s.Buckets); s.bucketWidth <= 0 {
+		return s, cfgErr("buckets", "window %v is too short for %d buckets", s.Window, s.Buckets)
+	}
+	for _, r := range []struct {
+		name string
+		v    *float64
+		def  float64
+	}{{"error_rate", &s.ErrorRate, DefaultErrorRate}, {"slow_rate", &s.SlowRate, DefaultSlowRate}} {
+		if *r.v == 0 {
+			*r.v = r.def
+		}
+		if !(*r.v > 0 && *r.v <= 1) {
+			return s, cfgErr(r.name, "must be in (0, 1] (0 selects the default %g), got %g", r.def, *r.v)
+		}
+	}
+	if s.SlowHeadroom == 0 {
+		s.SlowHeadroom = DefaultSlowHeadroom
+	}
+	if !(s.SlowHeadroom >= 1) {
+		return s, cfgErr("slow_headroom", "must be >= 1 (0 selects the default %g), got %g", DefaultSlowHeadroom, s.SlowHeadroom)
+	}
+	if len(s.Steps) == 0 {
+		s.Steps = DefaultSteps()
+	} else {
+		s.Steps = append([]float64(nil), s.Steps...)
+	}
+	for i, v := range s.Steps {
+		if !(v > 0 && v <= 1) || (i > 0 && v <= s.Steps[i-1]) {
+			return s, cfgErr("steps", "must be strictly increasing in (0, 1], got %v", c.Steps)
+		}
+	}
+	if s.Steps[len(s.Steps)-1] != 1 {
+		s.Steps = append(s.Steps, 1)
+	}
+	return s, nil
+}

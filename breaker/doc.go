@@ -1,0 +1,143 @@
+// Package breaker is a per-provider circuit breaker that trips on
+// slowness as well as on errors, so that a brownout (the provider still
+// answers 200, just four times slower) moves traffic away as surely as
+// an outage does; and that fails back gradually, so a provider that
+// recovers in waves is not flapped on and off.
+//
+// # Organisation
+//
+// Breaker is pure, in the style of etcd raft's RawNode and x/time/rate's
+// ...N(now) methods: every method takes now, it never reads the clock,
+// never sleeps, starts no goroutines and does no I/O, and it is not safe
+// for concurrent use (the host serialises calls). Time passes only
+// through now; a now earlier than one already seen is taken as the
+// latest. Every method that takes now first applies the transitions due
+// by then, so Tick at NextTimer is needed only to make them happen
+// without traffic. Transitions come out as values, drained by
+// Transitions, each exactly once. The same sequence of calls always
+// gives the same transitions, so the simulator's breaker is the
+// gateway's.
+//
+// # States
+//
+//	          error_rate, slow_rate              OpenFor
+//	Closed ───────────────────────────▶ Open ─────────▶ HalfOpen
+//	  ▲                                 ▲  ▲  probe_*,       │
+//	  │                                 │  └─ half_open_ ────┤
+//	  │ recovered                       │     timeout        │ probes_ok
+//	  │                  error_rate,    │                    │
+//	  └──── Recovering ─ slow_rate ─────┘                    │
+//	        10%→25%→50% ◀────────────────────────────────────┘
+//	        (step_up)
+//
+// Weight is the share of new traffic the provider should get: 1 Closed,
+// 0 Open, 0 HalfOpen (only probes, which Allow rations), the current
+// step's share while Recovering. A router, not this package, turns
+// weights into choices. Allow refuses (ErrOpen) only when Open or when
+// every probe slot is taken; in Closed and Recovering the router's
+// weights already decided.
+//
+// # What counts
+//
+// A time-based sliding window (Window, in Buckets buckets) counts calls,
+// each exactly once, as a success, an error or slow:
+//
+//   - Error: a 5xx (529 included), a connection error, a timeout.
+//   - Slow: an OK call whose latency is over its threshold, or any call
+//     reported Slow while still in flight.
+//   - A 429 (RateLimited) is not a call. It says the provider is pacing
+//     this client, not that it is sick: counting it as an error would
+//     trip the breaker on our own burst and fail over to a provider that
+//     will pace us too; counting it as a success would dilute a real
+//     error rate with fast refusals. Acting on 429s is the concurrency
+//     limiter's job (package limit counts them as drops); the window
+//     keeps a separate count for metrics.
+//   - Cancelled (client gone, lost hedge) is not counted, unless the
+//     call was already flagged slow.
+//
+// The breaker trips when, with at least MinCalls calls in the window,
+// errors/calls >= ErrorRate ("error_rate", checked first) or
+// slow/calls >= SlowRate ("slow_rate"). MinCalls keeps one slow call in
+// a quiet window from reading as a 100% slow rate. Outcomes of calls
+// admitted before the latest trip are not counted: that period has been
+// judged, and its stragglers would only re-trip the recovery.
+//
+// # The slow threshold
+//
+// A fixed SlowThreshold, or one derived from the provider's own healthy
+// latencies: SlowHeadroom (2) × their p95, never less than SlowFloor,
+// and SlowDefault until MinCalls samples exist. Never the median: half
+// of all calls are above the median by definition, and a breaker whose
+// threshold sits there lives open. Healthy means a success that was not
+// slow, seen while Closed (at full weight: a provider at a 10% share is
+// lightly loaded and would teach a threshold that is too tight). The
+// last HealthySamples such latencies are kept, so memory is bounded.
+// Since slow calls never enter the sample, a brownout cannot raise the
+// threshold that detects it; a ramp gentle enough to stay under the
+// threshold at every step is followed, and a fixed SlowThreshold is the
+// answer where that matters.
+//
+// # The in-flight slow signal
+//
+// A brownout's slow calls take a long time to complete, so a breaker that
+// waits for completions reacts as late as the provider is slow. Each
+// Ticket carries the SlowAfter it is judged by; the host arms a timer for
+// the call's start plus SlowAfter and calls Slow if the call is still in
+// flight then. The call counts as slow at that moment; its later Done
+// counts nothing more, whatever the outcome (an error after a slow flag
+// is still one call, counted as slow). Lifecycle's engine already flags
+// slow calls this way for its limiter.
+//
+// # Half-open cannot stick
+//
+// resilience4j's half-open state waits for its permitted calls to
+// complete; if one never completes, or traffic stops, it waits forever
+// unless maxWaitDurationInHalfOpenState is set, and it is not by
+// default; failsafe-go's half-open state likewise holds a probe's permit
+// until that execution records a result. Here the exits are always
+// armed:
+//
+//   - a probe still in flight at ProbeTimeout (default: its slow
+//     threshold) counts as slow, and the breaker reopens
+//     ("probe_timeout");
+//   - a HalfOpen without a verdict at HalfOpenMaxWait reopens
+//     ("half_open_timeout") and probes again after OpenFor;
+//   - a probe that ends in a 429 or is cancelled frees its slot for
+//     another probe: it proves nothing either way.
+//
+// NextTimer always names the next of these deadlines, so a host that
+// Ticks on it never leaves the breaker waiting on an event that may not
+// come.
+//
+// # Fail-back
+//
+// All Probes must succeed fast. Then the window starts afresh, the
+// provider takes Steps[0] (10%) of traffic, and it moves up a step (25%,
+// 50%, then Closed) once it has stayed calm for StepHold with at least
+// Probes calls at the step. Calm means both window rates below half
+// their trip thresholds; anything worse, even once, restarts the hold,
+// and a trip condition sends it back to Open (a re-trip). The gap
+// between calm and trip, the evidence needed per step, and a restart
+// from the first step after every re-trip are the hysteresis. (At a
+// small share a still-sick provider may take a while to gather the
+// MinCalls calls a re-trip needs; until then it is not calm, so it stays
+// at its step.) A step with no traffic does not advance on silence.
+//
+// Each consecutive failed recovery (a bad probe or a re-trip) also
+// doubles the open time, up to OpenForMax, so a provider flapping every
+// few seconds is retried a handful of times in ten minutes rather than
+// every OpenFor. Reaching Closed resets the backoff; a HalfOpenMaxWait
+// timeout, which is no evidence against the provider, does not add to
+// it.
+//
+// # What the host must do
+//
+//   - Ask Allow before routing a call to the provider; report every
+//     granted Ticket Done exactly once (Cancelled if nothing else).
+//   - Arm a timer for SlowAfter per call and report Slow when it fires.
+//   - Use one latency signal throughout (TTFT for streams is best).
+//   - Tick at NextTimer, and drain Transitions to log them.
+//   - Keep one Breaker per provider. Each replica judges from its own
+//     window; a fleet-wide verdict would need a shared store, which is
+//     out of this package's scope.
+package breaker
