@@ -64,6 +64,9 @@ const (
 	ReasonClassFull   Reason = "class_full"   // this class used its share of the waiting room
 	ReasonDisplaced   Reason = "displaced"    // a more important newcomer took the place
 	ReasonWaitTimeout Reason = "wait_timeout" // waited MaxWait or until its deadline
+	// ReasonUnavailable: every target's breaker turned the request away
+	// (decided by lifecycle, which routes before it admits).
+	ReasonUnavailable Reason = "no_healthy_target"
 )
 
 // Refusal reports a request refused, and when a retry is likely to be served.

@@ -37,6 +37,7 @@ type Breaker struct {
 	halfOpenUntil time.Time
 	probes        []uint64 // in-flight probes of this round
 	probesOK      int
+	lastProbe     time.Time // trickle mode: when the last probe was admitted
 
 	calmSince time.Time // Recovering: start of the current calm stretch
 	stepCalls int       // Recovering: counted calls at this step
@@ -82,9 +83,13 @@ func (b *Breaker) fire(now time.Time) {
 		if !now.Before(b.openUntil) {
 			b.record(now, HalfOpen, ReasonOpenElapsed, counts{})
 			b.state, b.halfOpenUntil = HalfOpen, now.Add(b.cfg.HalfOpenMaxWait)
+			b.lastProbe = time.Time{}
 			b.probes, b.probesOK = b.probes[:0], 0
 		}
 	case HalfOpen:
+		if b.cfg.ProbeInterval > 0 {
+			b.expireTrickleProbes(now)
+		}
 		if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
 			b.trip(now, ReasonProbeTimeout, b.round(vSlow))
 		} else if !now.Before(b.halfOpenUntil) {
@@ -93,6 +98,21 @@ func (b *Breaker) fire(now time.Time) {
 	case Closed, Recovering:
 		b.judge(now)
 	}
+}
+
+// expireTrickleProbes frees the places of trickle probes past their
+// timeout: each is a failed probe, flagged so its eventual Done is not
+// counted again, and HalfOpen goes on.
+func (b *Breaker) expireTrickleProbes(now time.Time) {
+	b.probes = slices.DeleteFunc(b.probes, func(id uint64) bool {
+		c := b.calls[id]
+		if c == nil || now.Before(c.deadline) {
+			return false
+		}
+		c.flagged = true
+		b.pfails++
+		return true
+	})
 }
 
 // judge checks the window for a trip and, while Recovering, for a step.

@@ -33,7 +33,15 @@ const (
 func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 	now = b.advance(now)
 	probe := b.state == HalfOpen
-	if b.state == Open || (probe && len(b.probes)+b.probesOK >= b.cfg.Probes) {
+	switch {
+	case b.state == Open:
+		return Ticket{}, ErrOpen
+	case probe && b.cfg.ProbeInterval > 0:
+		if len(b.probes) >= b.cfg.Probes || (!b.lastProbe.IsZero() && now.Sub(b.lastProbe) < b.cfg.ProbeInterval) {
+			return Ticket{}, ErrOpen
+		}
+		b.lastProbe = now
+	case probe && len(b.probes)+b.probesOK >= b.cfg.Probes:
 		return Ticket{}, ErrOpen
 	}
 	b.nextID++
@@ -47,7 +55,7 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 		b.probes = append(b.probes, b.nextID)
 	}
 	b.calls[b.nextID] = c
-	return Ticket{id: b.nextID, slowAfter: c.slowAfter, probe: probe}, nil
+	return Ticket{id: b.nextID, slowAfter: c.slowAfter, probe: probe, deadline: c.deadline}, nil
 }
 
 // Slow reports that a call is still in flight past its SlowAfter. It
@@ -107,6 +115,16 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 
 // count applies one current-generation verdict.
 func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration) {
+	if c.probe && b.cfg.ProbeInterval > 0 {
+		switch v {
+		case vOK: // one fast answer is enough to start the cautious steps
+			b.win.reset()
+			b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
+		case vError, vSlow:
+			b.pfails++ // a trickle probe's failure only frees its place
+		}
+		return
+	}
 	if c.probe {
 		switch v {
 		case vOK:

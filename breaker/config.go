@@ -79,6 +79,14 @@ type Config struct {
 	// HalfOpenMaxWait: HalfOpen without a verdict this long goes back to
 	// Open.
 	HalfOpenMaxWait time.Duration
+	// ProbeInterval, when set, makes HalfOpen trickle: it admits one
+	// probe per interval (up to Probes in flight), a probe that fails or
+	// times out only frees its place, and the first fast probe starts
+	// fail-back. A provider that stays slow for minutes then costs one
+	// probe per interval, and its recovery is noticed within about one
+	// interval plus one call, instead of one open period plus a round of
+	// probes. Zero keeps the classic round: Probes at once, all must pass.
+	ProbeInterval time.Duration
 
 	// Steps are the fail-back shares of traffic, strictly increasing in
 	// (0, 1]; a final 1 is implied. StepHold is how long the provider
@@ -113,6 +121,7 @@ func resolve(c Config) (settings, error) {
 		{"probe_timeout", &s.ProbeTimeout, 0},
 		{"half_open_max_wait", &s.HalfOpenMaxWait, DefaultHalfOpenMaxWait},
 		{"step_hold", &s.StepHold, DefaultStepHold},
+		{"probe_interval", &s.ProbeInterval, 0},
 	}
 	for _, d := range durs {
 		if *d.v < 0 {

@@ -148,10 +148,17 @@ type Ticket struct {
 	id        uint64
 	slowAfter time.Duration
 	probe     bool
+	deadline  time.Time
 }
 
 // Probe reports whether the call is a half-open probe.
 func (t Ticket) Probe() bool { return t.probe }
+
+// ProbeDeadline is when a probe's own timeout ends it (zero for a call
+// that is not a probe). A host should give up on the call then: a probe
+// answers a question about the provider, and a user should not wait out
+// the whole request deadline for it.
+func (t Ticket) ProbeDeadline() time.Time { return t.deadline }
 
 // SlowAfter is the slow threshold this call is judged by: the host arms
 // a timer for the call's start plus SlowAfter and calls Slow when it

@@ -212,6 +212,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Pointer:
+		// A present key allocates its section even when every field is
+		// left to its default ("breaker: {}" turns a breaker on).
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path)
 	case reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
 			d.fail(n, path, "want a number, got %s; write e.g. 0.9", describe(n))

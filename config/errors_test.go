@@ -33,6 +33,9 @@ func TestParseErrors(t *testing.T) {
 			{":12: admission.queue: ", "want a mapping of fields, got integer 150; valid fields are max_depth, max_wait"},
 			{":15: admission.priorities.critical.reserved: ", "want a whole number, got number 1.5"},
 		}},
+		{"mixed_kinds.yaml", []want{
+			{":14: models[0].targets[1].provider: ", `"anthropic" speaks kind anthropic but the first target's provider speaks openai`},
+		}},
 		{"unknown_provider.yaml", []want{
 			{":17: models[1].targets[1].provider: ", `"openia" is not a configured provider; known providers: openai, anthropic`},
 		}},

@@ -54,7 +54,7 @@ func TestValidFullConfig(t *testing.T) {
 		},
 		Models: []Model{
 			{Name: "gpt-4o", Timeout: Duration(20 * time.Second), Targets: []Target{
-				{Provider: "openai", Model: "gpt-4o"}, {Provider: "anthropic", Model: "claude-sonnet-4-5"}}},
+				{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}}},
 			{Name: "1.10", Targets: []Target{{Provider: "anthropic", Model: "claude-haiku"}}},
 		},
 		Admission: Admission{

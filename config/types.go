@@ -57,6 +57,32 @@ type Provider struct {
 	// Limit makes this provider's concurrency limit adaptive. Without
 	// it the limit is fixed at MaxInFlight.
 	Limit Limit `yaml:"limit"`
+	// Breaker, when present, watches this provider for errors and
+	// slowness and takes it out of rotation while it is unhealthy, so a
+	// model's next target gets its traffic. Zero fields take the breaker
+	// package's defaults.
+	Breaker *Breaker `yaml:"breaker"`
+}
+
+// Breaker configures a provider's circuit breaker.
+type Breaker struct {
+	Window    Duration `yaml:"window"`     // sliding window (default 30s)
+	MinCalls  int      `yaml:"min_calls"`  // calls before either rate judges (default 20)
+	ErrorRate float64  `yaml:"error_rate"` // trip at this error share (default 0.5)
+	SlowRate  float64  `yaml:"slow_rate"`  // trip at this slow share (default 0.5)
+	// SlowThreshold makes a call slow once it is this old in flight;
+	// zero derives it from twice the provider's healthy p95.
+	SlowThreshold Duration `yaml:"slow_threshold"`
+	OpenFor       Duration `yaml:"open_for"`      // before probing (default 10s)
+	OpenForMax    Duration `yaml:"open_for_max"`  // backoff cap after failed recoveries (default 2m)
+	Probes        int      `yaml:"probes"`        // half-open probes (default 3)
+	ProbeTimeout  Duration `yaml:"probe_timeout"` // default: the slow threshold
+	// ProbeInterval makes half-open trickle: one probe per interval, a
+	// failed probe only frees its place, the first fast one starts
+	// fail-back. Zero: a classic round of Probes at once.
+	ProbeInterval Duration  `yaml:"probe_interval"`
+	StepHold      Duration  `yaml:"step_hold"` // each fail-back step (default 10s)
+	Steps         []float64 `yaml:"steps"`     // fail-back shares (default 0.1, 0.25, 0.5, 1)
 }
 
 // Limit configures an adaptive concurrency limit for one provider. Zero

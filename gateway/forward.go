@@ -79,6 +79,12 @@ func timedOut(ctx context.Context) bool {
 // outcomeOf tells the engine how the call ended, for the provider's
 // adaptive limit.
 func outcomeOf(x *exchange) lifecycle.Outcome {
+	o := outcomeKind(x)
+	o.Status = x.upstreamStatus
+	return o
+}
+
+func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch x.outcome {
 	case outcomeOK:
 		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/metrics"
@@ -58,6 +60,7 @@ type model struct {
 	name    string
 	timeout time.Duration
 	targets []target
+	scopes  []int // each target's provider scope, for routing
 }
 
 type target struct {
@@ -117,6 +120,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				return nil, fmt.Errorf("models[%d].targets[%d].provider: unknown provider %q", i, j, t.Provider)
 			}
 			m.targets = append(m.targets, target{provider: p, model: t.Model})
+			m.scopes = append(m.scopes, p.scope)
 		}
 		g.models[mc.Name] = m
 		g.modelNames = append(g.modelNames, mc.Name)
@@ -128,7 +132,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.runner = lifecycle.NewRunner(ec, g.now)
+	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.metrics.ObserveAdmission(g.runner, scopeNames)
+	g.metrics.ObserveBreakers(g.runner.BreakerStats, scopeNames)
 	g.ready.Store(true)
 	return g, nil
 }
@@ -174,3 +180,22 @@ func (g *Gateway) Close() { g.runner.Close() }
 
 // SetReady flips /readyz, e.g. to drain before shutdown.
 func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }
+
+// breakerTransition logs a breaker's state change once, with the numbers
+// that caused it, and counts it.
+func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
+	level := slog.LevelInfo
+	if t.To == breaker.Open {
+		level = slog.LevelWarn
+	}
+	g.log.LogAttrs(context.Background(), level, "breaker",
+		slog.String("provider", provider),
+		slog.String("from", t.From.String()),
+		slog.String("to", t.To.String()),
+		slog.String("reason", string(t.Reason)),
+		slog.Float64("weight", t.Weight),
+		slog.Int("calls", t.Calls),
+		slog.Float64("error_rate", t.ErrorRate),
+		slog.Float64("slow_rate", t.SlowRate))
+	g.metrics.BreakerTransitions.WithLabelValues(provider, t.To.String(), string(t.Reason)).Inc()
+}

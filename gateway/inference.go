@@ -84,11 +84,10 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		return
 	}
 	x.model = m.name
-	t := m.targets[0]
-	x.provider = t.provider.name
-	if t.provider.dialect != d {
+	// Every target of a model speaks the same API (config checks it).
+	if p := m.targets[0].provider; p.dialect != d {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
-			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, t.provider.dialect, ep.Path), 0)
+			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
 		return
 	}
 
@@ -100,7 +99,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
-	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Scope: t.provider.scope, Stream: body.Stream, Deadline: deadline})
+	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline})
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
@@ -118,6 +117,11 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	// forward reports the real outcome first, and this is then a no-op.
 	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 	x.waited = call.Waited
+	t := m.targets[call.Target]
+	x.provider = t.provider.name
+	if call.Target > 0 {
+		g.metrics.Failovers.WithLabelValues(m.name, t.provider.name).Inc()
+	}
 	if x.waited > 0 {
 		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
 	}
@@ -163,6 +167,9 @@ func parseTimeout(v string) (time.Duration, error) {
 // with the dialect's overloaded_error and an estimated Retry-After.
 func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	if rej.Reason == admission.ReasonUnavailable {
+		msg = fmt.Sprintf("every provider for model %q is unhealthy (breakers open); retry after %s", x.model, rej.RetryAfter.Round(time.Millisecond))
+	}
 	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/limit"
 )
 
@@ -50,8 +51,12 @@ type ScopeConfig struct {
 	// Signal is the latency Limit reads.
 	Signal Signal
 	// SlowThreshold flags a call as a drop the moment it is this old
-	// while still in flight. Zero disables the in-flight check.
+	// while still in flight. Zero leaves it to the breaker's threshold,
+	// or disables the in-flight check when there is no breaker.
 	SlowThreshold time.Duration
+	// Breaker, when set, takes the scope out of rotation while it is
+	// unhealthy; a request then goes to the next of its Targets.
+	Breaker *breaker.Breaker
 }
 
 // Config configures an Engine. Admission.Scopes is ignored: the engine
@@ -64,9 +69,13 @@ type Config struct {
 // Request is what the engine needs to know about a request.
 type Request struct {
 	Priority admission.Priority
-	// Scope indexes Config.Scopes, or admission.NoScope.
-	Scope  int
-	Stream bool
+	// Scope indexes Config.Scopes, or admission.NoScope. It is the only
+	// target when Targets is empty.
+	Scope int
+	// Targets are scopes in failover order: the engine routes the
+	// request to the first whose breaker takes it (see route).
+	Targets []int
+	Stream  bool
 	// Deadline is when the request's time runs out; zero means never.
 	Deadline time.Time
 }
@@ -92,6 +101,9 @@ const (
 // Outcome is how a call ended.
 type Outcome struct {
 	Kind OutcomeKind
+	// Status is the upstream's HTTP status, when one came: a breaker
+	// counts 429 as pacing, not as an error.
+	Status int
 	// OutputTokens, when known, lets the TPOT signal divide generation
 	// time by tokens.
 	OutputTokens int
@@ -106,17 +118,30 @@ type Ready struct {
 	// Expire: these in-flight requests passed their deadline; cancel
 	// their calls, answer 504, and Finish them as TimedOut.
 	Expire []ID
+	// Transitions are breaker state changes, each reported once, for the
+	// host to log and count.
+	Transitions []Transition
+}
+
+// Transition is one breaker state change of a scope.
+type Transition struct {
+	Scope int
+	breaker.Transition
 }
 
 func (r *Ready) merge(o Ready) {
 	r.Start = append(r.Start, o.Start...)
 	r.Refuse = append(r.Refuse, o.Refuse...)
 	r.Expire = append(r.Expire, o.Expire...)
+	r.Transitions = append(r.Transitions, o.Transitions...)
 }
 
 // Arrival is Arrive's verdict on the arriving request itself.
 type Arrival struct {
-	ID      ID
+	ID ID
+	// Target indexes Request.Targets: where the request was routed (0
+	// unless the first target's breaker turned it away).
+	Target  int
 	Verdict admission.Verdict
 	// Refusal is set when Verdict is admission.Rejected.
 	Refusal admission.Refusal
@@ -142,6 +167,10 @@ type request struct {
 	started   time.Time // zero while waiting
 	firstByte time.Time
 	flagged   bool // reported slow while in flight
+	scope     int  // the routed target's scope
+	target    int  // index into req.Targets
+	ticket    breaker.Ticket
+	hasTicket bool
 	// timers holds, per timer kind (slowTimer, deadTimer), when it fires
 	// and the request's index in that kind's heap (-1: not armed).
 	timerAt  [2]time.Time
@@ -157,6 +186,10 @@ type Engine struct {
 	dead   timerHeap // in-flight requests by deadline
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
+	// share accumulates each scope's fail-back weight, so a scope at 25%
+	// takes exactly every fourth request offered to it: deterministic,
+	// with no random draw.
+	share []float64
 }
 
 // New builds an Engine.
@@ -175,6 +208,7 @@ func New(cfg Config) *Engine {
 		limiters[i] = s.limiter
 		e.scopes = append(e.scopes, s)
 	}
+	e.share = make([]float64, len(cfg.Scopes))
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	e.adm = admission.NewCore(ac)
@@ -187,36 +221,153 @@ func (e *Engine) Check(now time.Time, r Request) (admission.Refusal, bool) {
 	return e.adm.Check(now, admission.Request{Priority: r.Priority, Scope: r.Scope, Deadline: r.Deadline})
 }
 
-// Arrive admits, queues or refuses a new request. Ready carries waiters
-// that this arrival displaced.
+// Arrive routes a new request to a target, then admits, queues or
+// refuses it there. Ready carries waiters that this arrival displaced.
 func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: r.Scope, Deadline: r.Deadline})
 	var rd Ready
+	target, scope, ticket, hasTicket, ok := e.route(now, r)
+	if !ok {
+		rd.Transitions = e.transitions()
+		return Arrival{Verdict: admission.Rejected, Refusal: admission.Refusal{
+			Priority: r.Priority, Reason: admission.ReasonUnavailable, RetryAfter: e.untilProbe(now, r),
+		}}, rd
+	}
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: scope, Deadline: r.Deadline})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
-		delete(e.reqs, f.Ticket)
+		e.drop(now, f.Ticket)
 	}
-	a := Arrival{ID: res.Ticket, Verdict: res.Verdict, Refusal: res.Refusal}
+	a := Arrival{ID: res.Ticket, Target: target, Verdict: res.Verdict, Refusal: res.Refusal}
 	if res.Verdict == admission.Rejected {
+		if hasTicket {
+			e.scopes[scope].cfg.Breaker.Done(now, ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		}
+		rd.Transitions = e.transitions()
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [2]int{-1, -1}}
+	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [2]int{-1, -1},
+		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
 	e.reqs[q.id] = q
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
 	}
+	rd.Transitions = e.transitions()
 	return a, rd
+}
+
+// targets returns a request's failover chain.
+func targets(r Request) []int {
+	if len(r.Targets) > 0 {
+		return r.Targets
+	}
+	return []int{r.Scope}
+}
+
+// route picks the first target whose breaker takes the request: a closed
+// breaker always; a recovering one for its share of the traffic (its
+// step's weight, accumulated so the share is exact and needs no random
+// draw); a half-open one while it has probes to give. With no breaker
+// a target always takes it. ok is false when every target is turned
+// away: when every provider is unhealthy, Sluice sheds rather than
+// search for a fast provider that does not exist.
+func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.Ticket, hasTicket, ok bool) {
+	passed := -1 // a recovering target passed over for its share
+	for i, s := range targets(r) {
+		sc := e.scope(s)
+		if sc == nil || sc.cfg.Breaker == nil {
+			return i, s, t, false, true
+		}
+		b := sc.cfg.Breaker
+		if w := b.Weight(now); w < 1 {
+			if w <= 0 {
+				if st, _ := b.State(now); st != breaker.HalfOpen {
+					continue
+				}
+			} else if e.share[s] += w; e.share[s] < 1-1e-9 { // 10 × 0.1 must make 1
+				if passed < 0 {
+					passed = i
+				}
+				continue
+			} else {
+				e.share[s]--
+			}
+		}
+		if tk, err := b.Allow(now); err == nil {
+			return i, s, tk, true, true
+		}
+	}
+	// Fail-back shares shift traffic between targets; with nowhere else
+	// to go, a recovering target takes the request rather than shed it.
+	if passed >= 0 {
+		s := targets(r)[passed]
+		if tk, err := e.scopes[s].cfg.Breaker.Allow(now); err == nil {
+			return passed, s, tk, true, true
+		}
+	}
+	return 0, 0, t, false, false
+}
+
+// untilProbe is when the first of a request's targets will take traffic
+// again (a breaker's next transition), for an honest Retry-After.
+func (e *Engine) untilProbe(now time.Time, r Request) time.Duration {
+	var soonest time.Duration
+	for _, s := range targets(r) {
+		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
+			if at, ok := sc.cfg.Breaker.NextTimer(); ok && (soonest == 0 || at.Sub(now) < soonest) {
+				soonest = at.Sub(now)
+			}
+		}
+	}
+	return max(soonest, time.Second)
+}
+
+// transitions drains every breaker's state changes.
+func (e *Engine) transitions() []Transition {
+	var out []Transition
+	for i, sc := range e.scopes {
+		if sc.cfg.Breaker != nil {
+			for _, t := range sc.cfg.Breaker.Transitions() {
+				out = append(out, Transition{Scope: i, Transition: t})
+			}
+		}
+	}
+	return out
+}
+
+// drop forgets a request that left before starting (displaced, expired,
+// withdrawn), handing back its breaker ticket.
+func (e *Engine) drop(now time.Time, id ID) {
+	if q, ok := e.reqs[id]; ok {
+		if q.hasTicket {
+			e.scopes[q.scope].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		}
+		delete(e.reqs, id)
+	}
 }
 
 // start moves a request into flight and arms its timers.
 func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
-	if sc := e.scope(q.req.Scope); sc != nil && sc.cfg.SlowThreshold > 0 {
-		// Slow means past the threshold, not at it.
-		e.slow.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
+	if sc := e.scope(q.scope); sc != nil {
+		threshold := sc.cfg.SlowThreshold
+		if threshold == 0 && q.hasTicket {
+			threshold = q.ticket.SlowAfter()
+		}
+		if threshold > 0 {
+			// Slow means past the threshold, not at it.
+			e.slow.push(q, now.Add(threshold+time.Nanosecond))
+		}
 	}
-	if !q.req.Deadline.IsZero() {
-		e.dead.push(q, q.req.Deadline)
+	deadline := q.req.Deadline
+	if q.hasTicket && q.ticket.Probe() {
+		// A probe ends at its own timeout: the user is not held to the
+		// whole deadline by a provider that is probably still unwell.
+		if pd := q.ticket.ProbeDeadline(); deadline.IsZero() || pd.Before(deadline) {
+			deadline = pd
+		}
+	}
+	if !deadline.IsZero() {
+		e.dead.push(q, deadline)
 	}
 }
 
@@ -246,7 +397,7 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 		return
 	}
 	q.firstByte = now
-	if sc := e.scope(q.req.Scope); sc != nil && q.timerIdx[slowTimer] >= 0 && e.signal(sc, q) == TTFT {
+	if sc := e.scope(q.scope); sc != nil && q.timerIdx[slowTimer] >= 0 && e.signal(sc, q) == TTFT {
 		e.slow.remove(q)
 	}
 }
@@ -258,7 +409,7 @@ func (e *Engine) Leave(now time.Time, id ID) bool {
 	if !e.adm.Leave(now, id) {
 		return false
 	}
-	delete(e.reqs, id)
+	e.drop(now, id)
 	return true
 }
 
@@ -270,11 +421,14 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	if !found || q.started.IsZero() {
 		return rd, false
 	}
-	sc := e.scope(q.req.Scope)
+	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.flagged {
 		if s, use := e.sample(now, sc, q, o); use {
 			sc.cfg.Limit.Update(s)
 		}
+	}
+	if q.hasTicket {
+		sc.cfg.Breaker.Done(now, q.ticket, e.breakerOutcome(now, sc, q, o))
 	}
 	e.slow.remove(q)
 	e.dead.remove(q)
@@ -286,14 +440,36 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	rd.Refuse = e.expireWaiters(now)
 	granted, _ := e.adm.Release(now, id)
 	rd.Start = e.started(now, granted)
+	rd.Transitions = e.transitions()
 	return rd, true
+}
+
+// breakerOutcome says how a call counts for its provider's breaker: a
+// 429 is pacing, not an error; a timeout, a connection error, a 5xx or
+// a 529 is an error; the latency is the scope's signal, like the limit's.
+func (e *Engine) breakerOutcome(now time.Time, sc *scope, q *request, o Outcome) breaker.Outcome {
+	switch o.Kind {
+	case OK:
+		lat := now.Sub(q.started)
+		if e.signal(sc, q) == TTFT && !q.firstByte.IsZero() {
+			lat = q.firstByte.Sub(q.started)
+		}
+		return breaker.Outcome{Kind: breaker.OK, Latency: lat}
+	case Cancelled:
+		return breaker.Outcome{Kind: breaker.Cancelled}
+	case Overloaded:
+		if o.Status == 429 {
+			return breaker.Outcome{Kind: breaker.RateLimited}
+		}
+	}
+	return breaker.Outcome{Kind: breaker.Error}
 }
 
 // expireWaiters refuses the waiters whose wait has run out by now.
 func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
 	out := e.adm.Expire(now)
 	for _, f := range out {
-		delete(e.reqs, f.Ticket)
+		e.drop(now, f.Ticket)
 	}
 	return out
 }
@@ -301,7 +477,7 @@ func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
 // sample turns an outcome into a limit sample, or reports that it is not
 // one.
 func (e *Engine) sample(now time.Time, sc *scope, q *request, o Outcome) (limit.Sample, bool) {
-	s := limit.Sample{Now: now, InFlight: e.adm.InFlight(q.req.Scope), QueueWait: q.started.Sub(q.arrived)}
+	s := limit.Sample{Now: now, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)}
 	switch o.Kind {
 	case Overloaded, TimedOut, ConnError:
 		s.Dropped = true
@@ -346,15 +522,25 @@ func (e *Engine) Tick(now time.Time) Ready {
 	for e.slow.due(now) {
 		q := e.slow.pop()
 		q.flagged = true
-		if sc := e.scope(q.req.Scope); sc != nil && sc.cfg.Limit != nil {
-			sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.adm.InFlight(q.req.Scope), QueueWait: q.started.Sub(q.arrived)})
+		sc := e.scope(q.scope)
+		if sc == nil {
+			continue
+		}
+		if sc.cfg.Limit != nil {
+			sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)})
 			moved = true
+		}
+		if q.hasTicket {
+			sc.cfg.Breaker.Slow(now, q.ticket)
 		}
 	}
 	for _, sc := range e.scopes {
 		if t, ok := sc.cfg.Limit.(ticker); ok {
 			t.Tick(now)
 			moved = true
+		}
+		if sc.cfg.Breaker != nil {
+			sc.cfg.Breaker.Tick(now)
 		}
 	}
 	if moved {
@@ -363,6 +549,7 @@ func (e *Engine) Tick(now time.Time) Ready {
 	for e.dead.due(now) {
 		rd.Expire = append(rd.Expire, e.dead.pop().id)
 	}
+	rd.Transitions = e.transitions()
 	return rd
 }
 
@@ -371,9 +558,17 @@ func (e *Engine) Tick(now time.Time) Ready {
 // host's own cadence (Runner ticks at least once a second).
 func (e *Engine) NextTimer() (time.Time, bool) {
 	var next time.Time
-	for _, t := range []func() (time.Time, bool){e.adm.NextExpiry, e.slow.next, e.dead.next} {
-		if at, ok := t(); ok && (next.IsZero() || at.Before(next)) {
+	consider := func(at time.Time, ok bool) {
+		if ok && (next.IsZero() || at.Before(next)) {
 			next = at
+		}
+	}
+	consider(e.adm.NextExpiry())
+	consider(e.slow.next())
+	consider(e.dead.next())
+	for _, sc := range e.scopes {
+		if sc.cfg.Breaker != nil {
+			consider(sc.cfg.Breaker.NextTimer())
 		}
 	}
 	return next, !next.IsZero()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/limit"
 )
@@ -17,7 +18,7 @@ func FromConfig(cfg *config.Config) (Config, error) {
 	for i := range cfg.Providers {
 		sc, err := scopeConfig(&cfg.Providers[i])
 		if err != nil {
-			return Config{}, fmt.Errorf("providers[%d].limit: %w", i, err)
+			return Config{}, fmt.Errorf("providers[%d]: %w", i, err)
 		}
 		scopes[i] = sc
 	}
@@ -40,9 +41,29 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 	l := pc.Limit
 	sig, ok := ParseSignal(l.Signal)
 	if !ok {
-		return ScopeConfig{}, fmt.Errorf("unknown signal %q", l.Signal)
+		return ScopeConfig{}, fmt.Errorf("limit.signal: unknown signal %q", l.Signal)
 	}
 	sc := ScopeConfig{Name: pc.Name, Fixed: pc.MaxInFlight, Signal: sig, SlowThreshold: l.SlowThreshold.D()}
+	if bc := pc.Breaker; bc != nil {
+		b, err := breaker.New(breaker.Config{
+			Window:        bc.Window.D(),
+			MinCalls:      bc.MinCalls,
+			ErrorRate:     bc.ErrorRate,
+			SlowRate:      bc.SlowRate,
+			SlowThreshold: bc.SlowThreshold.D(),
+			OpenFor:       bc.OpenFor.D(),
+			OpenForMax:    bc.OpenForMax.D(),
+			Probes:        bc.Probes,
+			ProbeTimeout:  bc.ProbeTimeout.D(),
+			ProbeInterval: bc.ProbeInterval.D(),
+			StepHold:      bc.StepHold.D(),
+			Steps:         bc.Steps,
+		})
+		if err != nil {
+			return sc, err
+		}
+		sc.Breaker = b
+	}
 	if l.Algorithm == "" || l.Algorithm == "fixed" {
 		return sc, nil
 	}
@@ -66,7 +87,7 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 	}
 	alg, err := limit.New(l.Algorithm, p)
 	if err != nil {
-		return sc, err
+		return sc, fmt.Errorf("limit: %w", err)
 	}
 	sc.Limit = alg
 	return sc, nil

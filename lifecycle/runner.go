@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 )
 
 // ErrDeadline is the cause of a Call's context when the engine expired it.
@@ -23,6 +24,9 @@ const periodicTick = time.Second
 // All methods are safe for concurrent use.
 type Runner struct {
 	now func() time.Time
+	// onTransition, when set, hears every breaker transition once. It is
+	// called with the Runner's lock held, so it must not call back in.
+	onTransition func(Transition)
 
 	mu      sync.Mutex // guards everything below
 	e       *Engine
@@ -59,6 +63,7 @@ func (r *Runner) Close() {
 type waiter struct {
 	ctx     context.Context
 	arrived time.Time
+	target  int
 	// done is buffered(1). nil means started: the Runner made the Call
 	// under the lock that started it, so an Expire that takes the lock
 	// before the waiter's goroutine wakes still finds the Call to cancel.
@@ -72,6 +77,8 @@ type Call struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	finished atomic.Bool
+	// Target indexes the request's Targets: where the engine routed it.
+	Target int
 	// Waited is how long the request spent in the queue.
 	Waited time.Duration
 }
@@ -134,7 +141,7 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 	r.applyLocked(now, rd)
 	switch a.Verdict {
 	case admission.Admitted:
-		c := r.newCallLocked(ctx, a.ID, 0)
+		c := r.newCallLocked(ctx, a.ID, 0, a.Target)
 		r.armLocked(now)
 		r.mu.Unlock()
 		return c, nil
@@ -142,7 +149,7 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 		r.mu.Unlock()
 		return nil, rejection(a.Refusal)
 	}
-	w := &waiter{ctx: ctx, arrived: now, done: make(chan error, 1)}
+	w := &waiter{ctx: ctx, arrived: now, target: a.Target, done: make(chan error, 1)}
 	r.waiters[a.ID] = w
 	r.armLocked(now)
 	r.mu.Unlock()
@@ -178,9 +185,9 @@ func (r *Runner) claim(id ID) *Call {
 	return r.calls[id]
 }
 
-func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration) *Call {
+func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target}
 	r.calls[id] = c
 	return c
 }
@@ -190,7 +197,7 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 	for _, id := range rd.Start {
 		if w, ok := r.waiters[id]; ok {
 			delete(r.waiters, id)
-			r.newCallLocked(w.ctx, id, now.Sub(w.arrived))
+			r.newCallLocked(w.ctx, id, now.Sub(w.arrived), w.target)
 			w.done <- nil
 		}
 	}
@@ -205,7 +212,36 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 			c.cancel(ErrDeadline)
 		}
 	}
+	if r.onTransition != nil {
+		for _, t := range rd.Transitions {
+			r.onTransition(t)
+		}
+	}
 	r.armLocked(now)
+}
+
+// OnTransition sets the hook that hears every breaker transition once.
+// It runs with the Runner's lock held, so it must be quick and must not
+// call the Runner.
+func (r *Runner) OnTransition(fn func(Transition)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onTransition = fn
+}
+
+// BreakerStats reports each scope's breaker, nil where a scope has none.
+func (r *Runner) BreakerStats() []*breaker.Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	out := make([]*breaker.Stats, len(r.e.scopes))
+	for i, sc := range r.e.scopes {
+		if sc.cfg.Breaker != nil {
+			st := sc.cfg.Breaker.Stats(now)
+			out[i] = &st
+		}
+	}
+	return out
 }
 
 // armLocked points the timer at the engine's next timer, or, when a

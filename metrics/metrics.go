@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 )
 
 // Metrics holds the gateway's collectors, registered on one registry.
@@ -27,6 +28,10 @@ type Metrics struct {
 	QueueWait *prometheus.HistogramVec
 	// UpstreamStatus counts upstream responses by status code.
 	UpstreamStatus *prometheus.CounterVec
+	// Failovers counts requests routed past a model's first target.
+	Failovers *prometheus.CounterVec
+	// BreakerTransitions counts breaker state changes.
+	BreakerTransitions *prometheus.CounterVec
 }
 
 // latency buckets span a 5 ms rejection to a ten-minute generation.
@@ -66,8 +71,16 @@ func New() *Metrics {
 			Name: "sluice_upstream_responses_total",
 			Help: "Upstream responses by HTTP status code; code is \"error\" when no response arrived.",
 		}, []string{"provider", "code"}),
+		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_failovers_total",
+			Help: "Requests routed past their model's first target because its breaker turned them away.",
+		}, []string{"model", "provider"}),
+		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_breaker_transitions_total",
+			Help: "Breaker state changes, by the state entered and the reason.",
+		}, []string{"provider", "to", "reason"}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,4 +138,50 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(queueDesc, s.Queued[p], p.String())
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestWait.Seconds())
+}
+
+var (
+	breakerStateDesc = prometheus.NewDesc("sluice_breaker_state",
+		"Breaker state per provider: 0 closed, 1 open, 2 half-open, 3 recovering.", []string{"provider"}, nil)
+	breakerWeightDesc = prometheus.NewDesc("sluice_breaker_weight",
+		"Share of new traffic the provider's breaker lets through (fail-back step).", []string{"provider"}, nil)
+	breakerRateDesc = prometheus.NewDesc("sluice_breaker_window_rate",
+		"Error and slow-call rates in the breaker's sliding window.", []string{"provider", "kind"}, nil)
+	breakerSlowDesc = prometheus.NewDesc("sluice_breaker_slow_threshold_seconds",
+		"Age at which an in-flight call counts as slow.", []string{"provider"}, nil)
+)
+
+// ObserveBreakers exports each provider's breaker at scrape time.
+// stats returns one entry per scope, nil where a scope has no breaker.
+func (m *Metrics) ObserveBreakers(stats func() []*breaker.Stats, scopes []string) {
+	m.Registry.MustRegister(&breakerCollector{stats: stats, scopes: scopes})
+}
+
+type breakerCollector struct {
+	stats  func() []*breaker.Stats
+	scopes []string
+}
+
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- breakerStateDesc
+	ch <- breakerWeightDesc
+	ch <- breakerRateDesc
+	ch <- breakerSlowDesc
+}
+
+func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, st := range c.stats() {
+		if st == nil || i >= len(c.scopes) {
+			continue
+		}
+		p := c.scopes[i]
+		g := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		}
+		g(breakerStateDesc, float64(st.State), p)
+		g(breakerWeightDesc, st.Weight, p)
+		g(breakerRateDesc, st.ErrorRate, p, "error")
+		g(breakerRateDesc, st.SlowRate, p, "slow")
+		g(breakerSlowDesc, st.SlowThreshold.Seconds(), p)
+	}
 }

@@ -66,9 +66,9 @@ type Row struct {
 	Attempts, Unique int
 	// Duration is the measured span, for goodput.
 	Duration time.Duration
-	// Latency of OK answers, TTFT of OK answers, and time to a shed
-	// answer, per priority.
-	Latency, TTFT, Rejection [3]Samples
+	// Latency of OK answers, TTFT of OK answers, time to a shed answer,
+	// and how long timed-out requests waited for nothing, per priority.
+	Latency, TTFT, Rejection, Timeout [3]Samples
 }
 
 // Samples collects durations for percentiles.
@@ -143,17 +143,17 @@ func WriteTable(w io.Writer, rows []*Row) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tclass\tlatency p50\tp99\tTTFT p50\tp99\tshed answer p50\tp99\t")
+	fmt.Fprintln(tw, "policy\tclass\tlatency p50\tp99\tTTFT p50\tp99\tshed answer p50\tp99\ttimedOut wait p50\tp99\t")
 	for _, r := range rows {
-		line := func(class string, lat, ttft, rej Samples) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, class,
-				pct(lat, .5), pct(lat, .99), pct(ttft, .5), pct(ttft, .99), pct(rej, .5), pct(rej, .99))
+		line := func(class string, lat, ttft, rej, tmo Samples) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, class,
+				pct(lat, .5), pct(lat, .99), pct(ttft, .5), pct(ttft, .99), pct(rej, .5), pct(rej, .99), pct(tmo, .5), pct(tmo, .99))
 		}
-		line("all", all(r.Latency), all(r.TTFT), all(r.Rejection))
+		line("all", all(r.Latency), all(r.TTFT), all(r.Rejection), all(r.Timeout))
 		if classes(r) > 1 {
 			for p := range 3 {
 				if r.ByPriority[p].Total() > 0 {
-					line(Priorities[p], r.Latency[p], r.TTFT[p], r.Rejection[p])
+					line(Priorities[p], r.Latency[p], r.TTFT[p], r.Rejection[p], r.Timeout[p])
 				}
 			}
 		}

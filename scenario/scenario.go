@@ -203,9 +203,20 @@ func (f *File) validate() error {
 		}
 	}
 	f.upstreams = map[string]mock.Config{}
+	known := map[string]bool{}
+	for _, p := range f.Gateway.Providers {
+		known[p.Name] = true
+	}
+	for _, p := range s.Policies {
+		if cfg, err := f.PolicyConfig(p); err == nil {
+			for _, pp := range cfg.Providers {
+				known[pp.Name] = true
+			}
+		}
+	}
 	for name := range s.Upstreams {
-		if _, ok := f.Gateway.Provider(name); !ok {
-			bad("upstreams.%s: not a provider of the gateway config", name)
+		if !known[name] {
+			bad("upstreams.%s: not a provider of the gateway config or of any policy", name)
 		}
 		u, err := mock.ScenarioUpstream(f.raw, name)
 		if err != nil {
@@ -213,9 +224,14 @@ func (f *File) validate() error {
 		}
 		f.upstreams[name] = u
 	}
-	for _, p := range f.Gateway.Providers {
-		if _, ok := s.Upstreams[p.Name]; !ok {
-			bad("upstreams: provider %q has no behaviour; add upstreams.%s", p.Name, p.Name)
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, ok := s.Upstreams[n]; !ok {
+			bad("upstreams: provider %q has no behaviour; add upstreams.%s", n, n)
 		}
 	}
 	if p := s.Process; p != nil && (p.MemoryMB <= 0 || p.MBPerRequest <= 0 || p.Restart < 0) {

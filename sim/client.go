@@ -62,6 +62,9 @@ func (r *run) final(q *request, o report.Outcome) {
 	}
 	q.state = stDone
 	q.token++
+	if o == report.TimedOut {
+		r.row.Timeout[q.pri] = append(r.row.Timeout[q.pri], r.now-q.first)
+	}
 	r.row.Counts[o]++
 	r.row.ByPriority[q.pri][o]++
 	r.series.count(o)

@@ -84,6 +84,7 @@ type request struct {
 	token   uint32
 	id      lifecycle.ID
 	up      *upCall
+	scope   int           // the provider this attempt was routed to
 	ttft    time.Duration // client-observed first byte, from first
 }
 
@@ -104,7 +105,8 @@ type run struct {
 	rng     *rand.Rand
 	arr     *arrivals
 	ups     []*upstream
-	scope   int // the model's provider
+	scope   int   // the model's first target's provider, for the series
+	targets []int // the model's targets' providers, in failover order
 	timeout time.Duration
 	down    time.Duration // refusing arrivals until then
 	nextUID uint64
@@ -133,12 +135,17 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	}
 	r.series = newSeries(name)
 	r.shares = sc.Clients.PriorityShares()
-	for i, p := range cfg.Providers {
-		if p.Name == m.Targets[0].Provider {
-			r.scope = i
-		}
+	for _, p := range cfg.Providers {
 		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
 	}
+	for _, t := range m.Targets {
+		for i, p := range cfg.Providers {
+			if p.Name == t.Provider {
+				r.targets = append(r.targets, i)
+			}
+		}
+	}
+	r.scope = r.targets[0]
 	if err := r.restartEngine(); err != nil {
 		return nil, err
 	}
@@ -325,7 +332,7 @@ func (r *run) arrive(q *request) {
 	}
 	a, rd := r.eng.Arrive(r.clock(r.now), lifecycle.Request{
 		Priority: q.pri,
-		Scope:    r.scope,
+		Targets:  r.targets,
 		Stream:   r.sc.Clients.Stream,
 		Deadline: r.clock(r.now + r.timeout),
 	})
@@ -333,7 +340,7 @@ func (r *run) arrive(q *request) {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
 		r.fail(q, report.Shed, a.Refusal.RetryAfter)
 	} else {
-		q.state, q.id = stInGateway, a.ID
+		q.state, q.id, q.scope = stInGateway, a.ID, r.targets[a.Target]
 		r.byID[a.ID] = q
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)

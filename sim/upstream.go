@@ -32,11 +32,12 @@ type upCall struct {
 	running bool
 	queued  bool
 	outcome lifecycle.OutcomeKind
+	status  int // the HTTP status of a failure, if any
 }
 
 // startUpstream sends q's call to its provider.
 func (r *run) startUpstream(q *request) {
-	u := r.ups[r.scope]
+	u := r.ups[q.scope]
 	c := &upCall{u: u, plan: u.planner.Next(r.now)}
 	q.up = c
 	switch {
@@ -71,6 +72,7 @@ func (r *run) generate(q *request) {
 		switch f.Kind {
 		case mock.FailStatus:
 			c.outcome = lifecycle.Failed
+			c.status = f.Status
 			if f.Status == 429 || f.Status == 503 || f.Status == 529 {
 				c.outcome = lifecycle.Overloaded
 			}
@@ -109,7 +111,7 @@ func (r *run) upstreamDone(q *request) {
 	id := q.id
 	r.leaveGateway(q)
 	q.up = nil
-	rd, _ := r.eng.Finish(r.clock(r.now), id, lifecycle.Outcome{Kind: c.outcome, OutputTokens: c.plan.Tokens})
+	rd, _ := r.eng.Finish(r.clock(r.now), id, lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens})
 	if c.outcome == lifecycle.OK {
 		r.answered(q)
 	} else {
