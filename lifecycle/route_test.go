@@ -26,7 +26,6 @@ func routeEngine(t *testing.T, probeInterval time.Duration) *Engine {
 	})
 }
 
-
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // tripPrimary sends four calls to the primary and lets them go slow.
