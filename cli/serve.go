@@ -60,7 +60,9 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	logger := gateway.NewLogger(stderr, cfg.Log)
+	logOut := gateway.NewLogWriter(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	logger := gateway.NewLogger(logOut, cfg.Log)
 	g, err := gateway.New(cfg, gateway.Options{Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)

@@ -161,8 +161,9 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 	}
 }
 
-// relayBufPool holds relay buffers; a stream holds one only while it
-// copies, keeping per-stream memory small.
+// relayBufPool recycles relay buffers between streams. A stream holds
+// its buffer for its whole life (the read that waits for the next event
+// needs it), so the buffer is kept small.
 var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
 // relayStream copies an SSE answer to the client as it arrives, flushing

@@ -33,10 +33,13 @@ func OutputTokens(body []byte) (n int, found, valid bool) {
 // StreamUsage watches a relayed SSE stream, in whatever chunks it
 // arrives, for the output token count: the last completion_tokens or
 // output_tokens seen, or else the number of content deltas (OpenAI's
-// non-empty "content" and Anthropic's text_delta), about one per token. It never buffers more than a short
-// tail, so it costs nothing per stream.
+// non-empty "content" and Anthropic's text_delta), about one per token.
+// It keeps only a short tail of the previous chunk, in fixed arrays, so
+// it allocates nothing per chunk.
 type StreamUsage struct {
-	tail   []byte
+	tail   [tailLen]byte
+	tailN  int
+	seam   [2 * tailLen]byte
 	tokens int
 	found  bool
 	events int
@@ -55,32 +58,50 @@ const tailLen = 40
 // Write scans the next chunk.
 func (u *StreamUsage) Write(p []byte) {
 	u.events += bytes.Count(p, contentDelta) - bytes.Count(p, emptyContent) + bytes.Count(p, textDelta)
-	buf := p
-	if len(u.tail) > 0 {
-		buf = append(u.tail, p...)
+	if u.tailN > 0 {
+		// A key or a number split across the previous chunk and this one
+		// is whole in the seam between them.
+		n := copy(u.seam[:], u.tail[:u.tailN])
+		n += copy(u.seam[n:], p)
+		u.scan(u.seam[:n])
 	}
+	u.scan(p)
+	if len(p) >= tailLen {
+		u.tailN = copy(u.tail[:], p[len(p)-tailLen:])
+	} else {
+		// Keep the last tailLen bytes of the previous tail plus p.
+		keep := min(u.tailN, tailLen-len(p))
+		copy(u.tail[:], u.tail[u.tailN-keep:u.tailN])
+		u.tailN = keep + copy(u.tail[keep:], p)
+	}
+}
+
+// scan records the last complete usage count in buf: a number that runs
+// to the end of buf may continue in the next chunk, so it waits for the
+// seam.
+func (u *StreamUsage) scan(buf []byte) {
 	for _, key := range usageKeys {
-		if i := bytes.LastIndex(buf, key); i >= 0 {
-			j := i + len(key)
-			for j < len(buf) && buf[j] == ' ' {
-				j++
-			}
-			n, k := 0, j
-			for k < len(buf) && buf[k] >= '0' && buf[k] <= '9' {
-				n = n*10 + int(buf[k]-'0')
-				k++
-			}
-			if k > j && k < len(buf) {
-				u.tokens, u.found = n, true
-			}
+		i := bytes.LastIndex(buf, key)
+		if i < 0 {
+			continue
+		}
+		j := i + len(key)
+		for j < len(buf) && buf[j] == ' ' {
+			j++
+		}
+		n, k := 0, j
+		for k < len(buf) && buf[k] >= '0' && buf[k] <= '9' {
+			n = n*10 + int(buf[k]-'0')
+			k++
+		}
+		if k > j && k < len(buf) {
+			u.tokens, u.found = n, true
 		}
 	}
-	keep := min(tailLen, len(buf))
-	u.tail = append(u.tail[:0], buf[len(buf)-keep:]...)
 }
 
 // Tokens returns the count, and whether it came from usage rather than
-// from counting events.
+// from counting deltas.
 func (u *StreamUsage) Tokens() (int, bool) {
 	if u.found {
 		return u.tokens, true

@@ -41,3 +41,19 @@ func TestStreamUsageAcrossChunks(t *testing.T) {
 		t.Fatalf("event count: got %d %v", n, ok)
 	}
 }
+
+func TestStreamUsageSmallChunksAndNoAllocs(t *testing.T) {
+	stream := "data: {\"usage\":{\"output_tokens\":1}}\n\ndata: {\"x\":1}\n\ndata: {\"usage\":{\"output_tokens\":1234}}\n\n"
+	var u StreamUsage
+	for i := 0; i < len(stream); i += 3 { // three bytes at a time
+		u.Write([]byte(stream[i:min(i+3, len(stream))]))
+	}
+	if n, ok := u.Tokens(); n != 1234 || !ok {
+		t.Fatalf("got %d %v, want the last count, 1234", n, ok)
+	}
+	chunk := []byte(`data: {"choices":[{"delta":{"content":" word"}}]}` + "\n\n")
+	allocs := testing.AllocsPerRun(100, func() { u.Write(chunk) })
+	if allocs != 0 {
+		t.Errorf("%v allocations per chunk, want 0", allocs)
+	}
+}
