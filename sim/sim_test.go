@@ -131,46 +131,29 @@ func TestMixedScenario(t *testing.T) {
 }
 
 // BenchmarkHourAt1000 is the speed target: one simulated hour at 1,000
-// req/s through the full policy stack (adaptive limit, queue, priorities,
-// slow flags, deadlines).
+// req/s (3.6 million requests) through the full policy stack (adaptive
+// limit, breaker, priority queue, slow flags, deadlines), beside the same
+// hour through a minimal policy (a fixed limit and nothing else) as the
+// baseline measured in the same run.
+//
+//	go test -run '^$' -bench HourAt1000 -benchtime 3x ./sim/
 func BenchmarkHourAt1000(b *testing.B) {
-	f, err := scenario.Load("testdata/hour.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		res, err := Run(f, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(res.Rows[0].Unique), "requests")
-	}
-}
-
-// Seed 002's ramp: admission control with the 5/120/25 budget answers
-// more requests than none at all, times out nobody, never sheds critical
-// and sheds background before interactive.
-func TestVLLMRamp(t *testing.T) {
-	f, err := scenario.Load("../scenarios/vllm-ramp.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(f, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, after := res.Rows[0], res.Rows[1]
-	if after.Counts[report.OK] <= before.Counts[report.OK] {
-		t.Errorf("admission control answered %d, none answered %d", after.Counts[report.OK], before.Counts[report.OK])
-	}
-	if after.Counts[report.TimedOut] != 0 || before.Counts[report.TimedOut] == 0 {
-		t.Errorf("timedOut: %d with admission control, %d without; want 0 and many", after.Counts[report.TimedOut], before.Counts[report.TimedOut])
-	}
-	if n := after.ByPriority[0][report.Shed]; n != 0 {
-		t.Errorf("critical shed %d times", n)
-	}
-	bg, in := after.ByPriority[2], after.ByPriority[1]
-	if float64(in[report.Shed])/float64(in.Total()) >= 0.1*float64(bg[report.Shed])/float64(bg.Total()) {
-		t.Errorf("background must take the shedding: background %v, interactive %v", bg, in)
+	for _, c := range []struct{ name, path string }{
+		{"full", "testdata/hour.yaml"},
+		{"minimal", "testdata/hour-minimal.yaml"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f, err := scenario.Load(c.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				res, err := Run(f, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(res.Rows[0].Unique), "requests")
+			}
+		})
 	}
 }
