@@ -1,36 +1,26 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-gw/sluice/gateway"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLogWriterFlushesOnTimeAndOnClose(t *testing.T) {
-	var out lockedBuffer
-	w := NewLogWriter(&out, 20*time.Millisecond)
+	var buf bytes.Buffer
+	out := &syncWriter{w: &buf}
+	text := func() string {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return buf.String()
+	}
+	w := gateway.NewLogWriter(out, 20*time.Millisecond)
 	w.Write([]byte("one\n"))
 	deadline := time.Now().Add(2 * time.Second)
-	for !strings.Contains(out.String(), "one") {
+	for !strings.Contains(text(), "one") {
 		if time.Now().After(deadline) {
 			t.Fatal("a buffered line never reached the writer")
 		}
@@ -40,7 +30,8 @@ func TestLogWriterFlushesOnTimeAndOnClose(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "one\ntwo\n" {
-		t.Fatalf("got %q", out.String())
+	if got := text(); got != "one\ntwo\n" {
+		t.Fatalf("got %q", got)
 	}
 }
+
