@@ -34,4 +34,3 @@ func TestLogWriterFlushesOnTimeAndOnClose(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
-
