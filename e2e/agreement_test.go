@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +22,39 @@ import (
 	"github.com/sluice-gw/sluice/sim"
 )
 
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
 // buildSluice builds the binary once per test binary run.
 func buildSluice(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sluice")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/sluice")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "sluice")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/sluice").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return binPath
+}
+
+// TestMain removes the built binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }
 
 func freeAddr(t *testing.T) string {
@@ -77,26 +103,30 @@ func waitHTTP(t *testing.T, url string) {
 	t.Fatalf("%s never answered", url)
 }
 
-// The simulator has to tell the truth: one scenario, once simulated and
-// once through real processes, must agree on ok, shed and timedOut
-// within 10 %.
-func TestSimulatorAgreesWithRealProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes for about 10 s")
-	}
+// both runs one scenario file twice: through sluice sim, and through
+// real processes (sluice serve, one sluice mock per provider, sluice load)
+// on loopback. The file may use ${LISTEN}, ${ADMIN} and ${<PROVIDER>}
+// (upper case) for addresses. It returns the simulated row and the real
+// counts, and logs both tables.
+func both(t *testing.T, file string, providers ...string) (*report.Row, map[string]int) {
+	t.Helper()
 	bin := buildSluice(t)
-	raw, err := os.ReadFile("testdata/agreement.yaml")
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen, admin, mockAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	text := strings.NewReplacer("${LISTEN}", listen, "${ADMIN}", admin, "${MOCK}", mockAddr).Replace(string(raw))
-	path := filepath.Join(t.TempDir(), "agreement.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	listen, admin := freeAddr(t), freeAddr(t)
+	subst := []string{"${LISTEN}", listen, "${ADMIN}", admin}
+	addrs := map[string]string{}
+	for _, p := range providers {
+		addrs[p] = freeAddr(t)
+		subst = append(subst, "${"+strings.ToUpper(p)+"}", addrs[p])
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(file))
+	if err := os.WriteFile(path, []byte(strings.NewReplacer(subst...).Replace(string(raw))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	// Simulated.
 	f, err := scenario.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -107,20 +137,25 @@ func TestSimulatorAgreesWithRealProcesses(t *testing.T) {
 	}
 	simRow := res.Rows[0]
 
-	// Real: the gateway first, then the mock just before the load, so the
-	// mock's brownout window (timed from its start) lines up with the
-	// load's clock as closely as two process starts allow.
+	// The gateway first, then the mocks just before the load, so their
+	// brownout windows (timed from their start) line up with the load's
+	// clock as closely as process starts allow.
 	serveOut := start(t, bin, "serve", "--config", path)
 	waitHTTP(t, "http://"+admin+"/readyz")
-	mockOut := start(t, bin, "mock", "--scenario", path, "--provider", "up", "--listen", mockAddr, "--grace", "1s")
-	waitHTTP(t, "http://"+mockAddr+"/stats")
+	var mockOuts []*bytes.Buffer
+	for _, p := range providers {
+		mockOuts = append(mockOuts, start(t, bin, "mock", "--scenario", path, "--provider", p, "--listen", addrs[p], "--grace", "1s"))
+	}
+	for _, p := range providers {
+		waitHTTP(t, "http://"+addrs[p]+"/stats")
+	}
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	load := exec.CommandContext(ctx, bin, "load", path, "--target", "http://"+listen, "--json", jsonPath, "--quiet")
 	loadOut, err := load.CombinedOutput()
 	if err != nil {
-		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmock:\n%s", err, loadOut, serveOut, mockOut)
+		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serveOut, mockOuts)
 	}
 	var rows []report.Summary
 	data, err := os.ReadFile(jsonPath)
@@ -130,17 +165,29 @@ func TestSimulatorAgreesWithRealProcesses(t *testing.T) {
 	if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 1 {
 		t.Fatalf("load report: %v\n%s", err, data)
 	}
-	real := rows[0].Counts
-
 	var table bytes.Buffer
 	report.WriteTable(&table, []*report.Row{simRow})
 	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
+	return simRow, rows[0].Counts
+}
+
+// within10pc reports whether real is within 10 % of simulated.
+func within10pc(sim, real int) bool { return math.Abs(float64(real-sim)) <= 0.10*float64(sim) }
+
+// The simulator has to tell the truth: one scenario, once simulated and
+// once through real processes, must agree on ok, shed and timedOut
+// within 10 %.
+func TestSimulatorAgreesWithRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 10 s")
+	}
+	simRow, real := both(t, "testdata/agreement.yaml", "up")
 	for _, col := range []report.Outcome{report.OK, report.Shed, report.TimedOut} {
 		s, r := simRow.Counts[col], real[col.String()]
 		if s < 50 {
 			t.Fatalf("%s: the simulation has only %d; the scenario should put hundreds in each column", col, s)
 		}
-		if math.Abs(float64(r-s)) > 0.10*float64(s) {
+		if !within10pc(s, r) {
 			t.Errorf("%s: simulated %d, real %d: more than 10%% apart", col, s, r)
 		}
 	}

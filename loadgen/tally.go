@@ -55,9 +55,12 @@ func (t *tally) finish(pri int, o report.Outcome, latency, ttft time.Duration) {
 	defer t.mu.Unlock()
 	t.row.Counts[o]++
 	t.row.ByPriority[pri][o]++
-	if o == report.OK {
+	switch o {
+	case report.OK:
 		t.row.Latency[pri] = append(t.row.Latency[pri], latency)
 		t.row.TTFT[pri] = append(t.row.TTFT[pri], ttft)
+	case report.TimedOut:
+		t.row.Timeout[pri] = append(t.row.Timeout[pri], latency) // how long the user waited for nothing
 	}
 }
 
