@@ -206,8 +206,8 @@ func (r *run) loop() {
 			continue // draining: no more periods to report
 		}
 		r.now = e.at
-		if e.req != nil && e.token != e.req.token {
-			continue // stale: the request moved on
+		if e.req != nil && e.kind != evPatience && e.token != e.req.token {
+			continue // stale: the request moved on (patience never is: see pushClient)
 		}
 		switch e.kind {
 		case evEngineTick:

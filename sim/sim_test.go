@@ -157,3 +157,65 @@ func BenchmarkHourAt1000(b *testing.B) {
 		})
 	}
 }
+
+// Clients who abandon at patience are never answered late, retried or
+// not: a patience event must survive the request's retries.
+func TestAbandonedRequestsAreNeverLate(t *testing.T) {
+	for _, path := range []string{"../scenarios/brownouts/all-slow.yaml", "testdata/mixed.yaml", "../scenarios/vllm-ramp.yaml"} {
+		f, err := scenario.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Rows {
+			if n := r.Counts[report.Late]; n != 0 {
+				t.Errorf("%s, %s: %d late answers, but clients abandon at patience", path, r.Name, n)
+			}
+		}
+	}
+}
+
+// The brownout scenarios, each "no breaker" against "slow-call breaker +
+// failover".
+func TestBrownoutScenarios(t *testing.T) {
+	run := func(name string) (none, breaker *report.Row) {
+		f, err := scenario.Load("../scenarios/brownouts/" + name + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Rows[0], res.Rows[1]
+	}
+	t.Run("flapping: failover serves more, and far fewer wait out the deadline", func(t *testing.T) {
+		none, br := run("flapping")
+		if br.Counts[report.OK] <= none.Counts[report.OK] || br.Counts[report.TimedOut]*4 > none.Counts[report.TimedOut] {
+			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
+		}
+	})
+	t.Run("everything slow: shed fast instead of timing out, losing no answers", func(t *testing.T) {
+		none, br := run("all-slow")
+		if br.Counts[report.Shed] == 0 || br.Counts[report.TimedOut]*4 > none.Counts[report.TimedOut] || br.Counts[report.OK] < none.Counts[report.OK] {
+			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
+		}
+	})
+	t.Run("429 bursts are pacing: the breaker never trips", func(t *testing.T) {
+		none, br := run("rate-limited")
+		if none.Counts != br.Counts {
+			t.Errorf("no breaker %v, breaker %v: a 429 must not trip it", none.Counts, br.Counts)
+		}
+	})
+	t.Run("a 30% partial brownout stays under the slow rate: the breaker cannot help", func(t *testing.T) {
+		// This is the case hedging is for; the breaker rightly stays
+		// closed, and the two rows are the same.
+		none, br := run("partial")
+		if none.Counts != br.Counts || none.Counts[report.TimedOut] == 0 {
+			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
+		}
+	})
+}
