@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"strings"
 	"time"
 )
 
@@ -51,4 +52,20 @@ func (c *Config) Timeout(m *Model) time.Duration {
 		}
 	}
 	return DefaultProviderTimeout
+}
+
+// CriticalKeys reads the declared critical client keys from the
+// environment variable admission.critical_keys_env names. The result is
+// nil when none is named, and empty when the variable is unset or blank.
+func (c *Config) CriticalKeys() []string {
+	if c.Admission.CriticalKeysEnv == "" {
+		return nil
+	}
+	keys := []string{}
+	for _, k := range strings.Split(os.Getenv(c.Admission.CriticalKeysEnv), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }

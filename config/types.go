@@ -138,6 +138,13 @@ type Admission struct {
 	// header: "critical", "interactive" (default) or "background".
 	DefaultPriority string     `yaml:"default_priority"`
 	Priorities      Priorities `yaml:"priorities"`
+	// CriticalKeysEnv names an environment variable holding the client
+	// keys (comma-separated) whose requests are critical. When it is
+	// set, only those keys may be critical: anyone else asking for
+	// critical with X-Sluice-Priority is served as interactive, so a
+	// client cannot skip the limiter by asking. Unset, the header is
+	// trusted (fine for a gateway that only trusted services reach).
+	CriticalKeysEnv string `yaml:"critical_keys_env"`
 }
 
 // Queue bounds the waiting room.

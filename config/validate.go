@@ -266,6 +266,9 @@ func (c *Config) validateModels(v *checker, known []string) {
 
 func (c *Config) validateAdmission(v *checker) {
 	a := &c.Admission
+	if a.CriticalKeysEnv != "" && !envName.MatchString(a.CriticalKeysEnv) {
+		v.add("admission.critical_keys_env", "must be the name of an environment variable (upper-case letters, digits and _), not the keys themselves; write e.g. SLUICE_CRITICAL_KEYS")
+	}
 	if a.MaxInFlight < 1 {
 		v.add("admission.max_in_flight", "must be at least 1; write e.g. %d", DefaultMaxInFlight)
 	}

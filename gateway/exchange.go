@@ -26,9 +26,11 @@ type exchange struct {
 	start    time.Time
 	endpoint protocol.Endpoint
 	priority admission.Priority
-	model    string
-	provider string
-	stream   bool
+	// downgraded: the client asked for critical without a declared key.
+	downgraded bool
+	model      string
+	provider   string
+	stream     bool
 
 	status         int // sent to the client; 499 when the client left first
 	wroteHeader    bool
@@ -84,6 +86,9 @@ func (g *Gateway) finish(x *exchange) {
 	)
 	if x.reason != "" {
 		attrs = append(attrs, slog.String("reason", x.reason))
+	}
+	if x.downgraded {
+		attrs = append(attrs, slog.String("priority_note", "critical is reserved for declared keys; served as interactive"))
 	}
 	if x.waited > 0 {
 		attrs = append(attrs, slog.Duration("queue_wait", x.waited))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,8 +44,11 @@ type Gateway struct {
 	models     map[string]*model
 	modelNames []string
 	defaultPri admission.Priority
-	maxBody    int64
-	ready      atomic.Bool
+	// criticalKeys holds the SHA-256 of each declared critical client
+	// key; nil when none are declared and the header is trusted.
+	criticalKeys map[[sha256.Size]byte]struct{}
+	maxBody      int64
+	ready        atomic.Bool
 }
 
 type provider struct {
@@ -93,6 +97,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)
 	}
 	g.defaultPri = pri
+	if keys := cfg.CriticalKeys(); keys != nil {
+		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
+		for _, k := range keys {
+			g.criticalKeys[sha256.Sum256([]byte(k))] = struct{}{}
+		}
+	}
 
 	scopeNames := make([]string, len(cfg.Providers))
 	for i := range cfg.Providers {

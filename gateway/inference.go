@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,14 +38,9 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	}()
 	d := ep.Dialect
 
-	if p := r.Header.Get("X-Sluice-Priority"); p != "" {
-		pri, ok := admission.ParsePriority(strings.ToLower(p))
-		if !ok {
-			g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority",
-				fmt.Sprintf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", p), 0)
-			return
-		}
-		x.priority = pri
+	if err := g.classify(r, x); err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
+		return
 	}
 	clientTimeout, err := parseTimeout(r.Header.Get("X-Sluice-Timeout"))
 	if err != nil {
@@ -128,6 +124,44 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 
 	g.forward(call, w, r, x, t, ep, body.WithModel(t.model), deadline)
 	call.Finish(outcomeOf(x))
+}
+
+// classify sets the request's priority from X-Sluice-Priority and, when
+// critical keys are declared, the client's key: a declared key is
+// critical unless its header asks for less, and anyone else asking for
+// critical is served as interactive.
+func (g *Gateway) classify(r *http.Request, x *exchange) error {
+	h := r.Header.Get("X-Sluice-Priority")
+	if h != "" {
+		pri, ok := admission.ParsePriority(strings.ToLower(h))
+		if !ok {
+			return fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
+		}
+		x.priority = pri
+	}
+	if g.criticalKeys == nil {
+		return nil
+	}
+	_, declared := g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
+	switch {
+	case declared && h == "":
+		x.priority = admission.Critical
+	case !declared && x.priority == admission.Critical:
+		x.priority, x.downgraded = admission.Interactive, true
+	}
+	return nil
+}
+
+// clientKey is the credential the client sent (which never goes
+// upstream): a bearer token, or an x-api-key / api-key header.
+func clientKey(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return r.Header.Get("Api-Key")
 }
 
 // readBody reads the whole body, bounded in size and in time.

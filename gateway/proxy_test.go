@@ -189,3 +189,39 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 }
+
+// With critical keys declared, only those keys are critical: a declared
+// key is critical without asking, and anyone else asking for critical is
+// served as interactive. The keys never reach the log.
+func TestCriticalIsReservedForDeclaredKeys(t *testing.T) {
+	t.Setenv("SLUICE_TEST_CRITICAL_KEYS", "probe-key, ops-key")
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Log.Format = "json"
+		c.Admission.CriticalKeysEnv = "SLUICE_TEST_CRITICAL_KEYS"
+	})
+	cases := []struct {
+		name string
+		hdr  map[string]string
+		want string
+	}{
+		{"declared key, no header", map[string]string{"Authorization": "Bearer ops-key"}, "critical"},
+		{"declared key asks for less", map[string]string{"Authorization": "Bearer probe-key", "X-Sluice-Priority": "background"}, "background"},
+		{"undeclared key asks for critical", map[string]string{"Authorization": "Bearer someone", "X-Sluice-Priority": "critical"}, "interactive"},
+		{"anthropic-style declared key", map[string]string{"X-Api-Key": "ops-key"}, "critical"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(s.requestLog())
+			if status, _, body := s.do("/v1/chat/completions", chatBody, c.hdr); status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			waitFor(t, "the log line", func() bool { return len(s.requestLog()) > before })
+			if got := s.requestLog()[before].Priority; got != c.want {
+				t.Errorf("priority %q, want %q", got, c.want)
+			}
+		})
+	}
+	if strings.Contains(s.logText(), "ops-key") || strings.Contains(s.logText(), "probe-key") {
+		t.Error("a critical key leaked into the log")
+	}
+}
