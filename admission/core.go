@@ -382,6 +382,31 @@ func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
 	return time.Duration(math.Min(math.Max(float64(d), float64(lo)), float64(hi)))
 }
 
+// TakeExtra holds one more slot in a scope for a request that already
+// holds its own: a hedge's second call. It never queues and never counts
+// against the global limit (the request is counted once there); it
+// reports false when the scope is full.
+func (c *Core) TakeExtra(scope int) bool {
+	if scope < 0 || scope >= len(c.scopeIn) {
+		return true
+	}
+	if l := limitOf(c.cfg.Scopes[scope]); l > 0 && c.scopeIn[scope] >= l {
+		return false
+	}
+	c.scopeIn[scope]++
+	return true
+}
+
+// ReleaseExtra returns a slot TakeExtra took and starts the waiters that
+// now fit.
+func (c *Core) ReleaseExtra(now time.Time, scope int) []Ticket {
+	if scope < 0 || scope >= len(c.scopeIn) {
+		return nil
+	}
+	c.scopeIn[scope]--
+	return c.Pump(now)
+}
+
 // InFlight is the number of requests in flight in a scope, or globally
 // for NoScope.
 func (c *Core) InFlight(scope int) int {

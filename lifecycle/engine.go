@@ -64,6 +64,8 @@ type ScopeConfig struct {
 type Config struct {
 	Admission admission.Config
 	Scopes    []ScopeConfig
+	// Hedge budgets hedged requests; see HedgeConfig.
+	Hedge HedgeConfig
 }
 
 // Request is what the engine needs to know about a request.
@@ -78,6 +80,9 @@ type Request struct {
 	Stream  bool
 	// Deadline is when the request's time runs out; zero means never.
 	Deadline time.Time
+	// HedgeAfter, when positive, sends a second call (a hedge) if the
+	// first has no first byte this long after it started; see hedge.go.
+	HedgeAfter time.Duration
 }
 
 // OutcomeKind classifies how a call ended, as far as limits care.
@@ -121,6 +126,9 @@ type Ready struct {
 	// Transitions are breaker state changes, each reported once, for the
 	// host to log and count.
 	Transitions []Transition
+	// Hedge: start a second call for these requests, to the given target;
+	// the host reports it with Commit(…, 1) and FinishHedge.
+	Hedge []HedgeStart
 }
 
 // Transition is one breaker state change of a scope.
@@ -134,6 +142,7 @@ func (r *Ready) merge(o Ready) {
 	r.Refuse = append(r.Refuse, o.Refuse...)
 	r.Expire = append(r.Expire, o.Expire...)
 	r.Transitions = append(r.Transitions, o.Transitions...)
+	r.Hedge = append(r.Hedge, o.Hedge...)
 }
 
 // Arrival is Arrive's verdict on the arriving request itself.
@@ -171,10 +180,15 @@ type request struct {
 	target    int  // index into req.Targets
 	ticket    breaker.Ticket
 	hasTicket bool
-	// timers holds, per timer kind (slowTimer, deadTimer), when it fires
-	// and the request's index in that kind's heap (-1: not armed).
-	timerAt  [2]time.Time
-	timerIdx [2]int
+	// timers holds, per timer kind (slowTimer, deadTimer, hedgeTimer),
+	// when it fires and the request's index in that kind's heap (-1: not
+	// armed).
+	timerAt  [3]time.Time
+	timerIdx [3]int
+	// The second call, when one was sent (see hedge.go).
+	hedge       *hedgeCall
+	primaryDone bool
+	committed   int8 // the call whose answer the client gets; -1: none yet
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -184,6 +198,8 @@ type Engine struct {
 	reqs   map[ID]*request
 	slow   timerHeap // in-flight requests by slowAt
 	dead   timerHeap // in-flight requests by deadline
+	hedgeT timerHeap // in-flight requests by when to hedge
+	hedges hedgeBudget
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
 	// share accumulates each scope's fail-back weight, so a scope at 25%
@@ -195,7 +211,8 @@ type Engine struct {
 // New builds an Engine.
 func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
-	e.slow.kind, e.dead.kind = slowTimer, deadTimer
+	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
+	e.hedges = newHedgeBudget(cfg.Hedge)
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
 		s := &scope{cfg: sc, limiter: admission.Fixed(sc.Fixed)}
@@ -245,9 +262,10 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		rd.Transitions = e.transitions()
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [2]int{-1, -1},
+	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [3]int{-1, -1, -1}, committed: -1,
 		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
 	e.reqs[q.id] = q
+	e.hedges.earn()
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
 	}
@@ -369,6 +387,9 @@ func (e *Engine) start(now time.Time, q *request) {
 	if !deadline.IsZero() {
 		e.dead.push(q, deadline)
 	}
+	if q.req.HedgeAfter > 0 && e.hedges.enabled() {
+		e.hedgeT.push(q, now.Add(q.req.HedgeAfter))
+	}
 }
 
 func (e *Engine) scope(i int) *scope {
@@ -397,6 +418,7 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 		return
 	}
 	q.firstByte = now
+	e.hedgeT.remove(q) // an answer is coming: no hedge
 	if sc := e.scope(q.scope); sc != nil && q.timerIdx[slowTimer] >= 0 && e.signal(sc, q) == TTFT {
 		e.slow.remove(q)
 	}
@@ -418,7 +440,7 @@ func (e *Engine) Leave(now time.Time, id ID) bool {
 // false if id was not in flight (a second Finish changes nothing).
 func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	q, found := e.reqs[id]
-	if !found || q.started.IsZero() {
+	if !found || q.started.IsZero() || q.primaryDone {
 		return rd, false
 	}
 	sc := e.scope(q.scope)
@@ -428,31 +450,44 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 		}
 	}
 	if q.hasTicket {
-		sc.cfg.Breaker.Done(now, q.ticket, e.breakerOutcome(now, sc, q, o))
+		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o))
 	}
 	e.slow.remove(q)
+	e.hedgeT.remove(q)
+	q.primaryDone = true
+	if q.hedge != nil && q.hedge.live {
+		// The request goes on in its hedge; it ends with FinishHedge.
+		rd.Transitions = e.transitions()
+		return rd, true
+	}
+	return e.complete(now, q), true
+}
+
+// complete ends a request whose calls have all finished: its admission
+// slot is released and waiters that now fit are started.
+func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	e.dead.remove(q)
-	delete(e.reqs, id)
+	delete(e.reqs, q.id)
 	// The host's Tick for a waiter whose time ran out may not have come
 	// yet (in the Runner, the timer and this Finish race for the lock).
 	// Started, that waiter would spend an upstream call it has no time
 	// for, and its TimedOut would reach the limit as a false drop.
 	rd.Refuse = e.expireWaiters(now)
-	granted, _ := e.adm.Release(now, id)
+	granted, _ := e.adm.Release(now, q.id)
 	rd.Start = e.started(now, granted)
 	rd.Transitions = e.transitions()
-	return rd, true
+	return rd
 }
 
 // breakerOutcome says how a call counts for its provider's breaker: a
 // 429 is pacing, not an error; a timeout, a connection error, a 5xx or
 // a 529 is an error; the latency is the scope's signal, like the limit's.
-func (e *Engine) breakerOutcome(now time.Time, sc *scope, q *request, o Outcome) breaker.Outcome {
+func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome) breaker.Outcome {
 	switch o.Kind {
 	case OK:
-		lat := now.Sub(q.started)
-		if e.signal(sc, q) == TTFT && !q.firstByte.IsZero() {
-			lat = q.firstByte.Sub(q.started)
+		lat := now.Sub(started)
+		if sig == TTFT && !firstByte.IsZero() {
+			lat = firstByte.Sub(started)
 		}
 		return breaker.Outcome{Kind: breaker.OK, Latency: lat}
 	case Cancelled:
@@ -546,6 +581,9 @@ func (e *Engine) Tick(now time.Time) Ready {
 	if moved {
 		rd.Start = e.started(now, e.adm.Pump(now))
 	}
+	for e.hedgeT.due(now) {
+		e.fireHedge(now, e.hedgeT.pop(), &rd)
+	}
 	for e.dead.due(now) {
 		rd.Expire = append(rd.Expire, e.dead.pop().id)
 	}
@@ -566,6 +604,7 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	consider(e.adm.NextExpiry())
 	consider(e.slow.next())
 	consider(e.dead.next())
+	consider(e.hedgeT.next())
 	for _, sc := range e.scopes {
 		if sc.cfg.Breaker != nil {
 			consider(sc.cfg.Breaker.NextTimer())

@@ -4,8 +4,9 @@ import "time"
 
 // Timer kinds index request.timerAt and request.timerIdx.
 const (
-	slowTimer = iota // the call passes its scope's slow threshold
-	deadTimer        // the request's deadline
+	slowTimer  = iota // the call passes its scope's slow threshold
+	deadTimer         // the request's deadline
+	hedgeTimer        // time to send a hedge
 )
 
 // timerHeap is a binary min-heap of requests by one kind of timer. Each

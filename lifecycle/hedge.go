@@ -1,0 +1,168 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/sluice-gw/sluice/breaker"
+)
+
+// Hedging: when a request's call has no first byte HedgeAfter after it
+// started, the engine sends a second call (Ready.Hedge) to the request's
+// next healthy target, or to the same one when it has no other, and the
+// first call to produce a byte wins (Commit); the host cancels the other.
+// A budget bounds hedges to a share of requests, so a brownout that makes
+// every call slow cannot double the load on the providers.
+
+// HedgeConfig bounds hedging across the engine.
+type HedgeConfig struct {
+	// Budget is the share of requests that may be hedged: every request
+	// earns Budget of a hedge and every hedge spends one. Zero disables
+	// hedging.
+	Budget float64
+	// Burst caps the hedges saved up in quiet times (default 10).
+	Burst float64
+}
+
+// HedgeStart asks the host to send a request's second call.
+type HedgeStart struct {
+	ID ID
+	// Target indexes the request's Targets.
+	Target int
+}
+
+// HedgeStats counts hedging decisions, for metrics.
+type HedgeStats struct {
+	// Fired counts hedges sent; Won those whose answer the client got.
+	Fired, Won uint64
+	// NoBudget counts hedges the budget refused; NoTarget those with no
+	// target that had room (or a breaker that would take a call).
+	NoBudget, NoTarget uint64
+}
+
+type hedgeBudget struct {
+	cfg    HedgeConfig
+	tokens float64
+	stats  HedgeStats
+}
+
+func newHedgeBudget(c HedgeConfig) hedgeBudget {
+	if c.Burst <= 0 {
+		c.Burst = 10
+	}
+	return hedgeBudget{cfg: c}
+}
+
+func (b *hedgeBudget) enabled() bool { return b.cfg.Budget > 0 }
+
+// earn credits one request's share of a hedge.
+func (b *hedgeBudget) earn() {
+	if b.enabled() {
+		b.tokens = min(b.cfg.Burst, b.tokens+b.cfg.Budget)
+	}
+}
+
+// hedgeCall is a request's second call.
+type hedgeCall struct {
+	scope, target int
+	ticket        breaker.Ticket
+	hasTicket     bool
+	started       time.Time
+	firstByte     time.Time
+	live          bool
+}
+
+// fireHedge sends q's hedge if the budget and a target allow.
+func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
+	if q.hedge != nil || q.primaryDone || q.committed >= 0 || !q.firstByte.IsZero() {
+		return
+	}
+	b := &e.hedges
+	if b.tokens < 1 {
+		b.stats.NoBudget++
+		return
+	}
+	ts := targets(q.req)
+	// The next targets in failover order first, then the same one: a
+	// thin tail on a healthy provider is worth a second try there too.
+	order := make([]int, 0, len(ts))
+	for i := q.target + 1; i < len(ts); i++ {
+		order = append(order, i)
+	}
+	order = append(order, q.target)
+	for _, i := range order {
+		s := ts[i]
+		h := &hedgeCall{scope: s, target: i, started: now, live: true}
+		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
+			if sc.cfg.Breaker.Weight(now) <= 0 {
+				continue // open or probing: not a place for a hedge
+			}
+			t, err := sc.cfg.Breaker.Allow(now)
+			if err != nil {
+				continue
+			}
+			h.ticket, h.hasTicket = t, true
+		}
+		if !e.adm.TakeExtra(s) {
+			if h.hasTicket {
+				e.scopes[s].cfg.Breaker.Done(now, h.ticket, breaker.Outcome{Kind: breaker.Cancelled})
+			}
+			continue
+		}
+		b.tokens--
+		b.stats.Fired++
+		q.hedge = h
+		rd.Hedge = append(rd.Hedge, HedgeStart{ID: q.id, Target: i})
+		return
+	}
+	b.stats.NoTarget++
+}
+
+// Commit reports the first byte of one of a request's calls (attempt 0,
+// the first call; 1, its hedge) and says whether that call's answer goes
+// to the client: the first call to ask wins, and the host cancels the
+// other. Nothing may be retried or hedged for the request after this.
+func (e *Engine) Commit(now time.Time, id ID, attempt int) bool {
+	q, ok := e.reqs[id]
+	if !ok {
+		return false
+	}
+	if attempt == 0 {
+		e.FirstByte(now, id)
+	} else if q.hedge != nil && q.hedge.firstByte.IsZero() {
+		q.hedge.firstByte = now
+	}
+	e.hedgeT.remove(q)
+	if q.committed < 0 {
+		q.committed = int8(attempt)
+		if attempt == 1 {
+			e.hedges.stats.Won++
+		}
+	}
+	return int(q.committed) == attempt
+}
+
+// FinishHedge ends a request's hedge. Its breaker hears the outcome, its
+// extra slot is released, and the request completes if its first call
+// has already finished. ok is false if the request has no live hedge.
+func (e *Engine) FinishHedge(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
+	q, found := e.reqs[id]
+	if !found || q.hedge == nil || !q.hedge.live {
+		return rd, false
+	}
+	h := q.hedge
+	h.live = false
+	sc := e.scopes[h.scope]
+	if h.hasTicket {
+		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))
+	}
+	rd.Start = e.started(now, e.adm.ReleaseExtra(now, h.scope))
+	if q.primaryDone {
+		rd.merge(e.complete(now, q))
+		return rd, true
+	}
+	rd.Transitions = e.transitions()
+	return rd, true
+}
+
+// HedgeStats reports the hedging counters.
+func (e *Engine) HedgeStats() HedgeStats { return e.hedges.stats }

@@ -1,0 +1,104 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+)
+
+func hedgeEngine(budget float64, scopes int) *Engine {
+	sc := make([]ScopeConfig, scopes)
+	for i := range sc {
+		sc[i] = ScopeConfig{Fixed: 10}
+	}
+	return New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100)},
+		Scopes:    sc,
+		Hedge:     HedgeConfig{Budget: budget, Burst: 1},
+	})
+}
+
+func TestHedging(t *testing.T) {
+	two := Request{Targets: []int{0, 1}, HedgeAfter: time.Second}
+	t.Run("a call with no first byte is hedged to the next target", func(t *testing.T) {
+		e := hedgeEngine(1, 2)
+		a, _ := e.Arrive(at(0), two)
+		if next, _ := e.NextTimer(); !next.Equal(at(time.Second)) {
+			t.Fatalf("next timer %v, want the hedge at 1s", next.Sub(t0))
+		}
+		rd := e.Tick(at(time.Second))
+		if len(rd.Hedge) != 1 || rd.Hedge[0] != (HedgeStart{ID: a.ID, Target: 1}) {
+			t.Fatalf("hedge %+v, want the request to target 1", rd.Hedge)
+		}
+		if s := e.Snapshot(at(time.Second)); s.ScopeInFlight[1] != 1 || s.InFlight != 1 {
+			t.Errorf("in flight %d, scope 1 %d: the hedge holds a scope slot, not a second global one", s.InFlight, s.ScopeInFlight[1])
+		}
+	})
+	t.Run("a first byte in time means no hedge", func(t *testing.T) {
+		e := hedgeEngine(1, 2)
+		a, _ := e.Arrive(at(0), two)
+		e.FirstByte(at(500*time.Millisecond), a.ID)
+		if rd := e.Tick(at(2 * time.Second)); len(rd.Hedge) != 0 {
+			t.Fatalf("hedged after a first byte: %+v", rd.Hedge)
+		}
+	})
+	t.Run("the budget caps hedges at its share of requests", func(t *testing.T) {
+		e := hedgeEngine(0.1, 2) // Burst 1: at most one saved hedge
+		var fired int
+		for i := range 30 {
+			now := time.Duration(i) * 100 * time.Millisecond
+			e.Arrive(at(now), two)
+			fired += len(e.Tick(at(now)).Hedge)
+		}
+		fired += len(e.Tick(at(10 * time.Second)).Hedge)
+		// 30 requests earn 3 hedges, but the bucket holds one at a time.
+		if st := e.HedgeStats(); fired > 3 || fired < 1 || st.NoBudget == 0 {
+			t.Errorf("fired %d hedges for 30 requests at a 10%% budget; stats %+v", fired, st)
+		}
+	})
+	t.Run("the first byte wins; the request ends when both calls have", func(t *testing.T) {
+		e := hedgeEngine(1, 2)
+		a, _ := e.Arrive(at(0), two)
+		e.Tick(at(time.Second))
+		if !e.Commit(at(1200*time.Millisecond), a.ID, 1) {
+			t.Fatal("the hedge's first byte came first and must win")
+		}
+		if e.Commit(at(1300*time.Millisecond), a.ID, 0) {
+			t.Fatal("the first call answered second and must lose")
+		}
+		e.Finish(at(1300*time.Millisecond), a.ID, Outcome{Kind: Cancelled}) // the loser, cancelled
+		if s := e.Snapshot(at(0)); s.InFlight != 1 {
+			t.Fatalf("in flight %d: the request goes on in its hedge", s.InFlight)
+		}
+		if _, ok := e.FinishHedge(at(2*time.Second), a.ID, Outcome{Kind: OK}); !ok {
+			t.Fatal("FinishHedge")
+		}
+		if s := e.Snapshot(at(0)); s.InFlight != 0 || s.ScopeInFlight[0] != 0 || s.ScopeInFlight[1] != 0 || len(e.reqs) != 0 {
+			t.Fatalf("after both calls: %+v, %d requests", s, len(e.reqs))
+		}
+		if st := e.HedgeStats(); st.Fired != 1 || st.Won != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+	t.Run("a model with one target hedges to the same one", func(t *testing.T) {
+		e := hedgeEngine(1, 1)
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, HedgeAfter: time.Second})
+		rd := e.Tick(at(time.Second))
+		if len(rd.Hedge) != 1 || rd.Hedge[0].Target != 0 || rd.Hedge[0].ID != a.ID {
+			t.Fatalf("hedge %+v, want the same target", rd.Hedge)
+		}
+	})
+	t.Run("no hedge into a full scope", func(t *testing.T) {
+		e := hedgeEngine(1, 2)
+		e.scopes[1].limiter = admission.Fixed(1)
+		e.adm = admission.NewCore(admission.Config{Global: admission.Fixed(100), Scopes: []admission.Limiter{admission.Fixed(10), admission.Fixed(1)}})
+		e.Arrive(at(0), Request{Targets: []int{1}}) // fills scope 1
+		e.Arrive(at(0), Request{Targets: []int{0, 1}, HedgeAfter: time.Second})
+		rd := e.Tick(at(time.Second))
+		// Scope 1 is full, so the hedge goes to the same target, 0.
+		if len(rd.Hedge) != 1 || rd.Hedge[0].Target != 0 {
+			t.Fatalf("hedge %+v, want target 0 (scope 1 is full)", rd.Hedge)
+		}
+	})
+}
