@@ -79,7 +79,20 @@ func (c *Config) applyDefaults() {
 	if a.DefaultPriority == "" {
 		a.DefaultPriority = DefaultPriority
 	}
+	if unset("hedging.budget", c.Hedging.Budget == 0) {
+		c.Hedging.Budget = DefaultHedgeBudget
+	}
+	if c.Hedging.Burst == 0 {
+		c.Hedging.Burst = DefaultHedgeBurst
+	}
 }
+
+// Hedging defaults: a few percent of requests, as the brownout
+// literature advises, with a small reserve for quiet times.
+const (
+	DefaultHedgeBudget = 0.05
+	DefaultHedgeBurst  = 10
+)
 
 //go:embed default.yaml
 var defaultYAML string

@@ -57,6 +57,7 @@ func TestValidFullConfig(t *testing.T) {
 				{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}}},
 			{Name: "1.10", Targets: []Target{{Provider: "anthropic", Model: "claude-haiku"}}},
 		},
+		Hedging: Hedging{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
 		Admission: Admission{
 			MaxInFlight:     32,
 			Queue:           Queue{MaxDepth: 40, MaxWait: Duration(2500 * time.Millisecond)},

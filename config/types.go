@@ -20,6 +20,7 @@ type Config struct {
 	Providers    []Provider `yaml:"providers"`
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
+	Hedging      Hedging    `yaml:"hedging"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`
@@ -121,6 +122,12 @@ type Model struct {
 	Timeout Duration `yaml:"timeout"`
 	// Targets is an ordered failover chain; the first is the primary.
 	Targets []Target `yaml:"targets"`
+	// HedgeAfter, when set, sends a second call (a hedge) to the next
+	// healthy target, or the same one, if the first call has no first
+	// byte (for streams: no first token) this long after it started; the
+	// first to answer wins and the other is cancelled. hedging.budget
+	// bounds how many requests may be hedged.
+	HedgeAfter Duration `yaml:"hedge_after"`
 }
 
 // Target is one {provider, upstream model name} pair.
@@ -145,6 +152,16 @@ type Admission struct {
 	// client cannot skip the limiter by asking. Unset, the header is
 	// trusted (fine for a gateway that only trusted services reach).
 	CriticalKeysEnv string `yaml:"critical_keys_env"`
+}
+
+// Hedging bounds hedged requests across the gateway.
+type Hedging struct {
+	// Budget is the share of requests that may be hedged (default 0.05):
+	// every request earns Budget of a hedge and every hedge spends one,
+	// so a brownout that makes every call slow cannot double the load.
+	Budget float64 `yaml:"budget"`
+	// Burst caps hedges saved up in quiet times (default 10).
+	Burst float64 `yaml:"burst"`
 }
 
 // Queue bounds the waiting room.

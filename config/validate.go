@@ -234,6 +234,9 @@ func (c *Config) validateModels(v *checker, known []string) {
 			firstAt[m.Name] = i
 		}
 		// 0s is "no override", so a marshalled config parses again.
+		if m.HedgeAfter < 0 {
+			v.add(at("hedge_after"), "must not be negative; write e.g. 2s, or remove it for no hedging")
+		}
 		if m.Timeout < 0 {
 			v.add(at("timeout"), "must not be negative; write e.g. 30s, or remove it to use the provider's timeout")
 		}
@@ -265,6 +268,12 @@ func (c *Config) validateModels(v *checker, known []string) {
 }
 
 func (c *Config) validateAdmission(v *checker) {
+	if h := c.Hedging; h.Budget < 0 || h.Budget > 1 {
+		v.add("hedging.budget", "%g must be a share of requests between 0 and 1; write e.g. 0.05", h.Budget)
+	}
+	if c.Hedging.Burst < 0 {
+		v.add("hedging.burst", "must not be negative; write e.g. 10")
+	}
 	a := &c.Admission
 	if a.CriticalKeysEnv != "" && !envName.MatchString(a.CriticalKeysEnv) {
 		v.add("admission.critical_keys_env", "must be the name of an environment variable (upper-case letters, digits and _), not the keys themselves; write e.g. SLUICE_CRITICAL_KEYS")

@@ -19,9 +19,10 @@ import (
 // maxUpstreamBody bounds a buffered (non-streaming) upstream response.
 const maxUpstreamBody = 64 << 20
 
-// forward makes the upstream call for x and relays its answer.
-func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, t target, ep protocol.Endpoint, body []byte, deadline time.Time) {
-	ctx := call.Context()
+// upstreamRequest builds the call to t's provider: the client's headers
+// less its credentials and hop-by-hop ones, the provider's key, the
+// rewritten body, and the time left.
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, body []byte, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	url := p.baseURL + ep.UpstreamPath()
 	if r.URL.RawQuery != "" {
@@ -29,8 +30,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		g.fail(w, x, protocol.Internal, outcomeInternal, "bad_upstream_url", "the gateway could not build the upstream request", 0)
-		return
+		return nil, err
 	}
 	copyRequestHeaders(req.Header, r.Header)
 	req.Header.Set("Content-Type", "application/json")
@@ -50,24 +50,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	// A downstream Sluice (or any upstream that reads it) learns how much
 	// time is left; the context enforces it here either way.
 	req.Header.Set("X-Sluice-Timeout", strconv.FormatInt(time.Until(deadline).Milliseconds(), 10)+"ms")
-
-	x.upstreamStart = g.now()
-	resp, err := g.transport.RoundTrip(req)
-	if err != nil {
-		g.metrics.UpstreamStatus.WithLabelValues(p.name, "error").Inc()
-		g.upstreamFailed(w, r, x, ctx, err)
-		return
-	}
-	x.upstreamStatus = resp.StatusCode
-	x.requestID = requestID(resp.Header)
-	call.FirstByte()
-	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
-
-	if isEventStream(resp.Header) && resp.StatusCode == http.StatusOK {
-		g.relayStream(ctx, w, r, x, resp)
-		return
-	}
-	g.relayBuffered(ctx, w, r, x, resp)
+	return req, nil
 }
 
 // timedOut reports whether ctx ended because the request's deadline
@@ -170,20 +153,30 @@ var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return 
 // after every read so no event waits for the next one. Once the first
 // byte is out the status is committed; a failure after that ends the
 // stream with an error event in the client's dialect.
-func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response) {
+func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response, first []byte) {
 	defer resp.Body.Close()
 	copyResponseHeaders(w.Header(), resp.Header)
 	w.Header().Set("X-Accel-Buffering", "no")
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
+
+	var usage protocol.StreamUsage
+	defer func() { x.outputTokens, _ = usage.Tokens() }()
+	// The first chunk was read before the attempt was committed.
+	if len(first) > 0 {
+		if _, err := w.Write(first); err != nil {
+			g.clientGone(x)
+			return
+		}
+		x.bytesOut += int64(len(first))
+		usage.Write(first)
+	}
 	rc.Flush()
 
 	bp := relayBufPool.Get().(*[]byte)
 	defer relayBufPool.Put(bp)
 	buf := *bp
-	var usage protocol.StreamUsage
-	defer func() { x.outputTokens, _ = usage.Tokens() }()
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {

@@ -61,10 +61,11 @@ type provider struct {
 }
 
 type model struct {
-	name    string
-	timeout time.Duration
-	targets []target
-	scopes  []int // each target's provider scope, for routing
+	name       string
+	timeout    time.Duration
+	hedgeAfter time.Duration
+	targets    []target
+	scopes     []int // each target's provider scope, for routing
 }
 
 type target struct {
@@ -123,7 +124,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	for i := range cfg.Models {
 		mc := &cfg.Models[i]
-		m := &model{name: mc.Name, timeout: cfg.Timeout(mc)}
+		m := &model{name: mc.Name, timeout: cfg.Timeout(mc), hedgeAfter: mc.HedgeAfter.D()}
 		for j, t := range mc.Targets {
 			p, ok := g.providers[t.Provider]
 			if !ok {
@@ -145,6 +146,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.metrics.ObserveAdmission(g.runner, scopeNames)
 	g.metrics.ObserveBreakers(g.runner.BreakerStats, scopeNames)
+	g.metrics.ObserveHedging(func() (refusedBudget, refusedTarget uint64) {
+		s := g.runner.HedgeStats()
+		return s.NoBudget, s.NoTarget
+	})
 	g.ready.Store(true)
 	return g, nil
 }

@@ -95,7 +95,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
-	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline})
+	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline, HedgeAfter: m.hedgeAfter})
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
@@ -122,8 +122,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
 	}
 
-	g.forward(call, w, r, x, t, ep, body.WithModel(t.model), deadline)
-	call.Finish(outcomeOf(x))
+	g.forward(call, w, r, x, m, ep, body, deadline)
 }
 
 // classify sets the request's priority from X-Sluice-Priority and, when

@@ -23,7 +23,7 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		scopes[i] = sc
 	}
 	a := cfg.Admission
-	return Config{Scopes: scopes, Admission: admission.Config{
+	return Config{Scopes: scopes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst}, Admission: admission.Config{
 		Global:   admission.Fixed(a.MaxInFlight),
 		MaxDepth: a.Queue.MaxDepth,
 		MaxWait:  a.Queue.MaxWait.D(),

@@ -45,11 +45,17 @@ type hedgeBudget struct {
 	stats  HedgeStats
 }
 
+// newHedgeBudget starts full, as token buckets do: the burst is there
+// for the first trouble, and is earned back at Budget per request.
 func newHedgeBudget(c HedgeConfig) hedgeBudget {
 	if c.Burst <= 0 {
 		c.Burst = 10
 	}
-	return hedgeBudget{cfg: c}
+	b := hedgeBudget{cfg: c}
+	if b.enabled() {
+		b.tokens = c.Burst
+	}
+	return b
 }
 
 func (b *hedgeBudget) enabled() bool { return b.cfg.Budget > 0 }

@@ -77,6 +77,11 @@ type Call struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	finished atomic.Bool
+	// hedges delivers the target of the request's hedge, once, if the
+	// engine sends one.
+	hedges        chan int
+	hedgeLive     bool // guarded by the Runner's lock
+	hedgeFinished atomic.Bool
 	// Target indexes the request's Targets: where the engine routed it.
 	Target int
 	// Waited is how long the request spent in the queue.
@@ -108,11 +113,66 @@ func (c *Call) Finish(o Outcome) {
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
-	delete(r.calls, c.id)
 	rd, _ := r.e.Finish(now, c.id, o)
 	r.applyLocked(now, rd)
+	select {
+	case <-c.hedges:
+		// The engine sent a hedge the host never took (it fired as the
+		// first call was finishing): it never ran, so end it here, or the
+		// request would wait for it forever.
+		c.hedgeFinished.Store(true)
+		rd, _ := r.e.FinishHedge(now, c.id, Outcome{Kind: Cancelled})
+		r.applyLocked(now, rd)
+	default:
+	}
+	done := c.doneLocked()
 	r.mu.Unlock()
-	c.cancel(context.Canceled)
+	if done {
+		c.cancel(context.Canceled)
+	}
+}
+
+// doneLocked reports whether every call of the request has finished, and
+// if so forgets it. REQUIRES: the Runner's lock.
+func (c *Call) doneLocked() bool {
+	if !c.finished.Load() || (c.hedgeLive && !c.hedgeFinished.Load()) {
+		return false
+	}
+	delete(c.r.calls, c.id)
+	return true
+}
+
+// Hedges delivers, at most once, the target (an index into the request's
+// Targets) of a second call the engine wants sent because the first has
+// no first byte yet. The host sends it and races the two (Commit).
+func (c *Call) Hedges() <-chan int { return c.hedges }
+
+// Commit reports the first byte of attempt 0 (the first call) or 1 (the
+// hedge) and says whether that call's answer goes to the client: the
+// first to ask wins, and the host cancels the other.
+func (c *Call) Commit(attempt int) bool {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Commit(r.now(), c.id, attempt)
+}
+
+// FinishHedge ends the hedge and reports its outcome. Only the first call
+// has an effect.
+func (c *Call) FinishHedge(o Outcome) {
+	if !c.hedgeFinished.CompareAndSwap(false, true) {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	now := r.now()
+	rd, _ := r.e.FinishHedge(now, c.id, o)
+	r.applyLocked(now, rd)
+	done := c.doneLocked()
+	r.mu.Unlock()
+	if done {
+		c.cancel(context.Canceled)
+	}
 }
 
 // Check reports, without taking a slot, whether req would be refused at
@@ -187,7 +247,7 @@ func (r *Runner) claim(id ID) *Call {
 
 func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, hedges: make(chan int, 1)}
 	r.calls[id] = c
 	return c
 }
@@ -212,6 +272,12 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 			c.cancel(ErrDeadline)
 		}
 	}
+	for _, h := range rd.Hedge {
+		if c, ok := r.calls[h.ID]; ok && !c.hedgeLive {
+			c.hedgeLive = true
+			c.hedges <- h.Target // buffered: one hedge per request
+		}
+	}
 	if r.onTransition != nil {
 		for _, t := range rd.Transitions {
 			r.onTransition(t)
@@ -227,6 +293,13 @@ func (r *Runner) OnTransition(fn func(Transition)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onTransition = fn
+}
+
+// HedgeStats reports the engine's hedging counters.
+func (r *Runner) HedgeStats() HedgeStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.HedgeStats()
 }
 
 // BreakerStats reports each scope's breaker, nil where a scope has none.

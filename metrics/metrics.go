@@ -32,6 +32,8 @@ type Metrics struct {
 	Failovers *prometheus.CounterVec
 	// BreakerTransitions counts breaker state changes.
 	BreakerTransitions *prometheus.CounterVec
+	// Hedges counts hedges fired and won, per model.
+	Hedges *prometheus.CounterVec
 }
 
 // latency buckets span a 5 ms rejection to a ten-minute generation.
@@ -75,12 +77,16 @@ func New() *Metrics {
 			Name: "sluice_failovers_total",
 			Help: "Requests routed past their model's first target because its breaker turned them away.",
 		}, []string{"model", "provider"}),
+		Hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_hedges_total",
+			Help: "Hedged requests: second calls fired, and those whose answer won.",
+		}, []string{"model", "result"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_transitions_total",
 			Help: "Breaker state changes, by the state entered and the reason.",
 		}, []string{"provider", "to", "reason"}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -184,4 +190,23 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 		g(breakerRateDesc, st.SlowRate, p, "slow")
 		g(breakerSlowDesc, st.SlowThreshold.Seconds(), p)
 	}
+}
+
+var hedgeRefusedDesc = prometheus.NewDesc("sluice_hedges_refused_total",
+	"Hedges not sent: the budget was spent, or no target had room.", []string{"reason"}, nil)
+
+// ObserveHedging exports the engine's refused-hedge counters at scrape
+// time.
+func (m *Metrics) ObserveHedging(refused func() (budget, target uint64)) {
+	m.Registry.MustRegister(hedgeCollector(refused))
+}
+
+type hedgeCollector func() (budget, target uint64)
+
+func (c hedgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hedgeRefusedDesc }
+
+func (c hedgeCollector) Collect(ch chan<- prometheus.Metric) {
+	b, t := c()
+	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(b), "budget")
+	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(t), "no_target")
 }

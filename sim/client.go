@@ -96,14 +96,13 @@ func (r *run) patience(q *request) {
 		return
 	case stInGateway:
 		id := q.id
+		started := q.calls[0] != nil
+		rd := r.cancelCalls(q, lifecycleCancelled, true)
 		r.leaveGateway(q)
-		if q.up == nil {
+		if !started {
 			r.eng.Leave(r.clock(r.now), id)
-		} else {
-			r.cancelUpstream(q)
-			rd, _ := r.eng.Finish(r.clock(r.now), id, lifecycleCancelled)
-			defer r.apply(rd)
 		}
+		defer r.apply(rd)
 	}
 	r.final(q, report.TimedOut)
 }

@@ -37,6 +37,9 @@ type event struct {
 	// token must match req.token for the event to still apply; a moved-on
 	// request ignores its stale events.
 	token uint32
+	// call is set for upstream events, which go stale when their call is
+	// done (answered or cancelled), whatever the request's token.
+	call *upCall
 }
 
 func order(class uint8, seq uint64) uint64 { return uint64(class)<<56 | seq }

@@ -83,7 +83,7 @@ type request struct {
 	state   reqState
 	token   uint32
 	id      lifecycle.ID
-	up      *upCall
+	calls   [2]*upCall    // this attempt's first call and its hedge
 	scope   int           // the provider this attempt was routed to
 	ttft    time.Duration // client-observed first byte, from first
 }
@@ -112,6 +112,7 @@ type run struct {
 	nextUID uint64
 	shares  [3]float64
 	retry   scenario.Retry
+	hedge   time.Duration // the model's hedge_after
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
@@ -131,6 +132,7 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		rng:     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
 		tickAt:  -1,
 		timeout: cfg.Timeout(m),
+		hedge:   m.HedgeAfter.D(),
 		retry:   retry,
 	}
 	r.series = newSeries(name)
@@ -186,6 +188,12 @@ func (r *run) quantise(t time.Duration) time.Duration {
 	return t
 }
 
+// pushCall schedules an upstream event of one call.
+func (r *run) pushCall(at time.Duration, kind eventKind, c *upCall) {
+	r.seq++
+	r.events.push(event{at: r.quantise(at), order: order(classUpstream, r.seq), kind: kind, call: c})
+}
+
 func (r *run) push(at time.Duration, class uint8, kind eventKind, q *request) {
 	r.seq++
 	e := event{at: r.quantise(at), order: order(class, r.seq), kind: kind, req: q}
@@ -209,6 +217,9 @@ func (r *run) loop() {
 		if e.req != nil && e.kind != evPatience && e.token != e.req.token {
 			continue // stale: the request moved on (patience never is: see pushClient)
 		}
+		if e.call != nil && e.call.done {
+			continue // stale: the call was answered or cancelled
+		}
 		switch e.kind {
 		case evEngineTick:
 			if e.at == r.tickAt {
@@ -216,9 +227,9 @@ func (r *run) loop() {
 			}
 			r.apply(r.eng.Tick(r.clock(r.now)))
 		case evFirstByte:
-			r.firstByte(e.req)
+			r.firstByte(e.call)
 		case evDone:
-			r.upstreamDone(e.req)
+			r.upstreamDone(e.call)
 		case evPatience:
 			r.patience(e.req)
 		case evArrive:
@@ -325,16 +336,18 @@ func (r *run) drawPriority() admission.Priority {
 func (r *run) arrive(q *request) {
 	q.attempt++
 	q.sent = r.now
+	q.calls = [2]*upCall{} // a new attempt starts with no calls
 	r.row.Attempts++
 	if r.now < r.down {
 		r.fail(q, report.Lost, 0)
 		return
 	}
 	a, rd := r.eng.Arrive(r.clock(r.now), lifecycle.Request{
-		Priority: q.pri,
-		Targets:  r.targets,
-		Stream:   r.sc.Clients.Stream,
-		Deadline: r.clock(r.now + r.timeout),
+		Priority:   q.pri,
+		Targets:    r.targets,
+		Stream:     r.sc.Clients.Stream,
+		Deadline:   r.clock(r.now + r.timeout),
+		HedgeAfter: r.hedge,
 	})
 	if a.Verdict == admission.Rejected {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
@@ -365,11 +378,15 @@ func (r *run) apply(rd lifecycle.Ready) {
 	}
 	for _, id := range rd.Expire {
 		if q := r.byID[id]; q != nil {
-			r.cancelUpstream(q)
+			next := r.cancelCalls(q, lifecycle.Outcome{Kind: lifecycle.TimedOut}, true)
 			r.leaveGateway(q)
-			next, _ := r.eng.Finish(r.clock(r.now), id, lifecycle.Outcome{Kind: lifecycle.TimedOut})
 			r.final(q, report.TimedOut)
 			r.apply(next)
+		}
+	}
+	for _, h := range rd.Hedge {
+		if q := r.byID[h.ID]; q != nil {
+			r.startCall(q, 1, r.targets[h.Target])
 		}
 	}
 }
@@ -395,7 +412,7 @@ func (r *run) checkMemory() {
 	}
 	sortByUID(lost)
 	for _, q := range lost {
-		r.cancelUpstream(q)
+		r.cancelCalls(q, lifecycleCancelled, false)
 		q.state = stIdle
 		q.token++
 		r.fail(q, report.Lost, 0)

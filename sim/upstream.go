@@ -8,8 +8,6 @@ import (
 	"github.com/sluice-gw/sluice/report"
 )
 
-var lifecycleCancelled = lifecycle.Outcome{Kind: lifecycle.Cancelled}
-
 // upstream models one provider: per-call behaviour from mock.Planner (the
 // same draws sluice mock makes for the same seed) and the mock's capacity
 // model, a number of running calls and a FIFO of waiting ones.
@@ -18,43 +16,50 @@ type upstream struct {
 	planner   *mock.Planner
 	anthropic bool
 	running   int
-	waiting   []*request
+	waiting   []*upCall
 }
 
 func newUpstream(cfg mock.Config, anthropic bool) *upstream {
 	return &upstream{cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic}
 }
 
-// upCall is one call at an upstream.
+// upCall is one call at an upstream: a request's first call (attempt 0)
+// or its hedge (attempt 1).
 type upCall struct {
 	u       *upstream
+	q       *request
+	attempt int
 	plan    mock.Plan
 	running bool
 	queued  bool
+	done    bool // finished or cancelled: its pending events are stale
 	outcome lifecycle.OutcomeKind
 	status  int // the HTTP status of a failure, if any
 }
 
-// startUpstream sends q's call to its provider.
-func (r *run) startUpstream(q *request) {
-	u := r.ups[q.scope]
-	c := &upCall{u: u, plan: u.planner.Next(r.now)}
-	q.up = c
+// startUpstream sends q's first call to the provider it was routed to.
+func (r *run) startUpstream(q *request) { r.startCall(q, 0, q.scope) }
+
+// startCall sends one of q's calls to the provider of scope.
+func (r *run) startCall(q *request, attempt, scope int) {
+	u := r.ups[scope]
+	c := &upCall{u: u, q: q, attempt: attempt, plan: u.planner.Next(r.now)}
+	q.calls[attempt] = c
 	switch {
 	case u.cfg.MaxRunning == 0 || u.running < u.cfg.MaxRunning:
-		r.generate(q)
+		r.generate(c)
 	case u.cfg.MaxWaiting < 0 || (u.cfg.MaxWaiting > 0 && len(u.waiting) >= u.cfg.MaxWaiting):
 		c.outcome = lifecycle.Overloaded // 503/529 at once
-		r.push(r.now, classUpstream, evDone, q)
+		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
-		u.waiting = append(u.waiting, q)
+		u.waiting = append(u.waiting, c)
 	}
 }
 
-// generate starts generating q's answer and schedules its first byte and end.
-func (r *run) generate(q *request) {
-	c := q.up
+// generate starts producing c's answer and schedules its first byte and
+// its end.
+func (r *run) generate(c *upCall) {
 	u := c.u
 	c.queued, c.running = false, true
 	u.running++
@@ -90,47 +95,124 @@ func (r *run) generate(q *request) {
 			c.outcome = lifecycle.Failed
 		}
 	}
-	if !r.sc.Clients.Stream {
+	if !r.sc.Clients.Stream || c.outcome != lifecycle.OK {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
-		r.push(first, classUpstream, evFirstByte, q)
+		r.pushCall(first, evFirstByte, c)
 	}
-	r.push(end, classUpstream, evDone, q)
+	r.pushCall(end, evDone, c)
 }
 
-func (r *run) firstByte(q *request) {
-	r.eng.FirstByte(r.clock(r.now), q.id)
+// firstByte: one of q's calls produced its first byte. If it is the
+// first to, its answer goes to the client and the other call is
+// cancelled.
+func (r *run) firstByte(c *upCall) {
+	q := c.q
+	if !r.eng.Commit(r.clock(r.now), q.id, c.attempt) {
+		return
+	}
 	q.ttft = r.now - q.first
+	r.cancelOther(c)
 }
 
-// upstreamDone ends q's call with its planned outcome.
-func (r *run) upstreamDone(q *request) {
-	c := q.up
+// upstreamDone ends c with its planned outcome.
+func (r *run) upstreamDone(c *upCall) {
+	q := c.q
 	r.release(c)
-	id := q.id
-	r.leaveGateway(q)
-	q.up = nil
-	rd, _ := r.eng.Finish(r.clock(r.now), id, lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens})
-	if c.outcome == lifecycle.OK {
+	c.done = true
+	won := c.outcome == lifecycle.OK && r.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	if won {
+		r.cancelOther(c)
+	}
+	rd := r.finishCall(c, lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens})
+	switch {
+	case won:
+		r.leaveGateway(q)
 		r.answered(q)
-	} else {
+	case r.live(q):
+		// The other call may still answer.
+	default:
+		r.leaveGateway(q)
 		r.fail(q, report.Failed, 0)
 	}
 	r.apply(rd)
 }
 
-// cancelUpstream abandons q's call, as a cancelled HTTP request does.
-func (r *run) cancelUpstream(q *request) {
-	c := q.up
-	if c == nil {
+// finishCall reports a call's end to the engine.
+func (r *run) finishCall(c *upCall, o lifecycle.Outcome) lifecycle.Ready {
+	var rd lifecycle.Ready
+	if c.attempt == 0 {
+		rd, _ = r.eng.Finish(r.clock(r.now), c.q.id, o)
+	} else {
+		rd, _ = r.eng.FinishHedge(r.clock(r.now), c.q.id, o)
+	}
+	return rd
+}
+
+// live reports whether any of q's calls is still going.
+func (r *run) live(q *request) bool {
+	for _, c := range q.calls {
+		if c != nil && !c.done {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelOther cancels the call that lost to c, and tells the engine.
+func (r *run) cancelOther(c *upCall) {
+	if o := c.q.calls[1-c.attempt]; o != nil && !o.done {
+		r.cancelCall(o)
+		r.apply(r.finishCall(o, lifecycleCancelled))
+	}
+}
+
+// cancelCalls abandons every call of q, as cancelled HTTP requests do,
+// telling the engine how each ended: the first call with o, a hedge as
+// cancelled. tellEngine is false after a crash, when the engine is gone.
+func (r *run) cancelCalls(q *request, o lifecycle.Outcome, tellEngine bool) lifecycle.Ready {
+	var rd lifecycle.Ready
+	for _, c := range q.calls {
+		if c == nil || c.done {
+			continue
+		}
+		r.cancelCall(c)
+		if tellEngine {
+			if c.attempt == 0 {
+				next, _ := r.eng.Finish(r.clock(r.now), q.id, o)
+				rd = merge(rd, next)
+			} else {
+				next, _ := r.eng.FinishHedge(r.clock(r.now), q.id, lifecycleCancelled)
+				rd = merge(rd, next)
+			}
+		}
+	}
+	return rd
+}
+
+func merge(a, b lifecycle.Ready) lifecycle.Ready {
+	a.Start = append(a.Start, b.Start...)
+	a.Refuse = append(a.Refuse, b.Refuse...)
+	a.Expire = append(a.Expire, b.Expire...)
+	a.Transitions = append(a.Transitions, b.Transitions...)
+	a.Hedge = append(a.Hedge, b.Hedge...)
+	return a
+}
+
+var lifecycleCancelled = lifecycle.Outcome{Kind: lifecycle.Cancelled}
+
+// cancelCall abandons one call.
+func (r *run) cancelCall(c *upCall) {
+	if c.done {
 		return
 	}
-	q.up = nil
+	c.done = true
 	if c.queued {
-		for i, w := range c.u.waiting {
-			if w == q {
-				c.u.waiting = append(c.u.waiting[:i], c.u.waiting[i+1:]...)
+		w := c.u.waiting
+		for i, x := range w {
+			if x == c {
+				c.u.waiting = append(w[:i], w[i+1:]...)
 				break
 			}
 		}
@@ -147,9 +229,12 @@ func (r *run) release(c *upCall) {
 	c.running = false
 	u := c.u
 	u.running--
-	if len(u.waiting) > 0 {
+	for len(u.waiting) > 0 {
 		next := u.waiting[0]
 		u.waiting = u.waiting[1:]
-		r.generate(next)
+		if !next.done {
+			r.generate(next)
+			return
+		}
 	}
 }

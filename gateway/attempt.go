@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluice-gw/sluice/lifecycle"
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// attempt is one upstream call of a request: its first call (n 0) or its
+// hedge (n 1). It runs until its first byte, the response headers and,
+// for a stream, the first chunk; only then is it committed, so a hedge
+// race is decided by who answers first, and nothing is retried or hedged
+// once a byte has gone to the client.
+type attempt struct {
+	n       int
+	t       target
+	ctx     context.Context
+	cancel  context.CancelFunc
+	start   time.Time
+	firstAt time.Time
+	resp    *http.Response
+	first   []byte // a stream's first chunk
+	err     error
+}
+
+func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
+	a := &attempt{n: n, t: t}
+	a.ctx, a.cancel = context.WithCancel(call.Context())
+	return a
+}
+
+// send makes the upstream call and waits for its first byte.
+func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
+	req, err := g.upstreamRequest(a.ctx, r, a.t, ep, body.WithModel(a.t.model), deadline)
+	if err != nil {
+		a.err = err
+		return
+	}
+	a.start = g.now()
+	a.resp, a.err = g.transport.RoundTrip(req)
+	if a.err != nil {
+		g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, "error").Inc()
+		return
+	}
+	g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, strconv.Itoa(a.resp.StatusCode)).Inc()
+	a.firstAt = g.now()
+	if a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header) {
+		buf := make([]byte, 4<<10)
+		n, err := a.resp.Body.Read(buf)
+		a.firstAt = g.now()
+		a.first = buf[:n]
+		if n == 0 && err != nil {
+			// Cut before the first event: a failed call, still safe to
+			// hedge or fail over.
+			a.resp.Body.Close()
+			a.resp, a.err = nil, errOrEOF(err)
+		}
+	}
+}
+
+func errOrEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// usable: the call answered 2xx (a stream, with its first chunk).
+func (a *attempt) usable() bool { return a.err == nil && a.resp.StatusCode/100 == 2 }
+
+// outcome classifies an attempt that is not relayed to the client.
+func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
+	switch {
+	case a.err == nil:
+		o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: a.resp.StatusCode}
+		switch a.resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
+			o.Kind = lifecycle.Overloaded
+		}
+		return o
+	case timedOut(callCtx):
+		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+	case a.ctx.Err() != nil:
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
+	}
+	return lifecycle.Outcome{Kind: lifecycle.ConnError}
+}
+
+// discard ends an attempt whose answer the client will not get.
+func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome) {
+	a.cancel()
+	if a.resp != nil {
+		a.resp.Body.Close()
+	}
+	finishAttempt(call, a.n, o)
+}
+
+func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
+	if n == 0 {
+		call.Finish(o)
+	} else {
+		call.FinishHedge(o)
+	}
+}
+
+// forward makes the request's upstream calls and relays the winner's
+// answer. Without hedging there is one call, made on this goroutine.
+// With it, the first call runs on its own goroutine; if the engine sends
+// a hedge (Call.Hedges), the two race, the first usable answer to commit
+// goes to the client, and the other is cancelled.
+func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
+	first := g.newAttempt(call, 0, m.targets[call.Target])
+	if m.hedgeAfter <= 0 {
+		g.send(first, r, ep, body, deadline)
+		if first.resp != nil {
+			call.Commit(0)
+		}
+		g.respond(call, w, r, x, first)
+		call.Finish(outcomeOf(x))
+		first.cancel()
+		return
+	}
+	results := make(chan *attempt, 2)
+	run := func(a *attempt) { g.send(a, r, ep, body, deadline); results <- a }
+	go run(first)
+	attempts := [2]*attempt{first}
+	live := 1
+	var failed *attempt
+	for live > 0 {
+		select {
+		case ti := <-call.Hedges():
+			h := g.newAttempt(call, 1, m.targets[ti])
+			attempts[1] = h
+			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
+			live++
+			go run(h)
+		case a := <-results:
+			live--
+			if a.usable() && call.Commit(a.n) {
+				if failed != nil {
+					g.discard(call, failed, failed.outcome(call.Context()))
+				}
+				if live > 0 {
+					// Cancel the loser now, so the cancel reaches its
+					// provider at once; its goroutine reports back and is
+					// finished off the request's path.
+					attempts[1-a.n].cancel()
+					go func() { l := <-results; g.discard(call, l, lifecycle.Outcome{Kind: lifecycle.Cancelled}) }()
+				}
+				if a.n == 1 {
+					g.metrics.Hedges.WithLabelValues(m.name, "won").Inc()
+				}
+				g.respond(call, w, r, x, a)
+				finishAttempt(call, a.n, outcomeOf(x))
+				a.cancel()
+				return
+			}
+			if failed != nil {
+				g.discard(call, failed, failed.outcome(call.Context()))
+			}
+			failed = a // wait for the other call, if there is one
+		}
+	}
+	// Every call failed: the client gets the last failure.
+	g.respond(call, w, r, x, failed)
+	finishAttempt(call, failed.n, outcomeOf(x))
+	failed.cancel()
+}
+
+// respond relays an attempt's answer, or maps its failure, to the client.
+func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
+	x.provider = a.t.provider.name
+	x.upstreamStart = a.start
+	if a.err != nil {
+		g.upstreamFailed(w, r, x, call.Context(), a.err)
+		return
+	}
+	x.upstreamStatus = a.resp.StatusCode
+	x.requestID = requestID(a.resp.Header)
+	if a.first != nil {
+		x.ttft = a.firstAt.Sub(a.start)
+		g.relayStream(call.Context(), w, r, x, a.resp, a.first)
+		return
+	}
+	g.relayBuffered(call.Context(), w, r, x, a.resp)
+}

@@ -1,0 +1,89 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// hedgeStack: a slow primary (2 s to first byte) and a fast backup, the
+// model hedging after 200 ms.
+func hedgeStack(t *testing.T, budget, burst float64) (*stack, *mock.Server) {
+	t.Helper()
+	backup := mock.New(mock.Config{TTFT: 10 * time.Millisecond, TPOT: time.Millisecond, OutputTokens: mock.TokenRange{Min: 3}})
+	backupURL, stop, err := backup.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	s := newStack(t, mock.Config{TTFT: 2 * time.Second, OutputTokens: mock.TokenRange{Min: 3}}, func(c *config.Config) {
+		c.Log.Format = "json"
+		c.Hedging = config.Hedging{Budget: budget, Burst: burst}
+		c.Providers = append(c.Providers, config.Provider{
+			Name: "backup", Kind: "openai", BaseURL: backupURL + "/v1", Timeout: config.Duration(10 * time.Second),
+		})
+		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+		c.Models[0].HedgeAfter = config.Duration(200 * time.Millisecond)
+	})
+	return s, backup
+}
+
+func TestHedgeWinsAndCancelsTheLoser(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		name := map[bool]string{false: "buffered", true: "streaming"}[stream]
+		t.Run(name, func(t *testing.T) {
+			s, backup := hedgeStack(t, 1, 10)
+			body := chatBody
+			if stream {
+				body = `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+			}
+			start := time.Now()
+			status, _, got := s.do("/v1/chat/completions", body, nil)
+			took := time.Since(start)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, got)
+			}
+			if took < 200*time.Millisecond || took > time.Second {
+				t.Errorf("answered after %v; want the hedge's answer at about 200 ms", took)
+			}
+			if backup.Stats().Completed != 1 {
+				t.Errorf("the backup completed %d calls, want the hedge", backup.Stats().Completed)
+			}
+			waitFor(t, "the primary's call to be cancelled", func() bool { return s.mock.Stats().CancelledByClient == 1 })
+			if stream && !strings.Contains(string(got), "[DONE]") {
+				t.Errorf("stream incomplete:\n%s", got)
+			}
+		})
+	}
+}
+
+// The budget caps hedges: with a burst of one and a 1% budget, one of
+// five concurrent slow requests is hedged; the rest wait out the slow
+// primary.
+func TestHedgeBudget(t *testing.T) {
+	s, backup := hedgeStack(t, 0.01, 1)
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	if n := backup.Stats().Total; n != 1 {
+		t.Errorf("the backup saw %d hedges; the budget allows one", n)
+	}
+}
