@@ -85,6 +85,12 @@ func (c *Config) applyDefaults() {
 	if c.Hedging.Burst == 0 {
 		c.Hedging.Burst = DefaultHedgeBurst
 	}
+	if unset("retries.budget", c.Retries.Budget == 0) {
+		c.Retries.Budget = DefaultRetryBudget
+	}
+	if c.Retries.Burst == 0 {
+		c.Retries.Burst = DefaultHedgeBurst
+	}
 }
 
 // Hedging defaults: a few percent of requests, as the brownout
@@ -92,6 +98,9 @@ func (c *Config) applyDefaults() {
 const (
 	DefaultHedgeBudget = 0.05
 	DefaultHedgeBurst  = 10
+	// DefaultRetryBudget: retries at most 10% of requests, the SRE
+	// practice (and Envoy's retry budget) against retry storms.
+	DefaultRetryBudget = 0.1
 )
 
 //go:embed default.yaml

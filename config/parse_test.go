@@ -58,6 +58,7 @@ func TestValidFullConfig(t *testing.T) {
 			{Name: "1.10", Targets: []Target{{Provider: "anthropic", Model: "claude-haiku"}}},
 		},
 		Hedging: Hedging{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
+		Retries: Hedging{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Admission: Admission{
 			MaxInFlight:     32,
 			Queue:           Queue{MaxDepth: 40, MaxWait: Duration(2500 * time.Millisecond)},

@@ -21,6 +21,8 @@ type Config struct {
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
 	Hedging      Hedging    `yaml:"hedging"`
+	// Retries bounds retries onto another target (default budget 0.1).
+	Retries Hedging `yaml:"retries"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`

@@ -274,6 +274,9 @@ func (c *Config) validateAdmission(v *checker) {
 	if c.Hedging.Burst < 0 {
 		v.add("hedging.burst", "must not be negative; write e.g. 10")
 	}
+	if r := c.Retries; r.Budget < 0 || r.Budget > 1 || r.Burst < 0 {
+		v.add("retries", "budget must be a share of requests between 0 and 1 (e.g. 0.1) and burst not negative")
+	}
 	a := &c.Admission
 	if a.CriticalKeysEnv != "" && !envName.MatchString(a.CriticalKeysEnv) {
 		v.add("admission.critical_keys_env", "must be the name of an environment variable (upper-case letters, digits and _), not the keys themselves; write e.g. SLUICE_CRITICAL_KEYS")

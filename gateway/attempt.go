@@ -117,13 +117,18 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	if m.hedgeAfter <= 0 {
-		g.send(first, r, ep, body, deadline)
-		if first.resp != nil {
-			call.Commit(0)
+		a := first
+		g.send(a, r, ep, body, deadline)
+		if next := g.retry(call, m, a); next != nil {
+			a = next
+			g.send(a, r, ep, body, deadline)
 		}
-		g.respond(call, w, r, x, first)
-		call.Finish(outcomeOf(x))
-		first.cancel()
+		if a.resp != nil {
+			call.Commit(a.n)
+		}
+		g.respond(call, w, r, x, a)
+		finishAttempt(call, a.n, outcomeOf(x))
+		a.cancel()
 		return
 	}
 	results := make(chan *attempt, 2)
@@ -165,12 +170,37 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 				g.discard(call, failed, failed.outcome(call.Context()))
 			}
 			failed = a // wait for the other call, if there is one
+			if live == 0 {
+				if next := g.retry(call, m, a); next != nil {
+					failed, attempts[1] = nil, next
+					live++
+					go run(next)
+				}
+			}
 		}
 	}
 	// Every call failed: the client gets the last failure.
 	g.respond(call, w, r, x, failed)
 	finishAttempt(call, failed.n, outcomeOf(x))
 	failed.cancel()
+}
+
+// retry asks the engine for a second call after a's failure, when a is
+// the request's first call and failed safely before any byte went to the
+// client (Engine.Retry); it ends a and returns the new attempt, or nil.
+func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
+	if a.n != 0 || a.usable() {
+		return nil
+	}
+	o := a.outcome(call.Context())
+	ti, ok := call.Retry(o)
+	if !ok {
+		return nil
+	}
+	next := g.newAttempt(call, 1, m.targets[ti])
+	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
+	g.discard(call, a, o)
+	return next
 }
 
 // respond relays an attempt's answer, or maps its failure, to the client.

@@ -146,9 +146,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.metrics.ObserveAdmission(g.runner, scopeNames)
 	g.metrics.ObserveBreakers(g.runner.BreakerStats, scopeNames)
-	g.metrics.ObserveHedging(func() (refusedBudget, refusedTarget uint64) {
+	g.metrics.ObserveBudgets(func() metrics.Refusals {
 		s := g.runner.HedgeStats()
-		return s.NoBudget, s.NoTarget
+		return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 	})
 	g.ready.Store(true)
 	return g, nil

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -85,5 +86,37 @@ func TestHedgeBudget(t *testing.T) {
 	wg.Wait()
 	if n := backup.Stats().Total; n != 1 {
 		t.Errorf("the backup saw %d hedges; the budget allows one", n)
+	}
+}
+
+// A primary that fails before answering (a reset, a 500, a 529) is
+// retried once on the backup, and the client gets the backup's answer.
+func TestRetryOnAnotherTarget(t *testing.T) {
+	for _, f := range []mock.Failure{
+		{Kind: mock.FailReset},
+		{Kind: mock.FailStatus, Status: 500},
+		{Kind: mock.FailStatus, Status: 529},
+	} {
+		t.Run(f.Kind+fmt.Sprint(f.Status), func(t *testing.T) {
+			backup := mock.New(mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
+			backupURL, stop, err := backup.Start("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+			s := newStack(t, mock.Config{Failures: []mock.Failure{f}}, func(c *config.Config) {
+				c.Providers = append(c.Providers, config.Provider{
+					Name: "backup", Kind: "openai", BaseURL: backupURL + "/v1", Timeout: config.Duration(10 * time.Second),
+				})
+				c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+			})
+			status, _, body := s.do("/v1/chat/completions", chatBody, nil)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if backup.Stats().Completed != 1 || s.mock.Stats().ErrorsInjected != 1 {
+				t.Errorf("backup completed %d, primary failed %d: want one retry", backup.Stats().Completed, s.mock.Stats().ErrorsInjected)
+			}
+		})
 	}
 }

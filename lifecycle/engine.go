@@ -66,6 +66,8 @@ type Config struct {
 	Scopes    []ScopeConfig
 	// Hedge budgets hedged requests; see HedgeConfig.
 	Hedge HedgeConfig
+	// Retry budgets retries on another target; see Engine.Retry.
+	Retry RetryConfig
 }
 
 // Request is what the engine needs to know about a request.
@@ -193,13 +195,14 @@ type request struct {
 
 // Engine is the lifecycle state machine. See the package comment.
 type Engine struct {
-	adm    *admission.Core
-	scopes []*scope
-	reqs   map[ID]*request
-	slow   timerHeap // in-flight requests by slowAt
-	dead   timerHeap // in-flight requests by deadline
-	hedgeT timerHeap // in-flight requests by when to hedge
-	hedges hedgeBudget
+	adm     *admission.Core
+	scopes  []*scope
+	reqs    map[ID]*request
+	slow    timerHeap // in-flight requests by slowAt
+	dead    timerHeap // in-flight requests by deadline
+	hedgeT  timerHeap // in-flight requests by when to hedge
+	hedges  hedgeBudget
+	retries hedgeBudget
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
 	// share accumulates each scope's fail-back weight, so a scope at 25%
@@ -213,6 +216,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
 	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
 	e.hedges = newHedgeBudget(cfg.Hedge)
+	e.retries = newHedgeBudget(cfg.Retry)
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
 		s := &scope{cfg: sc, limiter: admission.Fixed(sc.Fixed)}
@@ -266,6 +270,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
 	e.reqs[q.id] = q
 	e.hedges.earn()
+	e.retries.earn()
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
 	}

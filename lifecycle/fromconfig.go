@@ -23,16 +23,17 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		scopes[i] = sc
 	}
 	a := cfg.Admission
-	return Config{Scopes: scopes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst}, Admission: admission.Config{
-		Global:   admission.Fixed(a.MaxInFlight),
-		MaxDepth: a.Queue.MaxDepth,
-		MaxWait:  a.Queue.MaxWait.D(),
-		Reserved: a.Priorities.Critical.Reserved,
-		MaxQueued: [3]int{
-			admission.Interactive: a.Priorities.Interactive.MaxQueued,
-			admission.Background:  a.Priorities.Background.MaxQueued,
-		},
-	}}, nil
+	return Config{Scopes: scopes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
+		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: admission.Config{
+			Global:   admission.Fixed(a.MaxInFlight),
+			MaxDepth: a.Queue.MaxDepth,
+			MaxWait:  a.Queue.MaxWait.D(),
+			Reserved: a.Priorities.Critical.Reserved,
+			MaxQueued: [3]int{
+				admission.Interactive: a.Priorities.Interactive.MaxQueued,
+				admission.Background:  a.Priorities.Background.MaxQueued,
+			},
+		}}, nil
 }
 
 // scopeConfig builds a provider's scope: its fixed or adaptive limit, the

@@ -13,6 +13,10 @@ import (
 // A budget bounds hedges to a share of requests, so a brownout that makes
 // every call slow cannot double the load on the providers.
 
+// RetryConfig bounds retries across the engine, like HedgeConfig bounds
+// hedges (default budget in config: 10% of requests).
+type RetryConfig = HedgeConfig
+
 // HedgeConfig bounds hedging across the engine.
 type HedgeConfig struct {
 	// Budget is the share of requests that may be hedged: every request
@@ -37,6 +41,9 @@ type HedgeStats struct {
 	// NoBudget counts hedges the budget refused; NoTarget those with no
 	// target that had room (or a breaker that would take a call).
 	NoBudget, NoTarget uint64
+	// Retries counts retries sent to another target; RetryNoBudget those
+	// the retry budget refused.
+	Retries, RetryNoBudget uint64
 }
 
 type hedgeBudget struct {
@@ -82,25 +89,76 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 	if q.hedge != nil || q.primaryDone || q.committed >= 0 || !q.firstByte.IsZero() {
 		return
 	}
-	b := &e.hedges
-	if b.tokens < 1 {
-		b.stats.NoBudget++
+	if e.hedges.tokens < 1 {
+		e.hedges.stats.NoBudget++
 		return
 	}
-	ts := targets(q.req)
 	// The next targets in failover order first, then the same one: a
 	// thin tail on a healthy provider is worth a second try there too.
+	if i, ok := e.second(now, q, true); ok {
+		e.hedges.tokens--
+		e.hedges.stats.Fired++
+		rd.Hedge = append(rd.Hedge, HedgeStart{ID: q.id, Target: i})
+		return
+	}
+	e.hedges.stats.NoTarget++
+}
+
+// Retry decides whether a request whose first call failed with o, before
+// any byte reached the client, gets a second call: only for a failure
+// that is safe to retry (a connection error, 429, 5xx or 529), only to
+// another of its targets (the same provider is left to the client, which
+// has its Retry-After), at most once, and within the retry budget. On
+// success the second call is set up as attempt 1, like a hedge: the host
+// sends it at once and ends it with FinishHedge.
+func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, ok bool) {
+	q, found := e.reqs[id]
+	if !found || q.hedge != nil || q.committed >= 0 || !retryable(o) {
+		return 0, false
+	}
+	if e.retries.tokens < 1 {
+		e.hedges.stats.RetryNoBudget++
+		return 0, false
+	}
+	i, ok := e.second(now, q, false)
+	if !ok {
+		return 0, false
+	}
+	e.retries.tokens--
+	e.hedges.stats.Retries++
+	return i, true
+}
+
+// retryable: failures that leave nothing behind at the provider worth
+// keeping and say nothing about the request itself.
+func retryable(o Outcome) bool {
+	switch o.Kind {
+	case ConnError, Overloaded:
+		return true
+	case Failed:
+		return o.Status >= 500
+	}
+	return false
+}
+
+// second sets up q's second call on the first target, after q's own in
+// failover order (and then q's own, if sameOK), whose breaker takes
+// traffic and whose provider has room.
+func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
+	ts := targets(q.req)
 	order := make([]int, 0, len(ts))
 	for i := q.target + 1; i < len(ts); i++ {
 		order = append(order, i)
 	}
-	order = append(order, q.target)
+	if sameOK {
+		order = append(order, q.target)
+	}
 	for _, i := range order {
 		s := ts[i]
 		h := &hedgeCall{scope: s, target: i, started: now, live: true}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
 			if sc.cfg.Breaker.Weight(now) <= 0 {
-				continue // open or probing: not a place for a hedge
+				continue // open or probing: not a place for a second call
 			}
 			t, err := sc.cfg.Breaker.Allow(now)
 			if err != nil {
@@ -114,13 +172,10 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 			}
 			continue
 		}
-		b.tokens--
-		b.stats.Fired++
 		q.hedge = h
-		rd.Hedge = append(rd.Hedge, HedgeStart{ID: q.id, Target: i})
-		return
+		return i, true
 	}
-	b.stats.NoTarget++
+	return 0, false
 }
 
 // Commit reports the first byte of one of a request's calls (attempt 0,

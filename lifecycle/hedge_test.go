@@ -102,3 +102,58 @@ func TestHedging(t *testing.T) {
 		}
 	})
 }
+
+func TestRetry(t *testing.T) {
+	newEngine := func(budget float64) *Engine {
+		return New(Config{
+			Admission: admission.Config{Global: admission.Fixed(100)},
+			Scopes:    []ScopeConfig{{Fixed: 10}, {Fixed: 10}},
+			Retry:     RetryConfig{Budget: budget, Burst: 1},
+		})
+	}
+	two := Request{Targets: []int{0, 1}}
+	t.Run("a safe failure is retried once on the next target", func(t *testing.T) {
+		e := newEngine(1)
+		a, _ := e.Arrive(at(0), two)
+		ti, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError})
+		if !ok || ti != 1 {
+			t.Fatalf("retry %d %v, want target 1", ti, ok)
+		}
+		if _, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError}); ok {
+			t.Fatal("a second retry: at most two calls per request")
+		}
+		e.Finish(at(time.Second), a.ID, Outcome{Kind: ConnError})
+		e.Commit(at(2*time.Second), a.ID, 1)
+		e.FinishHedge(at(2*time.Second), a.ID, Outcome{Kind: OK})
+		if len(e.reqs) != 0 || e.Snapshot(at(0)).InFlight != 0 {
+			t.Fatal("the request did not complete")
+		}
+	})
+	t.Run("not retried: a 4xx, a timeout, a cancel, or the only target", func(t *testing.T) {
+		e := newEngine(1)
+		for _, o := range []Outcome{{Kind: Failed, Status: 400}, {Kind: TimedOut}, {Kind: Cancelled}} {
+			a, _ := e.Arrive(at(0), two)
+			if _, ok := e.Retry(at(0), a.ID, o); ok {
+				t.Errorf("%+v was retried", o)
+			}
+		}
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+		if _, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 529}); ok {
+			t.Error("retried onto the same target; that is the client's call, with its Retry-After")
+		}
+	})
+	t.Run("the budget caps retries", func(t *testing.T) {
+		e := newEngine(0.1)
+		retried := 0
+		for range 20 {
+			a, _ := e.Arrive(at(0), two)
+			if _, ok := e.Retry(at(0), a.ID, Outcome{Kind: ConnError}); ok {
+				retried++
+			}
+		}
+		// A burst of one plus 10% of 20 requests.
+		if retried > 3 || e.HedgeStats().RetryNoBudget == 0 {
+			t.Errorf("retried %d of 20 at a 10%% budget; stats %+v", retried, e.HedgeStats())
+		}
+	})
+}

@@ -157,6 +157,20 @@ func (c *Call) Commit(attempt int) bool {
 	return r.e.Commit(r.now(), c.id, attempt)
 }
 
+// Retry asks for a second call after the first failed with o before any
+// byte reached the client (see Engine.Retry). On true the host sends it
+// at once, to the target returned, and ends it with FinishHedge.
+func (c *Call) Retry(o Outcome) (int, bool) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.e.Retry(r.now(), c.id, o)
+	if ok {
+		c.hedgeLive = true
+	}
+	return t, ok
+}
+
 // FinishHedge ends the hedge and reports its outcome. Only the first call
 // has an effect.
 func (c *Call) FinishHedge(o Outcome) {

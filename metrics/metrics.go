@@ -34,6 +34,8 @@ type Metrics struct {
 	BreakerTransitions *prometheus.CounterVec
 	// Hedges counts hedges fired and won, per model.
 	Hedges *prometheus.CounterVec
+	// Retries counts retries onto another target.
+	Retries *prometheus.CounterVec
 }
 
 // latency buckets span a 5 ms rejection to a ten-minute generation.
@@ -81,12 +83,16 @@ func New() *Metrics {
 			Name: "sluice_hedges_total",
 			Help: "Hedged requests: second calls fired, and those whose answer won.",
 		}, []string{"model", "result"}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_retries_total",
+			Help: "Requests retried onto another target after a safe failure (before any byte reached the client).",
+		}, []string{"model", "provider"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_transitions_total",
 			Help: "Breaker state changes, by the state entered and the reason.",
 		}, []string{"provider", "to", "reason"}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -192,21 +198,32 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-var hedgeRefusedDesc = prometheus.NewDesc("sluice_hedges_refused_total",
-	"Hedges not sent: the budget was spent, or no target had room.", []string{"reason"}, nil)
+var (
+	hedgeRefusedDesc = prometheus.NewDesc("sluice_hedges_refused_total",
+		"Hedges not sent: the budget was spent, or no target had room.", []string{"reason"}, nil)
+	retryRefusedDesc = prometheus.NewDesc("sluice_retries_refused_total",
+		"Retries not sent because the retry budget was spent.", nil, nil)
+)
 
-// ObserveHedging exports the engine's refused-hedge counters at scrape
-// time.
-func (m *Metrics) ObserveHedging(refused func() (budget, target uint64)) {
-	m.Registry.MustRegister(hedgeCollector(refused))
+// Refusals counts the second calls the engine's budgets turned down.
+type Refusals struct{ HedgeBudget, HedgeNoTarget, RetryBudget uint64 }
+
+// ObserveBudgets exports the engine's refused hedges and retries at
+// scrape time.
+func (m *Metrics) ObserveBudgets(refused func() Refusals) {
+	m.Registry.MustRegister(budgetCollector(refused))
 }
 
-type hedgeCollector func() (budget, target uint64)
+type budgetCollector func() Refusals
 
-func (c hedgeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hedgeRefusedDesc }
+func (c budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- hedgeRefusedDesc
+	ch <- retryRefusedDesc
+}
 
-func (c hedgeCollector) Collect(ch chan<- prometheus.Metric) {
-	b, t := c()
-	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(b), "budget")
-	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(t), "no_target")
+func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c()
+	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeBudget), "budget")
+	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeNoTarget), "no_target")
+	ch <- prometheus.MustNewConstMetric(retryRefusedDesc, prometheus.CounterValue, float64(r.RetryBudget))
 }

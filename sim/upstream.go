@@ -125,7 +125,17 @@ func (r *run) upstreamDone(c *upCall) {
 	if won {
 		r.cancelOther(c)
 	}
-	rd := r.finishCall(c, lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens})
+	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens}
+	if !won && c.attempt == 0 && !r.live(q) {
+		// About to give up: ask for a retry on another target first, as
+		// the gateway does, then finish the failed call.
+		if ti, ok := r.eng.Retry(r.clock(r.now), q.id, o); ok {
+			r.apply(r.finishCall(c, o))
+			r.startCall(q, 1, r.targets[ti])
+			return
+		}
+	}
+	rd := r.finishCall(c, o)
 	switch {
 	case won:
 		r.leaveGateway(q)
