@@ -25,8 +25,11 @@ type attempt struct {
 	start   time.Time
 	firstAt time.Time
 	resp    *http.Response
-	first   []byte // a stream's first chunk
-	err     error
+	// buf is a stream's relay buffer, taken from relayBufPool; its first
+	// n bytes are the stream's first chunk.
+	buf   *[]byte
+	first int
+	err   error
 }
 
 func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
@@ -51,16 +54,27 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, strconv.Itoa(a.resp.StatusCode)).Inc()
 	a.firstAt = g.now()
 	if a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header) {
-		buf := make([]byte, 4<<10)
-		n, err := a.resp.Body.Read(buf)
+		// The first chunk goes into the buffer the relay will use, so a
+		// stream holds one buffer for its life, not two.
+		a.buf = relayBufPool.Get().(*[]byte)
+		n, err := a.resp.Body.Read(*a.buf)
 		a.firstAt = g.now()
-		a.first = buf[:n]
+		a.first = n
 		if n == 0 && err != nil {
 			// Cut before the first event: a failed call, still safe to
 			// hedge or fail over.
 			a.resp.Body.Close()
 			a.resp, a.err = nil, errOrEOF(err)
+			a.release()
 		}
+	}
+}
+
+// release returns the attempt's relay buffer.
+func (a *attempt) release() {
+	if a.buf != nil {
+		relayBufPool.Put(a.buf)
+		a.buf = nil
 	}
 }
 
@@ -98,6 +112,7 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 	if a.resp != nil {
 		a.resp.Body.Close()
 	}
+	a.release()
 	finishAttempt(call, a.n, o)
 }
 
@@ -213,9 +228,10 @@ func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	}
 	x.upstreamStatus = a.resp.StatusCode
 	x.requestID = requestID(a.resp.Header)
-	if a.first != nil {
+	if a.buf != nil {
 		x.ttft = a.firstAt.Sub(a.start)
-		g.relayStream(call.Context(), w, r, x, a.resp, a.first)
+		g.relayStream(call.Context(), w, r, x, a.resp, a.buf, a.first)
+		a.buf = nil // relayStream returned it to the pool
 		return
 	}
 	g.relayBuffered(call.Context(), w, r, x, a.resp)

@@ -146,14 +146,18 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 
 // relayBufPool recycles relay buffers between streams. A stream holds
 // its buffer for its whole life (the read that waits for the next event
-// needs it), so the buffer is kept small.
+// needs it), so the buffer is kept small, and the stream's first chunk
+// is read into it before the attempt is committed.
 var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
 // relayStream copies an SSE answer to the client as it arrives, flushing
 // after every read so no event waits for the next one. Once the first
 // byte is out the status is committed; a failure after that ends the
 // stream with an error event in the client's dialect.
-func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response, first []byte) {
+// bp is the stream's buffer, holding its first chunk in the first n
+// bytes; relayStream returns it to relayBufPool.
+func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response, bp *[]byte, n int) {
+	defer relayBufPool.Put(bp)
 	defer resp.Body.Close()
 	copyResponseHeaders(w.Header(), resp.Header)
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -163,20 +167,18 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 
 	var usage protocol.StreamUsage
 	defer func() { x.outputTokens, _ = usage.Tokens() }()
+	buf := *bp
 	// The first chunk was read before the attempt was committed.
-	if len(first) > 0 {
-		if _, err := w.Write(first); err != nil {
+	if n > 0 {
+		if _, err := w.Write(buf[:n]); err != nil {
 			g.clientGone(x)
 			return
 		}
-		x.bytesOut += int64(len(first))
-		usage.Write(first)
+		x.bytesOut += int64(n)
+		usage.Write(buf[:n])
 	}
 	rc.Flush()
 
-	bp := relayBufPool.Get().(*[]byte)
-	defer relayBufPool.Put(bp)
-	buf := *bp
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
