@@ -146,9 +146,10 @@ func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *h
 
 // relayBufPool recycles relay buffers between streams. A stream holds
 // its buffer for its whole life (the read that waits for the next event
-// needs it), so the buffer is kept small, and the stream's first chunk
-// is read into it before the attempt is committed.
-var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+// needs it), so the buffer is kept small (2 KiB: an SSE event is far
+// smaller, and the transport's own 4 KiB reader sits underneath), and the
+// stream's first chunk is read into it before the attempt is committed.
+var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 2<<10); return &b }}
 
 // relayStream copies an SSE answer to the client as it arrives, flushing
 // after every read so no event waits for the next one. Once the first
