@@ -18,21 +18,13 @@ import (
 // the backup at once, and the breaker's transition is logged once with
 // its numbers.
 func TestSlowPrimaryFailsOverToBackup(t *testing.T) {
-	backup := mock.New(mock.Config{TTFT: 10 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}})
-	backupURL, stop, err := backup.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	backup, addBackup := withBackup(t, mock.Config{TTFT: 10 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}})
 	s := newStack(t, mock.Config{TTFT: 2 * time.Second, OutputTokens: mock.TokenRange{Min: 1}}, func(c *config.Config) {
 		c.Log.Format = "json"
 		c.Providers[0].Breaker = &config.Breaker{
 			SlowThreshold: config.Duration(200 * time.Millisecond), MinCalls: 4, Window: config.Duration(2 * time.Second),
 		}
-		c.Providers = append(c.Providers, config.Provider{
-			Name: "backup", Kind: "openai", BaseURL: backupURL + "/v1", Timeout: config.Duration(10 * time.Second),
-		})
-		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+		addBackup(c)
 	})
 
 	// Four calls to the slow primary; they pass 200 ms in flight and trip

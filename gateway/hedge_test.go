@@ -17,19 +17,11 @@ import (
 // model hedging after 200 ms.
 func hedgeStack(t *testing.T, budget, burst float64) (*stack, *mock.Server) {
 	t.Helper()
-	backup := mock.New(mock.Config{TTFT: 10 * time.Millisecond, TPOT: time.Millisecond, OutputTokens: mock.TokenRange{Min: 3}})
-	backupURL, stop, err := backup.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	backup, addBackup := withBackup(t, mock.Config{TTFT: 10 * time.Millisecond, TPOT: time.Millisecond, OutputTokens: mock.TokenRange{Min: 3}})
 	s := newStack(t, mock.Config{TTFT: 2 * time.Second, OutputTokens: mock.TokenRange{Min: 3}}, func(c *config.Config) {
 		c.Log.Format = "json"
 		c.Hedging = config.Hedging{Budget: budget, Burst: burst}
-		c.Providers = append(c.Providers, config.Provider{
-			Name: "backup", Kind: "openai", BaseURL: backupURL + "/v1", Timeout: config.Duration(10 * time.Second),
-		})
-		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+		addBackup(c)
 		c.Models[0].HedgeAfter = config.Duration(200 * time.Millisecond)
 	})
 	return s, backup
@@ -98,18 +90,8 @@ func TestRetryOnAnotherTarget(t *testing.T) {
 		{Kind: mock.FailStatus, Status: 529},
 	} {
 		t.Run(f.Kind+fmt.Sprint(f.Status), func(t *testing.T) {
-			backup := mock.New(mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
-			backupURL, stop, err := backup.Start("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-			s := newStack(t, mock.Config{Failures: []mock.Failure{f}}, func(c *config.Config) {
-				c.Providers = append(c.Providers, config.Provider{
-					Name: "backup", Kind: "openai", BaseURL: backupURL + "/v1", Timeout: config.Duration(10 * time.Second),
-				})
-				c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
-			})
+			backup, addBackup := withBackup(t, mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
+			s := newStack(t, mock.Config{Failures: []mock.Failure{f}}, addBackup)
 			status, _, body := s.do("/v1/chat/completions", chatBody, nil)
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, body)

@@ -173,3 +173,21 @@ func (s *stack) logText() string {
 	defer s.logMu.Unlock()
 	return s.logs.String()
 }
+
+// withBackup starts a second fake provider, "backup", and returns a
+// config change that adds it to mock-gpt's targets, after the primary.
+func withBackup(t *testing.T, mc mock.Config) (*mock.Server, func(*config.Config)) {
+	t.Helper()
+	backup := mock.New(mc)
+	url, stop, err := backup.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return backup, func(c *config.Config) {
+		c.Providers = append(c.Providers, config.Provider{
+			Name: "backup", Kind: "openai", BaseURL: url + "/v1", Timeout: config.Duration(10 * time.Second),
+		})
+		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+	}
+}
