@@ -21,7 +21,9 @@ type Config struct {
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
 	Hedging      Hedging    `yaml:"hedging"`
-	// Retries bounds retries onto another target (default budget 0.1).
+	// Retries bounds retries onto another target, per provider: the
+	// retries of a provider's failures stay within budget (default 0.1)
+	// of the requests sent to it.
 	Retries Hedging `yaml:"retries"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.

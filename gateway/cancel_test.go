@@ -67,8 +67,8 @@ func TestClientTimeoutHeader(t *testing.T) {
 	if status != 504 || errorType(t, body) != "timeout_error" {
 		t.Fatalf("status %d: %s", status, body)
 	}
-	if took < 150*time.Millisecond || took > 400*time.Millisecond {
-		t.Errorf("504 after %v, want about 150ms", took)
+	if took < 150*time.Millisecond || took > time.Second {
+		t.Errorf("504 after %v, want it at the 150ms deadline, not the upstream's 5s", took)
 	}
 	waitFor(t, "upstream cancel", func() bool { return s.mock.Stats().CancelledByClient == 1 })
 	if got := s.mock.LastRequest().Header.Get("X-Sluice-Timeout"); got == "" || got == "150ms" {

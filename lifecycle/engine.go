@@ -195,14 +195,16 @@ type request struct {
 
 // Engine is the lifecycle state machine. See the package comment.
 type Engine struct {
-	adm     *admission.Core
-	scopes  []*scope
-	reqs    map[ID]*request
-	slow    timerHeap // in-flight requests by slowAt
-	dead    timerHeap // in-flight requests by deadline
-	hedgeT  timerHeap // in-flight requests by when to hedge
-	hedges  hedgeBudget
-	retries hedgeBudget
+	adm    *admission.Core
+	scopes []*scope
+	reqs   map[ID]*request
+	slow   timerHeap // in-flight requests by slowAt
+	dead   timerHeap // in-flight requests by deadline
+	hedgeT timerHeap // in-flight requests by when to hedge
+	hedges hedgeBudget
+	// retries holds one retry budget per scope, earned by the requests
+	// routed there and spent by retries of that scope's failures.
+	retries []hedgeBudget
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
 	// share accumulates each scope's fail-back weight, so a scope at 25%
@@ -216,7 +218,10 @@ func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
 	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
 	e.hedges = newHedgeBudget(cfg.Hedge)
-	e.retries = newHedgeBudget(cfg.Retry)
+	e.retries = make([]hedgeBudget, len(cfg.Scopes))
+	for i := range e.retries {
+		e.retries[i] = newHedgeBudget(cfg.Retry)
+	}
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
 		s := &scope{cfg: sc, limiter: admission.Fixed(sc.Fixed)}
@@ -270,7 +275,9 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
 	e.reqs[q.id] = q
 	e.hedges.earn()
-	e.retries.earn()
+	if scope >= 0 && scope < len(e.retries) {
+		e.retries[scope].earn()
+	}
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
 	}

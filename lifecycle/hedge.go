@@ -108,7 +108,9 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 // any byte reached the client, gets a second call: only for a failure
 // that is safe to retry (a connection error, 429, 5xx or 529), only to
 // another of its targets (the same provider is left to the client, which
-// has its Retry-After), at most once, and within the retry budget. On
+// has its Retry-After), at most once, and within the failing provider's
+// retry budget (retries of a provider's failures stay a share of the
+// requests sent to it). On
 // success the second call is set up as attempt 1, like a hedge: the host
 // sends it at once and ends it with FinishHedge.
 func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, ok bool) {
@@ -116,7 +118,11 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, ok bool) {
 	if !found || q.hedge != nil || q.committed >= 0 || !retryable(o) {
 		return 0, false
 	}
-	if e.retries.tokens < 1 {
+	if q.scope < 0 || q.scope >= len(e.retries) {
+		return 0, false
+	}
+	b := &e.retries[q.scope]
+	if b.tokens < 1 {
 		e.hedges.stats.RetryNoBudget++
 		return 0, false
 	}
@@ -124,7 +130,7 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	e.retries.tokens--
+	b.tokens--
 	e.hedges.stats.Retries++
 	return i, true
 }
