@@ -38,3 +38,26 @@ func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
 	}
 }
+
+// The same brownout with no second provider. The breaker sheds while the
+// primary is slow and trickles probes, so its recovery is noticed within
+// a fraction of a second: answered within 1% of the theoretical maximum
+// (every request that arrives outside the slow window, 2,400), and
+// nothing lost or failed.
+func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 35 s")
+	}
+	simRow, real := both(t, "testdata/brownout-single.yaml", "primary")
+	const answerable = 2400 // 120 req/s for the 20 s outside [5 s, 15 s)
+	ok := real[report.OK.String()]
+	if float64(ok) < 0.99*answerable {
+		t.Errorf("answered %d; want within 1%% of the %d that could be", ok, answerable)
+	}
+	if real[report.Shed.String()] == 0 || real[report.Failed.String()] != 0 || real[report.Lost.String()] != 0 {
+		t.Errorf("want the slow minute shed, and nothing failed or lost: %v", real)
+	}
+	if !within10pc(simRow.Counts[report.OK], ok) {
+		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
+	}
+}
