@@ -283,6 +283,16 @@ func (b *Breaker) SlowThreshold() time.Duration {
 	return max(b.cfg.SlowFloor, time.Duration(float64(b.lat.p95())*b.cfg.SlowHeadroom))
 }
 
+// HealthyP95 is the 95th percentile of the provider's recent healthy
+// latencies (fast successes at full weight), and whether there are
+// enough of them (MinCalls) to trust. A host can hedge after it.
+func (b *Breaker) HealthyP95() (time.Duration, bool) {
+	if b.lat.len() < min(b.cfg.MinCalls, HealthySamples) {
+		return 0, false
+	}
+	return b.lat.p95(), true
+}
+
 // Transitions returns the transitions since the last call, oldest first,
 // and forgets them: each is reported exactly once.
 func (b *Breaker) Transitions() []Transition {

@@ -63,3 +63,24 @@ func TestTrickleProbes(t *testing.T) {
 		t.Error("no probe failures counted while the provider was slow")
 	}
 }
+
+// HealthyP95 is reported once MinCalls healthy latencies are in, as the
+// 95th percentile of them, for a host that hedges at it.
+func TestHealthyP95(t *testing.T) {
+	b, err := New(Config{MinCalls: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, ok := b.HealthyP95(); ok {
+		t.Fatal("a p95 with no samples")
+	}
+	for i := range 100 {
+		tk, _ := b.Allow(t0)
+		b.Done(t0, tk, Outcome{Kind: OK, Latency: time.Duration(i+1) * time.Millisecond})
+	}
+	p95, ok := b.HealthyP95()
+	if !ok || p95 != 95*time.Millisecond {
+		t.Fatalf("p95 %v %v, want 95ms", p95, ok)
+	}
+}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -131,7 +133,7 @@ type Model struct {
 	// byte (for streams: no first token) this long after it started; the
 	// first to answer wins and the other is cancelled. hedging.budget
 	// bounds how many requests may be hedged.
-	HedgeAfter Duration `yaml:"hedge_after"`
+	HedgeAfter HedgeDelay `yaml:"hedge_after"`
 }
 
 // Target is one {provider, upstream model name} pair.
@@ -206,3 +208,41 @@ func (r *RawNode) UnmarshalYAML(n *yaml.Node) error {
 	r.Node = n
 	return nil
 }
+
+// HedgeDelay is a fixed duration ("1500ms") or "p95": the recent healthy
+// 95th-percentile latency of the target the request went to (which needs
+// a breaker on that provider, since the breaker keeps those latencies).
+type HedgeDelay struct {
+	Fixed Duration
+	P95   bool
+}
+
+// UnmarshalYAML accepts "p95" or a duration with a unit.
+func (h *HedgeDelay) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "p95" {
+		*h = HedgeDelay{P95: true}
+		return nil
+	}
+	var d Duration
+	if err := d.UnmarshalYAML(n); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Msg += ", or p95 to hedge after the target's healthy p95"
+			return e
+		}
+		return fmt.Errorf("%w, or write p95 to hedge after the target's healthy p95", err)
+	}
+	*h = HedgeDelay{Fixed: d}
+	return nil
+}
+
+// MarshalYAML writes the delay back in the form it was read.
+func (h HedgeDelay) MarshalYAML() (any, error) {
+	if h.P95 {
+		return "p95", nil
+	}
+	return h.Fixed.MarshalYAML()
+}
+
+// On reports whether hedging is configured.
+func (h HedgeDelay) On() bool { return h.P95 || h.Fixed > 0 }

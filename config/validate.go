@@ -234,8 +234,8 @@ func (c *Config) validateModels(v *checker, known []string) {
 			firstAt[m.Name] = i
 		}
 		// 0s is "no override", so a marshalled config parses again.
-		if m.HedgeAfter < 0 {
-			v.add(at("hedge_after"), "must not be negative; write e.g. 2s, or remove it for no hedging")
+		if m.HedgeAfter.Fixed < 0 {
+			v.add(at("hedge_after"), "must not be negative; write e.g. 2s or p95, or remove it for no hedging")
 		}
 		if m.Timeout < 0 {
 			v.add(at("timeout"), "must not be negative; write e.g. 30s, or remove it to use the provider's timeout")

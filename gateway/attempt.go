@@ -131,7 +131,7 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
 	first := g.newAttempt(call, 0, m.targets[call.Target])
-	if m.hedgeAfter <= 0 {
+	if m.hedgeAfter <= 0 && !m.hedgeAtP95 {
 		a := first
 		g.send(a, r, ep, body, deadline)
 		if next := g.retry(call, m, a); next != nil {

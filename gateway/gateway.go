@@ -64,6 +64,7 @@ type model struct {
 	name       string
 	timeout    time.Duration
 	hedgeAfter time.Duration
+	hedgeAtP95 bool
 	targets    []target
 	scopes     []int // each target's provider scope, for routing
 }
@@ -124,7 +125,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	for i := range cfg.Models {
 		mc := &cfg.Models[i]
-		m := &model{name: mc.Name, timeout: cfg.Timeout(mc), hedgeAfter: mc.HedgeAfter.D()}
+		m := &model{name: mc.Name, timeout: cfg.Timeout(mc), hedgeAfter: mc.HedgeAfter.Fixed.D(), hedgeAtP95: mc.HedgeAfter.P95}
 		for j, t := range mc.Targets {
 			p, ok := g.providers[t.Provider]
 			if !ok {

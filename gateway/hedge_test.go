@@ -22,7 +22,7 @@ func hedgeStack(t *testing.T, budget, burst float64) (*stack, *mock.Server) {
 		c.Log.Format = "json"
 		c.Hedging = config.Hedging{Budget: budget, Burst: burst}
 		addBackup(c)
-		c.Models[0].HedgeAfter = config.Duration(200 * time.Millisecond)
+		c.Models[0].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(200 * time.Millisecond)}
 	})
 	return s, backup
 }

@@ -95,7 +95,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
-	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline, HedgeAfter: m.hedgeAfter})
+	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline, HedgeAfter: m.hedgeAfter, HedgeAtP95: m.hedgeAtP95})
 	if err != nil {
 		var rej *admission.Rejection
 		switch {

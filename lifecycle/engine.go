@@ -85,6 +85,10 @@ type Request struct {
 	// HedgeAfter, when positive, sends a second call (a hedge) if the
 	// first has no first byte this long after it started; see hedge.go.
 	HedgeAfter time.Duration
+	// HedgeAtP95 instead hedges after the routed target's recent healthy
+	// p95, which its breaker keeps; with no breaker, or too few healthy
+	// samples yet, there is no hedge.
+	HedgeAtP95 bool
 }
 
 // OutcomeKind classifies how a call ended, as far as limits care.
@@ -399,8 +403,8 @@ func (e *Engine) start(now time.Time, q *request) {
 	if !deadline.IsZero() {
 		e.dead.push(q, deadline)
 	}
-	if q.req.HedgeAfter > 0 && e.hedges.enabled() {
-		e.hedgeT.push(q, now.Add(q.req.HedgeAfter))
+	if d := e.hedgeDelay(q); d > 0 && e.hedges.enabled() {
+		e.hedgeT.push(q, now.Add(d))
 	}
 }
 

@@ -84,6 +84,20 @@ type hedgeCall struct {
 	live          bool
 }
 
+// hedgeDelay is how long q's first call may go without a first byte
+// before it is hedged; zero for no hedge.
+func (e *Engine) hedgeDelay(q *request) time.Duration {
+	if !q.req.HedgeAtP95 {
+		return q.req.HedgeAfter
+	}
+	if sc := e.scope(q.scope); sc != nil && sc.cfg.Breaker != nil {
+		if p95, ok := sc.cfg.Breaker.HealthyP95(); ok {
+			return p95
+		}
+	}
+	return 0
+}
+
 // fireHedge sends q's hedge if the budget and a target allow.
 func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 	if q.hedge != nil || q.primaryDone || q.committed >= 0 || !q.firstByte.IsZero() {

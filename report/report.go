@@ -64,6 +64,9 @@ type Row struct {
 	// Attempts counts every request sent, retries included; Unique counts
 	// requests once. Attempts/Unique is the retry amplification.
 	Attempts, Unique int
+	// Extra counts the gateway's own second calls to providers (hedges
+	// and retries onto another target), when the runner knows them.
+	Extra int
 	// Duration is the measured span, for goodput.
 	Duration time.Duration
 	// Latency of OK answers, TTFT of OK answers, time to a shed answer,
@@ -125,17 +128,21 @@ func pct(s Samples, q float64) string {
 // where a row has more than one class), then latencies.
 func WriteTable(w io.Writer, rows []*Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tok\tlate\ttimedOut\tshed\tlost\tfailed\tcrashes\tpeak\tgoodput/s\tretry amp\t")
+	fmt.Fprintln(tw, "policy\tok\tlate\ttimedOut\tshed\tlost\tfailed\tcrashes\tpeak\tgoodput/s\tretry amp\textra calls\t")
 	for _, r := range rows {
 		c := r.Counts
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.2f\t\n", r.Name,
-			c[OK], c[Late], c[TimedOut], c[Shed], c[Lost], c[Failed], r.Crashes, r.Peak, r.Goodput(), r.Amplification())
+		extra := "-"
+		if r.Extra > 0 && r.Unique > 0 {
+			extra = fmt.Sprintf("%.1f%%", 100*float64(r.Extra)/float64(r.Unique))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.2f\t%s\t\n", r.Name,
+			c[OK], c[Late], c[TimedOut], c[Shed], c[Lost], c[Failed], r.Crashes, r.Peak, r.Goodput(), r.Amplification(), extra)
 		if classes(r) > 1 {
 			for p, pc := range r.ByPriority {
 				if pc.Total() == 0 {
 					continue
 				}
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t\n", Priorities[p],
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t\t\n", Priorities[p],
 					pc[OK], pc[Late], pc[TimedOut], pc[Shed], pc[Lost], pc[Failed])
 			}
 		}
@@ -180,6 +187,7 @@ type Summary struct {
 	Peak          int                       `json:"peak"`
 	GoodputPerSec float64                   `json:"goodput_per_sec"`
 	Amplification float64                   `json:"retry_amplification"`
+	ExtraCalls    int                       `json:"extra_calls"`
 	LatencyMs     map[string]float64        `json:"latency_ms"`
 	TTFTMs        map[string]float64        `json:"ttft_ms"`
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
@@ -209,7 +217,7 @@ func Summarise(rows []*Row) []Summary {
 	var out []Summary
 	for _, r := range rows {
 		s := Summary{Name: r.Name, Counts: countMap(r.Counts), ByPriority: map[string]map[string]int{},
-			Crashes: r.Crashes, Peak: r.Peak, GoodputPerSec: r.Goodput(), Amplification: r.Amplification(),
+			Crashes: r.Crashes, Peak: r.Peak, GoodputPerSec: r.Goodput(), Amplification: r.Amplification(), ExtraCalls: r.Extra,
 			LatencyMs: quantiles(all(r.Latency)), TTFTMs: quantiles(all(r.TTFT)), RejectionMs: quantiles(all(r.Rejection))}
 		for p, pc := range r.ByPriority {
 			if pc.Total() > 0 {

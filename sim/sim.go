@@ -56,6 +56,8 @@ func Run(f *scenario.File, o Options) (*Result, error) {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
 		r.loop()
+		st := r.eng.HedgeStats()
+		r.row.Extra = int(st.Fired+st.Retries) + r.extraBefore
 		res.Rows = append(res.Rows, r.row)
 		res.Series = append(res.Series, r.series)
 	}
@@ -111,8 +113,11 @@ type run struct {
 	down    time.Duration // refusing arrivals until then
 	nextUID uint64
 	shares  [3]float64
-	retry   scenario.Retry
-	hedge   time.Duration // the model's hedge_after
+	// extraBefore carries second calls counted by engines lost to crashes.
+	extraBefore int
+	retry       scenario.Retry
+	hedge       time.Duration // the model's hedge_after
+	hedgeP95    bool          // hedge_after: p95
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
@@ -128,12 +133,13 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	m, _ := cfg.Model(sc.Clients.Model)
 	r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
-		row:     &report.Row{Name: name, Duration: sc.Duration},
-		rng:     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
-		tickAt:  -1,
-		timeout: cfg.Timeout(m),
-		hedge:   m.HedgeAfter.D(),
-		retry:   retry,
+		row:      &report.Row{Name: name, Duration: sc.Duration},
+		rng:      rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
+		tickAt:   -1,
+		timeout:  cfg.Timeout(m),
+		hedge:    m.HedgeAfter.Fixed.D(),
+		hedgeP95: m.HedgeAfter.P95,
+		retry:    retry,
 	}
 	r.series = newSeries(name)
 	r.shares = sc.Clients.PriorityShares()
@@ -348,6 +354,7 @@ func (r *run) arrive(q *request) {
 		Stream:     r.sc.Clients.Stream,
 		Deadline:   r.clock(r.now + r.timeout),
 		HedgeAfter: r.hedge,
+		HedgeAtP95: r.hedgeP95,
 	})
 	if a.Verdict == admission.Rejected {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
@@ -417,6 +424,8 @@ func (r *run) checkMemory() {
 		q.token++
 		r.fail(q, report.Lost, 0)
 	}
+	st := r.eng.HedgeStats()
+	r.extraBefore += int(st.Fired + st.Retries)
 	r.restartEngine()
 	r.down = r.now + p.Restart
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
@@ -208,6 +209,13 @@ func TestBrownoutScenarios(t *testing.T) {
 		none, br := run("rate-limited")
 		if none.Counts != br.Counts {
 			t.Errorf("no breaker %v, breaker %v: a 429 must not trip it", none.Counts, br.Counts)
+		}
+	})
+	t.Run("a thin tail: hedging at p95 fixes p99 for a few percent more calls", func(t *testing.T) {
+		none, hedged := run("thin-tail")
+		p99 := func(r *report.Row) time.Duration { return append(report.Samples(nil), r.Latency[1]...).Quantile(.99) }
+		if p99(hedged)*3 > p99(none) || hedged.Extra == 0 || float64(hedged.Extra) > 0.1*float64(hedged.Unique) {
+			t.Errorf("p99 %v without hedging, %v with, for %d extra calls in %d requests", p99(none), p99(hedged), hedged.Extra, hedged.Unique)
 		}
 	})
 	t.Run("a 30% partial brownout stays under the slow rate: the breaker cannot help", func(t *testing.T) {
