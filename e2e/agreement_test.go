@@ -110,6 +110,13 @@ func waitHTTP(t *testing.T, url string) {
 // counts, and logs both tables.
 func both(t *testing.T, file string, providers ...string) (*report.Row, map[string]int) {
 	t.Helper()
+	simRow, counts, _ := bothWithSummary(t, file, providers...)
+	return simRow, counts
+}
+
+// bothWithSummary is both, also returning sluice load's whole summary.
+func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Row, map[string]int, report.Summary) {
+	t.Helper()
 	bin := buildSluice(t)
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -168,7 +175,7 @@ func both(t *testing.T, file string, providers ...string) (*report.Row, map[stri
 	var table bytes.Buffer
 	report.WriteTable(&table, []*report.Row{simRow})
 	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
-	return simRow, rows[0].Counts
+	return simRow, rows[0].Counts, rows[0]
 }
 
 // within10pc reports whether real is within 10 % of simulated.
