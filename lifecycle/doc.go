@@ -1,8 +1,18 @@
 // Package lifecycle decides the life of every request after its headers
-// are read: admit it, queue it or refuse it; start its upstream call; watch
+// are read: route it to the first of its targets whose breaker takes it;
+// admit it, queue it or refuse it there; start its upstream call; watch
 // the call and flag it slow the moment it passes the slow threshold while
-// still in flight; give up on it at its deadline; and turn its outcome
-// into a sample for its provider's adaptive concurrency limit.
+// still in flight; hedge it when it has no first byte in time, or retry
+// it on another target when it fails safely, each under a budget; give up
+// on it at its deadline; and turn every outcome into a sample for its
+// provider's adaptive concurrency limit and breaker.
+//
+// A request has at most two upstream calls: its first (attempt 0) and a
+// second (attempt 1), which is either a hedge (Ready.Hedge, fired by a
+// timer) or a retry (Engine.Retry, asked by the host after a failure).
+// The first call to report a first byte wins (Commit); nothing is hedged
+// or retried after that. The request completes when both calls have
+// finished (Finish, FinishHedge).
 //
 // # Organisation
 //
@@ -10,8 +20,9 @@
 // RawNode: not safe for concurrent use, it never reads the clock (every
 // method takes now), never sleeps, starts no goroutines and does no I/O.
 // Outcomes come in as method calls; decisions come out as a Ready value
-// listing the requests to start, refuse or expire. Time passes only when
-// the host calls Tick, at or after NextTimer.
+// listing the requests to start, refuse, expire or hedge, and the breaker
+// transitions to log. Time passes only when the host calls Tick, at or
+// after NextTimer.
 //
 // Two hosts drive the same Engine:
 //

@@ -143,7 +143,9 @@ type Transition struct {
 	breaker.Transition
 }
 
-func (r *Ready) merge(o Ready) {
+// Merge appends o's actions to r, for a host that gathers the Ready of
+// several calls before carrying them out.
+func (r *Ready) Merge(o Ready) {
 	r.Start = append(r.Start, o.Start...)
 	r.Refuse = append(r.Refuse, o.Refuse...)
 	r.Expire = append(r.Expire, o.Expire...)

@@ -238,7 +238,7 @@ func (e *Engine) FinishHedge(now time.Time, id ID, o Outcome) (rd Ready, ok bool
 	}
 	rd.Start = e.started(now, e.adm.ReleaseExtra(now, h.scope))
 	if q.primaryDone {
-		rd.merge(e.complete(now, q))
+		rd.Merge(e.complete(now, q))
 		return rd, true
 	}
 	rd.Transitions = e.transitions()

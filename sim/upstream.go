@@ -191,23 +191,14 @@ func (r *run) cancelCalls(q *request, o lifecycle.Outcome, tellEngine bool) life
 		if tellEngine {
 			if c.attempt == 0 {
 				next, _ := r.eng.Finish(r.clock(r.now), q.id, o)
-				rd = merge(rd, next)
+				rd.Merge(next)
 			} else {
 				next, _ := r.eng.FinishHedge(r.clock(r.now), q.id, lifecycleCancelled)
-				rd = merge(rd, next)
+				rd.Merge(next)
 			}
 		}
 	}
 	return rd
-}
-
-func merge(a, b lifecycle.Ready) lifecycle.Ready {
-	a.Start = append(a.Start, b.Start...)
-	a.Refuse = append(a.Refuse, b.Refuse...)
-	a.Expire = append(a.Expire, b.Expire...)
-	a.Transitions = append(a.Transitions, b.Transitions...)
-	a.Hedge = append(a.Hedge, b.Hedge...)
-	return a
 }
 
 var lifecycleCancelled = lifecycle.Outcome{Kind: lifecycle.Cancelled}
