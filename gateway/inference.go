@@ -110,8 +110,11 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		return
 	}
 	// Whatever path ends this request, its slot is released exactly once;
-	// forward reports the real outcome first, and this is then a no-op.
+	// forward reports the real outcomes first, and these are then no-ops.
+	// The hedge is ended too (a panic mid-race would otherwise leave the
+	// request waiting for it, its slot held).
 	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	defer call.FinishHedge(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 	x.waited = call.Waited
 	t := m.targets[call.Target]
 	x.provider = t.provider.name
