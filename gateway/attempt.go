@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
+
+// errAttemptPanic marks an attempt whose goroutine panicked.
+var errAttemptPanic = errors.New("gateway: panic in an upstream call")
 
 // attempt is one upstream call of a request: its first call (n 0) or its
 // hedge (n 1). It runs until its first byte, the response headers and,
@@ -147,7 +151,22 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 		return
 	}
 	results := make(chan *attempt, 2)
-	run := func(a *attempt) { g.send(a, r, ep, body, deadline); results <- a }
+	run := func(a *attempt) {
+		defer func() {
+			// This goroutine is not the handler's, so nothing else would
+			// recover a panic here: it would end the process.
+			if v := recover(); v != nil {
+				g.log.Error("upstream call panic", "panic", fmt.Sprint(v), "provider", a.t.provider.name)
+				if a.resp != nil {
+					a.resp.Body.Close()
+				}
+				a.resp, a.err = nil, fmt.Errorf("%w: %v", errAttemptPanic, v)
+				a.release()
+			}
+			results <- a
+		}()
+		g.send(a, r, ep, body, deadline)
+	}
 	go run(first)
 	attempts := [2]*attempt{first}
 	live := 1
@@ -222,6 +241,10 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	x.provider = a.t.provider.name
 	x.upstreamStart = a.start
+	if errors.Is(a.err, errAttemptPanic) {
+		g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+		return
+	}
 	if a.err != nil {
 		g.upstreamFailed(w, r, x, call.Context(), a.err)
 		return

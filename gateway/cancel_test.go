@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/gateway"
 	"github.com/sluice-gw/sluice/mock"
 )
@@ -111,6 +112,18 @@ func TestPanicReleasesSlotAndAnswers500(t *testing.T) {
 	}
 	if sn := s.gw.Runner().Snapshot(); sn.InFlight != 0 {
 		t.Fatalf("in flight %d after panics", sn.InFlight)
+	}
+}
+
+// With hedging on, the upstream call runs on its own goroutine: a panic
+// there must become a 500, not end the process, and release the slot.
+func TestPanicInHedgedCallIsContained(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Models[0].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(time.Second)}
+	}, func(o *gateway.Options) { o.Transport = panicTransport{} })
+	status, _, body := s.do("/v1/chat/completions", chatBody, nil)
+	if status != 500 || errorType(t, body) != "server_error" {
+		t.Fatalf("status %d: %s", status, body)
 	}
 }
 
