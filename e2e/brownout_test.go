@@ -61,3 +61,27 @@ func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
 		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
 	}
 }
+
+// Everything slow, in real processes: both providers take 5 s per call
+// for 20 s. There is no fast provider to find, so the gateway sheds most
+// of that window at once instead of letting users wait out 2.5 s, and
+// serves everything else.
+func TestEverythingSlowShedsInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 55 s")
+	}
+	simRow, real := both(t, "testdata/all-slow.yaml", "primary", "backup")
+	const answerable, slowWindow = 3600, 2400 // 120 req/s outside and inside [10 s, 30 s)
+	ok, shed := real[report.OK.String()], real[report.Shed.String()]
+	if float64(ok) < 0.98*answerable {
+		t.Errorf("answered %d of the %d that could be", ok, answerable)
+	}
+	if float64(shed) < 0.5*slowWindow {
+		t.Errorf("shed %d of the %d in the slow window; the rest waited for nothing", shed, slowWindow)
+	}
+	for _, col := range []report.Outcome{report.OK, report.Shed} {
+		if s, r := simRow.Counts[col], real[col.String()]; !within10pc(s, r) {
+			t.Errorf("%s: simulated %d, real %d", col, s, r)
+		}
+	}
+}
