@@ -28,26 +28,13 @@ func (r brownoutRow) propagates() bool {
 }
 
 func runBrownout(ctx context.Context, e *env, o *options, kinds []kind) []brownoutRow {
-	var rows []brownoutRow
 	prof := mockProfile{ttft: o.brownoutLatency, tokens: 1}
-	for _, k := range kinds {
-		if ctx.Err() != nil {
-			break
-		}
-		row := brownoutRow{Kind: k, Clients: o.brownoutClients}
-		if !e.available(k) {
-			row.Note = "skipped: not available"
-			rows = append(rows, row)
-			continue
-		}
+	noted := func(k kind, note string) brownoutRow {
+		return brownoutRow{Kind: k, Clients: o.brownoutClients, Note: note}
+	}
+	return eachTarget(ctx, e, kinds, prof, noted, func(k kind, t *target) brownoutRow {
+		row := noted(k, "")
 		e.logf("brownout: %s, %d clients giving up after %s on a %s upstream", k, o.brownoutClients, o.brownoutTimeout, o.brownoutLatency)
-		t, err := e.start(ctx, k, prof, limits{})
-		if err != nil {
-			row.Note = "failed to start: " + err.Error()
-			e.logf("  %s", row.Note)
-			rows = append(rows, row)
-			continue
-		}
 		t.mock.reset(ctx)
 		c := newClient(t, chatBody(false, 0), o.brownoutClients)
 		var abandoned, answered atomic.Int64
@@ -77,7 +64,6 @@ func runBrownout(ctx context.Context, e *env, o *options, kinds []kind) []browno
 			row.Reached, row.InFlight, row.Cancelled = st.Total, st.InFlight, st.CancelledByClient
 		}
 		e.logf("  upstream saw %d; %s later in_flight %d, cancelled_by_client %d", row.Reached, o.brownoutSettle, row.InFlight, row.Cancelled)
-		rows = append(rows, row)
-	}
-	return rows
+		return row
+	})
 }

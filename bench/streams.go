@@ -111,31 +111,16 @@ func (s *streamSet) one(ctx context.Context, c *client, sem chan struct{}) {
 }
 
 func runStreams(ctx context.Context, e *env, o *options, kinds []kind) []streamRow {
-	var rows []streamRow
 	prof := mockProfile{tpot: o.streamTPOT, tokens: o.streamTokens}
-	for _, k := range kinds {
-		if ctx.Err() != nil {
-			break
-		}
-		row := streamRow{Kind: k, Streams: o.streams}
-		if !e.available(k) {
-			row.Note = "skipped: not available"
-			rows = append(rows, row)
-			continue
-		}
-		e.logf("streams: %s, %d concurrent streams of %d tokens at %s/token", k, o.streams, o.streamTokens, o.streamTPOT)
-		t, err := e.start(ctx, k, prof, limits{})
-		if err != nil {
-			row.Note = "failed to start: " + err.Error()
-			e.logf("  %s", row.Note)
-			rows = append(rows, row)
-			continue
-		}
-		measureStreams(ctx, e, o, t, &row)
-		t.stop()
-		rows = append(rows, row)
-	}
-	return rows
+	return eachTarget(ctx, e, kinds, prof,
+		func(k kind, note string) streamRow { return streamRow{Kind: k, Streams: o.streams, Note: note} },
+		func(k kind, t *target) streamRow {
+			defer t.stop()
+			row := streamRow{Kind: k, Streams: o.streams}
+			e.logf("streams: %s, %d concurrent streams of %d tokens at %s/token", k, o.streams, o.streamTokens, o.streamTPOT)
+			measureStreams(ctx, e, o, t, &row)
+			return row
+		})
 }
 
 func measureStreams(ctx context.Context, e *env, o *options, t *target, row *streamRow) {
