@@ -96,7 +96,7 @@ func (a *attempt) usable() bool { return a.err == nil && a.resp.StatusCode/100 =
 func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 	switch {
 	case a.err == nil:
-		o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: a.resp.StatusCode}
+		o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: a.resp.StatusCode, RetryAfter: retryAfter(a.resp.Header)}
 		switch a.resp.StatusCode {
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
 			o.Kind = lifecycle.Overloaded
@@ -227,14 +227,42 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 		return nil
 	}
 	o := a.outcome(call.Context())
-	ti, ok := call.Retry(o)
+	ti, delay, ok := call.Retry(o)
 	if !ok {
 		return nil
 	}
 	next := g.newAttempt(call, 1, m.targets[ti])
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)
+	if delay > 0 {
+		// A retry on the same provider waits out its Retry-After (or a
+		// jittered backoff); a client that leaves meanwhile ends the wait,
+		// and the new call then fails at once on its cancelled context.
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-next.ctx.Done():
+			t.Stop()
+		}
+	}
 	return next
+}
+
+// retryAfter reads a provider's Retry-After: retry-after-ms, or
+// Retry-After in seconds. Zero when it sent neither (an HTTP date is rare
+// from model APIs and is not worth the clock it would need).
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 // respond relays an attempt's answer, or maps its failure, to the client.

@@ -102,3 +102,25 @@ func TestRetryOnAnotherTarget(t *testing.T) {
 		})
 	}
 }
+
+// With no other target, a call that fails safely is retried once on the
+// same provider, after the provider's own Retry-After.
+func TestRetrySameProviderHonoursRetryAfter(t *testing.T) {
+	s := newStack(t, mock.Config{Failures: []mock.Failure{
+		// Calls in the provider's first 300 ms are refused with a 529
+		// asking for 500 ms; the retry comes after the window.
+		{Kind: mock.FailStatus, Status: 529, RetryAfter: 500 * time.Millisecond, End: 300 * time.Millisecond},
+	}}, nil)
+	start := time.Now()
+	status, _, body := s.do("/v1/chat/completions", chatBody, nil)
+	took := time.Since(start)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if took < 500*time.Millisecond || took > 2*time.Second {
+		t.Errorf("answered after %v; want the retry after the 500ms Retry-After", took)
+	}
+	if st := s.mock.Stats(); st.Total != 2 || st.ErrorsInjected != 1 {
+		t.Errorf("provider saw %d calls, %d failed; want one failure and one retry", st.Total, st.ErrorsInjected)
+	}
+}

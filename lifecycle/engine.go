@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
@@ -112,6 +113,9 @@ const (
 // Outcome is how a call ended.
 type Outcome struct {
 	Kind OutcomeKind
+	// RetryAfter is the provider's own Retry-After (or retry-after-ms),
+	// when it sent one with a failure.
+	RetryAfter time.Duration
 	// Status is the upstream's HTTP status, when one came: a breaker
 	// counts 429 as pacing, not as an error.
 	Status int
@@ -210,7 +214,9 @@ type Engine struct {
 	hedges hedgeBudget
 	// retries holds one retry budget per scope, earned by the requests
 	// routed there and spent by retries of that scope's failures.
-	retries []hedgeBudget
+	retries  []hedgeBudget
+	retryCfg RetryConfig
+	rng      *rand.Rand // retry jitter, seeded from RetryConfig.Seed
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
 	// share accumulates each scope's fail-back weight, so a scope at 25%
@@ -224,9 +230,14 @@ func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
 	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
 	e.hedges = newHedgeBudget(cfg.Hedge)
+	e.retryCfg = cfg.Retry
+	if e.retryCfg.Base <= 0 {
+		e.retryCfg.Base = 100 * time.Millisecond
+	}
+	e.rng = rand.New(rand.NewPCG(cfg.Retry.Seed, cfg.Retry.Seed^0x7e7))
 	e.retries = make([]hedgeBudget, len(cfg.Scopes))
 	for i := range e.retries {
-		e.retries[i] = newHedgeBudget(cfg.Retry)
+		e.retries[i] = newHedgeBudget(HedgeConfig{Budget: cfg.Retry.Budget, Burst: cfg.Retry.Burst})
 	}
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {

@@ -115,11 +115,11 @@ func TestRetry(t *testing.T) {
 	t.Run("a safe failure is retried once on the next target", func(t *testing.T) {
 		e := newEngine(1)
 		a, _ := e.Arrive(at(0), two)
-		ti, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError})
-		if !ok || ti != 1 {
-			t.Fatalf("retry %d %v, want target 1", ti, ok)
+		ti, delay, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError})
+		if !ok || ti != 1 || delay != 0 {
+			t.Fatalf("retry %d after %v, %v; want target 1 at once", ti, delay, ok)
 		}
-		if _, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError}); ok {
+		if _, _, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError}); ok {
 			t.Fatal("a second retry: at most two calls per request")
 		}
 		e.Finish(at(time.Second), a.ID, Outcome{Kind: ConnError})
@@ -129,17 +129,36 @@ func TestRetry(t *testing.T) {
 			t.Fatal("the request did not complete")
 		}
 	})
-	t.Run("not retried: a 4xx, a timeout, a cancel, or the only target", func(t *testing.T) {
+	t.Run("not retried: a 4xx, a timeout, a cancel", func(t *testing.T) {
 		e := newEngine(1)
 		for _, o := range []Outcome{{Kind: Failed, Status: 400}, {Kind: TimedOut}, {Kind: Cancelled}} {
 			a, _ := e.Arrive(at(0), two)
-			if _, ok := e.Retry(at(0), a.ID, o); ok {
+			if _, _, ok := e.Retry(at(0), a.ID, o); ok {
 				t.Errorf("%+v was retried", o)
 			}
 		}
+	})
+	t.Run("the only target: the same provider, after its Retry-After", func(t *testing.T) {
+		e := newEngine(1)
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Deadline: at(10 * time.Second)})
+		ti, delay, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 529, RetryAfter: 2 * time.Second})
+		if !ok || ti != 0 || delay != 2*time.Second {
+			t.Fatalf("retry %d after %v, %v; want the same target after its 2s Retry-After", ti, delay, ok)
+		}
+	})
+	t.Run("no Retry-After: full-jitter backoff within the base", func(t *testing.T) {
+		e := newEngine(1)
 		a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
-		if _, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 529}); ok {
-			t.Error("retried onto the same target; that is the client's call, with its Retry-After")
+		_, delay, ok := e.Retry(at(0), a.ID, Outcome{Kind: ConnError})
+		if !ok || delay < 0 || delay > 100*time.Millisecond {
+			t.Fatalf("delay %v %v; want a jittered wait within the 100ms base", delay, ok)
+		}
+	})
+	t.Run("no retry the deadline cannot fit", func(t *testing.T) {
+		e := newEngine(1)
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Deadline: at(time.Second)})
+		if _, _, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 429, RetryAfter: 5 * time.Second}); ok {
+			t.Fatal("a retry after 5s for a request with 1s left")
 		}
 	})
 	t.Run("the budget caps retries", func(t *testing.T) {
@@ -147,7 +166,7 @@ func TestRetry(t *testing.T) {
 		retried := 0
 		for range 20 {
 			a, _ := e.Arrive(at(0), two)
-			if _, ok := e.Retry(at(0), a.ID, Outcome{Kind: ConnError}); ok {
+			if _, _, ok := e.Retry(at(0), a.ID, Outcome{Kind: ConnError}); ok {
 				retried++
 			}
 		}

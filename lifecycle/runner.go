@@ -159,16 +159,16 @@ func (c *Call) Commit(attempt int) bool {
 
 // Retry asks for a second call after the first failed with o before any
 // byte reached the client (see Engine.Retry). On true the host sends it
-// at once, to the target returned, and ends it with FinishHedge.
-func (c *Call) Retry(o Outcome) (int, bool) {
+// to the target returned, after delay, and ends it with FinishHedge.
+func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.e.Retry(r.now(), c.id, o)
+	target, delay, ok = r.e.Retry(r.now(), c.id, o)
 	if ok {
 		c.hedgeLive = true
 	}
-	return t, ok
+	return target, delay, ok
 }
 
 // FinishHedge ends the hedge and reports its outcome. Only the first call

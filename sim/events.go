@@ -25,6 +25,7 @@ const (
 	evArrivals // tick mode: this tick's batch of new requests
 	evRestart
 	evSample
+	evLaunch // a delayed retry's call goes out
 )
 
 type event struct {

@@ -236,6 +236,8 @@ func (r *run) loop() {
 			r.firstByte(e.call)
 		case evDone:
 			r.upstreamDone(e.call)
+		case evLaunch:
+			r.launch(e.call)
 		case evPatience:
 			r.patience(e.req)
 		case evArrive:

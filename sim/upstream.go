@@ -32,6 +32,7 @@ type upCall struct {
 	plan    mock.Plan
 	running bool
 	queued  bool
+	delayed bool // a retry waiting out its delay, not yet sent
 	done    bool // finished or cancelled: its pending events are stale
 	outcome lifecycle.OutcomeKind
 	status  int // the HTTP status of a failure, if any
@@ -42,9 +43,26 @@ func (r *run) startUpstream(q *request) { r.startCall(q, 0, q.scope) }
 
 // startCall sends one of q's calls to the provider of scope.
 func (r *run) startCall(q *request, attempt, scope int) {
-	u := r.ups[scope]
-	c := &upCall{u: u, q: q, attempt: attempt, plan: u.planner.Next(r.now)}
+	c := &upCall{u: r.ups[scope], q: q, attempt: attempt}
 	q.calls[attempt] = c
+	r.launch(c)
+}
+
+// startCallAfter sends one of q's calls after a wait (a retry honouring
+// the provider's Retry-After). The call exists from now, so a client
+// that leaves during the wait cancels it like any other.
+func (r *run) startCallAfter(q *request, attempt, scope int, delay time.Duration) {
+	c := &upCall{u: r.ups[scope], q: q, attempt: attempt, delayed: true}
+	q.calls[attempt] = c
+	r.pushCall(r.now+delay, evLaunch, c)
+}
+
+// launch puts a call to its provider: running, queued, or refused at
+// once when the provider's queue is full.
+func (r *run) launch(c *upCall) {
+	u := c.u
+	c.delayed = false
+	c.plan = u.planner.Next(r.now)
 	switch {
 	case u.cfg.MaxRunning == 0 || u.running < u.cfg.MaxRunning:
 		r.generate(c)
@@ -126,12 +144,19 @@ func (r *run) upstreamDone(c *upCall) {
 		r.cancelOther(c)
 	}
 	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens}
+	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
+		o.RetryAfter = f.RetryAfter
+	}
 	if !won && c.attempt == 0 && !r.live(q) {
 		// About to give up: ask for a retry on another target first, as
 		// the gateway does, then finish the failed call.
-		if ti, ok := r.eng.Retry(r.clock(r.now), q.id, o); ok {
+		if ti, delay, ok := r.eng.Retry(r.clock(r.now), q.id, o); ok {
 			r.apply(r.finishCall(c, o))
-			r.startCall(q, 1, r.targets[ti])
+			if delay > 0 {
+				r.startCallAfter(q, 1, r.targets[ti], delay)
+			} else {
+				r.startCall(q, 1, r.targets[ti])
+			}
 			return
 		}
 	}
