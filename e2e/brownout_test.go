@@ -85,3 +85,24 @@ func TestEverythingSlowShedsInRealProcesses(t *testing.T) {
 		}
 	}
 }
+
+// 429 bursts in real processes: for 10 s, 60% of the primary's calls are
+// refused with 429 and a retry-after. A 429 is pacing, not an error: the
+// breaker never trips (nothing is shed), and refused calls are retried on
+// the backup within the retry budget, which is what bounds the failures.
+func TestRateLimitBurstsRetriedInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 35 s")
+	}
+	simRow, real := both(t, "testdata/rate-limited.yaml", "primary", "backup")
+	if real[report.Shed.String()] != 0 {
+		t.Errorf("shed %d: a 429 must not trip the breaker", real[report.Shed.String()])
+	}
+	if s, r := simRow.Counts[report.OK], real[report.OK.String()]; !within10pc(s, r) {
+		t.Errorf("ok: simulated %d, real %d", s, r)
+	}
+	// Without retries, 60% of 1,200 calls (about 720) would fail.
+	if f := real[report.Failed.String()]; f > 2*simRow.Counts[report.Failed]+30 {
+		t.Errorf("failed %d; the simulator predicts %d", f, simRow.Counts[report.Failed])
+	}
+}
