@@ -80,7 +80,8 @@ type Call struct {
 	// hedges delivers the target of the request's hedge, once, if the
 	// engine sends one.
 	hedges        chan int
-	hedgeLive     bool // guarded by the Runner's lock
+	hedgeLive     bool        // guarded by the Runner's lock
+	hedgeSent     atomic.Bool // hedgeLive, readable without the lock
 	hedgeFinished atomic.Bool
 	// Target indexes the request's Targets: where the engine routed it.
 	Target int
@@ -167,6 +168,7 @@ func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
 	target, delay, ok = r.e.Retry(r.now(), c.id, o)
 	if ok {
 		c.hedgeLive = true
+		c.hedgeSent.Store(true)
 	}
 	return target, delay, ok
 }
@@ -174,7 +176,10 @@ func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
 // FinishHedge ends the hedge and reports its outcome. Only the first call
 // has an effect.
 func (c *Call) FinishHedge(o Outcome) {
-	if !c.hedgeFinished.CompareAndSwap(false, true) {
+	// Most requests never have a second call: no lock for them. A hedge
+	// fired after this check is one the host never took, and Finish ends
+	// it.
+	if !c.hedgeSent.Load() || !c.hedgeFinished.CompareAndSwap(false, true) {
 		return
 	}
 	r := c.r
@@ -289,6 +294,7 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 	for _, h := range rd.Hedge {
 		if c, ok := r.calls[h.ID]; ok && !c.hedgeLive {
 			c.hedgeLive = true
+			c.hedgeSent.Store(true)
 			c.hedges <- h.Target // buffered: one hedge per request
 		}
 	}
