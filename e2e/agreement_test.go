@@ -110,12 +110,14 @@ func waitHTTP(t *testing.T, url string) {
 // counts, and logs both tables.
 func both(t *testing.T, file string, providers ...string) (*report.Row, map[string]int) {
 	t.Helper()
-	simRow, counts, _ := bothWithSummary(t, file, providers...)
+	simRow, counts, _, _ := bothWithSummary(t, file, providers...)
 	return simRow, counts
 }
 
-// bothWithSummary is both, also returning sluice load's whole summary.
-func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Row, map[string]int, report.Summary) {
+// bothWithSummary is both, also returning sluice load's whole summary
+// and the gateway's admin address (the processes run until the test
+// ends, so its /metrics can still be read).
+func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Row, map[string]int, report.Summary, string) {
 	t.Helper()
 	bin := buildSluice(t)
 	raw, err := os.ReadFile(file)
@@ -175,7 +177,7 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	var table bytes.Buffer
 	report.WriteTable(&table, []*report.Row{simRow})
 	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
-	return simRow, rows[0].Counts, rows[0]
+	return simRow, rows[0].Counts, rows[0], admin
 }
 
 // within10pc reports whether real is within 10 % of simulated.

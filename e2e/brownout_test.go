@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/sluice-gw/sluice/report"
@@ -104,5 +108,50 @@ func TestRateLimitBurstsRetriedInRealProcesses(t *testing.T) {
 	// Without retries, 60% of 1,200 calls (about 720) would fail.
 	if f := real[report.Failed.String()]; f > 2*simRow.Counts[report.Failed]+30 {
 		t.Errorf("failed %d; the simulator predicts %d", f, simRow.Counts[report.Failed])
+	}
+}
+
+// A flapping primary in real processes: slow and healthy by turns every
+// 2.5 s for 30 s. The breaker keeps traffic on the backup rather than
+// following every swing, and fails back once the flapping stops; its
+// transitions, read from the gateway's own /metrics, stay few.
+func TestFlappingDoesNotOscillateInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 55 s")
+	}
+	simRow, real, _, admin := bothWithSummary(t, "testdata/flapping.yaml", "primary", "backup")
+	if s, r := simRow.Counts[report.OK], real[report.OK.String()]; !within10pc(s, r) {
+		t.Errorf("ok: simulated %d, real %d", s, r)
+	}
+	if real[report.Shed.String()] != 0 || real[report.Failed.String()] != 0 {
+		t.Errorf("with a healthy backup nothing should be shed or fail: %v", real)
+	}
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	count := func(to string) int {
+		total := 0
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, `sluice_breaker_transitions_total{provider="primary",`) && strings.Contains(line, `to="`+to+`"`) {
+				var n float64
+				fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n)
+				total += int(n)
+			}
+		}
+		return total
+	}
+	opens, closes := count("open"), count("closed")
+	t.Logf("the primary's breaker opened %d times and failed back fully %d times", opens, closes)
+	// Following every swing would fail traffic back to the primary after
+	// each of its six healthy spells. With the backoff it fails back once,
+	// after the flapping stops (the last open period, about 13.6 s from
+	// 25 s, ends after the last slow spell at 37.5 s). Each probe that
+	// meets a slow spell re-opens it, but the open time doubles from
+	// 1.7 s, so 30 s of flapping allows about six opens.
+	if opens == 0 || opens > 7 || closes > 1 {
+		t.Errorf("opened %d times, failed back fully %d times; want tripped, at most one full fail-back, opens bounded by the backoff", opens, closes)
 	}
 }

@@ -15,7 +15,7 @@ func TestThinTailHedgedInRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 35 s")
 	}
-	simRow, real, summary := bothWithSummary(t, "testdata/thin-tail.yaml", "primary")
+	simRow, real, summary, _ := bothWithSummary(t, "testdata/thin-tail.yaml", "primary")
 	simP99 := append(report.Samples(nil), simRow.Latency[1]...).Quantile(.99)
 	realP99 := time.Duration(summary.LatencyMs["p99"] * float64(time.Millisecond))
 	t.Logf("p99: simulated %v, real %v", simP99, realP99)
