@@ -118,14 +118,6 @@ func (t *tally) merge(o *tally) {
 	}
 }
 
-func (t *tally) total() int {
-	n := t.errs
-	for _, l := range t.byStatus {
-		n += len(l)
-	}
-	return n
-}
-
 // others counts answers that are neither the given statuses nor transport errors.
 func (t *tally) others(ok ...int) int {
 	n := 0

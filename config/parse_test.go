@@ -57,8 +57,8 @@ func TestValidFullConfig(t *testing.T) {
 				{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}}},
 			{Name: "1.10", Targets: []Target{{Provider: "anthropic", Model: "claude-haiku"}}},
 		},
-		Hedging: Hedging{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
-		Retries: Hedging{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
+		Hedging: Budget{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
+		Retries: Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Admission: Admission{
 			MaxInFlight:     32,
 			Queue:           Queue{MaxDepth: 40, MaxWait: Duration(2500 * time.Millisecond)},

@@ -22,11 +22,11 @@ type Config struct {
 	Providers    []Provider `yaml:"providers"`
 	Models       []Model    `yaml:"models"`
 	Admission    Admission  `yaml:"admission"`
-	Hedging      Hedging    `yaml:"hedging"`
+	Hedging      Budget     `yaml:"hedging"`
 	// Retries bounds retries onto another target, per provider: the
 	// retries of a provider's failures stay within budget (default 0.1)
 	// of the requests sent to it.
-	Retries Hedging `yaml:"retries"`
+	Retries Budget `yaml:"retries"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`
@@ -160,13 +160,15 @@ type Admission struct {
 	CriticalKeysEnv string `yaml:"critical_keys_env"`
 }
 
-// Hedging bounds hedged requests across the gateway.
-type Hedging struct {
-	// Budget is the share of requests that may be hedged (default 0.05):
-	// every request earns Budget of a hedge and every hedge spends one,
-	// so a brownout that makes every call slow cannot double the load.
+// Budget bounds the gateway's second calls of one kind: hedges
+// (hedging:) or retries onto another target or after a wait (retries:).
+type Budget struct {
+	// Budget is the share of requests that may get such a call (default
+	// 0.05 for hedges, 0.1 for retries): every request earns Budget of
+	// one and every call spends one, so a brownout that makes every call
+	// slow or failing cannot double the load.
 	Budget float64 `yaml:"budget"`
-	// Burst caps hedges saved up in quiet times (default 10).
+	// Burst caps the calls saved up in quiet times (default 10).
 	Burst float64 `yaml:"burst"`
 }
 

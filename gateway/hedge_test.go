@@ -20,7 +20,7 @@ func hedgeStack(t *testing.T, budget, burst float64) (*stack, *mock.Server) {
 	backup, addBackup := withBackup(t, mock.Config{TTFT: 10 * time.Millisecond, TPOT: time.Millisecond, OutputTokens: mock.TokenRange{Min: 3}})
 	s := newStack(t, mock.Config{TTFT: 2 * time.Second, OutputTokens: mock.TokenRange{Min: 3}}, func(c *config.Config) {
 		c.Log.Format = "json"
-		c.Hedging = config.Hedging{Budget: budget, Burst: burst}
+		c.Hedging = config.Budget{Budget: budget, Burst: burst}
 		addBackup(c)
 		c.Models[0].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(200 * time.Millisecond)}
 	})

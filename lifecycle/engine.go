@@ -211,10 +211,10 @@ type Engine struct {
 	slow   timerHeap // in-flight requests by slowAt
 	dead   timerHeap // in-flight requests by deadline
 	hedgeT timerHeap // in-flight requests by when to hedge
-	hedges hedgeBudget
+	hedges budget
 	// retries holds one retry budget per scope, earned by the requests
 	// routed there and spent by retries of that scope's failures.
-	retries  []hedgeBudget
+	retries  []budget
 	retryCfg RetryConfig
 	rng      *rand.Rand // retry jitter, seeded from RetryConfig.Seed
 	// periodic is set when a limit needs Tick even without traffic.
@@ -229,15 +229,15 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request)}
 	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
-	e.hedges = newHedgeBudget(cfg.Hedge)
+	e.hedges = newBudget(cfg.Hedge)
 	e.retryCfg = cfg.Retry
 	if e.retryCfg.Base <= 0 {
 		e.retryCfg.Base = 100 * time.Millisecond
 	}
 	e.rng = rand.New(rand.NewPCG(cfg.Retry.Seed, cfg.Retry.Seed^0x7e7))
-	e.retries = make([]hedgeBudget, len(cfg.Scopes))
+	e.retries = make([]budget, len(cfg.Scopes))
 	for i := range e.retries {
-		e.retries[i] = newHedgeBudget(HedgeConfig{Budget: cfg.Retry.Budget, Burst: cfg.Retry.Burst})
+		e.retries[i] = newBudget(HedgeConfig{Budget: cfg.Retry.Budget, Burst: cfg.Retry.Burst})
 	}
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {

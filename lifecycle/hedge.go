@@ -53,29 +53,29 @@ type HedgeStats struct {
 	Retries, RetryNoBudget uint64
 }
 
-type hedgeBudget struct {
+type budget struct {
 	cfg    HedgeConfig
 	tokens float64
 	stats  HedgeStats
 }
 
-// newHedgeBudget starts full, as token buckets do: the burst is there
+// newBudget starts full, as token buckets do: the burst is there
 // for the first trouble, and is earned back at Budget per request.
-func newHedgeBudget(c HedgeConfig) hedgeBudget {
+func newBudget(c HedgeConfig) budget {
 	if c.Burst <= 0 {
 		c.Burst = 10
 	}
-	b := hedgeBudget{cfg: c}
+	b := budget{cfg: c}
 	if b.enabled() {
 		b.tokens = c.Burst
 	}
 	return b
 }
 
-func (b *hedgeBudget) enabled() bool { return b.cfg.Budget > 0 }
+func (b *budget) enabled() bool { return b.cfg.Budget > 0 }
 
 // earn credits one request's share of a hedge.
-func (b *hedgeBudget) earn() {
+func (b *budget) earn() {
 	if b.enabled() {
 		b.tokens = min(b.cfg.Burst, b.tokens+b.cfg.Budget)
 	}

@@ -255,15 +255,6 @@ func (f *File) validate() error {
 // the scenario's settings, and the same derived seed.
 func (f *File) Upstream(provider string) mock.Config { return f.upstreams[provider] }
 
-// ProviderNames lists the providers in config order.
-func (f *File) ProviderNames() []string {
-	var out []string
-	for _, p := range f.Gateway.Providers {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
 // PriorityShares returns the priority mix in class order, defaulting to
 // all interactive.
 func (c Clients) PriorityShares() [3]float64 {
