@@ -105,3 +105,35 @@ func settle(ctx context.Context, t *target, limit time.Duration) {
 		last = now
 	}
 }
+
+// warmClients gives each started target of the fleet a client with conns
+// connections, runs warmup through it, and lets the target settle. It
+// returns the clients (nil where a target did not start) and a function
+// that closes them all.
+func (f *fleet) warmClients(ctx context.Context, conns int, warmup func(c *client)) ([]*client, func()) {
+	clients := make([]*client, len(f.targets))
+	for i, t := range f.targets {
+		if t == nil {
+			continue
+		}
+		clients[i] = newClient(t, chatBody(false, 0), conns)
+		warmup(clients[i])
+		settle(ctx, t, 30*time.Second)
+	}
+	return clients, func() {
+		for _, c := range clients {
+			if c != nil {
+				c.close()
+			}
+		}
+	}
+}
+
+// newTallies makes one tally per target.
+func newTallies(n int) []*tally {
+	out := make([]*tally, n)
+	for i := range out {
+		out[i] = newTally()
+	}
+	return out
+}

@@ -43,19 +43,12 @@ func runLatency(ctx context.Context, e *env, o *options, kinds []kind) []latency
 	f := e.startFleet(ctx, kinds, same(mockProfile{ttft: o.latency, tokens: 1}), limits{})
 	defer f.stop()
 	rows := make([]latencyRow, len(kinds))
-	tallies := make([]*tally, len(kinds))
-	clients := make([]*client, len(kinds))
-	for i, t := range f.targets {
+	for i := range rows {
 		rows[i] = latencyRow{Kind: kinds[i], Note: f.notes[i]}
-		tallies[i] = newTally()
-		if t == nil {
-			continue
-		}
-		clients[i] = newClient(t, chatBody(false, 0), 256)
-		defer clients[i].close()
-		openLoop(ctx, clients[i], o.rate, o.warmup, 10*time.Second, o.poisson, 7)
-		settle(ctx, t, 30*time.Second)
 	}
+	tallies := newTallies(len(kinds))
+	clients, closeAll := f.warmClients(ctx, 256, func(c *client) { openLoop(ctx, c, o.rate, o.warmup, 10*time.Second, o.poisson, 7) })
+	defer closeAll()
 	inProxy := make([][]time.Duration, len(kinds))
 	use := make([]cpuUse, len(kinds))
 	elapsed := make([]time.Duration, len(kinds))
@@ -122,22 +115,15 @@ func runOverload(ctx context.Context, e *env, o *options, kinds []kind) []overlo
 	}, lim)
 	defer f.stop()
 	rows := make([]overloadRow, len(kinds))
-	tallies := make([]*tally, len(kinds))
-	clients := make([]*client, len(kinds))
+	for i := range rows {
+		rows[i] = overloadRow{Kind: kinds[i], Note: f.notes[i]}
+	}
+	tallies := newTallies(len(kinds))
 	serverSide := make([][]time.Duration, len(kinds))
 	use := make([]cpuUse, len(kinds))
 	elapsed := make([]time.Duration, len(kinds))
-	for i, t := range f.targets {
-		rows[i] = overloadRow{Kind: kinds[i], Note: f.notes[i]}
-		tallies[i] = newTally()
-		if t == nil {
-			continue
-		}
-		clients[i] = newClient(t, chatBody(false, 0), 256)
-		defer clients[i].close()
-		openLoop(ctx, clients[i], o.overloadRate, o.warmup, 10*time.Second, o.poisson, 7)
-		settle(ctx, t, 30*time.Second)
-	}
+	clients, closeAll := f.warmClients(ctx, 256, func(c *client) { openLoop(ctx, c, o.overloadRate, o.warmup, 10*time.Second, o.poisson, 7) })
+	defer closeAll()
 	slice := sliceOf(o.duration, o.rounds)
 	for round := range o.rounds {
 		for i, t := range f.targets {

@@ -33,20 +33,13 @@ func runThroughput(ctx context.Context, e *env, o *options, kinds []kind) []thro
 	f := e.startFleet(ctx, kinds, same(mockProfile{tokens: 1}), limits{})
 	defer f.stop()
 	rows := make([]throughputRow, len(kinds))
-	tallies := make([]*tally, len(kinds))
-	use := make([]cpuUse, len(kinds))
-	clients := make([]*client, len(kinds))
-	for i, t := range f.targets {
+	for i := range rows {
 		rows[i] = throughputRow{Kind: kinds[i], Note: f.notes[i]}
-		tallies[i] = newTally()
-		if t == nil {
-			continue
-		}
-		clients[i] = newClient(t, chatBody(false, 0), o.concurrency)
-		defer clients[i].close()
-		closedLoop(ctx, clients[i], o.concurrency, o.warmup)
-		settle(ctx, t, 30*time.Second)
 	}
+	tallies := newTallies(len(kinds))
+	use := make([]cpuUse, len(kinds))
+	clients, closeAll := f.warmClients(ctx, o.concurrency, func(c *client) { closedLoop(ctx, c, o.concurrency, o.warmup) })
+	defer closeAll()
 	slice := sliceOf(o.duration, o.rounds)
 	for round := range o.rounds {
 		for i, t := range f.targets {
