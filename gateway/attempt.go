@@ -36,9 +36,14 @@ type attempt struct {
 	err   error
 }
 
-func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
-	a := &attempt{n: n, t: t}
-	a.ctx, a.cancel = context.WithCancel(call.Context())
+// newAttempt makes an attempt. Only attempts that race (hedging) need a
+// context of their own, to cancel the loser; one that runs alone uses
+// the call's, which ends with the request.
+func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target, races bool) *attempt {
+	a := &attempt{n: n, t: t, ctx: call.Context(), cancel: func() {}}
+	if races {
+		a.ctx, a.cancel = context.WithCancel(call.Context())
+	}
 	return a
 }
 
@@ -134,11 +139,12 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
-	first := g.newAttempt(call, 0, m.targets[call.Target])
-	if m.hedgeAfter <= 0 && !m.hedgeAtP95 {
+	races := m.hedgeAfter > 0 || m.hedgeAtP95
+	first := g.newAttempt(call, 0, m.targets[call.Target], races)
+	if !races {
 		a := first
 		g.send(a, r, ep, body, deadline)
-		if next := g.retry(call, m, a); next != nil {
+		if next := g.retry(call, m, a, false); next != nil {
 			a = next
 			g.send(a, r, ep, body, deadline)
 		}
@@ -174,7 +180,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	for live > 0 {
 		select {
 		case ti := <-call.Hedges():
-			h := g.newAttempt(call, 1, m.targets[ti])
+			h := g.newAttempt(call, 1, m.targets[ti], true)
 			attempts[1] = h
 			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
 			live++
@@ -205,7 +211,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 			}
 			failed = a // wait for the other call, if there is one
 			if live == 0 {
-				if next := g.retry(call, m, a); next != nil {
+				if next := g.retry(call, m, a, true); next != nil {
 					failed, attempts[1] = nil, next
 					live++
 					go run(next)
@@ -222,7 +228,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 // retry asks the engine for a second call after a's failure, when a is
 // the request's first call and failed safely before any byte went to the
 // client (Engine.Retry); it ends a and returns the new attempt, or nil.
-func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
+func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt, races bool) *attempt {
 	if a.n != 0 || a.usable() {
 		return nil
 	}
@@ -231,7 +237,7 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 	if !ok {
 		return nil
 	}
-	next := g.newAttempt(call, 1, m.targets[ti])
+	next := g.newAttempt(call, 1, m.targets[ti], races)
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)
 	if delay > 0 {
