@@ -315,3 +315,28 @@ func (b *Breaker) Stats(now time.Time) Stats {
 		OpenFor: b.openedFor, DroppedTransitions: b.dropped,
 	}
 }
+
+// NextProbe is when a HalfOpen breaker will next grant a probe ticket,
+// for a host that sends probes of its own rather than routing calls to
+// it: at once while a slot is free, or, trickling, one ProbeInterval
+// after the last probe. ok is false outside HalfOpen and while every
+// probe slot is taken (a slot frees when a probe ends or times out,
+// which NextTimer already names).
+func (b *Breaker) NextProbe() (time.Time, bool) {
+	if b.state != HalfOpen {
+		return time.Time{}, false
+	}
+	if b.cfg.ProbeInterval > 0 {
+		if len(b.probes) >= b.cfg.Probes {
+			return time.Time{}, false
+		}
+		if b.lastProbe.IsZero() {
+			return b.last, true
+		}
+		return b.lastProbe.Add(b.cfg.ProbeInterval), true
+	}
+	if len(b.probes)+b.probesOK < b.cfg.Probes {
+		return b.last, true
+	}
+	return time.Time{}, false
+}

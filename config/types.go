@@ -90,7 +90,29 @@ type Breaker struct {
 	ProbeInterval Duration  `yaml:"probe_interval"`
 	StepHold      Duration  `yaml:"step_hold"` // each fail-back step (default 10s)
 	Steps         []float64 `yaml:"steps"`     // fail-back shares (default 0.1, 0.25, 0.5, 1)
+	// Probe says what a half-open breaker probes with: "traffic" (the
+	// default: routed user requests, each rescued onto the model's next
+	// target if it fails) or "synthetic" (Sluice's own one-token request,
+	// while users are refused at once with a Retry-After). Synthetic
+	// suits a provider that is some model's only target.
+	Probe string `yaml:"probe"`
+	// ProbeModel is the upstream model a synthetic probe asks for
+	// (default: the model of the first target that names this provider).
+	ProbeModel string `yaml:"probe_model"`
+	// Rescue (default true): while the breaker is open, a call still
+	// waiting on this provider past the slow threshold gets a second
+	// call on the model's next target, and the first answer wins.
+	Rescue *bool `yaml:"rescue"`
 }
+
+// Breaker.Probe values.
+const (
+	ProbeTraffic   = "traffic"
+	ProbeSynthetic = "synthetic"
+)
+
+// Rescues reports whether the breaker rescues stranded calls.
+func (b *Breaker) Rescues() bool { return b.Rescue == nil || *b.Rescue }
 
 // Limit configures an adaptive concurrency limit for one provider. Zero
 // fields take the algorithm's own defaults (see package limit).

@@ -138,6 +138,9 @@ func (c *Config) validateProviders(v *checker) []string {
 			v.add(at("max_in_flight"), "%d is negative; write 0 for no per-provider limit, or a positive number", p.MaxInFlight)
 		}
 		validateLimit(v, at("limit"), p.Limit)
+		if b := p.Breaker; b != nil && b.Probe != "" {
+			v.oneOf(at("breaker.probe"), b.Probe, ProbeTraffic, ProbeSynthetic)
+		}
 	}
 	return known
 }

@@ -139,7 +139,7 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
-	races := m.hedgeAfter > 0 || m.hedgeAtP95
+	races := m.hedgeAfter > 0 || m.hedgeAtP95 || m.rescues
 	first := g.newAttempt(call, 0, m.targets[call.Target], races)
 	if !races {
 		a := first
@@ -179,10 +179,14 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	var failed *attempt
 	for live > 0 {
 		select {
-		case ti := <-call.Hedges():
-			h := g.newAttempt(call, 1, m.targets[ti], true)
+		case hs := <-call.Hedges():
+			h := g.newAttempt(call, 1, m.targets[hs.Target], true)
 			attempts[1] = h
-			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
+			if hs.Rescue {
+				g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
+			} else {
+				g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
+			}
 			live++
 			go run(h)
 		case a := <-results:

@@ -33,24 +33,30 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 		return nil, err
 	}
 	copyRequestHeaders(req.Header, r.Header)
-	req.Header.Set("Content-Type", "application/json")
-	switch p.dialect {
-	case protocol.Anthropic:
-		if p.key != "" {
-			req.Header.Set("X-Api-Key", p.key)
-		}
-		if req.Header.Get("Anthropic-Version") == "" {
-			req.Header.Set("Anthropic-Version", "2023-06-01")
-		}
-	default:
-		if p.key != "" {
-			req.Header.Set("Authorization", "Bearer "+p.key)
-		}
-	}
+	p.authorize(req.Header)
 	// A downstream Sluice (or any upstream that reads it) learns how much
 	// time is left; the context enforces it here either way.
 	req.Header.Set("X-Sluice-Timeout", strconv.FormatInt(time.Until(deadline).Milliseconds(), 10)+"ms")
 	return req, nil
+}
+
+// authorize sets the provider's own credentials and content type on an
+// upstream request's headers; a client's Anthropic-Version is kept.
+func (p *provider) authorize(h http.Header) {
+	h.Set("Content-Type", "application/json")
+	switch p.dialect {
+	case protocol.Anthropic:
+		if p.key != "" {
+			h.Set("X-Api-Key", p.key)
+		}
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", "2023-06-01")
+		}
+	default:
+		if p.key != "" {
+			h.Set("Authorization", "Bearer "+p.key)
+		}
+	}
 }
 
 // timedOut reports whether ctx ended because the request's deadline

@@ -41,6 +41,7 @@ type Gateway struct {
 	now       func() time.Time
 
 	providers  map[string]*provider
+	byScope    []*provider // by admission scope index
 	models     map[string]*model
 	modelNames []string
 	defaultPri admission.Priority
@@ -58,6 +59,10 @@ type provider struct {
 	key     string // never logged
 	timeout time.Duration
 	scope   int // admission scope index
+	// probeModel is the upstream model a synthetic breaker probe asks for.
+	probeModel string
+	// rescues: its breaker moves stranded calls to a model's next target.
+	rescues bool
 }
 
 type model struct {
@@ -65,8 +70,11 @@ type model struct {
 	timeout    time.Duration
 	hedgeAfter time.Duration
 	hedgeAtP95 bool
-	targets    []target
-	scopes     []int // each target's provider scope, for routing
+	// rescues: a target before the last may have its calls rescued, so
+	// every request may get a second call.
+	rescues bool
+	targets []target
+	scopes  []int // each target's provider scope, for routing
 }
 
 type target struct {
@@ -113,7 +121,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if !ok {
 			return nil, fmt.Errorf("providers[%d].kind: unknown kind %q", i, pc.Kind)
 		}
-		g.providers[pc.Name] = &provider{
+		p := &provider{
 			name:    pc.Name,
 			dialect: d,
 			baseURL: strings.TrimSuffix(pc.BaseURL, "/"),
@@ -121,6 +129,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			timeout: pc.Timeout.D(),
 			scope:   i,
 		}
+		if b := pc.Breaker; b != nil {
+			p.probeModel, p.rescues = b.ProbeModel, b.Rescues()
+		}
+		g.providers[pc.Name] = p
+		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name
 	}
 	for i := range cfg.Models {
@@ -133,6 +146,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 			m.targets = append(m.targets, target{provider: p, model: t.Model})
 			m.scopes = append(m.scopes, p.scope)
+			m.rescues = m.rescues || (p.rescues && j < len(mc.Targets)-1)
+			if p.probeModel == "" {
+				p.probeModel = t.Model // the first target that names it
+			}
 		}
 		g.models[mc.Name] = m
 		g.modelNames = append(g.modelNames, mc.Name)
@@ -145,6 +162,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
+	g.runner.SetProber(g.probe)
 	g.metrics.ObserveAdmission(g.runner, scopeNames)
 	g.metrics.ObserveBreakers(g.runner.BreakerStats, scopeNames)
 	g.metrics.ObserveBudgets(func() metrics.Refusals {

@@ -58,6 +58,14 @@ type ScopeConfig struct {
 	// Breaker, when set, takes the scope out of rotation while it is
 	// unhealthy; a request then goes to the next of its Targets.
 	Breaker *breaker.Breaker
+	// Rescue: a call here that is slow while the breaker is open (flagged
+	// before the trip, or after it) gets a second call on the request's
+	// next target, racing the first; see rescue.go.
+	Rescue bool
+	// SyntheticProbes: the engine probes the half-open breaker with calls
+	// of its own (Ready.Probe) and routes no user request to it until a
+	// probe passes; see probe.go.
+	SyntheticProbes bool
 }
 
 // Config configures an Engine. Admission.Scopes is ignored: the engine
@@ -139,6 +147,9 @@ type Ready struct {
 	// Hedge: start a second call for these requests, to the given target;
 	// the host reports it with Commit(…, 1) and FinishHedge.
 	Hedge []HedgeStart
+	// Probe: send these synthetic probes, each ended by its Deadline, and
+	// report each with FinishProbe.
+	Probe []ProbeStart
 }
 
 // Transition is one breaker state change of a scope.
@@ -155,6 +166,7 @@ func (r *Ready) Merge(o Ready) {
 	r.Expire = append(r.Expire, o.Expire...)
 	r.Transitions = append(r.Transitions, o.Transitions...)
 	r.Hedge = append(r.Hedge, o.Hedge...)
+	r.Probe = append(r.Probe, o.Probe...)
 }
 
 // Arrival is Arrive's verdict on the arriving request itself.
@@ -219,6 +231,9 @@ type Engine struct {
 	rng      *rand.Rand // retry jitter, seeded from RetryConfig.Seed
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
+	// probes are the synthetic probes in flight (probe.go).
+	probes    map[ProbeID]*probeCall
+	lastProbe ProbeID
 	// share accumulates each scope's fail-back weight, so a scope at 25%
 	// takes exactly every fourth request offered to it: deterministic,
 	// with no random draw.
@@ -270,7 +285,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	var rd Ready
 	target, scope, ticket, hasTicket, ok := e.route(now, r)
 	if !ok {
-		rd.Transitions = e.transitions()
+		e.settle(now, &rd)
 		return Arrival{Verdict: admission.Rejected, Refusal: admission.Refusal{
 			Priority: r.Priority, Reason: admission.ReasonUnavailable, RetryAfter: e.untilProbe(now, r),
 		}}, rd
@@ -285,7 +300,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		if hasTicket {
 			e.scopes[scope].cfg.Breaker.Done(now, ticket, breaker.Outcome{Kind: breaker.Cancelled})
 		}
-		rd.Transitions = e.transitions()
+		e.settle(now, &rd)
 		return a, rd
 	}
 	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [3]int{-1, -1, -1}, committed: -1,
@@ -298,7 +313,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
 	}
-	rd.Transitions = e.transitions()
+	e.settle(now, &rd)
 	return a, rd
 }
 
@@ -327,8 +342,8 @@ func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.T
 		b := sc.cfg.Breaker
 		if w := b.Weight(now); w < 1 {
 			if w <= 0 {
-				if st, _ := b.State(now); st != breaker.HalfOpen {
-					continue
+				if st, _ := b.State(now); st != breaker.HalfOpen || sc.cfg.SyntheticProbes {
+					continue // open; or probing with calls of its own
 				}
 			} else if e.share[s] += w; e.share[s] < 1-1e-9 { // 10 × 0.1 must make 1
 				if passed < 0 {
@@ -486,7 +501,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	q.primaryDone = true
 	if q.hedge != nil && q.hedge.live {
 		// The request goes on in its hedge; it ends with FinishHedge.
-		rd.Transitions = e.transitions()
+		e.settle(now, &rd)
 		return rd, true
 	}
 	return e.complete(now, q), true
@@ -504,7 +519,7 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	rd.Refuse = e.expireWaiters(now)
 	granted, _ := e.adm.Release(now, q.id)
 	rd.Start = e.started(now, granted)
-	rd.Transitions = e.transitions()
+	e.settle(now, &rd)
 	return rd
 }
 
@@ -596,6 +611,7 @@ func (e *Engine) Tick(now time.Time) Ready {
 		}
 		if q.hasTicket {
 			sc.cfg.Breaker.Slow(now, q.ticket)
+			e.rescueSlow(now, q, sc, &rd)
 		}
 	}
 	for _, sc := range e.scopes {
@@ -614,9 +630,13 @@ func (e *Engine) Tick(now time.Time) Ready {
 		e.fireHedge(now, e.hedgeT.pop(), &rd)
 	}
 	for e.dead.due(now) {
-		rd.Expire = append(rd.Expire, e.dead.pop().id)
+		q := e.dead.pop()
+		if e.outliveProbe(now, q, &rd) {
+			continue
+		}
+		rd.Expire = append(rd.Expire, q.id)
 	}
-	rd.Transitions = e.transitions()
+	e.settle(now, &rd)
 	return rd
 }
 
@@ -634,6 +654,7 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	consider(e.slow.next())
 	consider(e.dead.next())
 	consider(e.hedgeT.next())
+	consider(e.nextProbe())
 	for _, sc := range e.scopes {
 		if sc.cfg.Breaker != nil {
 			consider(sc.cfg.Breaker.NextTimer())

@@ -64,6 +64,8 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 			return sc, err
 		}
 		sc.Breaker = b
+		sc.Rescue = bc.Rescues()
+		sc.SyntheticProbes = bc.Probe == config.ProbeSynthetic
 	}
 	if l.Algorithm == "" || l.Algorithm == "fixed" {
 		return sc, nil

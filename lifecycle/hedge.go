@@ -39,6 +39,9 @@ type HedgeStart struct {
 	ID ID
 	// Target indexes the request's Targets.
 	Target int
+	// Rescue: the second call moves a call stranded on a provider whose
+	// breaker is open (rescue.go), rather than hedging a slow one.
+	Rescue bool
 }
 
 // HedgeStats counts hedging decisions, for metrics.
@@ -51,6 +54,9 @@ type HedgeStats struct {
 	// Retries counts retries sent to another target; RetryNoBudget those
 	// the retry budget refused.
 	Retries, RetryNoBudget uint64
+	// Rescued counts second calls sent for calls stranded on a provider
+	// whose breaker opened (rescue.go).
+	Rescued uint64
 }
 
 type budget struct {
@@ -261,7 +267,7 @@ func (e *Engine) FinishHedge(now time.Time, id ID, o Outcome) (rd Ready, ok bool
 		rd.Merge(e.complete(now, q))
 		return rd, true
 	}
-	rd.Transitions = e.transitions()
+	e.settle(now, &rd)
 	return rd, true
 }
 

@@ -27,6 +27,8 @@ type Runner struct {
 	// onTransition, when set, hears every breaker transition once. It is
 	// called with the Runner's lock held, so it must not call back in.
 	onTransition func(Transition)
+	// prober sends synthetic probes; see SetProber.
+	prober func(ctx context.Context, scope int) Outcome
 
 	mu      sync.Mutex // guards everything below
 	e       *Engine
@@ -77,9 +79,9 @@ type Call struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	finished atomic.Bool
-	// hedges delivers the target of the request's hedge, once, if the
-	// engine sends one.
-	hedges        chan int
+	// hedges delivers the request's second call (a hedge or a rescue),
+	// once, if the engine sends one.
+	hedges        chan HedgeStart
 	hedgeLive     bool        // guarded by the Runner's lock
 	hedgeSent     atomic.Bool // hedgeLive, readable without the lock
 	hedgeFinished atomic.Bool
@@ -143,10 +145,11 @@ func (c *Call) doneLocked() bool {
 	return true
 }
 
-// Hedges delivers, at most once, the target (an index into the request's
-// Targets) of a second call the engine wants sent because the first has
-// no first byte yet. The host sends it and races the two (Commit).
-func (c *Call) Hedges() <-chan int { return c.hedges }
+// Hedges delivers, at most once, a second call the engine wants sent
+// because the first has no first byte yet: a hedge, or a rescue from a
+// provider whose breaker opened. Its Target indexes the request's
+// Targets. The host sends it and races the two (Commit).
+func (c *Call) Hedges() <-chan HedgeStart { return c.hedges }
 
 // Commit reports the first byte of attempt 0 (the first call) or 1 (the
 // hedge) and says whether that call's answer goes to the client: the
@@ -266,7 +269,7 @@ func (r *Runner) claim(id ID) *Call {
 
 func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, hedges: make(chan int, 1)}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, hedges: make(chan HedgeStart, 1)}
 	r.calls[id] = c
 	return c
 }
@@ -295,8 +298,11 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 		if c, ok := r.calls[h.ID]; ok && !c.hedgeLive {
 			c.hedgeLive = true
 			c.hedgeSent.Store(true)
-			c.hedges <- h.Target // buffered: one hedge per request
+			c.hedges <- h // buffered: one second call per request
 		}
+	}
+	for _, p := range rd.Probe {
+		go r.probe(p)
 	}
 	if r.onTransition != nil {
 		for _, t := range rd.Transitions {
@@ -313,6 +319,35 @@ func (r *Runner) OnTransition(fn func(Transition)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onTransition = fn
+}
+
+// SetProber sets how synthetic probes are sent (ScopeConfig
+// SyntheticProbes): fn makes one probe call to scope's provider and says
+// how it ended; ctx ends at the probe's deadline. Each probe runs on its
+// own goroutine, outside the Runner's lock. Without a prober, a probe
+// fails at once (the provider stays out of rotation).
+func (r *Runner) SetProber(fn func(ctx context.Context, scope int) Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prober = fn
+}
+
+// probe sends one synthetic probe and reports it.
+func (r *Runner) probe(p ProbeStart) {
+	r.mu.Lock()
+	fn := r.prober
+	r.mu.Unlock()
+	o := Outcome{Kind: Failed}
+	if fn != nil {
+		ctx, cancel := context.WithDeadline(context.Background(), p.Deadline)
+		o = fn(ctx, p.Scope)
+		cancel()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	rd, _ := r.e.FinishProbe(now, p.ID, o)
+	r.applyLocked(now, rd)
 }
 
 // HedgeStats reports the engine's hedging counters.

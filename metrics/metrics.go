@@ -36,6 +36,11 @@ type Metrics struct {
 	Hedges *prometheus.CounterVec
 	// Retries counts retries onto another target.
 	Retries *prometheus.CounterVec
+	// Rescues counts calls stranded on a provider whose breaker opened,
+	// moved to another target.
+	Rescues *prometheus.CounterVec
+	// Probes counts synthetic breaker probes by result.
+	Probes *prometheus.CounterVec
 }
 
 // latency buckets span a 5 ms rejection to a ten-minute generation.
@@ -87,12 +92,20 @@ func New() *Metrics {
 			Name: "sluice_retries_total",
 			Help: "Requests retried onto another target after a safe failure (before any byte reached the client).",
 		}, []string{"model", "provider"}),
+		Rescues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_rescues_total",
+			Help: "Calls still waiting on a provider past its slow threshold after its breaker opened, given a second call on another target.",
+		}, []string{"model", "from", "to"}),
+		Probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_breaker_probes_total",
+			Help: "Synthetic probes of half-open breakers, by result (ok, slow, error, rate_limited, timeout).",
+		}, []string{"provider", "result"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_transitions_total",
 			Help: "Breaker state changes, by the state entered and the reason.",
 		}, []string{"provider", "to", "reason"}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

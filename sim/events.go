@@ -25,7 +25,8 @@ const (
 	evArrivals // tick mode: this tick's batch of new requests
 	evRestart
 	evSample
-	evLaunch // a delayed retry's call goes out
+	evLaunch     // a delayed retry's call goes out
+	evProbeLimit // a synthetic probe's deadline
 )
 
 type event struct {

@@ -56,8 +56,7 @@ func Run(f *scenario.File, o Options) (*Result, error) {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
 		r.loop()
-		st := r.eng.HedgeStats()
-		r.row.Extra = int(st.Fired+st.Retries) + r.extraBefore
+		r.row.Extra = r.extraCalls() + r.extraBefore
 		res.Rows = append(res.Rows, r.row)
 		res.Series = append(res.Series, r.series)
 	}
@@ -121,6 +120,8 @@ type run struct {
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
+	// probes are the synthetic probes in flight.
+	probes []*upCall
 }
 
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
@@ -238,6 +239,8 @@ func (r *run) loop() {
 			r.upstreamDone(e.call)
 		case evLaunch:
 			r.launch(e.call)
+		case evProbeLimit:
+			r.probeDone(e.call, lifecycle.Outcome{Kind: lifecycle.TimedOut})
 		case evPatience:
 			r.patience(e.req)
 		case evArrive:
@@ -398,6 +401,9 @@ func (r *run) apply(rd lifecycle.Ready) {
 			r.startCall(q, 1, r.targets[h.Target])
 		}
 	}
+	for _, p := range rd.Probe {
+		r.startProbe(p)
+	}
 }
 
 func (r *run) leaveGateway(q *request) {
@@ -426,8 +432,18 @@ func (r *run) checkMemory() {
 		q.token++
 		r.fail(q, report.Lost, 0)
 	}
-	st := r.eng.HedgeStats()
-	r.extraBefore += int(st.Fired + st.Retries)
+	for _, c := range r.probes {
+		r.cancelCall(c) // the engine that sent it is gone
+	}
+	r.probes = nil
+	r.extraBefore += r.extraCalls()
 	r.restartEngine()
 	r.down = r.now + p.Restart
+}
+
+// extraCalls counts the current engine's second calls (hedges, retries
+// and rescues) and synthetic probes: the calls beyond one per attempt.
+func (r *run) extraCalls() int {
+	st := r.eng.HedgeStats()
+	return int(st.Fired+st.Retries+st.Rescued) + int(r.eng.ProbesSent())
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sluice-gw/sluice/lifecycle"
@@ -36,6 +37,31 @@ type upCall struct {
 	done    bool // finished or cancelled: its pending events are stale
 	outcome lifecycle.OutcomeKind
 	status  int // the HTTP status of a failure, if any
+	// probe names a synthetic probe (q is nil then): one output token,
+	// reported with FinishProbe.
+	probe lifecycle.ProbeID
+}
+
+// startProbe sends a synthetic probe to its provider, to be given up at
+// its deadline.
+func (r *run) startProbe(p lifecycle.ProbeStart) {
+	c := &upCall{u: r.ups[p.Scope], probe: p.ID}
+	r.probes = append(r.probes, c)
+	r.launch(c)
+	r.pushCall(p.Deadline.Sub(origin), evProbeLimit, c)
+}
+
+// probeDone reports a synthetic probe's end to the engine.
+func (r *run) probeDone(c *upCall, o lifecycle.Outcome) {
+	if c.done {
+		return
+	}
+	r.cancelCall(c)
+	if i := slices.Index(r.probes, c); i >= 0 {
+		r.probes = slices.Delete(r.probes, i, i+1)
+	}
+	rd, _ := r.eng.FinishProbe(r.clock(r.now), c.probe, o)
+	r.apply(rd)
 }
 
 // startUpstream sends q's first call to the provider it was routed to.
@@ -86,6 +112,9 @@ func (r *run) generate(c *upCall) {
 	if mt := r.sc.Clients.MaxTokens; mt > 0 {
 		tokens = min(tokens, mt)
 	}
+	if c.probe != 0 {
+		tokens = 1
+	}
 	slow := 1 + u.cfg.BatchSlowdown*float64(u.running-1)
 	tpot := time.Duration(float64(u.cfg.TPOT) * p.TPOTScale * slow)
 	first := r.now + p.TTFT
@@ -113,7 +142,7 @@ func (r *run) generate(c *upCall) {
 			c.outcome = lifecycle.Failed
 		}
 	}
-	if !r.sc.Clients.Stream || c.outcome != lifecycle.OK {
+	if !r.sc.Clients.Stream || c.outcome != lifecycle.OK || c.probe != 0 {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
@@ -136,6 +165,10 @@ func (r *run) firstByte(c *upCall) {
 
 // upstreamDone ends c with its planned outcome.
 func (r *run) upstreamDone(c *upCall) {
+	if c.probe != 0 {
+		r.probeDone(c, lifecycle.Outcome{Kind: c.outcome, Status: c.status})
+		return
+	}
 	q := c.q
 	r.release(c)
 	c.done = true

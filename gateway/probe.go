@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/sluice-gw/sluice/lifecycle"
+	"github.com/sluice-gw/sluice/protocol"
+)
+
+// probeReadLimit bounds how much of a probe's answer is read: a one-token
+// answer is a few hundred bytes.
+const probeReadLimit = 64 << 10
+
+// probeBody is a synthetic probe's request: the smallest answerable
+// request of the provider's dialect, one output token, not streamed.
+// max_tokens is the one limit every OpenAI-compatible server and the
+// Messages API accept.
+func probeBody(model string) []byte {
+	b, _ := json.Marshal(struct {
+		Model     string           `json:"model"`
+		MaxTokens int              `json:"max_tokens"`
+		Messages  []map[string]any `json:"messages"`
+	}{model, 1, []map[string]any{{"role": "user", "content": "ping"}}})
+	return b
+}
+
+// probePath is where a dialect's probe goes, under the provider's base URL.
+func probePath(d protocol.Dialect) string {
+	if d == protocol.Anthropic {
+		return "/messages"
+	}
+	return "/chat/completions"
+}
+
+// probe sends one synthetic probe to scope's provider (see
+// lifecycle.Runner.SetProber) and says how it ended: an OK needs a 2xx
+// with its whole (one-token) answer read before ctx's deadline.
+func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
+	p := g.byScope[scope]
+	o := g.sendProbe(ctx, p)
+	result := "ok"
+	switch {
+	case o.Kind == lifecycle.TimedOut:
+		result = "timeout"
+	case o.Status == http.StatusTooManyRequests:
+		result = "rate_limited"
+	case o.Kind != lifecycle.OK:
+		result = "error"
+	}
+	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
+	if o.Status/100 == 4 && o.Status != http.StatusTooManyRequests {
+		// Not the provider's health: the probe itself is wrong, and the
+		// provider will stay out of rotation until it is fixed.
+		g.log.Warn("breaker probe rejected; set providers[].breaker.probe_model to a chat model this provider serves",
+			"provider", p.name, "model", p.probeModel, "status", o.Status)
+	}
+	return o
+}
+
+func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+probePath(p.dialect), bytes.NewReader(probeBody(p.probeModel)))
+	if err != nil {
+		return lifecycle.Outcome{Kind: lifecycle.Failed}
+	}
+	p.authorize(req.Header)
+	req.Header.Set("X-Sluice-Probe", "1")
+	resp, err := g.transport.RoundTrip(req)
+	if err == nil {
+		// The answer counts only once it is whole.
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, probeReadLimit))
+		resp.Body.Close()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+	case err != nil && resp == nil:
+		return lifecycle.Outcome{Kind: lifecycle.ConnError}
+	case err != nil:
+		return lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
+	}
+	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
+	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		o.Kind = lifecycle.OK
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
+		o.Kind = lifecycle.Overloaded
+	}
+	return o
+}

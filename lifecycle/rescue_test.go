@@ -1,0 +1,117 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
+)
+
+// arriveAll sends n requests for targets at now, all admitted to want.
+func arriveAll(t *testing.T, e *Engine, now time.Time, n int, targets []int, want int) []ID {
+	t.Helper()
+	var ids []ID
+	for i := range n {
+		a, _ := e.Arrive(now, Request{Targets: targets, Deadline: now.Add(15 * time.Second)})
+		if a.Verdict != admission.Admitted || a.Target != want {
+			t.Fatalf("request %d: verdict %v target %d, want admitted to %d", i, a.Verdict, a.Target, want)
+		}
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+func hedgeIDs(hs []HedgeStart) map[ID]HedgeStart {
+	m := make(map[ID]HedgeStart)
+	for _, h := range hs {
+		m[h.ID] = h
+	}
+	return m
+}
+
+func TestRescueMovesStrandedCallsWhenTheBreakerTrips(t *testing.T) {
+	e := routeEngine(t, 0)
+	e.scopes[0].cfg.Rescue = true
+	// Six calls go to the primary; the first four pass 1 s in flight
+	// and trip it. The other two, younger, pass it after the trip.
+	early := arriveAll(t, e, at(0), 4, []int{0, 1}, 0)
+	late := arriveAll(t, e, at(500*time.Millisecond), 2, []int{0, 1}, 0)
+	rd := e.Tick(at(1100 * time.Millisecond))
+	if len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open {
+		t.Fatalf("want the primary to trip, got %+v", rd.Transitions)
+	}
+	got := hedgeIDs(rd.Hedge)
+	for _, id := range early {
+		if h, ok := got[id]; !ok || h.Target != 1 || !h.Rescue {
+			t.Errorf("stranded call %d: second call %+v (found %v), want a rescue on the backup", id, h, ok)
+		}
+	}
+	if len(got) != len(early) {
+		t.Errorf("rescued %d calls at the trip, want the %d slow ones only", len(got), len(early))
+	}
+	// The younger calls are rescued the moment they, too, are slow.
+	rd = e.Tick(at(1600 * time.Millisecond))
+	got = hedgeIDs(rd.Hedge)
+	for _, id := range late {
+		if h, ok := got[id]; !ok || !h.Rescue {
+			t.Errorf("call %d slow after the trip: not rescued (%+v)", id, rd.Hedge)
+		}
+	}
+	if st := e.HedgeStats(); st.Rescued != 6 || st.Fired != 0 {
+		t.Errorf("stats %+v: want 6 rescues and no hedges", st)
+	}
+	// A rescue races like a hedge: the backup answers first and wins.
+	if !e.Commit(at(2*time.Second), early[0], 1) {
+		t.Error("the rescue's first byte should win the request")
+	}
+}
+
+func TestRescueOffLeavesCallsWhereTheyAre(t *testing.T) {
+	e := routeEngine(t, 0)
+	arriveAll(t, e, at(0), 4, []int{0, 1}, 0)
+	if rd := e.Tick(at(1100 * time.Millisecond)); len(rd.Hedge) != 0 {
+		t.Fatalf("rescue is off, yet second calls were sent: %+v", rd.Hedge)
+	}
+}
+
+func TestRescueNeedsSomewhereToGo(t *testing.T) {
+	e := routeEngine(t, 0)
+	e.scopes[0].cfg.Rescue = true
+	ids := arriveAll(t, e, at(0), 4, []int{0}, 0) // no second target
+	rd := e.Tick(at(1100 * time.Millisecond))
+	if len(rd.Hedge) != 0 {
+		t.Fatalf("nothing to rescue onto, yet: %+v", rd.Hedge)
+	}
+	// And a call already answering is never moved.
+	e2 := routeEngine(t, 0)
+	e2.scopes[0].cfg.Rescue = true
+	ids = arriveAll(t, e2, at(0), 4, []int{0, 1}, 0)
+	e2.FirstByte(at(900*time.Millisecond), ids[0])
+	arriveAll(t, e2, at(100*time.Millisecond), 1, []int{0, 1}, 0)
+	rd = e2.Tick(at(1100 * time.Millisecond))
+	if _, ok := hedgeIDs(rd.Hedge)[ids[0]]; ok {
+		t.Error("a call with its first byte was rescued")
+	}
+}
+
+func TestRescueSavesTheUserOfAFailedProbe(t *testing.T) {
+	e := routeEngine(t, 0)
+	e.scopes[0].cfg.Rescue = true
+	tripPrimary(t, e)
+	e.Tick(at(7 * time.Second)) // half-open: the next request is a probe
+	ids := arriveAll(t, e, at(7*time.Second), 1, []int{0, 1}, 0)
+	// The probe times out at its slow threshold (1 s). The user is not
+	// failed with it: the request moves to the backup.
+	rd := e.Tick(at(8 * time.Second))
+	if len(rd.Expire) != 0 {
+		t.Fatalf("the probe's user was expired: %+v", rd)
+	}
+	if h, ok := hedgeIDs(rd.Hedge)[ids[0]]; !ok || h.Target != 1 {
+		t.Fatalf("the probe's user was not moved to the backup: %+v", rd.Hedge)
+	}
+	// Its own deadline still holds.
+	if rd := e.Tick(at(7*time.Second + 15*time.Second)); len(rd.Expire) != 1 || rd.Expire[0] != ids[0] {
+		t.Fatalf("at the request's own deadline: %+v", rd)
+	}
+}
