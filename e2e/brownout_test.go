@@ -14,9 +14,10 @@ import (
 // real processes: two sluice mock providers (the primary browns out),
 // sluice serve with a slow-call breaker and hedging, and sluice load. The
 // breaker trips on calls still in flight and new requests fail over to
-// the backup; the calls admitted before the trip are hedged there. At
-// least 99% are answered within patience, nobody is shed, and the
-// outcome matches the simulator's.
+// the backup; the calls admitted before the trip are hedged or rescued
+// there. At least 99% are answered within patience, nobody is shed,
+// nobody sits out the whole patience, and the outcome matches the
+// simulator's.
 func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 35 s")
@@ -33,10 +34,12 @@ func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 	if real[report.Shed.String()] != 0 || real[report.Failed.String()] != 0 || real[report.Lost.String()] != 0 {
 		t.Errorf("with a healthy backup nothing should be shed, fail or be lost: %v", real)
 	}
-	// Only calls admitted before detection and past the hedge budget wait
-	// out the deadline.
-	if timedOut > 2*simRow.Counts[report.TimedOut]+20 {
-		t.Errorf("timedOut %d; the simulator predicts %d", timedOut, simRow.Counts[report.TimedOut])
+	// Calls admitted before detection are hedged, or rescued the moment
+	// the breaker opens: none waits out the deadline. (A few are allowed
+	// for a machine too busy to run the gateway's timers on time; runs
+	// here have none.)
+	if timedOut > 3 {
+		t.Errorf("timedOut %d: users sat out the whole patience; the simulator predicts %d", timedOut, simRow.Counts[report.TimedOut])
 	}
 	if !within10pc(simRow.Counts[report.OK], ok) {
 		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
@@ -44,22 +47,53 @@ func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 }
 
 // The same brownout with no second provider. The breaker sheds while the
-// primary is slow and trickles probes, so its recovery is noticed within
-// a fraction of a second: answered within 1% of the theoretical maximum
-// (every request that arrives outside the slow window, 2,400), and
-// nothing lost or failed.
+// primary is slow and probes it with the gateway's own one-token calls,
+// so its recovery is noticed within a fraction of a second: answered
+// within 1% of the theoretical maximum (every request that arrives
+// outside the slow window, 2,400), nothing lost or failed, and the only
+// users who wait out their patience are those admitted before the trip.
 func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 35 s")
 	}
 	simRow, real := both(t, "testdata/brownout-single.yaml", "primary")
 	const answerable = 2400 // 120 req/s for the 20 s outside [5 s, 15 s)
-	ok := real[report.OK.String()]
+	ok, timedOut := real[report.OK.String()], real[report.TimedOut.String()]
 	if float64(ok) < 0.99*answerable {
 		t.Errorf("answered %d; want within 1%% of the %d that could be", ok, answerable)
 	}
+	// The breaker judges a call slow at 333 ms and needs 10 calls in its
+	// window: it trips well within a second of the onset, so at most a
+	// second's arrivals (120) are admitted before it. Users made into
+	// probes would add one timedOut per probe (hundreds).
+	if timedOut > 120 {
+		t.Errorf("timedOut %d; more than were admitted before the trip (the simulator predicts %d)", timedOut, simRow.Counts[report.TimedOut])
+	}
 	if real[report.Shed.String()] == 0 || real[report.Failed.String()] != 0 || real[report.Lost.String()] != 0 {
 		t.Errorf("want the slow minute shed, and nothing failed or lost: %v", real)
+	}
+	if !within10pc(simRow.Counts[report.OK], ok) {
+		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
+	}
+}
+
+// A partial brownout in real processes: from 10 s to 30 s, 30% of the
+// primary's calls take longer than users wait. The primary's breaker
+// trips at a 20% slow rate, traffic fails over, and the calls stranded
+// on the primary are rescued on the backup: at least 99% answered,
+// nothing shed, and agreement with the simulator.
+func TestPartialBrownoutInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 45 s")
+	}
+	simRow, real := both(t, "testdata/partial.yaml", "primary", "backup")
+	const total = 4800 // 120 req/s for 40 s
+	ok := real[report.OK.String()]
+	if float64(ok) < 0.99*total {
+		t.Errorf("answered %d of %d within patience; want at least 99%% (30%% of the primary's calls were too slow for a fifth of the run)", ok, total)
+	}
+	if real[report.Shed.String()] != 0 || real[report.Failed.String()] != 0 {
+		t.Errorf("with a healthy backup nothing should be shed or fail: %v", real)
 	}
 	if !within10pc(simRow.Counts[report.OK], ok) {
 		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
