@@ -8,8 +8,11 @@
 // provider's adaptive concurrency limit and breaker.
 //
 // A request has at most two upstream calls: its first (attempt 0) and a
-// second (attempt 1), which is either a hedge (Ready.Hedge, fired by a
-// timer) or a retry (Engine.Retry, asked by the host after a failure).
+// second (attempt 1), which is a hedge (Ready.Hedge, fired by a timer), a
+// rescue (Ready.Hedge with Rescue set: the first call is stranded on a
+// provider whose breaker opened; see rescue.go) or a retry (Engine.Retry,
+// asked by the host after a failure). Synthetic probes (Ready.Probe,
+// FinishProbe; see probe.go) belong to no request.
 // The first call to report a first byte wins (Commit); nothing is hedged
 // or retried after that. The request completes when both calls have
 // finished (Finish, FinishHedge).
