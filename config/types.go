@@ -99,9 +99,9 @@ type Breaker struct {
 	// ProbeModel is the upstream model a synthetic probe asks for
 	// (default: the model of the first target that names this provider).
 	ProbeModel string `yaml:"probe_model"`
-	// Rescue (default true): while the breaker is open, a call still
-	// waiting on this provider past the slow threshold gets a second
-	// call on the model's next target, and the first answer wins.
+	// Rescue (default true): while the breaker is open or recovering, a
+	// call still waiting on this provider past the slow threshold gets a
+	// second call on the model's next target; the first answer wins.
 	Rescue *bool `yaml:"rescue"`
 }
 

@@ -13,16 +13,17 @@ import (
 // after the trip; without more, the calls already in flight sit out the
 // slow provider's latency, and the client waits its full patience for
 // them. So when a scope's breaker is open, each of its calls that is slow
-// (flagged before the trip, or flagged later) gets a second call on the
+// (flagged before the trip, or flagged later, or flagged while the scope
+// is recovering at a fail-back step) gets a second call on the
 // request's next target that can take it, racing the first exactly as a
 // hedge does: whichever produces a byte first wins, and the other is
 // cancelled.
 //
-// A rescue is not charged to the hedge budget. It needs no budget: it
-// happens only while the breaker is open, which already stops new calls
-// to the scope, so rescues are bounded by the calls the scope had in
-// flight, which its concurrency limit bounds; and each request has at
-// most two calls. A request already hedged, or with a byte on its way to
+// A rescue is not charged to the hedge budget. It needs no budget: while
+// the breaker is open, which already stops new calls to the scope,
+// rescues are bounded by the calls the scope had in flight, which its
+// concurrency limit bounds; while it recovers, by the slow calls of its
+// fail-back share; and each request has at most two calls. A request already hedged, or with a byte on its way to
 // the client, is not rescued.
 
 // settle drains the breakers' transitions into rd and reacts to them:
@@ -66,9 +67,11 @@ func (e *Engine) rescuable(q *request) bool {
 	return !q.started.IsZero() && !q.primaryDone && q.hedge == nil && q.committed < 0 && q.firstByte.IsZero()
 }
 
-// rescueSlow rescues q, just flagged slow, if its scope's breaker is open.
+// rescueSlow rescues q, just flagged slow, if its scope's breaker is
+// open, or recovering: a provider on probation gets no benefit of the
+// doubt, and its share of traffic bounds the rescues.
 func (e *Engine) rescueSlow(now time.Time, q *request, sc *scope, rd *Ready) {
-	if sc.cfg.Rescue && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) <= 0 {
+	if sc.cfg.Rescue && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) < 1 {
 		e.rescue(now, q, rd)
 	}
 }

@@ -115,3 +115,38 @@ func TestRescueSavesTheUserOfAFailedProbe(t *testing.T) {
 		t.Fatalf("at the request's own deadline: %+v", rd)
 	}
 }
+
+// A provider on probation gets no benefit of the doubt: a call that is
+// slow while it recovers at a fail-back step is rescued too, without
+// waiting for the re-trip that the step's few calls take a while to
+// gather.
+func TestRescueWhileRecovering(t *testing.T) {
+	e := routeEngine(t, 0)
+	e.scopes[0].cfg.Rescue = true
+	tripPrimary(t, e)
+	e.Tick(at(7 * time.Second)) // half-open: a round of two probes
+	probes := arriveAll(t, e, at(7*time.Second), 2, []int{0, 1}, 0)
+	for _, id := range probes {
+		e.Finish(at(7100*time.Millisecond), id, Outcome{Kind: OK})
+	}
+	if st, step := e.scopes[0].cfg.Breaker.State(at(7100 * time.Millisecond)); st != breaker.Recovering || step != 0 {
+		t.Fatalf("after two fast probes: %v step %d, want recovering at the first step", st, step)
+	}
+	// At 10%, one request in ten goes to the primary.
+	var onPrimary ID
+	for range 10 {
+		a, _ := e.Arrive(at(7200*time.Millisecond), Request{Targets: []int{0, 1}, Deadline: at(30 * time.Second)})
+		if a.Target == 0 {
+			onPrimary = a.ID
+		} else {
+			e.Finish(at(7300*time.Millisecond), a.ID, Outcome{Kind: OK}) // the backup is fast
+		}
+	}
+	if onPrimary == 0 {
+		t.Fatal("no request went to the recovering primary")
+	}
+	rd := e.Tick(at(8300 * time.Millisecond)) // past its 1 s slow threshold
+	if h, ok := hedgeIDs(rd.Hedge)[onPrimary]; !ok || !h.Rescue || h.Target != 1 {
+		t.Fatalf("a slow call on the recovering primary was not rescued: %+v", rd.Hedge)
+	}
+}
