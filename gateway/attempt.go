@@ -63,18 +63,39 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, strconv.Itoa(a.resp.StatusCode)).Inc()
 	a.firstAt = g.now()
 	if a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header) {
-		// The first chunk goes into the buffer the relay will use, so a
-		// stream holds one buffer for its life, not two.
-		a.buf = relayBufPool.Get().(*[]byte)
-		n, err := a.resp.Body.Read(*a.buf)
-		a.firstAt = g.now()
-		a.first = n
-		if n == 0 && err != nil {
-			// Cut before the first event: a failed call, still safe to
+		g.readHead(a)
+	}
+}
+
+// readHead reads a stream up to its first token, into the buffer the
+// relay will use (so a stream holds one buffer for its life, not two).
+// A provider may send its headers and a stream head (a role-only chunk,
+// message_start) before it generates anything; the call has answered
+// only once a token, or anything else past the head, has come. Until
+// then it is not committed: a hedge can still win, and a cut is still a
+// failure that is safe to retry. A head that fills the buffer is taken
+// as the answer.
+func (g *Gateway) readHead(a *attempt) {
+	a.buf = relayBufPool.Get().(*[]byte)
+	buf := *a.buf
+	scanned := 0
+	for {
+		n, err := a.resp.Body.Read(buf[a.first:])
+		a.first += n
+		head, token := protocol.StreamHead(a.t.provider.dialect, buf[scanned:a.first])
+		scanned += head
+		if token || a.first == len(buf) {
+			a.firstAt = g.now()
+			return
+		}
+		if err != nil {
+			// Cut before the first token: a failed call, still safe to
 			// hedge or fail over.
 			a.resp.Body.Close()
 			a.resp, a.err = nil, errOrEOF(err)
+			a.first = 0
 			a.release()
+			return
 		}
 	}
 }

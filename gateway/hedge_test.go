@@ -124,3 +124,42 @@ func TestRetrySameProviderHonoursRetryAfter(t *testing.T) {
 		t.Errorf("provider saw %d calls, %d failed; want one failure and one retry", st.Total, st.ErrorsInjected)
 	}
 }
+
+// A provider that sends its headers and stream head at once and its first
+// token 2 s later has not answered: the hedge to a fast backup still
+// wins the race, in both APIs. Committing at the first byte would hand
+// the client the slow stream.
+func TestHedgeRacesToTheFirstTokenNotTheFirstByte(t *testing.T) {
+	for _, c := range []struct{ model, kind, path, body string }{
+		{"mock-gpt", "openai", "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"mock-claude", "anthropic", "/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			backup := mock.New(mock.Config{TTFT: 10 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 3}})
+			url, stop, err := backup.Start("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+			s := newStack(t, mock.Config{TTFT: 2 * time.Second, EarlyHead: true, OutputTokens: mock.TokenRange{Min: 3}}, func(cfg *config.Config) {
+				cfg.Hedging = config.Budget{Budget: 1, Burst: 10}
+				cfg.Providers = append(cfg.Providers, config.Provider{Name: "backup", Kind: c.kind, BaseURL: url + "/v1", Timeout: config.Duration(10 * time.Second)})
+				for i := range cfg.Models {
+					if cfg.Models[i].Name == c.model {
+						cfg.Models[i].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(200 * time.Millisecond)}
+						cfg.Models[i].Targets = append(cfg.Models[i].Targets, config.Target{Provider: "backup", Model: "backup-model"})
+					}
+				}
+			})
+			start := time.Now()
+			status, _, got := s.do(c.path, c.body, map[string]string{"anthropic-version": "2023-06-01"})
+			if took := time.Since(start); status != 200 || took > time.Second {
+				t.Fatalf("status %d after %v; want the backup's stream at about 200 ms:\n%s", status, took, got)
+			}
+			if backup.Stats().Completed != 1 {
+				t.Errorf("the backup completed %d calls, want the hedge", backup.Stats().Completed)
+			}
+			waitFor(t, "the primary's call to be cancelled", func() bool { return s.mock.Stats().CancelledByClient == 1 })
+		})
+	}
+}

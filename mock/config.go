@@ -19,6 +19,11 @@ type Config struct {
 	Jitter Jitter        `yaml:"jitter"`
 	// TPOT is the time per output token after the first.
 	TPOT time.Duration `yaml:"tpot"`
+	// EarlyHead makes a stream send its headers and head (OpenAI's
+	// role-only chunk; Anthropic's message_start, content_block_start and
+	// ping) as soon as the call is admitted, and its first token after
+	// TTFT, as some providers do. Without it nothing is sent before TTFT.
+	EarlyHead bool `yaml:"early_head"`
 	// OutputTokens is the length of a reply before max_tokens caps it.
 	OutputTokens TokenRange `yaml:"output_tokens"`
 

@@ -94,12 +94,16 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 		return outCancelled
 	}
 	defer s.sched.release()
-	// Nothing, not even headers, goes out before TTFT, so TTFT is also
-	// time to first byte whichever way a gateway measures it.
+	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens}
+	// Unless EarlyHead is set, nothing, not even headers, goes out before
+	// TTFT, so TTFT is also time to first byte whichever way a gateway
+	// measures it.
+	if c.stream && s.cfg.EarlyHead && !g.open() {
+		return outCancelled
+	}
 	if !sleep(ctx, p.ttft) {
 		return outCancelled
 	}
-	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens}
 	if c.noTokens {
 		g.n = 0
 	} else if c.maxTokens > 0 && c.maxTokens < g.n {
@@ -124,6 +128,7 @@ type gen struct {
 	enc    encoder
 	n      int
 	capped bool
+	opened bool // the stream's headers and head are sent
 }
 
 // tpot is re-read per token because the batch changes while we generate.
@@ -166,11 +171,24 @@ func (g *gen) whole() outcome {
 	return outCompleted
 }
 
-func (g *gen) stream() outcome {
+// open sends a stream's headers and head.
+func (g *gen) open() bool {
+	g.headers()
+	g.opened = true
+	return g.send(g.enc.streamHead())
+}
+
+func (g *gen) headers() {
 	h := g.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	g.w.WriteHeader(http.StatusOK)
+}
+
+func (g *gen) stream() outcome {
+	if !g.opened {
+		g.headers()
+	}
 	cut := -1
 	switch g.failKind() {
 	case FailMalformed:
@@ -185,7 +203,7 @@ func (g *gen) stream() outcome {
 		}
 		cut = min(cut, g.n)
 	}
-	if !g.send(g.enc.streamHead()) {
+	if !g.opened && !g.send(g.enc.streamHead()) {
 		return outCancelled
 	}
 	for i := range g.n + 1 {
