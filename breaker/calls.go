@@ -115,6 +115,11 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 
 // count applies one current-generation verdict.
 func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration) {
+	if c.probe && b.state != HalfOpen {
+		// A trickle probe answering after another one already passed:
+		// fail-back has started, and must not restart from its first step.
+		return
+	}
 	if c.probe && b.cfg.ProbeInterval > 0 {
 		switch v {
 		case vOK: // one fast answer is enough to start the cautious steps

@@ -197,3 +197,29 @@ func TestHalfOpenWithoutTrafficNeverSticks(t *testing.T) {
 		t.Errorf("Allow after %v of idle half-open cycles: %v", now.Sub(start), err)
 	}
 }
+
+// A trickle probe that answers after another one has passed proves
+// nothing more: fail-back, once started, does not restart from its first
+// step.
+func TestLateTrickleProbeDoesNotRestartFailBack(t *testing.T) {
+	b := mustNew(t, Config{MinCalls: 2, Window: 10 * time.Second, SlowThreshold: time.Second,
+		OpenFor: time.Second, Probes: 3, ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 30 * time.Second,
+		StepHold: time.Second, Steps: []float64{0.1, 0.5}})
+	calls(t, b, at(0), 2, failed) // trip
+	wantState(t, b, at(time.Second), HalfOpen, 0)
+	late, err := b.Allow(at(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doCall(t, b, at(1100*time.Millisecond), fast) // the second probe passes first
+	wantState(t, b, at(1100*time.Millisecond), Recovering, 0.1)
+	calls(t, b, at(1200*time.Millisecond), 3, fast)
+	b.Tick(at(2200 * time.Millisecond)) // held calm for a step
+	if st, step := b.State(at(2200 * time.Millisecond)); st != Recovering || step != 1 {
+		t.Fatalf("after a calm step: %v step %d, want recovering at step 1", st, step)
+	}
+	b.Done(at(2300*time.Millisecond), late, fast)
+	if st, step := b.State(at(2300 * time.Millisecond)); st != Recovering || step != 1 {
+		t.Fatalf("a late probe's answer moved the breaker to %v step %d", st, step)
+	}
+}

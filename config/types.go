@@ -91,10 +91,11 @@ type Breaker struct {
 	StepHold      Duration  `yaml:"step_hold"` // each fail-back step (default 10s)
 	Steps         []float64 `yaml:"steps"`     // fail-back shares (default 0.1, 0.25, 0.5, 1)
 	// Probe says what a half-open breaker probes with: "traffic" (the
-	// default: routed user requests, each rescued onto the model's next
-	// target if it fails) or "synthetic" (Sluice's own one-token request,
-	// while users are refused at once with a Retry-After). Synthetic
-	// suits a provider that is some model's only target.
+	// default: routed user requests; one still waiting at the probe
+	// timeout goes on in a rescue on the model's next target, if there
+	// is one) or "synthetic" (Sluice's own one-token request, while users
+	// are refused at once with a Retry-After). Synthetic suits a provider
+	// that is some model's only target.
 	Probe string `yaml:"probe"`
 	// ProbeModel is the upstream model a synthetic probe asks for
 	// (default: the model of the first target that names this provider).

@@ -197,19 +197,22 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	go run(first)
 	attempts := [2]*attempt{first}
 	live := 1
+	second := func(hs lifecycle.HedgeStart) {
+		h := g.newAttempt(call, 1, m.targets[hs.Target], true)
+		attempts[1] = h
+		if hs.Rescue {
+			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
+		} else {
+			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
+		}
+		live++
+		go run(h)
+	}
 	var failed *attempt
 	for live > 0 {
 		select {
 		case hs := <-call.Hedges():
-			h := g.newAttempt(call, 1, m.targets[hs.Target], true)
-			attempts[1] = h
-			if hs.Rescue {
-				g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
-			} else {
-				g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
-			}
-			live++
-			go run(h)
+			second(hs)
 		case a := <-results:
 			live--
 			if a.usable() && call.Commit(a.n) {
@@ -236,6 +239,13 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 			}
 			failed = a // wait for the other call, if there is one
 			if live == 0 {
+				select {
+				case hs := <-call.Hedges():
+					// The engine sent a second call as this one failed.
+					second(hs)
+					continue
+				default:
+				}
 				if next := g.retry(call, m, a, true); next != nil {
 					failed, attempts[1] = nil, next
 					live++

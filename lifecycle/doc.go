@@ -9,8 +9,8 @@
 //
 // A request has at most two upstream calls: its first (attempt 0) and a
 // second (attempt 1), which is a hedge (Ready.Hedge, fired by a timer), a
-// rescue (Ready.Hedge with Rescue set: the first call is stranded on a
-// provider whose breaker opened; see rescue.go) or a retry (Engine.Retry,
+// rescue (Ready.Hedge with Rescue set: the first call is slow on a
+// provider whose breaker is open or recovering; see rescue.go) or a retry (Engine.Retry,
 // asked by the host after a failure). Synthetic probes (Ready.Probe,
 // FinishProbe; see probe.go) belong to no request.
 // The first call to report a first byte wins (Commit); nothing is hedged

@@ -58,9 +58,9 @@ type ScopeConfig struct {
 	// Breaker, when set, takes the scope out of rotation while it is
 	// unhealthy; a request then goes to the next of its Targets.
 	Breaker *breaker.Breaker
-	// Rescue: a call here that is slow while the breaker is open (flagged
-	// before the trip, or after it) gets a second call on the request's
-	// next target, racing the first; see rescue.go.
+	// Rescue: a call here that is slow while the breaker is open or
+	// recovering (flagged before a trip, or after it) gets a second call
+	// on the request's next target, racing the first; see rescue.go.
 	Rescue bool
 	// SyntheticProbes: the engine probes the half-open breaker with calls
 	// of its own (Ready.Probe) and routes no user request to it until a
@@ -213,6 +213,9 @@ type request struct {
 	hedge       *hedgeCall
 	primaryDone bool
 	committed   int8 // the call whose answer the client gets; -1: none yet
+	// expired: the request is in a Ready's Expire; the host is ending it,
+	// so it gets no second call.
+	expired bool
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -234,6 +237,7 @@ type Engine struct {
 	// probes are the synthetic probes in flight (probe.go).
 	probes    map[ProbeID]*probeCall
 	lastProbe ProbeID
+	probeWait []time.Time // per scope: no probe before (probe.go)
 	// share accumulates each scope's fail-back weight, so a scope at 25%
 	// takes exactly every fourth request offered to it: deterministic,
 	// with no random draw.
@@ -634,6 +638,7 @@ func (e *Engine) Tick(now time.Time) Ready {
 		if e.outliveProbe(now, q, &rd) {
 			continue
 		}
+		q.expired = true
 		rd.Expire = append(rd.Expire, q.id)
 	}
 	e.settle(now, &rd)

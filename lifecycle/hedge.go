@@ -39,8 +39,9 @@ type HedgeStart struct {
 	ID ID
 	// Target indexes the request's Targets.
 	Target int
-	// Rescue: the second call moves a call stranded on a provider whose
-	// breaker is open (rescue.go), rather than hedging a slow one.
+	// Rescue: the second call rescues a slow call stranded on a provider
+	// whose breaker is open or recovering (rescue.go), rather than
+	// hedging within the budget. It races the first call like a hedge.
 	Rescue bool
 }
 
@@ -54,8 +55,8 @@ type HedgeStats struct {
 	// Retries counts retries sent to another target; RetryNoBudget those
 	// the retry budget refused.
 	Retries, RetryNoBudget uint64
-	// Rescued counts second calls sent for calls stranded on a provider
-	// whose breaker opened (rescue.go).
+	// Rescued counts second calls sent for slow calls stranded on a
+	// provider whose breaker is open or recovering (rescue.go).
 	Rescued uint64
 }
 
@@ -113,7 +114,7 @@ func (e *Engine) hedgeDelay(q *request) time.Duration {
 
 // fireHedge sends q's hedge if the budget and a target allow.
 func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
-	if q.hedge != nil || q.primaryDone || q.committed >= 0 || !q.firstByte.IsZero() {
+	if q.hedge != nil || q.primaryDone || q.expired || q.committed >= 0 || !q.firstByte.IsZero() {
 		return
 	}
 	if e.hedges.tokens < 1 {
@@ -144,7 +145,7 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 // it after delay and ends it with FinishHedge.
 func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.Duration, ok bool) {
 	q, found := e.reqs[id]
-	if !found || q.hedge != nil || q.committed >= 0 || !retryable(o) {
+	if !found || q.hedge != nil || q.expired || q.committed >= 0 || !retryable(o) {
 		return 0, 0, false
 	}
 	if q.scope < 0 || q.scope >= len(e.retries) {

@@ -32,6 +32,12 @@ type ProbeStart struct {
 	Deadline time.Time
 }
 
+// probeRetryGap is the least wait before a synthetic probe replaces one
+// that proved nothing (a 429, a cancel): the breaker frees such a probe's
+// slot at once, and a provider pacing us would otherwise be probed back
+// to back.
+const probeRetryGap = time.Second
+
 type probeCall struct {
 	scope   int
 	ticket  breaker.Ticket
@@ -46,7 +52,7 @@ func (e *Engine) sendProbes(now time.Time, rd *Ready) {
 			continue
 		}
 		b := sc.cfg.Breaker
-		if st, _ := b.State(now); st != breaker.HalfOpen {
+		if st, _ := b.State(now); st != breaker.HalfOpen || now.Before(e.probeAfter(i)) {
 			continue
 		}
 		for {
@@ -74,7 +80,14 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	}
 	delete(e.probes, id)
 	b := e.scopes[p.scope].cfg.Breaker
-	b.Done(now, p.ticket, breakerOutcome(Total, p.started, time.Time{}, now, o))
+	bo := breakerOutcome(Total, p.started, time.Time{}, now, o)
+	if bo.Kind == breaker.RateLimited || bo.Kind == breaker.Cancelled {
+		if e.probeWait == nil {
+			e.probeWait = make([]time.Time, len(e.scopes))
+		}
+		e.probeWait[p.scope] = now.Add(max(o.RetryAfter, probeRetryGap))
+	}
+	b.Done(now, p.ticket, bo)
 	e.settle(now, &rd)
 	return rd, true
 }
@@ -82,9 +95,13 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 // nextProbe is when a synthetic scope's breaker will next grant a probe.
 func (e *Engine) nextProbe() (time.Time, bool) {
 	var next time.Time
-	for _, sc := range e.scopes {
+	for i, sc := range e.scopes {
 		if sc.cfg.SyntheticProbes && sc.cfg.Breaker != nil {
-			if at, ok := sc.cfg.Breaker.NextProbe(); ok && (next.IsZero() || at.Before(next)) {
+			at, ok := sc.cfg.Breaker.NextProbe()
+			if at.Before(e.probeAfter(i)) {
+				at = e.probeAfter(i)
+			}
+			if ok && (next.IsZero() || at.Before(next)) {
 				next = at
 			}
 		}
@@ -94,3 +111,12 @@ func (e *Engine) nextProbe() (time.Time, bool) {
 
 // ProbesSent counts the synthetic probes the engine has asked for.
 func (e *Engine) ProbesSent() uint64 { return uint64(e.lastProbe) }
+
+// probeAfter is when scope i may be probed again after a probe that
+// proved nothing.
+func (e *Engine) probeAfter(i int) time.Time {
+	if i < len(e.probeWait) {
+		return e.probeWait[i]
+	}
+	return time.Time{}
+}

@@ -152,3 +152,31 @@ func TestRunnerSendsSyntheticProbes(t *testing.T) {
 		}
 	})
 }
+
+// A probe answered 429 proves nothing and frees its slot, but the next
+// probe waits for the provider's Retry-After (at least a second), or a
+// provider that paces us would be probed back to back.
+func TestSyntheticProbeAfter429Waits(t *testing.T) {
+	e := routeEngine(t, 0) // a classic round of two, no interval
+	e.scopes[0].cfg.SyntheticProbes = true
+	tripPrimary(t, e)
+	round := e.Tick(at(6100 * time.Millisecond)).Probe
+	if len(round) != 2 {
+		t.Fatalf("want a round of 2 probes, got %+v", round)
+	}
+	for _, p := range round {
+		rd, _ := e.FinishProbe(at(6100*time.Millisecond), p.ID, Outcome{Kind: Overloaded, Status: 429, RetryAfter: 3 * time.Second})
+		if len(rd.Probe) != 0 {
+			t.Fatalf("a probe went out at once after a 429: %+v", rd.Probe)
+		}
+	}
+	if next, _ := e.NextTimer(); !next.Equal(at(9100 * time.Millisecond)) {
+		t.Fatalf("next timer %v, want the provider's Retry-After, 9.1 s", next)
+	}
+	if rd := e.Tick(at(9 * time.Second)); len(rd.Probe) != 0 {
+		t.Fatalf("a probe before the provider's Retry-After: %+v", rd.Probe)
+	}
+	if rd := e.Tick(at(9100 * time.Millisecond)); len(rd.Probe) != 2 {
+		t.Fatalf("after the Retry-After, want the round again, got %+v", rd.Probe)
+	}
+}

@@ -23,7 +23,11 @@ import (
 // the breaker is open, which already stops new calls to the scope,
 // rescues are bounded by the calls the scope had in flight, which its
 // concurrency limit bounds; while it recovers, by the slow calls of its
-// fail-back share; and each request has at most two calls. A request already hedged, or with a byte on its way to
+// fail-back share; and each request has at most two calls.
+//
+// A call is offered a rescue once: when the breaker trips, if it is slow
+// by then, or else when it is flagged slow. If no target has room at that
+// moment, it stays where it is. A request already hedged, or with a byte on its way to
 // the client, is not rescued.
 
 // settle drains the breakers' transitions into rd and reacts to them:
@@ -61,10 +65,10 @@ func (e *Engine) rescueScope(now time.Time, s int, rd *Ready) {
 	}
 }
 
-// rescuable: q's first call is in flight with nothing sent to the client
-// and no second call.
+// rescuable: q's first call is in flight with nothing sent to the client,
+// no second call, and time left.
 func (e *Engine) rescuable(q *request) bool {
-	return !q.started.IsZero() && !q.primaryDone && q.hedge == nil && q.committed < 0 && q.firstByte.IsZero()
+	return !q.started.IsZero() && !q.primaryDone && !q.expired && q.hedge == nil && q.committed < 0 && q.firstByte.IsZero()
 }
 
 // rescueSlow rescues q, just flagged slow, if its scope's breaker is

@@ -150,3 +150,29 @@ func TestRescueWhileRecovering(t *testing.T) {
 		t.Fatalf("a slow call on the recovering primary was not rescued: %+v", rd.Hedge)
 	}
 }
+
+// A request whose deadline comes due in the Tick that trips its breaker
+// is expired, not rescued too: a host ends an expired request with its
+// first call's Finish, and a second call it never started would hold the
+// request (and two slots) forever.
+func TestExpiredRequestIsNotRescued(t *testing.T) {
+	e := routeEngine(t, 0) // trips at 4 slow calls; slow after 1 s
+	e.scopes[0].cfg.Rescue = true
+	a, _ := e.Arrive(at(0), Request{Targets: []int{0, 1}, Deadline: at(2 * time.Second)})
+	e.Tick(at(1100 * time.Millisecond)) // slow, but one call trips nothing
+	arriveAll(t, e, at(time.Second), 3, []int{0, 1}, 0)
+	rd := e.Tick(at(2100 * time.Millisecond)) // the three go slow: trip; a's deadline
+	if len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open {
+		t.Fatalf("want the primary to trip, got %+v", rd.Transitions)
+	}
+	if len(rd.Expire) != 1 || rd.Expire[0] != a.ID {
+		t.Fatalf("expired %v, want the request at its deadline", rd.Expire)
+	}
+	if _, rescued := hedgeIDs(rd.Hedge)[a.ID]; rescued {
+		t.Fatal("the expired request was rescued too")
+	}
+	e.Finish(at(2100*time.Millisecond), a.ID, Outcome{Kind: TimedOut})
+	if _, held := e.reqs[a.ID]; held {
+		t.Error("the engine still holds the expired request after its Finish")
+	}
+}

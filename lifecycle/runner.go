@@ -27,8 +27,11 @@ type Runner struct {
 	// onTransition, when set, hears every breaker transition once. It is
 	// called with the Runner's lock held, so it must not call back in.
 	onTransition func(Transition)
-	// prober sends synthetic probes; see SetProber.
-	prober func(ctx context.Context, scope int) Outcome
+	// prober sends synthetic probes; see SetProber. Their contexts derive
+	// from probeCtx, which Close cancels.
+	prober      func(ctx context.Context, scope int) Outcome
+	probeCtx    context.Context
+	stopProbing context.CancelFunc
 
 	mu      sync.Mutex // guards everything below
 	e       *Engine
@@ -45,6 +48,7 @@ func NewRunner(cfg Config, now func() time.Time) *Runner {
 		now = time.Now
 	}
 	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]*waiter), calls: make(map[ID]*Call)}
+	r.probeCtx, r.stopProbing = context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.armLocked(now())
 	r.mu.Unlock()
@@ -56,6 +60,7 @@ func (r *Runner) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	r.stopProbing()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -302,7 +307,9 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 		}
 	}
 	for _, p := range rd.Probe {
-		go r.probe(p)
+		if !r.closed {
+			go r.probe(p, p.Deadline.Sub(now))
+		}
 	}
 	if r.onTransition != nil {
 		for _, t := range rd.Transitions {
@@ -332,14 +339,16 @@ func (r *Runner) SetProber(fn func(ctx context.Context, scope int) Outcome) {
 	r.prober = fn
 }
 
-// probe sends one synthetic probe and reports it.
-func (r *Runner) probe(p ProbeStart) {
+// probe sends one synthetic probe, given up after timeout (measured on
+// the real clock, like the Runner's timer), and reports it. After Close
+// the probe's context is already done.
+func (r *Runner) probe(p ProbeStart, timeout time.Duration) {
 	r.mu.Lock()
 	fn := r.prober
 	r.mu.Unlock()
 	o := Outcome{Kind: Failed}
 	if fn != nil {
-		ctx, cancel := context.WithDeadline(context.Background(), p.Deadline)
+		ctx, cancel := context.WithTimeout(r.probeCtx, timeout)
 		o = fn(ctx, p.Scope)
 		cancel()
 	}

@@ -36,8 +36,8 @@ type Metrics struct {
 	Hedges *prometheus.CounterVec
 	// Retries counts retries onto another target.
 	Retries *prometheus.CounterVec
-	// Rescues counts calls stranded on a provider whose breaker opened,
-	// moved to another target.
+	// Rescues counts slow calls stranded on a provider whose breaker is
+	// open or recovering, given a second call on another target.
 	Rescues *prometheus.CounterVec
 	// Probes counts synthetic breaker probes by result.
 	Probes *prometheus.CounterVec
@@ -94,11 +94,11 @@ func New() *Metrics {
 		}, []string{"model", "provider"}),
 		Rescues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_rescues_total",
-			Help: "Calls still waiting on a provider past its slow threshold after its breaker opened, given a second call on another target.",
+			Help: "Calls still waiting on a provider past its slow threshold while its breaker is open or recovering, given a second call on another target.",
 		}, []string{"model", "from", "to"}),
 		Probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_probes_total",
-			Help: "Synthetic probes of half-open breakers, by result (ok, slow, error, rate_limited, timeout).",
+			Help: "Synthetic probes of half-open breakers, by result (ok: a 2xx answer, whose speed the breaker judges; error, rate_limited, timeout).",
 		}, []string{"provider", "result"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_transitions_total",

@@ -399,6 +399,11 @@ func (r *run) apply(rd lifecycle.Ready) {
 	for _, h := range rd.Hedge {
 		if q := r.byID[h.ID]; q != nil {
 			r.startCall(q, 1, r.targets[h.Target])
+		} else {
+			// The request has left (the engine does not hedge one it
+			// expires, so this is a safety net): end the call unsent.
+			next, _ := r.eng.FinishHedge(r.clock(r.now), h.ID, lifecycleCancelled)
+			r.apply(next)
 		}
 	}
 	for _, p := range rd.Probe {
