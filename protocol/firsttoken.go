@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "bytes"
 
 // A stream's first bytes are not always its first token. OpenAI-style
 // servers may send a role-only chunk ({"delta":{"role":"assistant",
@@ -61,6 +58,9 @@ var (
 )
 
 // headEvent reports whether one SSE event belongs to the stream's head.
+// It reads bytes, not JSON, so that the start of every stream costs no
+// allocation: a key's quotes cannot appear unescaped inside a JSON
+// string, so a match is a real key.
 func headEvent(d Dialect, ev []byte) bool {
 	var name, data []byte
 	for line := range bytes.Lines(ev) {
@@ -76,14 +76,13 @@ func headEvent(d Dialect, ev []byte) bool {
 		return true // a comment (": keep-alive") or an empty event
 	}
 	if d == Anthropic {
-		if len(name) == 0 {
-			var v struct {
-				Type string `json:"type"`
+		if len(name) == 0 { // no event: line; the type is in the data
+			for _, h := range anthropicHeadTypes {
+				if bytes.Contains(data, h) {
+					return true
+				}
 			}
-			if json.Unmarshal(data, &v) != nil {
-				return false // not understood: let the client see it
-			}
-			name = []byte(v.Type)
+			return false
 		}
 		switch string(name) {
 		case "message_start", "content_block_start", "ping":
@@ -91,32 +90,31 @@ func headEvent(d Dialect, ev []byte) bool {
 		}
 		return false
 	}
-	if bytes.Equal(data, sseDone) {
-		return false
+	if bytes.Equal(data, sseDone) || len(data) == 0 || data[0] != '{' {
+		return false // the end, or not a chunk at all: the client should see it
 	}
-	var chunk struct {
-		Choices []struct {
-			Delta        map[string]json.RawMessage `json:"delta"`
-			Text         string                     `json:"text"`
-			FinishReason *string                    `json:"finish_reason"`
-		} `json:"choices"`
-		Usage json.RawMessage `json:"usage"`
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(data, &chunk) != nil || len(chunk.Error) > 0 || (len(chunk.Usage) > 0 && string(chunk.Usage) != "null") {
-		return false
-	}
-	for _, c := range chunk.Choices {
-		if c.FinishReason != nil || c.Text != "" {
+	for _, k := range openAIActs {
+		if bytes.Contains(data, k) {
 			return false
 		}
-		for k, v := range c.Delta {
-			switch s := string(v); {
-			case k == "role", s == "null", s == `""`:
-			default:
-				return false
-			}
+	}
+	for _, k := range openAIText {
+		if i := bytes.Index(data, k); i >= 0 && i+len(k) < len(data) && data[i+len(k)] != '"' {
+			return false // a non-empty string
 		}
 	}
 	return true
 }
+
+var (
+	anthropicHeadTypes = [][]byte{[]byte(`"type":"message_start"`), []byte(`"type":"content_block_start"`), []byte(`"type":"ping"`),
+		[]byte(`"type": "message_start"`), []byte(`"type": "content_block_start"`), []byte(`"type": "ping"`)}
+	// openAIActs: keys whose presence is past the head (a finish reason
+	// that is not null, a tool call, usage, an error).
+	openAIActs = [][]byte{[]byte(`"finish_reason":"`), []byte(`"finish_reason": "`), []byte(`"tool_calls"`),
+		[]byte(`"function_call"`), []byte(`"usage":{`), []byte(`"usage": {`), []byte(`"error"`)}
+	// openAIText: keys that carry a token when their string is not empty.
+	openAIText = [][]byte{[]byte(`"content":"`), []byte(`"content": "`), []byte(`"text":"`), []byte(`"text": "`),
+		[]byte(`"reasoning_content":"`), []byte(`"reasoning_content": "`), []byte(`"reasoning":"`), []byte(`"reasoning": "`),
+		[]byte(`"refusal":"`), []byte(`"refusal": "`)}
+)

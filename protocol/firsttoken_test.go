@@ -37,7 +37,8 @@ func TestStreamHead(t *testing.T) {
 		{"content filter results", OpenAI, filter, false},
 		{"legacy completions text", OpenAI, text, true},
 		{"done", OpenAI, done, true},
-		{"not JSON: the client should see it", OpenAI, "data: {oops\n\n", true},
+		{"a cut chunk is not a token", OpenAI, "data: {\"choices\":[{\"delta\":{\"cont\n\n", false},
+		{"not a chunk: the client should see it", OpenAI, "data: oops\n\n", true},
 		{"anthropic head", Anthropic, msgStart + blkStart + ping, false},
 		{"anthropic first delta", Anthropic, msgStart + blkStart + ping + delta, true},
 		{"anthropic error", Anthropic, msgStart + anError, true},
@@ -60,5 +61,17 @@ func TestStreamHeadLength(t *testing.T) {
 	n, token := StreamHead(Anthropic, []byte(head+"event: content_block_delta\ndata: {"))
 	if token || n != len(head) {
 		t.Fatalf("head %d token %v, want %d false", n, token, len(head))
+	}
+}
+
+// Every stream's start is scanned: it must cost no allocation.
+func TestStreamHeadAllocatesNothing(t *testing.T) {
+	openai := []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n")
+	anthropic := []byte("event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\nevent: content_block_delta\ndata: {}\n\n")
+	if n := testing.AllocsPerRun(100, func() {
+		StreamHead(OpenAI, openai)
+		StreamHead(Anthropic, anthropic)
+	}); n != 0 {
+		t.Errorf("StreamHead allocates %v times per stream start", n)
 	}
 }
