@@ -88,6 +88,7 @@
 //	ttft: 80ms
 //	jitter: {kind: lognormal, p50: 20ms, p99: 400ms}  # or {kind: uniform, max: 50ms}
 //	tpot: 8ms
+//	early_head: false             # true: a stream's headers and head go out at once
 //	output_tokens: 16-64          # or 32, or {min: 16, max: 64}
 //	max_running: 16
 //	max_waiting: 64               # 0 unlimited, -1 no queue
