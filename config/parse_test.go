@@ -176,6 +176,11 @@ func TestExampleConfig(t *testing.T) {
 	multi := false
 	for _, m := range c.Models {
 		multi = multi || len(m.Targets) > 1
+		// Traffic fails over only past a breaker: a chain whose primary
+		// has none would only ever retry.
+		if p, _ := c.Provider(m.Targets[0].Provider); len(m.Targets) > 1 && p.Breaker == nil {
+			t.Errorf("model %s has a failover chain but its primary %s has no breaker", m.Name, p.Name)
+		}
 	}
 	if !multi {
 		t.Error("example has no model with a failover chain")
