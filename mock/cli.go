@@ -114,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	fs.Uint64Var(&flagCfg.Seed, "seed", 0, "seed for every random decision")
 	fs.DurationVar(&flagCfg.TTFT, "ttft", def.TTFT, "base time to first token")
 	fs.DurationVar(&flagCfg.TPOT, "tpot", def.TPOT, "time per output token")
+	fs.BoolVar(&flagCfg.EarlyHead, "early-head", false, "send a stream's headers and head at once, its first token after the TTFT")
 	fs.Var(tokenRangeFlag{&flagCfg.OutputTokens}, "output-tokens", "reply length: `N` or MIN-MAX")
 	fs.IntVar(&flagCfg.MaxRunning, "max-running", 0, "concurrent generating calls (0 = unlimited)")
 	fs.IntVar(&flagCfg.MaxWaiting, "max-waiting", 0, "queued calls beyond max-running before 503/529 (0 = unlimited, -1 = none)")
@@ -148,6 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 		"seed":           func() { cfg.Seed = flagCfg.Seed },
 		"ttft":           func() { cfg.TTFT = flagCfg.TTFT },
 		"tpot":           func() { cfg.TPOT = flagCfg.TPOT },
+		"early-head":     func() { cfg.EarlyHead = flagCfg.EarlyHead },
 		"output-tokens":  func() { cfg.OutputTokens = flagCfg.OutputTokens },
 		"max-running":    func() { cfg.MaxRunning = flagCfg.MaxRunning },
 		"max-waiting":    func() { cfg.MaxWaiting = flagCfg.MaxWaiting },

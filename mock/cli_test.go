@@ -55,13 +55,13 @@ func TestMainBadInputReturns2(t *testing.T) {
 
 func TestFlagsOverrideScript(t *testing.T) {
 	cfg, _, _, err := parseFlags([]string{
-		"--script", "testdata/brownout.yaml", "--ttft", "1ms", "--output-tokens", "3-4",
+		"--script", "testdata/brownout.yaml", "--ttft", "1ms", "--output-tokens", "3-4", "--early-head",
 		"--latency-jitter", "5ms", "--brownout", "1s-2s:x3", "--fail-rate", "0.1", "--fail-status", "503", "--retry-after", "1s",
 	}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TTFT != time.Millisecond || cfg.TPOT != 8*time.Millisecond || cfg.OutputTokens != (TokenRange{3, 4}) || cfg.Seed != 42 {
+	if cfg.TTFT != time.Millisecond || cfg.TPOT != 8*time.Millisecond || cfg.OutputTokens != (TokenRange{3, 4}) || cfg.Seed != 42 || !cfg.EarlyHead {
 		t.Errorf("merge wrong: %+v", cfg)
 	}
 	if cfg.Jitter != (Jitter{Kind: "uniform", Max: 5 * time.Millisecond}) || len(cfg.Brownouts) != 3 || len(cfg.Failures) != 7 {
