@@ -57,12 +57,18 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if *check {
 		fmt.Fprintf(stdout, "configuration ok: %d providers, %d models\n", len(cfg.Providers), len(cfg.Models))
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintf(stdout, "warning: %s\n", w)
+		}
 		return 0
 	}
 
 	logOut := gateway.NewLogWriter(stderr, 100*time.Millisecond)
 	defer logOut.Close()
 	logger := gateway.NewLogger(logOut, cfg.Log)
+	for _, w := range cfg.Warnings() {
+		logger.Warn("configuration", "warning", w)
+	}
 	g, err := gateway.New(cfg, gateway.Options{Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)

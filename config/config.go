@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -68,4 +69,28 @@ func (c *Config) CriticalKeys() []string {
 		}
 	}
 	return keys
+}
+
+// Warnings lists settings that are valid but probably not what was
+// meant, each with what to change. sluice serve logs them at start and
+// --check prints them.
+func (c *Config) Warnings() []string {
+	var out []string
+	soleTarget := map[string]string{} // provider -> a model it alone serves
+	for _, m := range c.Models {
+		if len(m.Targets) == 1 {
+			soleTarget[m.Targets[0].Provider] = m.Name
+		}
+		for _, t := range m.Targets[:max(len(m.Targets)-1, 0)] {
+			if p, ok := c.Provider(t.Provider); ok && p.Breaker == nil {
+				out = append(out, fmt.Sprintf("model %s: provider %s has no breaker, so requests fail over past it only after a call fails, never while it is slow; give provider %s a breaker: block", m.Name, p.Name, p.Name))
+			}
+		}
+	}
+	for _, p := range c.Providers {
+		if m, ok := soleTarget[p.Name]; ok && p.Breaker != nil && p.Breaker.Probe != ProbeSynthetic {
+			out = append(out, fmt.Sprintf("provider %s: it alone serves model %s, so while its breaker is half-open that model's users are its probes and fail at the probe timeout; set breaker.probe: synthetic", p.Name, m))
+		}
+	}
+	return out
 }

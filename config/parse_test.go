@@ -259,3 +259,19 @@ func TestValidateCodeBuilt(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	if w := mustLoad(t, "../examples/sluice.yaml").Warnings(); len(w) != 0 {
+		t.Errorf("the example config warns: %q", w)
+	}
+	c := mustLoad(t, "../examples/sluice.yaml")
+	vllm, _ := c.Provider("vllm")
+	vllm.Breaker = nil
+	openai, _ := c.Provider("openai")
+	openai.Breaker.Probe = ""
+	w := c.Warnings()
+	if len(w) != 2 || !strings.Contains(w[0], "model chat-default: provider vllm has no breaker") ||
+		!strings.Contains(w[1], "provider openai: it alone serves model") || !strings.Contains(w[1], "probe: synthetic") {
+		t.Errorf("warnings:\n%s", strings.Join(w, "\n"))
+	}
+}
