@@ -333,6 +333,19 @@ func (c *Core) Pump(now time.Time) []Ticket {
 	return granted
 }
 
+// Rescope moves a waiter to another scope (its provider's breaker opened
+// and another target can serve it). It keeps its place in its class's
+// queue, which is ordered by arrival, not by scope; the host should Pump
+// after moving waiters. It reports false if t is not waiting.
+func (c *Core) Rescope(t Ticket, scope int) bool {
+	e, found := c.entries[t]
+	if !found || e.state != waiting {
+		return false
+	}
+	e.req.Scope = scope
+	return true
+}
+
 // Leave withdraws a waiter whose client gave up. It reports false if t was
 // not waiting (already started or refused).
 func (c *Core) Leave(now time.Time, t Ticket) bool {

@@ -928,3 +928,25 @@ func TestPriorityNames(t *testing.T) {
 		t.Errorf("Priority(7).String() = %q", s)
 	}
 }
+
+func TestRescope(t *testing.T) {
+	// Scope 0 is full (limit 1), scope 1 has room; a waiter bound for 0
+	// moved to 1 starts at the next Pump, and keeps its expiry.
+	h := newHarness(t, Config{Global: Fixed(10), Scopes: []Limiter{Fixed(1), Fixed(5)}, MaxDepth: 5, MaxWait: time.Second})
+	h.admit(req(Interactive, 0), Admitted)
+	w := h.admit(req(Interactive, 0), Queued).Ticket
+	if !h.c.Rescope(w, 1) {
+		t.Fatal("Rescope of a waiter = false")
+	}
+	h.wantGranted(h.c.Pump(h.now), w)
+	if sn := h.snap(); sn.ScopeInFlight[1] != 1 || sn.ScopeInFlight[0] != 1 {
+		t.Fatalf("after the move: %+v", sn)
+	}
+	if h.c.Rescope(w, 0) {
+		t.Fatal("Rescope of an in-flight ticket = true")
+	}
+	h.release(w)
+	if sn := h.snap(); sn.ScopeInFlight[1] != 0 {
+		t.Fatalf("the moved request released the wrong scope: %+v", sn)
+	}
+}

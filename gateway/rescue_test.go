@@ -163,3 +163,27 @@ func (s *stack) counter(name string, labels ...string) float64 {
 	}
 	return sum
 }
+
+// Requests queued for a provider when its breaker opens start on the
+// backup at once, rather than wait for a slot on the slow provider.
+func TestWaitersMoveToTheBackupWhenThePrimaryTrips(t *testing.T) {
+	backup, addBackup := withBackup(t, mock.Config{TTFT: 10 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}})
+	s := newStack(t, mock.Config{TTFT: 3 * time.Second, OutputTokens: mock.TokenRange{Min: 1}}, func(c *config.Config) {
+		c.Providers[0].Breaker = slowPrimaryBreaker()
+		c.Providers[0].MaxInFlight = 3 // three calls fill it; the rest queue
+		// The default queue (150 places, 5 s) holds the rest.
+		addBackup(c)
+	})
+	statuses, took := postAll(s, 5)
+	for i := range statuses {
+		if statuses[i] != 200 || took[i] > 1500*time.Millisecond {
+			t.Errorf("request %d: status %d after %v; want the backup's answer soon after the 200 ms trip", i, statuses[i], took[i])
+		}
+	}
+	if n := backup.Stats().Completed; n != 5 {
+		t.Errorf("the backup completed %d calls, want 3 rescues and 2 moved waiters", n)
+	}
+	if n := s.mock.Stats().Total; n != 3 {
+		t.Errorf("the primary saw %d calls; the waiters should never have reached it", n)
+	}
+}

@@ -472,6 +472,16 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 	}
 }
 
+// Target is where the engine routed a request: an index into its
+// Targets. A host reads it when the request starts, since a waiter may
+// have been moved to another target while it waited (see reroute).
+func (e *Engine) Target(id ID) (int, bool) {
+	if q, ok := e.reqs[id]; ok {
+		return q.target, true
+	}
+	return 0, false
+}
+
 // Leave withdraws a waiting request whose client went away. It reports
 // false if the request is not waiting; an in-flight request ends with
 // Finish(Cancelled) instead.

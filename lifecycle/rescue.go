@@ -39,8 +39,11 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 		ts := e.transitions()
 		rd.Transitions = append(rd.Transitions, ts...)
 		for _, t := range ts {
-			if t.To == breaker.Open && e.scopes[t.Scope].cfg.Rescue {
-				e.rescueScope(now, t.Scope, rd)
+			if t.To == breaker.Open {
+				e.reroute(now, t.Scope, rd)
+				if e.scopes[t.Scope].cfg.Rescue {
+					e.rescueScope(now, t.Scope, rd)
+				}
 			}
 		}
 		e.sendProbes(now, rd)
@@ -116,4 +119,41 @@ func (e *Engine) outliveProbe(now time.Time, q *request, rd *Ready) bool {
 		e.dead.push(q, q.req.Deadline)
 	}
 	return true
+}
+
+// reroute moves the requests waiting for scope s, whose breaker just
+// opened, to the next of their targets that takes traffic, oldest first.
+// Routed when they arrived, they would otherwise start on the provider
+// that has just been judged unhealthy, the moment a slot there frees.
+// They keep their place in the queue; those that now fit start.
+func (e *Engine) reroute(now time.Time, s int, rd *Ready) {
+	var waiting []*request
+	for _, q := range e.reqs {
+		if q.scope == s && q.started.IsZero() && len(targets(q.req)) > 1 {
+			waiting = append(waiting, q)
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	slices.SortFunc(waiting, func(a, b *request) int { return cmp.Compare(a.id, b.id) })
+	moved := false
+	for _, q := range waiting {
+		target, scope, ticket, hasTicket, ok := e.route(now, q.req)
+		if !ok || scope == s {
+			if ok && hasTicket {
+				e.scopes[scope].cfg.Breaker.Done(now, ticket, breaker.Outcome{Kind: breaker.Cancelled})
+			}
+			continue
+		}
+		if q.hasTicket {
+			e.scopes[s].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		}
+		e.adm.Rescope(q.id, scope)
+		q.target, q.scope, q.ticket, q.hasTicket = target, scope, ticket, hasTicket
+		moved = true
+	}
+	if moved {
+		rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
+	}
 }

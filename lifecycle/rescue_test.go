@@ -176,3 +176,42 @@ func TestExpiredRequestIsNotRescued(t *testing.T) {
 		t.Error("the engine still holds the expired request after its Finish")
 	}
 }
+
+// Requests waiting for a provider whose breaker opens move to the next
+// target and start there, instead of starting on the unhealthy provider
+// when a slot frees.
+func TestWaitersMoveWhenTheirProviderTrips(t *testing.T) {
+	mk := func() *breaker.Breaker {
+		b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
+		Scopes:    []ScopeConfig{{Name: "primary", Fixed: 4, Breaker: mk()}, {Name: "backup", Breaker: mk()}},
+	})
+	r := Request{Targets: []int{0, 1}, Deadline: at(15 * time.Second)}
+	arriveAll(t, e, at(0), 4, []int{0, 1}, 0) // the primary is full
+	var waiters []ID
+	for range 2 {
+		a, _ := e.Arrive(at(100*time.Millisecond), r)
+		if a.Verdict != admission.Queued {
+			t.Fatalf("verdict %v, want queued behind the full primary", a.Verdict)
+		}
+		waiters = append(waiters, a.ID)
+	}
+	rd := e.Tick(at(1100 * time.Millisecond)) // the four go slow: trip
+	if len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open {
+		t.Fatalf("want the primary to trip, got %+v", rd.Transitions)
+	}
+	if len(rd.Start) != 2 || rd.Start[0] != waiters[0] || rd.Start[1] != waiters[1] {
+		t.Fatalf("started %v, want both waiters, oldest first", rd.Start)
+	}
+	for _, id := range waiters {
+		if target, _ := e.Target(id); target != 1 {
+			t.Errorf("waiter %d started on target %d, want the backup", id, target)
+		}
+	}
+}

@@ -284,7 +284,11 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 	for _, id := range rd.Start {
 		if w, ok := r.waiters[id]; ok {
 			delete(r.waiters, id)
-			r.newCallLocked(w.ctx, id, now.Sub(w.arrived), w.target)
+			target := w.target
+			if t, ok := r.e.Target(id); ok {
+				target = t // the engine may have moved it while it waited
+			}
+			r.newCallLocked(w.ctx, id, now.Sub(w.arrived), target)
 			w.done <- nil
 		}
 	}

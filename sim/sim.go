@@ -378,6 +378,9 @@ func (r *run) arrive(q *request) {
 func (r *run) apply(rd lifecycle.Ready) {
 	for _, id := range rd.Start {
 		if q := r.byID[id]; q != nil {
+			if t, ok := r.eng.Target(id); ok {
+				q.scope = r.targets[t] // it may have been moved while it waited
+			}
 			r.startUpstream(q)
 		}
 	}
