@@ -73,8 +73,9 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 // message_start) before it generates anything; the call has answered
 // only once a token, or anything else past the head, has come. Until
 // then it is not committed: a hedge can still win, and a cut is still a
-// failure that is safe to retry. A head that fills the buffer is taken
-// as the answer.
+// failure that is safe to retry. A head that fills the buffer, or a
+// stream that ends cleanly, is taken as the answer. The client's headers
+// wait for the first token too, as they waited for the first chunk.
 func (g *Gateway) readHead(a *attempt) {
 	a.buf = relayBufPool.Get().(*[]byte)
 	buf := *a.buf
@@ -84,7 +85,9 @@ func (g *Gateway) readHead(a *attempt) {
 		a.first += n
 		head, token := protocol.StreamHead(a.t.provider.dialect, buf[scanned:a.first])
 		scanned += head
-		if token || a.first == len(buf) {
+		// A whole stream that ended cleanly is an answer even if no event
+		// in it looked like a token (a format the scan does not know).
+		if token || a.first == len(buf) || (err == io.EOF && a.first > 0) {
 			a.firstAt = g.now()
 			return
 		}

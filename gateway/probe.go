@@ -48,6 +48,8 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	switch {
 	case o.Kind == lifecycle.TimedOut:
 		result = "timeout"
+	case o.Kind == lifecycle.Cancelled:
+		result = "cancelled"
 	case o.Status == http.StatusTooManyRequests:
 		result = "rate_limited"
 	case o.Kind != lifecycle.OK:
@@ -79,6 +81,8 @@ func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome 
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+	case ctx.Err() != nil: // the gateway is shutting down: no verdict
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
 	case err != nil && resp == nil:
 		return lifecycle.Outcome{Kind: lifecycle.ConnError}
 	case err != nil:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/gateway"
 	"github.com/sluice-gw/sluice/mock"
 )
 
@@ -223,5 +224,24 @@ func TestCriticalIsReservedForDeclaredKeys(t *testing.T) {
 	}
 	if strings.Contains(s.logText(), "ops-key") || strings.Contains(s.logText(), "probe-key") {
 		t.Error("a critical key leaked into the log")
+	}
+}
+
+// sseTransport answers every call with one fixed SSE stream.
+type sseTransport struct{ body string }
+
+func (s sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(s.body)), Request: r}, nil
+}
+
+// A stream in a shape the first-token scan does not know, that ends
+// cleanly, is still the answer: it is relayed whole, not failed.
+func TestUnrecognisedStreamIsRelayed(t *testing.T) {
+	const body = "data: {\"choices\":[{\"delta\":{\"audio\":{\"transcript\":\"hi\"}}}]}\n\n"
+	s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) { o.Transport = sseTransport{body} })
+	status, _, got := s.do("/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	if status != 200 || string(got) != body {
+		t.Fatalf("status %d, body %q; want the stream relayed as sent", status, got)
 	}
 }

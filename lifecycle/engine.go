@@ -526,14 +526,18 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	e.dead.remove(q)
 	delete(e.reqs, q.id)
+	// If this request's outcome tripped its provider's breaker, the
+	// waiters for that provider move on (settle) before the slot it frees
+	// is handed out, or the oldest of them would start on the provider
+	// just judged unhealthy.
+	e.settle(now, &rd)
 	// The host's Tick for a waiter whose time ran out may not have come
 	// yet (in the Runner, the timer and this Finish race for the lock).
 	// Started, that waiter would spend an upstream call it has no time
 	// for, and its TimedOut would reach the limit as a false drop.
-	rd.Refuse = e.expireWaiters(now)
+	rd.Refuse = append(rd.Refuse, e.expireWaiters(now)...)
 	granted, _ := e.adm.Release(now, q.id)
-	rd.Start = e.started(now, granted)
-	e.settle(now, &rd)
+	rd.Start = append(rd.Start, e.started(now, granted)...)
 	return rd
 }
 
@@ -638,7 +642,8 @@ func (e *Engine) Tick(now time.Time) Ready {
 		}
 	}
 	if moved {
-		rd.Start = e.started(now, e.adm.Pump(now))
+		e.settle(now, &rd) // a trip moves its waiters before slots are handed out
+		rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
 	}
 	for e.hedgeT.due(now) {
 		e.fireHedge(now, e.hedgeT.pop(), &rd)

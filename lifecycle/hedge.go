@@ -263,12 +263,13 @@ func (e *Engine) FinishHedge(now time.Time, id ID, o Outcome) (rd Ready, ok bool
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))
 	}
-	rd.Start = e.started(now, e.adm.ReleaseExtra(now, h.scope))
+	// A trip by this outcome moves its provider's waiters before the
+	// freed slot is handed out (see complete).
+	e.settle(now, &rd)
+	rd.Start = append(rd.Start, e.started(now, e.adm.ReleaseExtra(now, h.scope))...)
 	if q.primaryDone {
 		rd.Merge(e.complete(now, q))
-		return rd, true
 	}
-	e.settle(now, &rd)
 	return rd, true
 }
 

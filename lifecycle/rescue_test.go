@@ -215,3 +215,42 @@ func TestWaitersMoveWhenTheirProviderTrips(t *testing.T) {
 		}
 	}
 }
+
+// A call whose own failure trips its provider's breaker frees a slot
+// there; the waiters for that provider move on before the slot is handed
+// out, so none of them starts on the provider just judged unhealthy.
+func TestWaitersMoveBeforeTheTrippingCallsSlotIsReused(t *testing.T) {
+	mk := func() *breaker.Breaker {
+		b, err := breaker.New(breaker.Config{MinCalls: 2, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
+		Scopes:    []ScopeConfig{{Name: "primary", Fixed: 2, Breaker: mk()}, {Name: "backup", Breaker: mk()}},
+	})
+	r := Request{Targets: []int{0, 1}, Deadline: at(15 * time.Second)}
+	calls := arriveAll(t, e, at(0), 2, []int{0, 1}, 0)
+	var waiters []ID
+	for range 2 {
+		a, _ := e.Arrive(at(10*time.Millisecond), r)
+		waiters = append(waiters, a.ID)
+	}
+	// Both calls fail fast; the second failure trips the breaker.
+	for i, id := range calls {
+		rd, _ := e.Finish(at(100*time.Millisecond), id, Outcome{Kind: Failed, Status: 500})
+		for _, s := range rd.Start {
+			target, _ := e.Target(s)
+			if i == 1 && target == 0 {
+				t.Errorf("waiter %d started on the primary its neighbour's failure just tripped", s)
+			}
+		}
+	}
+	for _, id := range waiters[1:] {
+		if target, _ := e.Target(id); target != 1 {
+			t.Errorf("waiter %d is on target %d after the trip, want the backup", id, target)
+		}
+	}
+}

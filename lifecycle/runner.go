@@ -225,20 +225,22 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 	r.mu.Lock()
 	now := r.now()
 	a, rd := r.e.Arrive(now, req)
-	r.applyLocked(now, rd)
 	switch a.Verdict {
 	case admission.Admitted:
 		c := r.newCallLocked(ctx, a.ID, 0, a.Target)
-		r.armLocked(now)
+		r.applyLocked(now, rd)
 		r.mu.Unlock()
 		return c, nil
 	case admission.Rejected:
+		r.applyLocked(now, rd)
 		r.mu.Unlock()
 		return nil, rejection(a.Refusal)
 	}
+	// Registered before the arrival's own Ready is carried out, which may
+	// already start it (a trip settled by this arrival moves it on).
 	w := &waiter{ctx: ctx, arrived: now, target: a.Target, done: make(chan error, 1)}
 	r.waiters[a.ID] = w
-	r.armLocked(now)
+	r.applyLocked(now, rd)
 	r.mu.Unlock()
 
 	select {

@@ -98,7 +98,7 @@ func New() *Metrics {
 		}, []string{"model", "from", "to"}),
 		Probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_probes_total",
-			Help: "Synthetic probes of half-open breakers, by result (ok: a 2xx answer, whose speed the breaker judges; error, rate_limited, timeout).",
+			Help: "Synthetic probes of half-open breakers, by result (ok: a 2xx answer, whose speed the breaker judges; error, rate_limited, timeout, cancelled).",
 		}, []string{"provider", "result"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_transitions_total",

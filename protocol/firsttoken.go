@@ -12,7 +12,9 @@ import "bytes"
 // for a fast one. StreamHead tells the stream's head from its first token.
 
 // StreamHead scans buf, the start of a stream in dialect d, for its
-// first token. head is the length of the complete head events buf opens
+// first token. It errs towards "head" for what it does not recognise,
+// which only delays the commit: the caller takes a head that fills its
+// buffer, or a stream that ends, as the answer. head is the length of the complete head events buf opens
 // with, so a caller reading more can resume the scan there; token
 // reports whether the complete event after them is past the head: a
 // token (content, a tool call, reasoning), a finish, an error, [DONE],
@@ -99,8 +101,15 @@ func headEvent(d Dialect, ev []byte) bool {
 		}
 	}
 	for _, k := range openAIText {
-		if i := bytes.Index(data, k); i >= 0 && i+len(k) < len(data) && data[i+len(k)] != '"' {
-			return false // a non-empty string
+		for rest := data; ; {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(k):]
+			if len(rest) > 0 && rest[0] != '"' {
+				return false // a non-empty string (in any choice)
+			}
 		}
 	}
 	return true
@@ -109,10 +118,13 @@ func headEvent(d Dialect, ev []byte) bool {
 var (
 	anthropicHeadTypes = [][]byte{[]byte(`"type":"message_start"`), []byte(`"type":"content_block_start"`), []byte(`"type":"ping"`),
 		[]byte(`"type": "message_start"`), []byte(`"type": "content_block_start"`), []byte(`"type": "ping"`)}
-	// openAIActs: keys whose presence is past the head (a finish reason
-	// that is not null, a tool call, usage, an error).
-	openAIActs = [][]byte{[]byte(`"finish_reason":"`), []byte(`"finish_reason": "`), []byte(`"tool_calls"`),
-		[]byte(`"function_call"`), []byte(`"usage":{`), []byte(`"usage": {`), []byte(`"error"`)}
+	// openAIActs: keys whose value, when not null, is past the head: a
+	// finish reason, a tool call, an error. (Usage is not among them:
+	// vLLM's continuous_usage_stats puts it on every chunk, the head's
+	// too; a final usage-only chunk follows a finish anyway.)
+	openAIActs = [][]byte{[]byte(`"finish_reason":"`), []byte(`"finish_reason": "`),
+		[]byte(`"tool_calls":[`), []byte(`"tool_calls": [`), []byte(`"function_call":{`), []byte(`"function_call": {`),
+		[]byte(`"error":{`), []byte(`"error": {`)}
 	// openAIText: keys that carry a token when their string is not empty.
 	openAIText = [][]byte{[]byte(`"content":"`), []byte(`"content": "`), []byte(`"text":"`), []byte(`"text": "`),
 		[]byte(`"reasoning_content":"`), []byte(`"reasoning_content": "`), []byte(`"reasoning":"`), []byte(`"reasoning": "`),

@@ -44,6 +44,10 @@ func TestStreamHead(t *testing.T) {
 		{"anthropic error", Anthropic, msgStart + anError, true},
 		{"anthropic without event lines", Anthropic, "data: {\"type\":\"message_start\"}\n\ndata: {\"type\":\"content_block_delta\"}\n\n", true},
 		{"empty", OpenAI, "", false},
+		{"null tool_calls and error on a role chunk", OpenAI, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":null,\"function_call\":null}}],\"error\":null}\n\n", false},
+		{"usage on every chunk (continuous_usage_stats)", OpenAI, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":0}}\n\n", false},
+		{"the second choice has the token", OpenAI, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}},{\"index\":1,\"delta\":{\"content\":\"Hi\"}}]}\n\n", true},
+		{"an error object", OpenAI, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n", true},
 	} {
 		head, got := StreamHead(c.d, []byte(c.buf))
 		if got != c.want {
