@@ -14,6 +14,7 @@ func TestRejectionError(t *testing.T) {
 	if !errors.Is(wrapped, ErrRejected) {
 		t.Fatal("a wrapped Rejection does not match ErrRejected")
 	}
+	//lint:ignore SA1032 the point is that an unrelated error does not match
 	if errors.Is(context.Canceled, ErrRejected) {
 		t.Fatal("context.Canceled matches ErrRejected")
 	}

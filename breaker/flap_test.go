@@ -20,11 +20,10 @@ type flapSim struct {
 }
 
 type flapCall struct {
-	tk       Ticket
-	start    time.Time
-	end      time.Time
-	flagged  bool
-	finished bool
+	tk      Ticket
+	start   time.Time
+	end     time.Time
+	flagged bool
 }
 
 func (s *flapSim) latency(now time.Time) time.Duration {

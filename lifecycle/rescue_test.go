@@ -78,7 +78,7 @@ func TestRescueOffLeavesCallsWhereTheyAre(t *testing.T) {
 func TestRescueNeedsSomewhereToGo(t *testing.T) {
 	e := routeEngine(t, 0)
 	e.scopes[0].cfg.Rescue = true
-	ids := arriveAll(t, e, at(0), 4, []int{0}, 0) // no second target
+	arriveAll(t, e, at(0), 4, []int{0}, 0) // no second target
 	rd := e.Tick(at(1100 * time.Millisecond))
 	if len(rd.Hedge) != 0 {
 		t.Fatalf("nothing to rescue onto, yet: %+v", rd.Hedge)
@@ -86,7 +86,7 @@ func TestRescueNeedsSomewhereToGo(t *testing.T) {
 	// And a call already answering is never moved.
 	e2 := routeEngine(t, 0)
 	e2.scopes[0].cfg.Rescue = true
-	ids = arriveAll(t, e2, at(0), 4, []int{0, 1}, 0)
+	ids := arriveAll(t, e2, at(0), 4, []int{0, 1}, 0)
 	e2.FirstByte(at(900*time.Millisecond), ids[0])
 	arriveAll(t, e2, at(100*time.Millisecond), 1, []int{0, 1}, 0)
 	rd = e2.Tick(at(1100 * time.Millisecond))

@@ -726,7 +726,7 @@ func storm(t *testing.T, seed uint64) {
 						o.Kind = TimedOut
 						expired.Add(1)
 						if time.Now().Before(q.Deadline) {
-							t.Errorf("call expired %v before its deadline", q.Deadline.Sub(time.Now()))
+							t.Errorf("call expired %v before its deadline", time.Until(q.Deadline))
 						}
 					}
 				}

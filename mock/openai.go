@@ -87,6 +87,7 @@ func (q *openAIRequest) includeUsage() bool {
 }
 
 func badJSON(err error) error {
+	//lint:ignore ST1005 the wording is OpenAI's own, verbatim
 	return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
 }
 
