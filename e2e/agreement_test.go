@@ -161,7 +161,8 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	load := exec.CommandContext(ctx, bin, "load", path, "--target", "http://"+listen, "--json", jsonPath, "--quiet")
+	load := exec.CommandContext(ctx, bin, "load", path, "--target", "http://"+listen, "--json", jsonPath, "--quiet",
+		"--metrics", "http://"+admin+"/metrics")
 	loadOut, err := load.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serveOut, mockOuts)
@@ -177,6 +178,11 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	var table bytes.Buffer
 	report.WriteTable(&table, []*report.Row{simRow})
 	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
+	// The gateway's own second calls and probes (read from its /metrics
+	// by sluice load) must agree with the simulator's engine too.
+	if sim, real := simRow.Extra, rows[0].ExtraCalls; math.Abs(float64(real-sim)) > 0.25*float64(sim)+10 {
+		t.Errorf("extra calls (hedges, retries, rescues, probes): simulated %d, real %d", sim, real)
+	}
 	return simRow, rows[0].Counts, rows[0], admin
 }
 

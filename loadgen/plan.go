@@ -38,6 +38,11 @@ type Options struct {
 	Duration time.Duration
 	// MaxRequests caps unique requests (default DefaultMaxRequests).
 	MaxRequests int
+	// Metrics, when set, is the gateway's Prometheus endpoint (its admin
+	// /metrics). Its counters of hedges, retries, rescues and probes are
+	// read before and after the run, and their growth is the report's
+	// extra calls.
+	Metrics string
 	// Progress receives status lines: rewritten every second on a
 	// terminal, appended every 5 s otherwise (nil: none). End-of-run
 	// notes (request cap reached, generator lag) go there too.

@@ -37,6 +37,12 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 	if err != nil {
 		return nil, err
 	}
+	var extraBefore float64
+	if opts.Metrics != "" {
+		if extraBefore, err = scrapeExtra(ctx, opts.Metrics); err != nil {
+			return nil, &ConfigError{fmt.Errorf("--metrics: %w; give the gateway's admin /metrics URL, e.g. http://127.0.0.1:9090/metrics", err)}
+		}
+	}
 	t := &tally{}
 	c := newClient(p.url, t)
 	defer c.close()
@@ -58,7 +64,15 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 			fmt.Fprintf(opts.Progress, "note: arrivals fell up to %v behind schedule; the load generator could not keep up\n", r.lag.Round(time.Millisecond))
 		}
 	}
-	return t.result(p.name, span), ctx.Err()
+	row := t.result(p.name, span)
+	if opts.Metrics != "" {
+		if after, err := scrapeExtra(context.WithoutCancel(ctx), opts.Metrics); err == nil {
+			row.Extra = int(after - extraBefore)
+		} else if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "note: extra calls unknown: %v\n", err)
+		}
+	}
+	return row, ctx.Err()
 }
 
 // issue starts requests at their arrival times until the duration, the
