@@ -51,5 +51,7 @@
 //     token (the default for streams, since end-to-end time mostly tracks
 //     output length), time per output token, or end-to-end time.
 //
-// Health probes never reach the engine (the gateway answers them itself).
+// Health checks (/healthz, /readyz) never reach the engine: the gateway
+// answers them itself. Synthetic breaker probes (probe.go) are not
+// samples for the limiter either.
 package lifecycle
