@@ -63,6 +63,10 @@ type provider struct {
 	probeModel string
 	// rescues: its breaker moves stranded calls to a model's next target.
 	rescues bool
+	// probeCompletionTokens: probes ask for max_completion_tokens (the
+	// provider refused max_tokens); probeWarned: a rejected probe was
+	// logged, and is not again until one passes.
+	probeCompletionTokens, probeWarned atomic.Bool
 }
 
 type model struct {

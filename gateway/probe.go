@@ -19,14 +19,20 @@ const probeReadLimit = 64 << 10
 
 // probeBody is a synthetic probe's request: the smallest answerable
 // request of the provider's dialect, one output token, not streamed.
-// max_tokens is the one limit every OpenAI-compatible server and the
-// Messages API accept.
-func probeBody(model string) []byte {
-	b, _ := json.Marshal(struct {
-		Model     string           `json:"model"`
-		MaxTokens int              `json:"max_tokens"`
-		Messages  []map[string]any `json:"messages"`
-	}{model, 1, []map[string]any{{"role": "user", "content": "ping"}}})
+// max_tokens is the limit the Messages API and most OpenAI-compatible
+// servers accept; OpenAI's reasoning models refuse it (400) and take
+// max_completion_tokens instead, which the gateway then switches to for
+// that provider.
+func probeBody(model string, completionTokens bool) []byte {
+	limit := "max_tokens"
+	if completionTokens {
+		limit = "max_completion_tokens"
+	}
+	b, _ := json.Marshal(map[string]any{
+		"model":    model,
+		limit:      1,
+		"messages": []map[string]any{{"role": "user", "content": "ping"}},
+	})
 	return b
 }
 
@@ -56,17 +62,35 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 		result = "error"
 	}
 	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
-	if o.Status/100 == 4 && o.Status != http.StatusTooManyRequests {
+	switch {
+	case o.Status/100 == 4 && o.Status != http.StatusTooManyRequests:
 		// Not the provider's health: the probe itself is wrong, and the
-		// provider will stay out of rotation until it is fixed.
-		g.log.Warn("breaker probe rejected; set providers[].breaker.probe_model to a chat model this provider serves",
-			"provider", p.name, "model", p.probeModel, "status", o.Status)
+		// provider stays out of rotation until it is fixed. Said once,
+		// not once per probe.
+		if p.probeWarned.CompareAndSwap(false, true) {
+			g.log.Warn("breaker probe rejected; set providers[].breaker.probe_model to a chat model this provider serves",
+				"provider", p.name, "model", p.probeModel, "status", o.Status)
+		}
+	case o.Kind == lifecycle.OK:
+		p.probeWarned.Store(false)
 	}
 	return o
 }
 
 func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+probePath(p.dialect), bytes.NewReader(probeBody(p.probeModel)))
+	o := g.sendProbeOnce(ctx, p, p.probeCompletionTokens.Load())
+	if o.Status == http.StatusBadRequest && p.dialect == protocol.OpenAI && !p.probeCompletionTokens.Load() {
+		// Perhaps a reasoning model, which wants max_completion_tokens.
+		if o2 := g.sendProbeOnce(ctx, p, true); o2.Status != http.StatusBadRequest {
+			p.probeCompletionTokens.Store(true)
+			return o2
+		}
+	}
+	return o
+}
+
+func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionTokens bool) lifecycle.Outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+probePath(p.dialect), bytes.NewReader(probeBody(p.probeModel, completionTokens)))
 	if err != nil {
 		return lifecycle.Outcome{Kind: lifecycle.Failed}
 	}
@@ -89,7 +113,7 @@ func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome 
 		return lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
 	}
 	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
-	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
+	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		o.Kind = lifecycle.OK

@@ -543,7 +543,10 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 
 // breakerOutcome says how a call counts for its provider's breaker: a
 // 429 is pacing, not an error; a timeout, a connection error, a 5xx or
-// a 529 is an error; the latency is the scope's signal, like the limit's.
+// a 529 is an error, and so is a 401, 403, 404 or 408 (a target that
+// refuses our key, lacks the model or times out fails every request);
+// any other 4xx is the request's own fault and says nothing about the
+// provider. The latency is the scope's signal, like the limit's.
 func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome) breaker.Outcome {
 	switch o.Kind {
 	case OK:
@@ -557,6 +560,12 @@ func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome) br
 	case Overloaded:
 		if o.Status == 429 {
 			return breaker.Outcome{Kind: breaker.RateLimited}
+		}
+	case Failed:
+		switch s := o.Status; {
+		case s == 401, s == 403, s == 404, s == 408:
+		case s >= 400 && s < 500:
+			return breaker.Outcome{Kind: breaker.Cancelled}
 		}
 	}
 	return breaker.Outcome{Kind: breaker.Error}

@@ -148,3 +148,23 @@ func TestProbeEndsAtItsOwnTimeout(t *testing.T) {
 		t.Fatalf("expired %v, want the probe", rd.Expire)
 	}
 }
+
+// A client's bad requests (400, 422...) say nothing about the provider
+// and cannot trip its breaker; a target that refuses our key or lacks
+// the model (401, 403, 404) fails every request, and does.
+func TestClientErrorsDoNotTripTheBreaker(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		trips  bool
+	}{{400, false}, {413, false}, {422, false}, {401, true}, {404, true}, {500, true}} {
+		e := routeEngine(t, 0) // trips at 4 counted calls
+		for i := range 4 {
+			now := at(time.Duration(i) * time.Millisecond)
+			a, _ := e.Arrive(now, Request{Targets: []int{0, 1}})
+			e.Finish(now, a.ID, Outcome{Kind: Failed, Status: c.status})
+		}
+		if st, _ := e.scopes[0].cfg.Breaker.State(at(10 * time.Millisecond)); (st == breaker.Open) != c.trips {
+			t.Errorf("four %ds: breaker %v, want tripped %v", c.status, st, c.trips)
+		}
+	}
+}

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice load: %v\n", err)
 		return 2
 	}
+	c.opts.Notes = stderr // even with --quiet: a note qualifies the report
 	if !c.quiet {
 		c.opts.Progress = stderr
 	}

@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -20,27 +22,53 @@ var extraCounters = map[string]func(labels map[string]string) bool{
 	"sluice_breaker_probes_total": func(map[string]string) bool { return true },
 }
 
+// scrapeTimeout bounds one read of the gateway's metrics, so a gateway
+// that stops answering cannot hold the report back.
+const scrapeTimeout = 5 * time.Second
+
+// extraScrape is one reading: the extra calls so far, and when the
+// gateway process started (so a restart between readings, which resets
+// its counters, is noticed).
+type extraScrape struct {
+	calls   float64
+	started float64
+}
+
+// extraSince is the growth of the extra calls from before to after, or an
+// error when the counters cannot be compared.
+func extraSince(before, after extraScrape) (int, error) {
+	if after.started != before.started || after.calls < before.calls {
+		return 0, errors.New("the gateway restarted during the run, and its counters with it")
+	}
+	return int(after.calls - before.calls), nil
+}
+
 // scrapeExtra reads the gateway's Prometheus endpoint and sums its extra
 // calls so far.
-func scrapeExtra(ctx context.Context, url string) (float64, error) {
+func scrapeExtra(ctx context.Context, url string) (extraScrape, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	var out extraScrape
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return out, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return 0, fmt.Errorf("%s is not Prometheus text: %w", url, err)
+		return out, fmt.Errorf("%s is not Prometheus text: %w", url, err)
 	}
-	var sum float64
+	if f := families["process_start_time_seconds"]; f != nil && len(f.GetMetric()) > 0 {
+		out.started = f.GetMetric()[0].GetGauge().GetValue()
+	}
 	for name, keep := range extraCounters {
 		f := families[name]
 		if f == nil {
@@ -52,9 +80,9 @@ func scrapeExtra(ctx context.Context, url string) (float64, error) {
 				labels[l.GetName()] = l.GetValue()
 			}
 			if keep(labels) {
-				sum += m.GetCounter().GetValue()
+				out.calls += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return sum, nil
+	return out, nil
 }

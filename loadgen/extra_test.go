@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -43,5 +44,23 @@ func TestMetricsURLMustAnswer(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a ConfigError naming --metrics", err)
+	}
+}
+
+// A gateway that restarted during the run reset its counters: the extra
+// calls are unknown, and a note says why, even without progress output.
+func TestExtraCallsAcrossARestartAreUnknown(t *testing.T) {
+	gw := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerOK(w) })
+	var scrapes atomic.Int32
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := scrapes.Add(1)
+		fmt.Fprintf(w, "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %d\n"+
+			"# TYPE sluice_retries_total counter\nsluice_retries_total{model=\"m\",provider=\"p\"} %d\n", 1000+n, 50/n)
+	}))
+	defer metrics.Close()
+	var notes strings.Builder
+	row := mustRun(t, loadScenario(t, "basic.yaml", one), Options{Target: gw.url, Metrics: metrics.URL, Notes: &notes})
+	if row.Extra != 0 || !strings.Contains(notes.String(), "restarted") {
+		t.Errorf("extra %d, notes %q; want 0 and a note about the restart", row.Extra, notes.String())
 	}
 }

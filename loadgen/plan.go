@@ -43,9 +43,12 @@ type Options struct {
 	// read before and after the run, and their growth is the report's
 	// extra calls.
 	Metrics string
+	// Notes receives end-of-run notes (the request cap reached, generator
+	// lag, extra calls that could not be read); nil sends them to
+	// Progress.
+	Notes io.Writer
 	// Progress receives status lines: rewritten every second on a
-	// terminal, appended every 5 s otherwise (nil: none). End-of-run
-	// notes (request cap reached, generator lag) go there too.
+	// terminal, appended every 5 s otherwise (nil: none).
 	Progress io.Writer
 }
 

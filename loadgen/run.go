@@ -37,7 +37,7 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 	if err != nil {
 		return nil, err
 	}
-	var extraBefore float64
+	var extraBefore extraScrape
 	if opts.Metrics != "" {
 		if extraBefore, err = scrapeExtra(ctx, opts.Metrics); err != nil {
 			return nil, &ConfigError{fmt.Errorf("--metrics: %w; give the gateway's admin /metrics URL, e.g. http://127.0.0.1:9090/metrics", err)}
@@ -56,20 +56,29 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 	r.drain(cancel)
 	stopProgress()
 
-	if opts.Progress != nil {
-		if capped {
-			fmt.Fprintf(opts.Progress, "note: stopped issuing at %d requests (--max-requests) after %v\n", p.maxRequests, span.Round(time.Millisecond))
+	notes := opts.Notes
+	if notes == nil {
+		notes = opts.Progress
+	}
+	note := func(format string, args ...any) {
+		if notes != nil {
+			fmt.Fprintf(notes, "note: "+format+"\n", args...)
 		}
-		if r.lag > lagWarning {
-			fmt.Fprintf(opts.Progress, "note: arrivals fell up to %v behind schedule; the load generator could not keep up\n", r.lag.Round(time.Millisecond))
-		}
+	}
+	if capped {
+		note("stopped issuing at %d requests (--max-requests) after %v", p.maxRequests, span.Round(time.Millisecond))
+	}
+	if r.lag > lagWarning {
+		note("arrivals fell up to %v behind schedule; the load generator could not keep up", r.lag.Round(time.Millisecond))
 	}
 	row := t.result(p.name, span)
 	if opts.Metrics != "" {
-		if after, err := scrapeExtra(context.WithoutCancel(ctx), opts.Metrics); err == nil {
-			row.Extra = int(after - extraBefore)
-		} else if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "note: extra calls unknown: %v\n", err)
+		after, err := scrapeExtra(context.WithoutCancel(ctx), opts.Metrics)
+		if err == nil {
+			row.Extra, err = extraSince(extraBefore, after)
+		}
+		if err != nil {
+			note("extra calls unknown (reported as 0): %v", err)
 		}
 	}
 	return row, ctx.Err()

@@ -64,8 +64,10 @@ type Row struct {
 	// Attempts counts every request sent, retries included; Unique counts
 	// requests once. Attempts/Unique is the retry amplification.
 	Attempts, Unique int
-	// Extra counts the gateway's own second calls to providers (hedges
-	// and retries onto another target), when the runner knows them.
+	// Extra counts the gateway's own calls beyond one per attempt
+	// (hedges, retries, rescues and synthetic probes), when the runner
+	// knows them: the simulator from its engine, sluice load from the
+	// gateway's metrics (--metrics).
 	Extra int
 	// Duration is the measured span, for goodput.
 	Duration time.Duration

@@ -42,6 +42,16 @@ type upCall struct {
 	probe lifecycle.ProbeID
 }
 
+// result is how the call ended, as the gateway would report it: with the
+// provider's Retry-After on a refusal.
+func (c *upCall) result() lifecycle.Outcome {
+	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens}
+	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
+		o.RetryAfter = f.RetryAfter
+	}
+	return o
+}
+
 // startProbe sends a synthetic probe to its provider, to be given up at
 // its deadline.
 func (r *run) startProbe(p lifecycle.ProbeStart) {
@@ -166,7 +176,7 @@ func (r *run) firstByte(c *upCall) {
 // upstreamDone ends c with its planned outcome.
 func (r *run) upstreamDone(c *upCall) {
 	if c.probe != 0 {
-		r.probeDone(c, lifecycle.Outcome{Kind: c.outcome, Status: c.status})
+		r.probeDone(c, c.result())
 		return
 	}
 	q := c.q
@@ -176,10 +186,7 @@ func (r *run) upstreamDone(c *upCall) {
 	if won {
 		r.cancelOther(c)
 	}
-	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.plan.Tokens}
-	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
-		o.RetryAfter = f.RetryAfter
-	}
+	o := c.result()
 	if !won && c.attempt == 0 && !r.live(q) {
 		// About to give up: ask for a retry on another target first, as
 		// the gateway does, then finish the failed call.
