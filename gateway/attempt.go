@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wait"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
@@ -282,12 +283,7 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt, races bool) 
 		// A retry on the same provider waits out its Retry-After (or a
 		// jittered backoff); a client that leaves meanwhile ends the wait,
 		// and the new call then fails at once on its cancelled context.
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-next.ctx.Done():
-			t.Stop()
-		}
+		wait.Sleep(next.ctx, delay)
 	}
 	return next
 }

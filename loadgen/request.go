@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wait"
 	"github.com/sluice-gw/sluice/report"
 )
 
@@ -41,7 +42,7 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 			// The user would be gone before the retry went out.
 			break
 		}
-		if !sleep(ctx, d) {
+		if !wait.Sleep(ctx, d) {
 			break
 		}
 	}
@@ -50,19 +51,4 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 		o = report.Late
 	}
 	r.tally.finish(pri, o, a.end.Sub(t0), a.first.Sub(t0))
-}
-
-// sleep waits d, or returns false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/wait"
 )
 
 // injectEarly delivers a failure that replaces the whole response.
 func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *Failure) outcome {
-	if !sleep(ctx, f.Delay) {
+	if !wait.Sleep(ctx, f.Delay) {
 		return outInjectedCancelled
 	}
 	switch f.Kind {

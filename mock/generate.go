@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/wait"
 )
 
 // maxBody bounds a request body; far beyond any real prompt a test sends.
@@ -101,7 +103,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	if c.stream && s.cfg.EarlyHead && !g.open() {
 		return outCancelled
 	}
-	if !sleep(ctx, p.ttft) {
+	if !wait.Sleep(ctx, p.ttft) {
 		return outCancelled
 	}
 	if c.noTokens {
@@ -148,7 +150,7 @@ func (g *gen) failKind() string {
 func (g *gen) whole() outcome {
 	var text strings.Builder
 	for i := range g.n {
-		if i > 0 && !sleep(g.ctx, g.tpot()) {
+		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
 		text.WriteString(word(g.p.rng))
@@ -214,7 +216,7 @@ func (g *gen) stream() outcome {
 		if i == g.n {
 			break // the cut may fall after the last token, before the tail
 		}
-		if i > 0 && !sleep(g.ctx, g.tpot()) {
+		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
 		if !g.send(g.enc.streamToken(word(g.p.rng))) {
@@ -237,22 +239,6 @@ func (g *gen) send(b []byte) bool {
 		return false
 	}
 	return g.ctx.Err() == nil
-}
-
-// sleep waits d unless ctx ends first, so a cancelled call stops within
-// a timer tick rather than after its whole planned latency.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // garbageBody is half a JSON document: the shape of a proxy cutting a
