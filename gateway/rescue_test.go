@@ -42,6 +42,18 @@ func postAll(s *stack, n int) ([]int, []time.Duration) {
 	return statuses, took
 }
 
+// answeredSoonAfterTheTrip sends n requests at once and wants each one
+// answered well before the slow primary would have answered it.
+func answeredSoonAfterTheTrip(t *testing.T, s *stack, n int) {
+	t.Helper()
+	statuses, took := postAll(s, n)
+	for i := range statuses {
+		if statuses[i] != 200 || took[i] > 1500*time.Millisecond {
+			t.Errorf("request %d: status %d after %v; want the backup's answer soon after the 200 ms trip", i, statuses[i], took[i])
+		}
+	}
+}
+
 // The calls a slow primary took before its breaker tripped are not left
 // to sit out its latency: each gets a second call on the backup the
 // moment the breaker is open, the backup's answer wins, and the cancel
@@ -52,12 +64,7 @@ func TestRescueStrandedCallsOntoTheBackup(t *testing.T) {
 		c.Providers[0].Breaker = slowPrimaryBreaker()
 		addBackup(c)
 	})
-	statuses, took := postAll(s, 3)
-	for i := range statuses {
-		if statuses[i] != 200 || took[i] > 1500*time.Millisecond {
-			t.Errorf("request %d: status %d after %v; want the backup's answer soon after the 200 ms trip", i, statuses[i], took[i])
-		}
-	}
+	answeredSoonAfterTheTrip(t, s, 3)
 	if n := backup.Stats().Completed; n != 3 {
 		t.Errorf("the backup completed %d calls, want the 3 rescues", n)
 	}
@@ -174,12 +181,7 @@ func TestWaitersMoveToTheBackupWhenThePrimaryTrips(t *testing.T) {
 		// The default queue (150 places, 5 s) holds the rest.
 		addBackup(c)
 	})
-	statuses, took := postAll(s, 5)
-	for i := range statuses {
-		if statuses[i] != 200 || took[i] > 1500*time.Millisecond {
-			t.Errorf("request %d: status %d after %v; want the backup's answer soon after the 200 ms trip", i, statuses[i], took[i])
-		}
-	}
+	answeredSoonAfterTheTrip(t, s, 5)
 	if n := backup.Stats().Completed; n != 5 {
 		t.Errorf("the backup completed %d calls, want 3 rescues and 2 moved waiters", n)
 	}

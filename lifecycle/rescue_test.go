@@ -177,21 +177,28 @@ func TestExpiredRequestIsNotRescued(t *testing.T) {
 	}
 }
 
-// Requests waiting for a provider whose breaker opens move to the next
-// target and start there, instead of starting on the unhealthy provider
-// when a slot frees.
-func TestWaitersMoveWhenTheirProviderTrips(t *testing.T) {
+// queueEngine has a primary limited to primaryLimit calls, with room to
+// queue behind it, and a backup; both breakers trip at minCalls calls.
+func queueEngine(t *testing.T, minCalls, primaryLimit int) *Engine {
+	t.Helper()
 	mk := func() *breaker.Breaker {
-		b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 5 * time.Second})
+		b, err := breaker.New(breaker.Config{MinCalls: minCalls, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	e := New(Config{
+	return New(Config{
 		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
-		Scopes:    []ScopeConfig{{Name: "primary", Fixed: 4, Breaker: mk()}, {Name: "backup", Breaker: mk()}},
+		Scopes:    []ScopeConfig{{Name: "primary", Fixed: primaryLimit, Breaker: mk()}, {Name: "backup", Breaker: mk()}},
 	})
+}
+
+// Requests waiting for a provider whose breaker opens move to the next
+// target and start there, instead of starting on the unhealthy provider
+// when a slot frees.
+func TestWaitersMoveWhenTheirProviderTrips(t *testing.T) {
+	e := queueEngine(t, 4, 4)
 	r := Request{Targets: []int{0, 1}, Deadline: at(15 * time.Second)}
 	arriveAll(t, e, at(0), 4, []int{0, 1}, 0) // the primary is full
 	var waiters []ID
@@ -220,17 +227,7 @@ func TestWaitersMoveWhenTheirProviderTrips(t *testing.T) {
 // there; the waiters for that provider move on before the slot is handed
 // out, so none of them starts on the provider just judged unhealthy.
 func TestWaitersMoveBeforeTheTrippingCallsSlotIsReused(t *testing.T) {
-	mk := func() *breaker.Breaker {
-		b, err := breaker.New(breaker.Config{MinCalls: 2, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	e := New(Config{
-		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
-		Scopes:    []ScopeConfig{{Name: "primary", Fixed: 2, Breaker: mk()}, {Name: "backup", Breaker: mk()}},
-	})
+	e := queueEngine(t, 2, 2)
 	r := Request{Targets: []int{0, 1}, Deadline: at(15 * time.Second)}
 	calls := arriveAll(t, e, at(0), 2, []int{0, 1}, 0)
 	var waiters []ID

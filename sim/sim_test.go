@@ -41,15 +41,8 @@ func within2pc(got, want int) bool {
 }
 
 func TestLittlesLawMatchesSeedTables(t *testing.T) {
-	f, err := scenario.Load("../scenarios/littles-law.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for scale, want := range seedTables {
-		res, err := Run(f, Options{RPSScale: scale})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := simulate(t, "../scenarios/littles-law.yaml", Options{RPSScale: scale})
 		for i, w := range want {
 			r := res.Rows[i]
 			c := r.Counts
@@ -80,14 +73,7 @@ func TestDeterministic(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			var outs [2][]byte
 			for i := range outs {
-				f, err := scenario.Load(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := Run(f, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := simulate(t, path, Options{})
 				var b bytes.Buffer
 				report.WriteTable(&b, res.Rows)
 				WriteCSV(&b, res.Series)
@@ -104,15 +90,7 @@ func TestDeterministic(t *testing.T) {
 // A scenario exercising queueing, priorities, retries, Poisson arrivals,
 // streaming and upstream capacity.
 func TestMixedScenario(t *testing.T) {
-	f, err := scenario.Load("testdata/mixed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(f, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.Rows[0]
+	r := simulate(t, "testdata/mixed.yaml", Options{}).Rows[0]
 	var b bytes.Buffer
 	report.WriteTable(&b, []*report.Row{r})
 	t.Logf("\n%s", b.String())
@@ -163,15 +141,7 @@ func BenchmarkHourAt1000(b *testing.B) {
 // not: a patience event must survive the request's retries.
 func TestAbandonedRequestsAreNeverLate(t *testing.T) {
 	for _, path := range []string{"../scenarios/brownouts/all-slow.yaml", "testdata/mixed.yaml", "../scenarios/vllm-ramp.yaml"} {
-		f, err := scenario.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(f, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res.Rows {
+		for _, r := range simulate(t, path, Options{}).Rows {
 			if n := r.Counts[report.Late]; n != 0 {
 				t.Errorf("%s, %s: %d late answers, but clients abandon at patience", path, r.Name, n)
 			}
@@ -183,14 +153,7 @@ func TestAbandonedRequestsAreNeverLate(t *testing.T) {
 // failover".
 func TestBrownoutScenarios(t *testing.T) {
 	run := func(name string) (none, breaker *report.Row) {
-		f, err := scenario.Load("../scenarios/brownouts/" + name + ".yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(f, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := simulate(t, "../scenarios/brownouts/"+name+".yaml", Options{})
 		return res.Rows[0], res.Rows[1]
 	}
 	t.Run("flapping: failover serves more, and far fewer wait out the deadline", func(t *testing.T) {
@@ -247,19 +210,25 @@ func TestBrownoutScenarios(t *testing.T) {
 	})
 }
 
-// policyRows runs a scenario and returns its rows by policy name.
-func policyRows(t *testing.T, path string, scale float64) map[string]*report.Row {
+// simulate loads a scenario file and runs every policy in it.
+func simulate(t *testing.T, path string, o Options) *Result {
 	t.Helper()
 	f, err := scenario.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(f, Options{RPSScale: scale})
+	res, err := Run(f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// policyRows runs a scenario and returns its rows by policy name.
+func policyRows(t *testing.T, path string, scale float64) map[string]*report.Row {
+	t.Helper()
 	rows := make(map[string]*report.Row)
-	for _, r := range res.Rows {
+	for _, r := range simulate(t, path, Options{RPSScale: scale}).Rows {
 		rows[r.Name] = r
 	}
 	return rows
