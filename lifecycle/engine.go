@@ -246,7 +246,7 @@ type Engine struct {
 
 // New builds an Engine.
 func New(cfg Config) *Engine {
-	e := &Engine{reqs: make(map[ID]*request)}
+	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
 	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
 	e.hedges = newBudget(cfg.Hedge)
 	e.retryCfg = cfg.Retry
@@ -271,6 +271,7 @@ func New(cfg Config) *Engine {
 		e.scopes = append(e.scopes, s)
 	}
 	e.share = make([]float64, len(cfg.Scopes))
+	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	e.adm = admission.NewCore(ac)

@@ -52,16 +52,13 @@ func (e *Engine) sendProbes(now time.Time, rd *Ready) {
 			continue
 		}
 		b := sc.cfg.Breaker
-		if st, _ := b.State(now); st != breaker.HalfOpen || now.Before(e.probeAfter(i)) {
+		if st, _ := b.State(now); st != breaker.HalfOpen || now.Before(e.probeWait[i]) {
 			continue
 		}
 		for {
 			t, err := b.Allow(now)
 			if err != nil {
 				break
-			}
-			if e.probes == nil {
-				e.probes = make(map[ProbeID]*probeCall)
 			}
 			e.lastProbe++
 			e.probes[e.lastProbe] = &probeCall{scope: i, ticket: t, started: now}
@@ -82,9 +79,6 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	b := e.scopes[p.scope].cfg.Breaker
 	bo := breakerOutcome(Total, p.started, time.Time{}, now, o)
 	if bo.Kind == breaker.RateLimited || bo.Kind == breaker.Cancelled {
-		if e.probeWait == nil {
-			e.probeWait = make([]time.Time, len(e.scopes))
-		}
 		e.probeWait[p.scope] = now.Add(max(o.RetryAfter, probeRetryGap))
 	}
 	b.Done(now, p.ticket, bo)
@@ -98,8 +92,8 @@ func (e *Engine) nextProbe() (time.Time, bool) {
 	for i, sc := range e.scopes {
 		if sc.cfg.SyntheticProbes && sc.cfg.Breaker != nil {
 			at, ok := sc.cfg.Breaker.NextProbe()
-			if at.Before(e.probeAfter(i)) {
-				at = e.probeAfter(i)
+			if at.Before(e.probeWait[i]) {
+				at = e.probeWait[i]
 			}
 			if ok && (next.IsZero() || at.Before(next)) {
 				next = at
@@ -111,12 +105,3 @@ func (e *Engine) nextProbe() (time.Time, bool) {
 
 // ProbesSent counts the synthetic probes the engine has asked for.
 func (e *Engine) ProbesSent() uint64 { return uint64(e.lastProbe) }
-
-// probeAfter is when scope i may be probed again after a probe that
-// proved nothing.
-func (e *Engine) probeAfter(i int) time.Time {
-	if i < len(e.probeWait) {
-		return e.probeWait[i]
-	}
-	return time.Time{}
-}

@@ -27,8 +27,8 @@ import (
 //
 // A call is offered a rescue once: when the breaker trips, if it is slow
 // by then, or else when it is flagged slow. If no target has room at that
-// moment, it stays where it is. A request already hedged, or with a byte on its way to
-// the client, is not rescued.
+// moment, it stays where it is. A request already hedged, or with a byte
+// on its way to the client, is not rescued.
 
 // settle drains the breakers' transitions into rd and reacts to them:
 // the calls stranded by a trip are rescued, and a half-open breaker with
@@ -56,16 +56,23 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 // rescueScope rescues every slow call in flight on scope s, oldest
 // request first (the order is the request IDs', so a simulation replays).
 func (e *Engine) rescueScope(now time.Time, s int, rd *Ready) {
-	var stranded []*request
-	for _, q := range e.reqs {
-		if q.scope == s && q.flagged && e.rescuable(q) {
-			stranded = append(stranded, q)
-		}
-	}
-	slices.SortFunc(stranded, func(a, b *request) int { return cmp.Compare(a.id, b.id) })
-	for _, q := range stranded {
+	for _, q := range e.onScope(s, func(q *request) bool { return q.flagged && e.rescuable(q) }) {
 		e.rescue(now, q, rd)
 	}
+}
+
+// onScope lists the requests routed to scope s that match keep, oldest
+// first: a trip's reactions take them in request order, so a simulation
+// replays exactly (the map's own order is random).
+func (e *Engine) onScope(s int, keep func(*request) bool) []*request {
+	var out []*request
+	for _, q := range e.reqs {
+		if q.scope == s && keep(q) {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b *request) int { return cmp.Compare(a.id, b.id) })
+	return out
 }
 
 // rescuable: q's first call is in flight with nothing sent to the client,
@@ -127,16 +134,7 @@ func (e *Engine) outliveProbe(now time.Time, q *request, rd *Ready) bool {
 // that has just been judged unhealthy, the moment a slot there frees.
 // They keep their place in the queue; those that now fit start.
 func (e *Engine) reroute(now time.Time, s int, rd *Ready) {
-	var waiting []*request
-	for _, q := range e.reqs {
-		if q.scope == s && q.started.IsZero() && len(targets(q.req)) > 1 {
-			waiting = append(waiting, q)
-		}
-	}
-	if len(waiting) == 0 {
-		return
-	}
-	slices.SortFunc(waiting, func(a, b *request) int { return cmp.Compare(a.id, b.id) })
+	waiting := e.onScope(s, func(q *request) bool { return q.started.IsZero() && len(targets(q.req)) > 1 })
 	moved := false
 	for _, q := range waiting {
 		target, scope, ticket, hasTicket, ok := e.route(now, q.req)
