@@ -126,12 +126,7 @@ func (a *attempt) usable() bool { return a.err == nil && a.resp.StatusCode/100 =
 func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 	switch {
 	case a.err == nil:
-		o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: a.resp.StatusCode, RetryAfter: retryAfter(a.resp.Header)}
-		switch a.resp.StatusCode {
-		case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
-			o.Kind = lifecycle.Overloaded
-		}
-		return o
+		return refusal(a.resp)
 	case timedOut(callCtx):
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
 	case a.ctx.Err() != nil:
@@ -286,6 +281,18 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt, races bool) 
 		wait.Sleep(next.ctx, delay)
 	}
 	return next
+}
+
+// refusal classifies an upstream answer that is not a usable one: the
+// provider said it is at capacity (429, 503, 529), or failed otherwise,
+// with its Retry-After either way.
+func refusal(resp *http.Response) lifecycle.Outcome {
+	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
+		o.Kind = lifecycle.Overloaded
+	}
+	return o
 }
 
 // retryAfter reads a provider's Retry-After: retry-after-ms, or

@@ -113,12 +113,8 @@ func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionToke
 		return lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
 	}
 	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
-	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		o.Kind = lifecycle.OK
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
-		o.Kind = lifecycle.Overloaded
+	if resp.StatusCode == http.StatusOK {
+		return lifecycle.Outcome{Kind: lifecycle.OK, Status: resp.StatusCode}
 	}
-	return o
+	return refusal(resp)
 }
