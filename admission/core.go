@@ -2,7 +2,7 @@ package admission
 
 import (
 	"container/heap"
-	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -33,15 +33,16 @@ type Config struct {
 	// MaxDepth caps the waiting room, counting Reserved places that only
 	// critical may use. Zero disables waiting for non-critical requests.
 	MaxDepth int
-	// MaxWait caps how long a non-critical request may wait. Zero disables
-	// waiting for non-critical requests.
+	// MaxWait caps how long any request may wait. Zero disables waiting.
 	MaxWait time.Duration
 	// Reserved is how many in-flight slots above the limits, and how many
 	// queue places, belong to critical requests alone.
 	Reserved int
 	// MaxQueued caps the waiters of each class; zero leaves a class bound
-	// only by MaxDepth. Critical is never capped.
+	// only by MaxDepth.
 	MaxQueued [numPriorities]int
+	// Seed owns the jitter RetryAfter adds, so a simulation replays.
+	Seed uint64
 }
 
 // Verdict is Admit's answer.
@@ -117,6 +118,7 @@ type Core struct {
 	queued     [numPriorities]int
 	expiry     expiryHeap
 	drain      drainMeter
+	rng        *rand.Rand // RetryAfter's jitter
 }
 
 // NewCore returns an empty Core with the given limits.
@@ -125,6 +127,7 @@ func NewCore(cfg Config) *Core {
 		cfg:     cfg,
 		scopeIn: make([]int, len(cfg.Scopes)),
 		entries: make(map[Ticket]*entry),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 	}
 }
 
@@ -153,9 +156,10 @@ func (c *Core) fits(r Request) bool {
 	return true
 }
 
-func (c *Core) start(e *entry) {
+func (c *Core) start(now time.Time, e *entry) {
 	e.state = inFlight
 	c.inFlight++
+	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]++
 	}
@@ -167,23 +171,21 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 	e := &entry{ticket: c.last, req: r, heapIdx: -1}
 	res := Result{Ticket: e.ticket}
 	if c.fits(r) {
-		c.start(e)
+		c.start(now, e)
 		c.entries[e.ticket] = e
 		res.Verdict = Admitted
 		return res
 	}
-	if r.Priority != Critical {
-		victim, why, ok := c.room(now, r)
-		if !ok {
-			return c.refuse(now, res, r.Priority, why)
-		}
-		if victim != nil {
-			c.unlink(victim)
-			res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
-		}
-		e.expires = now.Add(c.cfg.MaxWait)
+	victim, why, ok := c.room(now, r)
+	if !ok {
+		return c.refuse(now, res, r.Priority, why)
 	}
-	if !r.Deadline.IsZero() && (e.expires.IsZero() || r.Deadline.Before(e.expires)) {
+	if victim != nil {
+		c.unlink(victim)
+		res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
+	}
+	e.expires = now.Add(c.cfg.MaxWait)
+	if !r.Deadline.IsZero() && r.Deadline.Before(e.expires) {
 		e.expires = r.Deadline
 	}
 	c.enqueue(now, e)
@@ -191,17 +193,19 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 	return res
 }
 
-// room finds a place in the queue for a non-critical request that does
-// not fit now: ok with no victim, ok with a waiter to displace, or a reason
-// to refuse.
+// room finds a place in the queue for a request that does not fit now:
+// ok with no victim, ok with a waiter to displace, or a reason to refuse.
+// Critical may use every place, the Reserved ones included; the other
+// classes share the rest. Any class may displace the newest waiter of a
+// less important one.
 func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok bool) {
 	p := r.Priority
 	switch {
-	case c.cfg.MaxWait <= 0 || c.depth() == 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)):
+	case c.cfg.MaxWait <= 0 || c.depth(p) == 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)):
 		return nil, ReasonQueueFull, false
 	case c.cfg.MaxQueued[p] > 0 && c.queued[p] >= c.cfg.MaxQueued[p]:
 		return nil, ReasonClassFull, false
-	case c.nonCriticalQueued() < c.depth():
+	case c.counted(p) < c.depth(p) && c.totalQueued() < c.cfg.MaxDepth:
 		return nil, "", true
 	}
 	if victim = c.newestBelow(p); victim == nil {
@@ -210,11 +214,11 @@ func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok boo
 	return victim, "", true
 }
 
-// Check reports, without changing anything, whether r would be refused at
-// once if it arrived now. It lets a host refuse from the headers alone,
-// before it reads a body.
+// Check reports, without changing admission's state, whether r would be
+// refused at once if it arrived now. It lets a host refuse from the
+// headers alone, before it reads a body.
 func (c *Core) Check(now time.Time, r Request) (Refusal, bool) {
-	if r.Priority == Critical || c.fits(r) {
+	if c.fits(r) {
 		return Refusal{}, false
 	}
 	if _, why, ok := c.room(now, r); !ok {
@@ -233,13 +237,28 @@ func (c *Core) refusal(now time.Time, e *entry, why Reason) Refusal {
 	return Refusal{Ticket: e.ticket, Priority: e.req.Priority, Reason: why, RetryAfter: c.RetryAfter(now, e.req.Priority)}
 }
 
-// depth is the number of places open to non-critical waiters.
-func (c *Core) depth() int { return max(0, c.cfg.MaxDepth-c.cfg.Reserved) }
+// depth is the number of places open to class p's waiters: every place
+// for critical, all but the Reserved ones for the others.
+func (c *Core) depth(p Priority) int {
+	if p == Critical {
+		return c.cfg.MaxDepth
+	}
+	return max(0, c.cfg.MaxDepth-c.cfg.Reserved)
+}
 
-func (c *Core) nonCriticalQueued() int {
+// counted is the number of waiters that compete with class p for places:
+// everyone for critical, the non-critical classes for the others.
+func (c *Core) counted(p Priority) int {
+	if p == Critical {
+		return c.totalQueued()
+	}
+	return c.totalQueued() - c.queued[Critical]
+}
+
+func (c *Core) totalQueued() int {
 	n := 0
-	for p := Interactive; p < numPriorities; p++ {
-		n += c.queued[p]
+	for _, q := range c.queued {
+		n += q
 	}
 	return n
 }
@@ -304,6 +323,7 @@ func (c *Core) Release(now time.Time, t Ticket) (granted []Ticket, ok bool) {
 	}
 	delete(c.entries, t)
 	c.inFlight--
+	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]--
 	}
@@ -321,7 +341,7 @@ func (c *Core) Pump(now time.Time) []Ticket {
 			next := e.next
 			if c.fits(e.req) {
 				c.unlink(e)
-				c.start(e)
+				c.start(now, e)
 				c.entries[e.ticket] = e
 				granted = append(granted, e.ticket)
 			} else if l := limitOf(c.cfg.Global); p != Critical && l > 0 && c.inFlight >= l {
@@ -377,22 +397,39 @@ func (c *Core) NextExpiry() (time.Time, bool) {
 	return c.expiry[0].expires, true
 }
 
-// RetryAfter estimates how long until a request of class p sent now would
-// start: everyone of its class or better ahead of it must drain first, at
-// the rate completions have been observed. With no completions observed it
-// falls back to MaxWait, the longest any waiter is held. The result is at
-// least one second, the header's granularity.
-func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
+// Bounds on DrainTime and RetryAfter. The floor keeps a client that
+// honours the header from coming straight back; the ceiling keeps one
+// bad estimate from sending clients away for an hour.
+const (
+	MinRetryAfter = 50 * time.Millisecond
+	MaxRetryAfter = 5 * time.Minute
+)
+
+// DrainTime estimates how long until a request of class p sent now would
+// start: everyone of its class or better ahead of it must drain first,
+// through the slots in flight, each completing at the per-slot rate the
+// gateway has shown while busy (see drainMeter). With no evidence yet it
+// falls back to MaxWait (at least a second), the longest any waiter is
+// held. The result is within [MinRetryAfter, MaxRetryAfter].
+func (c *Core) DrainTime(now time.Time, p Priority) time.Duration {
 	ahead := 0
 	for q := Critical; q <= p && q < numPriorities; q++ {
 		ahead += c.queued[q]
 	}
-	d := c.cfg.MaxWait
-	if r := c.drain.rate(now); r > 0 {
-		d = time.Duration(float64(ahead+1) / r * float64(time.Second))
+	d := max(c.cfg.MaxWait, time.Second)
+	if r := c.drain.slotRate(now); r > 0 {
+		d = time.Duration(float64(ahead+1) / (r * float64(max(c.inFlight, 1))) * float64(time.Second))
 	}
-	const lo, hi = time.Second, 5 * time.Minute
-	return time.Duration(math.Min(math.Max(float64(d), float64(lo)), float64(hi)))
+	return min(max(d, MinRetryAfter), MaxRetryAfter)
+}
+
+// RetryAfter is DrainTime spread by jitter, uniformly over half to one
+// and a half times it: refused together, clients come back spread over
+// the drain rather than as one wave. The jitter comes from Config.Seed.
+func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
+	d := c.DrainTime(now, p)
+	j := time.Duration(float64(d) * (0.5 + c.rng.Float64()))
+	return min(max(j, MinRetryAfter), MaxRetryAfter)
 }
 
 // TakeExtra holds one more slot in a scope for a request that already

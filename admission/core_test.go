@@ -159,20 +159,20 @@ func TestAdmit(t *testing.T) {
 			inFlight: 2, queued: [3]int{1, 1, 0},
 		},
 		{
-			name: "queue full of interactive and background still takes critical",
+			name: "critical takes its reserved place, then displaces the other classes, then is refused",
 			cfg:  Config{Global: Fixed(1), Reserved: 1, MaxDepth: 3, MaxWait: time.Second},
 			steps: []step{
 				A(inter), A(crit), Q(inter), Q(inter),
 				R(bg, ReasonQueueFull),
-				Q(crit), Q(crit), Q(crit),
+				Q(crit), D(crit, 4), D(crit, 3), R(crit, ReasonQueueFull),
 			},
-			inFlight: 2, queued: [3]int{3, 2, 0},
+			inFlight: 2, queued: [3]int{3, 0, 0},
 		},
 		{
-			name:     "critical queues even with waiting disabled",
-			cfg:      Config{Global: Fixed(1)},
-			steps:    []step{A(inter), R(inter, ReasonQueueFull), Q(crit), Q(crit)},
-			inFlight: 1, queued: [3]int{2, 0, 0},
+			name:     "with waiting disabled critical is refused too, once past its reserved slots",
+			cfg:      Config{Global: Fixed(1), Reserved: 1},
+			steps:    []step{A(inter), R(inter, ReasonQueueFull), A(crit), R(crit, ReasonQueueFull)},
+			inFlight: 2,
 		},
 		{
 			name: "interactive displaces the newest background waiter",
@@ -197,10 +197,10 @@ func TestAdmit(t *testing.T) {
 			inFlight: 1, queued: [3]int{0, 0, 1},
 		},
 		{
-			name:     "critical waiters are never displaced and do not count against depth",
+			name:     "critical waiters are never displaced, and count against depth",
 			cfg:      Config{Global: Fixed(1), MaxDepth: 2, MaxWait: time.Second},
-			steps:    []step{A(inter), Q(crit), Q(inter), Q(inter), R(inter, ReasonQueueFull)},
-			inFlight: 1, queued: [3]int{1, 2, 0},
+			steps:    []step{A(inter), Q(crit), Q(inter), R(inter, ReasonQueueFull), D(crit, 3), R(crit, ReasonQueueFull)},
+			inFlight: 1, queued: [3]int{2, 0, 0},
 		},
 		{
 			name:     "per-class MaxQueued gives class_full",
@@ -215,10 +215,17 @@ func TestAdmit(t *testing.T) {
 			inFlight: 1, queued: [3]int{0, 1, 1},
 		},
 		{
-			name:     "critical ignores MaxQueued",
-			cfg:      Config{Global: Fixed(1), MaxDepth: 2, MaxWait: time.Second, MaxQueued: [3]int{1, 1, 1}},
-			steps:    []step{A(inter), Q(crit), Q(crit), Q(crit)},
-			inFlight: 1, queued: [3]int{3, 0, 0},
+			name:     "critical has a MaxQueued too",
+			cfg:      Config{Global: Fixed(1), MaxDepth: 4, MaxWait: time.Second, MaxQueued: [3]int{1, 1, 1}},
+			steps:    []step{A(inter), Q(crit), R(crit, ReasonClassFull), Q(inter)},
+			inFlight: 1, queued: [3]int{1, 1, 0},
+		},
+		{
+			name: "a flood of critical is bounded by the queue",
+			cfg:  Config{Global: Fixed(1), Reserved: 1, MaxDepth: 2, MaxWait: time.Second},
+			steps: []step{A(inter), A(crit), Q(crit), Q(crit), R(crit, ReasonQueueFull),
+				R(crit, ReasonQueueFull), R(crit, ReasonQueueFull)},
+			inFlight: 2, queued: [3]int{2, 0, 0},
 		},
 		{
 			name:     "MaxWait zero refuses instead of queueing",
@@ -241,8 +248,8 @@ func TestAdmit(t *testing.T) {
 		{
 			name:     "MaxDepth no larger than Reserved leaves nothing for non-critical",
 			cfg:      Config{Global: Fixed(1), Reserved: 2, MaxDepth: 2, MaxWait: time.Second},
-			steps:    []step{A(inter), R(inter, ReasonQueueFull), A(crit), A(crit), Q(crit)},
-			inFlight: 3, queued: [3]int{1, 0, 0},
+			steps:    []step{A(inter), R(inter, ReasonQueueFull), A(crit), A(crit), Q(crit), Q(crit), R(crit, ReasonQueueFull)},
+			inFlight: 3, queued: [3]int{2, 0, 0},
 		},
 		{
 			name: "a request whose deadline has passed is refused rather than queued",
@@ -276,7 +283,7 @@ func TestAdmit(t *testing.T) {
 					if st.reason != "" && f.Reason != st.reason {
 						t.Errorf("step %d: reason %q, want %q", i+1, f.Reason, st.reason)
 					}
-					if f.Ticket != res.Ticket || f.Priority != st.req.Priority || f.RetryAfter < time.Second {
+					if f.Ticket != res.Ticket || f.Priority != st.req.Priority || f.RetryAfter < MinRetryAfter {
 						t.Errorf("step %d: refusal %+v does not describe ticket %d", i+1, f, res.Ticket)
 					}
 				}
@@ -292,7 +299,7 @@ func TestAdmit(t *testing.T) {
 				}
 				d := res.Displaced[0]
 				if d.Ticket != tickets[st.displaces-1] || d.Reason != ReasonDisplaced ||
-					d.Priority != victim.req.Priority || d.RetryAfter < time.Second {
+					d.Priority != victim.req.Priority || d.RetryAfter < MinRetryAfter {
 					t.Fatalf("step %d: displaced %+v, want ticket %d (step %d) for %s", i+1, d,
 						tickets[st.displaces-1], st.displaces, ReasonDisplaced)
 				}
@@ -512,17 +519,16 @@ func TestExpire(t *testing.T) {
 			},
 		},
 		{
-			name:    "a critical waiter with no deadline never expires",
+			name:    "a critical waiter expires at MaxWait like any other",
 			maxWait: time.Second,
 			waiters: []waiter{{req: crit}, {req: inter}},
 			checks: []check{
-				{at: time.Second, expired: []int{1}, next: -1},
-				{at: 24 * time.Hour, next: -1},
+				{at: time.Second, expired: []int{0, 1}, next: -1},
 			},
 		},
 		{
-			name:    "a critical waiter expires at its own deadline, not MaxWait",
-			maxWait: time.Second,
+			name:    "a critical waiter expires at its own deadline when that comes first",
+			maxWait: 10 * time.Second,
 			waiters: []waiter{{req: crit, deadline: 4 * time.Second}},
 			checks: []check{
 				{at: time.Second, next: 4 * time.Second},
@@ -533,7 +539,7 @@ func TestExpire(t *testing.T) {
 			name:    "one late Expire refuses every waiter due",
 			maxWait: 2 * time.Second,
 			waiters: []waiter{{req: inter}, {req: bg}, {at: time.Second, req: inter}, {at: time.Second, req: crit}},
-			checks:  []check{{at: time.Minute, expired: []int{0, 1, 2}, next: -1}},
+			checks:  []check{{at: time.Minute, expired: []int{0, 1, 2, 3}, next: -1}},
 		},
 	}
 	for _, tc := range cases {
@@ -680,7 +686,7 @@ func TestReleaseInvalid(t *testing.T) {
 			h.t = t
 			h.at(time.Second)
 			before := h.snap()
-			ra := h.c.RetryAfter(h.now, Background)
+			ra := h.c.DrainTime(h.now, Background)
 			granted, ok := h.c.Release(h.now, tc.tk)
 			if ok || granted != nil {
 				t.Fatalf("Release(%d) = %v, %v; want nil, false", tc.tk, granted, ok)
@@ -689,8 +695,8 @@ func TestReleaseInvalid(t *testing.T) {
 				t.Fatalf("snapshot changed: %+v -> %+v", before, after)
 			}
 			// A bogus release must not count as a completion either.
-			if got := h.c.RetryAfter(h.now, Background); got != ra {
-				t.Fatalf("RetryAfter moved from %v to %v", ra, got)
+			if got := h.c.DrainTime(h.now, Background); got != ra {
+				t.Fatalf("DrainTime moved from %v to %v", ra, got)
 			}
 		})
 	}
@@ -698,85 +704,91 @@ func TestReleaseInvalid(t *testing.T) {
 	h.wantGranted(h.release(hold), waiting)
 }
 
-// steady records one completion every 1/rate seconds over [from, to), each
-// request admitted and released at once so nothing else changes.
-func steady(c *Core, lim *dial, from, to time.Time, rate float64) {
-	saved := lim.n
-	lim.n = 0
-	step := time.Duration(float64(time.Second) / rate)
-	for at := from; at.Before(to); at = at.Add(step) {
-		res := c.Admit(at, inter)
-		c.Release(at, res.Ticket)
+// serve keeps slots requests in flight from from to to, each taking
+// service, back to back: completions per slot-second are 1/service. It
+// returns the tickets still in flight at to.
+func serve(c *Core, from, to time.Time, slots int, service time.Duration) []Ticket {
+	type lane struct {
+		t    Ticket
+		ends time.Time
 	}
-	lim.n = saved
+	lanes := make([]lane, slots)
+	for i := range lanes {
+		// Staggered starts, so completions spread over the service time.
+		at := from.Add(time.Duration(i) * service / time.Duration(slots))
+		lanes[i] = lane{c.Admit(at, inter).Ticket, at.Add(service)}
+	}
+	for {
+		i := 0
+		for j := range lanes {
+			if lanes[j].ends.Before(lanes[i].ends) {
+				i = j
+			}
+		}
+		if lanes[i].ends.After(to) {
+			break
+		}
+		at := lanes[i].ends
+		c.Release(at, lanes[i].t)
+		lanes[i] = lane{c.Admit(at, inter).Ticket, at.Add(service)}
+	}
+	out := make([]Ticket, slots)
+	for i, l := range lanes {
+		out[i] = l.t
+	}
+	return out
 }
 
-func TestRetryAfter(t *testing.T) {
+func TestDrainTime(t *testing.T) {
 	cases := []struct {
 		name    string
 		maxWait time.Duration
-		rate    float64 // completions per second; zero means none
+		slots   int
+		service time.Duration // zero: no traffic before the question
 		waiting [numPriorities]int
 		class   Priority
-		// want is exact when there are no completions; otherwise the
-		// answer must be about (ahead+1)/rate.
-		want  time.Duration
-		ahead int
+		want    time.Duration
 	}{
-		{name: "no completions falls back to MaxWait", maxWait: 30 * time.Second, waiting: [3]int{0, 3, 0}, class: Interactive, want: 30 * time.Second},
-		{name: "no completions with a short MaxWait floors at 1s", maxWait: 200 * time.Millisecond, waiting: [3]int{0, 3, 0}, class: Interactive, want: time.Second},
-		{name: "no completions with MaxWait zero floors at 1s", class: Background, want: time.Second},
-		{name: "2/s with 9 ahead", maxWait: time.Minute, rate: 2, waiting: [3]int{0, 9, 0}, class: Interactive, ahead: 9},
-		{name: "10/s with 49 ahead", maxWait: time.Minute, rate: 10, waiting: [3]int{0, 0, 49}, class: Background, ahead: 49},
-		{name: "0.5/s with 3 ahead", maxWait: time.Minute, rate: 0.5, waiting: [3]int{0, 3, 0}, class: Interactive, ahead: 3},
-		{name: "fast drain floors at 1s", maxWait: time.Minute, rate: 20, waiting: [3]int{0, 4, 0}, class: Interactive, ahead: 4},
-		{name: "interactive counts critical and interactive ahead", maxWait: time.Minute, rate: 2, waiting: [3]int{2, 3, 5}, class: Interactive, ahead: 5},
-		{name: "background counts every waiter ahead", maxWait: time.Minute, rate: 2, waiting: [3]int{2, 3, 5}, class: Background, ahead: 10},
-		{name: "critical counts only critical ahead", maxWait: time.Minute, rate: 1, waiting: [3]int{4, 3, 5}, class: Critical, ahead: 4},
+		{name: "no evidence falls back to MaxWait", maxWait: 30 * time.Second, slots: 1, waiting: [3]int{0, 3, 0}, class: Interactive, want: 30 * time.Second},
+		{name: "no evidence with a short MaxWait floors at 1s", maxWait: 200 * time.Millisecond, slots: 1, class: Interactive, want: time.Second},
+		{name: "4 slots of 2s, 9 ahead", maxWait: time.Minute, slots: 4, service: 2 * time.Second, waiting: [3]int{0, 9, 0}, class: Interactive, want: 5 * time.Second},
+		{name: "16 slots of 1s, 47 ahead", maxWait: time.Minute, slots: 16, service: time.Second, waiting: [3]int{0, 0, 47}, class: Background, want: 3 * time.Second},
+		{name: "interactive counts critical and interactive ahead", maxWait: time.Minute, slots: 2, service: time.Second, waiting: [3]int{2, 3, 5}, class: Interactive, want: 3 * time.Second},
+		{name: "background counts every waiter ahead", maxWait: time.Minute, slots: 2, service: time.Second, waiting: [3]int{2, 3, 5}, class: Background, want: 5500 * time.Millisecond},
+		{name: "critical counts only critical ahead", maxWait: time.Minute, slots: 1, service: 500 * time.Millisecond, waiting: [3]int{4, 3, 5}, class: Critical, want: 2500 * time.Millisecond},
+		{name: "a fast drain floors at MinRetryAfter", maxWait: time.Minute, slots: 10, service: 100 * time.Millisecond, class: Interactive, want: MinRetryAfter},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lim := &dial{n: 1}
+			lim := &dial{n: tc.slots}
 			h := newHarness(t, Config{Global: lim, MaxDepth: 100, MaxWait: tc.maxWait})
-			end := t0.Add(20 * time.Second)
-			if tc.rate > 0 {
-				steady(h.c, lim, t0, end, tc.rate)
+			h.now = t0.Add(20 * time.Second)
+			if tc.service > 0 {
+				serve(h.c, t0, h.now, tc.slots, tc.service)
+			} else {
+				for range tc.slots {
+					h.admit(inter, Admitted)
+				}
 			}
-			h.now = end
-			h.admit(inter, Admitted)
 			for p, n := range tc.waiting {
 				for range n {
 					h.admit(req(Priority(p), NoScope), Queued)
 				}
 			}
-			got := h.c.RetryAfter(h.now, tc.class)
-			if tc.rate == 0 {
-				if got != tc.want {
-					t.Fatalf("RetryAfter = %v, want %v", got, tc.want)
-				}
-				return
-			}
-			// The window's newest bucket is still filling, so the meter may
-			// see up to one bucket's worth of completions fewer than a full
-			// window holds, plus or minus one at the edges.
-			w := drainWindow.Seconds()
-			most := tc.rate*w + 1
-			least := tc.rate*(w-drainBucket.Seconds()) - 1
-			lo := time.Duration(float64(tc.ahead+1) / (most / w) * float64(time.Second))
-			hi := time.Duration(float64(tc.ahead+1) / (least / w) * float64(time.Second))
-			lo, hi = max(lo, time.Second), max(hi, time.Second)
-			if got < lo || got > hi {
-				t.Fatalf("RetryAfter = %v, want within [%v, %v] (about %v)", got, lo, hi,
-					time.Duration(float64(tc.ahead+1)/tc.rate*float64(time.Second)))
+			got := h.c.DrainTime(h.now, tc.class)
+			// The window's buckets cut the last call or two at its edges.
+			if d := got - tc.want; d < -tc.want/20 || d > tc.want/20 {
+				t.Fatalf("DrainTime = %v, want %v (within 5%%)", got, tc.want)
 			}
 		})
 	}
 }
 
-// The drain window must forget old completions whatever epoch the clock
-// counts from: the simulator drives Core on a virtual clock, and the zero
-// time.Time is the natural place for one to start.
-func TestRetryAfterForgetsOldCompletions(t *testing.T) {
+// The brief's test: after a minute of idleness, a burst is told how long
+// the queue really takes to drain (within 2x), not a figure diluted by
+// the quiet minute. It must hold whatever epoch the clock counts from:
+// the simulator drives Core on a virtual clock starting at the zero Time.
+func TestDrainTimeAfterIdleness(t *testing.T) {
 	bases := []struct {
 		name string
 		at   time.Time
@@ -787,25 +799,89 @@ func TestRetryAfterForgetsOldCompletions(t *testing.T) {
 	}
 	for _, b := range bases {
 		t.Run(b.name, func(t *testing.T) {
-			lim := &dial{n: 1}
-			h := newHarness(t, Config{Global: lim, MaxDepth: 10, MaxWait: 30 * time.Second})
-			h.now = b.at
-			steady(h.c, lim, b.at, b.at.Add(time.Second), 20) // a burst of 20
-			h.admit(inter, Admitted)
-			for range 4 {
+			const slots, service = 8, 1500 * time.Millisecond
+			lim := &dial{n: slots}
+			h := newHarness(t, Config{Global: lim, MaxDepth: 100, MaxWait: 30 * time.Second})
+			busy := b.at.Add(30 * time.Second)
+			for _, tk := range serve(h.c, b.at, busy, slots, service) {
+				h.c.Release(busy, tk)
+			}
+			// A quiet minute, then a burst: 8 start, 40 wait.
+			h.now = busy.Add(time.Minute)
+			for range slots {
+				h.admit(inter, Admitted)
+			}
+			for range 40 {
 				h.admit(inter, Queued)
 			}
-			// 20 completions in the window: 2/s, 5 ahead of a newcomer.
-			if got := h.c.RetryAfter(b.at.Add(5*time.Second), Interactive); got != 2500*time.Millisecond {
-				t.Errorf("5s after the burst RetryAfter = %v, want 2.5s", got)
+			// A newcomer has 40 ahead: 41 completions at 8 per 1.5 s.
+			real := time.Duration(41.0 / slots * float64(service))
+			got := h.c.DrainTime(h.now.Add(100*time.Millisecond), Interactive)
+			if got < real/2 || got > 2*real {
+				t.Fatalf("after a quiet minute DrainTime = %v; the queue drains in %v", got, real)
 			}
-			if got := h.c.RetryAfter(b.at.Add(12*time.Second), Interactive); got != 30*time.Second {
-				t.Errorf("12s after the burst RetryAfter = %v, want MaxWait 30s (burst forgotten)", got)
-			}
-			if got := h.c.RetryAfter(b.at.Add(time.Hour), Interactive); got != 30*time.Second {
-				t.Errorf("an hour after the burst RetryAfter = %v, want MaxWait 30s (burst forgotten)", got)
+			for range 200 {
+				if ra := h.c.RetryAfter(h.now, Interactive); ra < real/4 || ra > 3*real {
+					t.Fatalf("RetryAfter %v for a drain of %v", ra, real)
+				}
 			}
 		})
+	}
+}
+
+// Calls that stay in flight without completing lower the rate before any
+// of them ends: a brownout lengthens Retry-After while it happens.
+func TestDrainTimeFollowsABrownout(t *testing.T) {
+	lim := &dial{n: 4}
+	h := newHarness(t, Config{Global: lim, MaxDepth: 100, MaxWait: time.Minute})
+	now := t0.Add(20 * time.Second)
+	serve(h.c, t0, now, 4, time.Second) // healthy: 1 s calls, 4 in flight
+	h.now = now
+	for range 3 {
+		h.admit(inter, Queued)
+	}
+	healthy := h.c.DrainTime(now, Interactive)
+	// The four calls in flight now take 30 s; 10 s on, none has ended.
+	browned := h.c.DrainTime(now.Add(10*time.Second), Interactive)
+	if healthy > 1500*time.Millisecond || browned < 5*healthy {
+		t.Fatalf("DrainTime healthy %v, 10 s into a brownout %v; want it to grow several-fold", healthy, browned)
+	}
+}
+
+// Retry-After is spread over half to one and a half times the drain
+// time, so a burst of refusals does not come back as one wave; the
+// spread comes from the seed, so a simulation replays.
+func TestRetryAfterJitter(t *testing.T) {
+	run := func(seed uint64) []time.Duration {
+		lim := &dial{n: 4}
+		c := NewCore(Config{Global: lim, MaxDepth: 100, MaxWait: time.Minute, Seed: seed})
+		now := t0.Add(20 * time.Second)
+		serve(c, t0, now, 4, time.Second)
+		for range 19 {
+			c.Admit(now, inter)
+		}
+		d := c.DrainTime(now, Interactive)
+		var out []time.Duration
+		lo, hi, sum := time.Duration(1<<62), time.Duration(0), time.Duration(0)
+		for range 1000 {
+			ra := c.RetryAfter(now, Interactive)
+			if ra < d/2 || ra > d+d/2 {
+				t.Fatalf("RetryAfter %v outside [%v, %v]", ra, d/2, d+d/2)
+			}
+			lo, hi, sum = min(lo, ra), max(hi, ra), sum+ra
+			out = append(out, ra)
+		}
+		if mean := sum / 1000; hi-lo < d/2 || mean < d*9/10 || mean > d*11/10 {
+			t.Fatalf("1000 draws span [%v, %v], mean %v, for a drain time of %v: not spread about it", lo, hi, mean, d)
+		}
+		return out
+	}
+	a, b, c := run(1), run(1), run(2)
+	if !slices.Equal(a, b) {
+		t.Fatal("the same seed gave different jitter")
+	}
+	if slices.Equal(a, c) {
+		t.Fatal("different seeds gave the same jitter")
 	}
 }
 
@@ -831,10 +907,11 @@ func TestCheck(t *testing.T) {
 		{name: "queue full but a background to displace", cfg: cfg, setup: []Request{inter, inter, bg}, r: inter},
 		{name: "queue full for background", cfg: cfg, setup: []Request{inter, inter, inter}, r: bg, refused: true, reason: ReasonQueueFull},
 		{name: "class full", cfg: cfg, setup: []Request{inter, bg}, r: bg, refused: true, reason: ReasonClassFull},
-		{name: "critical is never refused", cfg: cfg, setup: []Request{inter, inter, inter, crit, crit}, r: crit},
+		{name: "critical displaces rather than be refused", cfg: cfg, setup: []Request{inter, inter, inter, crit, crit}, r: crit},
+		{name: "critical is refused when critical fills the queue", cfg: cfg, setup: []Request{inter, crit, crit, crit, crit}, r: crit, refused: true, reason: ReasonQueueFull},
 		{name: "scope full but queue has room", cfg: cfg, setup: []Request{req(Interactive, 0)}, r: req(Background, 0)},
 		{name: "waiting disabled", cfg: Config{Global: Fixed(1)}, setup: []Request{inter}, r: bg, refused: true, reason: ReasonQueueFull},
-		{name: "critical is never refused, even with waiting disabled", cfg: Config{Global: Fixed(1)}, setup: []Request{inter}, r: crit},
+		{name: "critical is refused with waiting disabled and no reserved slot", cfg: Config{Global: Fixed(1)}, setup: []Request{inter}, r: crit, refused: true, reason: ReasonQueueFull},
 		{name: "waiting disabled but room now", cfg: Config{Global: Fixed(1)}, r: bg},
 		{name: "deadline already passed", cfg: cfg, setup: []Request{inter},
 			r: Request{Priority: Interactive, Scope: NoScope, Deadline: t0.Add(-time.Second)}, refused: true},
@@ -864,8 +941,7 @@ func TestCheck(t *testing.T) {
 			if (res.Verdict == Rejected) != refused {
 				t.Fatalf("Check refused = %v but Admit said %s", refused, verdictName(res.Verdict))
 			}
-			if refused && (f.Reason != res.Refusal.Reason || f.Priority != res.Refusal.Priority ||
-				f.RetryAfter != res.Refusal.RetryAfter) {
+			if refused && (f.Reason != res.Refusal.Reason || f.Priority != res.Refusal.Priority) {
 				t.Fatalf("Check %+v disagrees with Admit %+v", f, res.Refusal)
 			}
 		})

@@ -9,13 +9,23 @@
 //     provider's to choose).
 //   - Bound the waiting room by depth and by age. A waiter whose wait runs
 //     out is refused at that moment, not when it reaches the head.
-//   - Shed by priority. critical is never shed by this package: it has
-//     Reserved slots above the limit and, past those, waits at the head of
-//     the queue until its own deadline. background is shed before
-//     interactive: it is granted last, and a newcomer of a higher class
-//     displaces the newest waiter of the lowest class when the queue is full.
-//   - Say when to come back. RetryAfter estimates how long the queue takes
-//     to drain from the observed completion rate, not a constant.
+//   - Shed by priority. critical is never shed to make room for another
+//     class: it has Reserved slots above the limit and Reserved queue
+//     places, waits at the head of the queue, and when the queue is full
+//     it displaces the newest waiter of a lower class. It is bounded only
+//     against itself: its waiters count against MaxDepth and MaxQueued,
+//     and wait at most MaxWait like everyone else's, so a flood of
+//     critical requests (a misbehaving service holding a critical key)
+//     fills a bounded queue, not the process's memory. background is shed
+//     before interactive: it is granted last, and a newcomer of a higher
+//     class displaces the newest waiter of the lowest class when the
+//     queue is full.
+//   - Say when to come back. DrainTime estimates how long the queue takes
+//     to drain from the per-slot completion rate while the gateway was
+//     busy (an idle spell does not dilute it; a brownout's stuck calls
+//     lower it before any of them ends), and RetryAfter spreads that by
+//     seeded jitter so that clients refused together do not return
+//     together.
 //
 // # Non-goals
 //

@@ -16,8 +16,88 @@ type model struct {
 	cfg      Config
 	inFlight []modelSlot
 	// waiting is in queue order: appended on enqueue, never reordered.
-	waiting     []modelWaiter
+	waiting []modelWaiter
+	drain   modelDrain
+}
+
+// modelDrain restates the drain meter as lists: every completion and
+// every stretch of occupancy (slot-seconds, credited at the moment the
+// in-flight count changed), summed afresh over the window on each ask.
+type modelDrain struct {
+	started     bool
+	origin      time.Time
+	last        time.Time
+	held        int
 	completions []time.Time
+	accruals    []modelAccrual
+	prior       float64
+}
+
+type modelAccrual struct {
+	at      time.Time
+	slotSec float64
+}
+
+func (d *modelDrain) observe(now time.Time) {
+	if !d.started {
+		d.started, d.origin, d.last = true, now, now
+	}
+}
+
+func (d *modelDrain) occupy(now time.Time, inFlight int) {
+	d.observe(now)
+	if now.After(d.last) {
+		d.accruals = append(d.accruals, modelAccrual{now, float64(d.held) * now.Sub(d.last).Seconds()})
+		d.last = now
+	}
+	d.held = inFlight
+}
+
+func (d *modelDrain) record(now time.Time) {
+	d.observe(now)
+	d.completions = append(d.completions, now)
+	if n, s := d.totals(now); n >= 8 && s > 0 {
+		d.prior = float64(n) / s
+	}
+}
+
+// inWindow: the 40 quarter-second buckets ending with now's.
+func (d *modelDrain) inWindow(at, now time.Time) bool {
+	b := func(t time.Time) int64 { return int64(t.Sub(d.origin) / (250 * time.Millisecond)) }
+	return b(at) > b(now)-40
+}
+
+func (d *modelDrain) totals(now time.Time) (int, float64) {
+	n, s := 0, 0.0
+	for _, c := range d.completions {
+		if d.inWindow(c, now) {
+			n++
+		}
+	}
+	for _, a := range d.accruals {
+		if d.inWindow(a.at, now) {
+			s += a.slotSec
+		}
+	}
+	if now.After(d.last) {
+		s += float64(d.held) * now.Sub(d.last).Seconds()
+	}
+	return n, s
+}
+
+func (d *modelDrain) slotRate(now time.Time) float64 {
+	d.observe(now)
+	n, s := d.totals(now)
+	switch {
+	case n >= 8 && s > 0:
+		d.prior = float64(n) / s
+		return d.prior
+	case d.prior > 0:
+		return (float64(n) + 4) / (s + 4/d.prior)
+	case n > 0 && s > 0:
+		return float64(n) / s
+	}
+	return 0
 }
 
 type modelSlot struct {
@@ -78,17 +158,18 @@ func (m *model) decide(now time.Time, r Request) (Verdict, Reason, int) {
 	if m.fits(r) {
 		return Admitted, "", -1
 	}
+	// Critical may take every place; the others all but the reserved.
+	depth, competing := m.cfg.MaxDepth-m.cfg.Reserved, m.count(Interactive)+m.count(Background)
 	if r.Priority == Critical {
-		return Queued, "", -1
+		depth, competing = m.cfg.MaxDepth, len(m.waiting)
 	}
-	depth := m.cfg.MaxDepth - m.cfg.Reserved
 	if m.cfg.MaxWait <= 0 || depth <= 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)) {
 		return Rejected, ReasonQueueFull, -1
 	}
 	if q := m.cfg.MaxQueued[r.Priority]; q > 0 && m.count(r.Priority) >= q {
 		return Rejected, ReasonClassFull, -1
 	}
-	if m.count(Interactive)+m.count(Background) < depth {
+	if competing < depth && len(m.waiting) < m.cfg.MaxDepth {
 		return Queued, "", -1
 	}
 	// Displace the newest waiter of the least important class below r.
@@ -112,12 +193,10 @@ func (m *model) admit(now time.Time, t Ticket, r Request) (Verdict, Reason, Tick
 	switch v {
 	case Admitted:
 		m.inFlight = append(m.inFlight, modelSlot{t, r})
+		m.drain.occupy(now, len(m.inFlight))
 	case Queued:
-		var exp time.Time
-		if r.Priority != Critical {
-			exp = now.Add(m.cfg.MaxWait)
-		}
-		if !r.Deadline.IsZero() && (exp.IsZero() || r.Deadline.Before(exp)) {
+		exp := now.Add(m.cfg.MaxWait)
+		if !r.Deadline.IsZero() && r.Deadline.Before(exp) {
 			exp = r.Deadline
 		}
 		m.waiting = append(m.waiting, modelWaiter{t, r, exp})
@@ -125,7 +204,7 @@ func (m *model) admit(now time.Time, t Ticket, r Request) (Verdict, Reason, Tick
 	return v, why, displaced
 }
 
-func (m *model) pump() []Ticket {
+func (m *model) pump(now time.Time) []Ticket {
 	var granted []Ticket
 	for _, p := range Priorities() {
 		for i := 0; i < len(m.waiting); {
@@ -133,6 +212,7 @@ func (m *model) pump() []Ticket {
 			if w.r.Priority == p && m.fits(w.r) {
 				m.waiting = slices.Delete(m.waiting, i, i+1)
 				m.inFlight = append(m.inFlight, modelSlot{w.t, w.r})
+				m.drain.occupy(now, len(m.inFlight))
 				granted = append(granted, w.t)
 				continue
 			}
@@ -148,8 +228,9 @@ func (m *model) release(now time.Time, t Ticket) ([]Ticket, bool) {
 		return nil, false
 	}
 	m.inFlight = slices.Delete(m.inFlight, i, i+1)
-	m.completions = append(m.completions, now)
-	return m.pump(), true
+	m.drain.occupy(now, len(m.inFlight))
+	m.drain.record(now)
+	return m.pump(now), true
 }
 
 func (m *model) leave(t Ticket) bool {
@@ -183,35 +264,39 @@ func (m *model) nextExpiry() (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
-// retryAfter lists every answer RetryAfter may give for class p at now.
-// The meter's window is 40 quarter-second buckets and where their edges
-// fall is its own business, so a completion between 9.75 s and 10 s old
-// may or may not still count; one younger always does, one older never.
-func (m *model) retryAfter(now time.Time, p Priority) []time.Duration {
-	surely, maybe := 0, 0
-	for _, c := range m.completions {
-		switch age := now.Sub(c); {
-		case age < 9750*time.Millisecond:
-			surely++
-		case age < 10*time.Second:
-			maybe++
-		}
-	}
+// drainTime is DrainTime: everyone of class p or better ahead, plus one,
+// over the per-slot rate times the slots in flight; MaxWait (at least a
+// second) with no evidence; within [MinRetryAfter, MaxRetryAfter].
+func (m *model) drainTime(now time.Time, p Priority) time.Duration {
 	ahead := 0
 	for _, w := range m.waiting {
 		if w.r.Priority <= p {
 			ahead++
 		}
 	}
-	var out []time.Duration
-	for n := surely; n <= surely+maybe; n++ {
-		d := m.cfg.MaxWait
-		if n > 0 {
-			d = time.Duration(float64(ahead+1) / (float64(n) / 10) * float64(time.Second))
-		}
-		out = append(out, min(max(d, time.Second), 5*time.Minute))
+	d := max(m.cfg.MaxWait, time.Second)
+	if r := m.drain.slotRate(now); r > 0 {
+		d = time.Duration(float64(ahead+1) / (r * float64(max(len(m.inFlight), 1))) * float64(time.Second))
 	}
-	return out
+	return min(max(d, MinRetryAfter), MaxRetryAfter)
+}
+
+// jittered reports whether got is a RetryAfter for drain time d: half to
+// one and a half times it, within the bounds (and a nanosecond of slack
+// for the model's own float arithmetic).
+func jittered(got, d time.Duration) bool {
+	lo := max(d/2, MinRetryAfter) - time.Microsecond
+	hi := min(d+d/2, MaxRetryAfter) + time.Microsecond
+	return got >= lo && got <= hi
+}
+
+// near reports whether two drain times agree up to float rounding.
+func near(a, b time.Duration) bool {
+	diff := a - b
+	if diff < 0 {
+		diff = -diff
+	}
+	return diff <= time.Microsecond+time.Duration(float64(max(a, b))*1e-9)
 }
 
 // life is a ticket's history as the test sees it from Core's answers alone.
@@ -342,7 +427,7 @@ func (r *run) step() {
 		} else if v, _, _ := r.m.decide(r.now, q); v == Rejected {
 			r.fail("Check let %+v through, model refuses it", q)
 		}
-		wantRA := r.m.retryAfter(r.now, q.Priority)
+		wantRA := r.m.drainTime(r.now, q.Priority)
 		res := r.c.Admit(r.now, q)
 		r.seen[verdictName(res.Verdict)+" "+string(res.Refusal.Reason)]++
 		r.seen["displaced"] += len(res.Displaced)
@@ -359,8 +444,8 @@ func (r *run) step() {
 			r.move(res.Ticket, unborn, lifeWaiting, "queued")
 		case Rejected:
 			r.move(res.Ticket, unborn, lifeDone, "refused")
-			if res.Refusal.Reason != why || res.Refusal.Ticket != res.Ticket || !slices.Contains(wantRA, res.Refusal.RetryAfter) {
-				r.fail("refusal %+v, model reason %q retry after %v", res.Refusal, why, wantRA)
+			if res.Refusal.Reason != why || res.Refusal.Ticket != res.Ticket || !jittered(res.Refusal.RetryAfter, wantRA) {
+				r.fail("refusal %+v, model reason %q drain time %v", res.Refusal, why, wantRA)
 			}
 		}
 		switch {
@@ -443,7 +528,7 @@ func (r *run) step() {
 		}
 		granted := r.c.Pump(r.now)
 		r.log = append(r.log, fmt.Sprintf("limit -> %d, pump -> %v", r.lim.n, granted))
-		if want := r.m.pump(); !slices.Equal(granted, want) {
+		if want := r.m.pump(r.now); !slices.Equal(granted, want) {
 			r.fail("Pump = %v, model %v", granted, want)
 		}
 		r.grant(granted, "Pump")
@@ -501,14 +586,21 @@ func (r *run) compare() {
 	if nonCrit := r.m.count(Interactive) + r.m.count(Background); nonCrit > max(0, r.cfg.MaxDepth-r.cfg.Reserved) {
 		r.fail("%d non-critical waiting over depth", nonCrit)
 	}
+	if n := len(r.m.waiting); n > r.cfg.MaxDepth {
+		r.fail("%d waiting over max depth %d", n, r.cfg.MaxDepth)
+	}
 	at, ok := r.c.NextExpiry()
 	wantAt, wantOK := r.m.nextExpiry()
 	if ok != wantOK || !at.Equal(wantAt) {
 		r.fail("NextExpiry %v %v, model %v %v", at, ok, wantAt, wantOK)
 	}
 	for p := range Priority(numPriorities) {
-		if got, want := r.c.RetryAfter(r.now, p), r.m.retryAfter(r.now, p); !slices.Contains(want, got) {
-			r.fail("RetryAfter(%s) = %v, model %v", p, got, want)
+		got, want := r.c.DrainTime(r.now, p), r.m.drainTime(r.now, p)
+		if !near(got, want) {
+			r.fail("DrainTime(%s) = %v, model %v", p, got, want)
+		}
+		if ra := r.c.RetryAfter(r.now, p); !jittered(ra, got) {
+			r.fail("RetryAfter(%s) = %v for a drain time of %v", p, ra, got)
 		}
 	}
 	// Lifecycle and model agree on who is where: no ticket is both

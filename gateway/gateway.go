@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -164,6 +165,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Replicas must not jitter their Retry-After (or retry backoff) in
+	// step, so each process seeds its own.
+	ec.Seed = rand.Uint64()
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.runner.SetProber(g.probe)

@@ -77,6 +77,10 @@ type Config struct {
 	Hedge HedgeConfig
 	// Retry budgets retries on another target; see Engine.Retry.
 	Retry RetryConfig
+	// Seed owns every random draw the engine makes (retry backoff, the
+	// jitter on Retry-After), so a simulation replays exactly. A gateway
+	// seeds it at random, so a fleet's replicas do not jitter in step.
+	Seed uint64
 }
 
 // Request is what the engine needs to know about a request.
@@ -231,7 +235,7 @@ type Engine struct {
 	// routed there and spent by retries of that scope's failures.
 	retries  []budget
 	retryCfg RetryConfig
-	rng      *rand.Rand // retry jitter, seeded from RetryConfig.Seed
+	rng      *rand.Rand // retry jitter, seeded from Config.Seed
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
 	// probes are the synthetic probes in flight (probe.go).
@@ -253,7 +257,7 @@ func New(cfg Config) *Engine {
 	if e.retryCfg.Base <= 0 {
 		e.retryCfg.Base = 100 * time.Millisecond
 	}
-	e.rng = rand.New(rand.NewPCG(cfg.Retry.Seed, cfg.Retry.Seed^0x7e7))
+	e.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7e7))
 	e.retries = make([]budget, len(cfg.Scopes))
 	for i := range e.retries {
 		e.retries[i] = newBudget(HedgeConfig{Budget: cfg.Retry.Budget, Burst: cfg.Retry.Burst})
@@ -274,6 +278,7 @@ func New(cfg Config) *Engine {
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	ac := cfg.Admission
 	ac.Scopes = limiters
+	ac.Seed = cfg.Seed ^ 0xad31
 	e.adm = admission.NewCore(ac)
 	return e
 }

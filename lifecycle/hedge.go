@@ -16,12 +16,10 @@ import (
 // RetryConfig bounds retries, per provider: Budget and Burst as for
 // hedges (default budget in config: 10% of requests). Base bounds the
 // full-jitter backoff of a retry on the same provider that sent no
-// Retry-After (a request is retried once, so there is no exponent);
-// Seed owns the jitter, so a simulation replays exactly.
+// Retry-After (a request is retried once, so there is no exponent).
 type RetryConfig struct {
 	Budget, Burst float64
 	Base          time.Duration // default 100ms
-	Seed          uint64
 }
 
 // HedgeConfig bounds hedging across the engine.

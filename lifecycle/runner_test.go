@@ -56,8 +56,8 @@ func wantRejection(t *testing.T, err error, why admission.Reason, p admission.Pr
 	if !errors.As(err, &rej) {
 		t.Fatalf("err = %T %v, want *admission.Rejection", err, err)
 	}
-	if rej.Reason != why || rej.Priority != p || rej.RetryAfter < time.Second {
-		t.Fatalf("rejection %+v, want %s for %s with RetryAfter >= 1s", rej, why, p)
+	if rej.Reason != why || rej.Priority != p || rej.RetryAfter < admission.MinRetryAfter {
+		t.Fatalf("rejection %+v, want %s for %s with RetryAfter >= %v", rej, why, p, admission.MinRetryAfter)
 	}
 	return rej
 }
@@ -108,7 +108,7 @@ func TestRunnerWaitTimeout(t *testing.T) {
 		{name: "background likewise", maxWait: 1500 * time.Millisecond, p: admission.Background, want: 1500 * time.Millisecond},
 		{name: "a shorter deadline wins", maxWait: 3 * time.Second, deadline: time.Second, p: admission.Interactive, want: time.Second},
 		{name: "MaxWait wins over a longer deadline", maxWait: 2 * time.Second, deadline: 5 * time.Second, p: admission.Background, want: 2 * time.Second},
-		{name: "critical waits until its own deadline", maxWait: time.Second, deadline: 7 * time.Second, p: admission.Critical, want: 7 * time.Second},
+		{name: "critical waits MaxWait too", maxWait: time.Second, deadline: 7 * time.Second, p: admission.Critical, want: time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

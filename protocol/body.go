@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 )
 
 // ErrMalformed is the sentinel for a request body the gateway cannot use.
@@ -26,9 +28,19 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
+// RoutedFields are the top-level fields the gateway reads to decide where
+// and how a request goes. Each must appear once, spelled exactly: Go's
+// encoding/json matches keys without regard to case and takes the last of
+// duplicates, other parsers take the first, so {"model":"a","Model":"b"}
+// could be checked as one model and served as another.
+var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+	"messages", "system", "prompt", "input", "tools", "tool_choice", "response_format"}
+
 // ParseBody scans a JSON object body. It fails with ErrMalformed, and a
-// message that says what to fix, if the body is not a JSON object, if
-// model is missing or not a string, or if stream is not a boolean.
+// message that says what to fix, if the body is not a JSON object, if a
+// top-level key appears twice, if a key differs from one of RoutedFields
+// only in case, if model is missing or not a string, or if stream is not
+// a boolean.
 func ParseBody(raw []byte) (*Body, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
@@ -39,12 +51,17 @@ func ParseBody(raw []byte) (*Body, error) {
 		return nil, malformed("body must be a JSON object")
 	}
 	b := &Body{raw: raw, modelStart: -1}
+	var seen []string // top-level keys: a request has a handful
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, malformed("body is not valid JSON: %v", err)
 		}
 		key, _ := tok.(string)
+		if err := checkKey(seen, key); err != nil {
+			return nil, err
+		}
+		seen = append(seen, key)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, malformed("body is not valid JSON: %v", err)
@@ -75,12 +92,64 @@ func ParseBody(raw []byte) (*Body, error) {
 	return b, nil
 }
 
+// checkKey refuses a top-level key that repeats one already seen, or that
+// differs from a routed field only in case.
+func checkKey(seen []string, key string) error {
+	for _, s := range seen {
+		if s == key {
+			return malformed("%q appears twice; send each field once", key)
+		}
+	}
+	for _, f := range RoutedFields {
+		if key != f && strings.EqualFold(key, f) {
+			return malformed("%q is not a field; the field is %q (keys are case-sensitive)", key, f)
+		}
+	}
+	return nil
+}
+
 // WithModel returns the body with model's value replaced by name, every
 // other byte unchanged.
 func (b *Body) WithModel(name string) []byte {
+	out, _ := io.ReadAll(b.Reader(name))
+	return out
+}
+
+// Reader returns the body with model's value replaced by name, every
+// other byte unchanged, without copying the body: each upstream call of a
+// request reads the one buffer the request holds.
+func (b *Body) Reader(name string) *BodyReader {
 	q, _ := json.Marshal(name) // a string always marshals
-	out := make([]byte, 0, len(b.raw)-(b.modelEnd-b.modelStart)+len(q))
-	out = append(out, b.raw[:b.modelStart]...)
-	out = append(out, q...)
-	return append(out, b.raw[b.modelEnd:]...)
+	return &BodyReader{parts: [3][]byte{b.raw[:b.modelStart], q, b.raw[b.modelEnd:]}}
+}
+
+// BodyReader reads a rewritten body (see Body.Reader).
+type BodyReader struct {
+	parts [3][]byte
+	i     int
+}
+
+// Len is the number of bytes left to read.
+func (r *BodyReader) Len() int64 {
+	n := 0
+	for _, p := range r.parts[r.i:] {
+		n += len(p)
+	}
+	return int64(n)
+}
+
+func (r *BodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.i < len(r.parts) {
+		c := copy(p[n:], r.parts[r.i])
+		r.parts[r.i] = r.parts[r.i][c:]
+		n += c
+		if len(r.parts[r.i]) == 0 {
+			r.i++
+		}
+	}
+	if n == 0 && r.i == len(r.parts) {
+		return 0, io.EOF
+	}
+	return n, nil
 }

@@ -27,6 +27,11 @@ func TestParseBody(t *testing.T) {
 		{"empty model", `{"model":""}`, "", false, `"model" is required`},
 		{"model number", `{"model":1}`, "", false, "must be a string"},
 		{"stream string", `{"model":"m","stream":"yes"}`, "", false, "true or false"},
+		{"duplicate model", `{"model":"m","model":"x"}`, "", false, `"model" appears twice`},
+		{"case-variant model", `{"model":"allowed","Model":"other"}`, "", false, `"Model" is not a field`},
+		{"case-variant stream", `{"model":"m","STREAM":true}`, "", false, `the field is "stream"`},
+		{"duplicate other key", `{"model":"m","temperature":1,"temperature":2}`, "", false, "appears twice"},
+		{"unrouted keys keep their case", `{"model":"m","Temperature":1}`, "m", false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

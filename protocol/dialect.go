@@ -67,6 +67,9 @@ const (
 	Timeout                    // 504
 	Upstream                   // 502: every upstream failed
 	Internal                   // 500
+	RequestTimeout             // 408: the client was too slow sending its request
+	MethodNotAllowed           // 405
+	HeadersTooLarge            // 431: too many header fields
 )
 
 // Status is the HTTP status for an error of kind k in dialect d. Only
@@ -90,13 +93,19 @@ func (d Dialect) Status(k Kind) int {
 		return http.StatusGatewayTimeout
 	case Upstream:
 		return http.StatusBadGateway
+	case RequestTimeout:
+		return http.StatusRequestTimeout
+	case MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case HeadersTooLarge:
+		return http.StatusRequestHeaderFieldsTooLarge
 	}
 	return http.StatusInternalServerError
 }
 
 func (k Kind) typeName(d Dialect) string {
 	switch k {
-	case InvalidRequest:
+	case InvalidRequest, MethodNotAllowed, HeadersTooLarge, RequestTimeout:
 		return "invalid_request_error"
 	case NotFound:
 		if d == Anthropic {

@@ -179,6 +179,9 @@ func (r *run) restartEngine() error {
 	if err != nil {
 		return err
 	}
+	// The scenario's seed owns the engine's draws too; a restarted engine
+	// draws afresh, as a restarted process would.
+	ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
 	r.eng = lifecycle.New(ec)
 	r.byID = make(map[lifecycle.ID]*request)
 	r.tickAt = -1
