@@ -59,17 +59,17 @@ func (e Endpoint) UpstreamPath() string { return strings.TrimPrefix(e.Path, "/v1
 type Kind uint8
 
 const (
-	InvalidRequest Kind = iota // 400
-	NotFound                   // 404
-	TooLarge                   // 413
-	RateLimited                // 429: this caller is over its quota
-	Overloaded                 // 503 / 529: the gateway is at capacity
-	Timeout                    // 504
-	Upstream                   // 502: every upstream failed
-	Internal                   // 500
-	RequestTimeout             // 408: the client was too slow sending its request
-	MethodNotAllowed           // 405
-	HeadersTooLarge            // 431: too many header fields
+	InvalidRequest   Kind = iota // 400
+	NotFound                     // 404
+	TooLarge                     // 413
+	RateLimited                  // 429: this caller is over its quota
+	Overloaded                   // 503 / 529: the gateway is at capacity
+	Timeout                      // 504
+	Upstream                     // 502: every upstream failed
+	Internal                     // 500
+	RequestTimeout               // 408: the client was too slow sending its request
+	MethodNotAllowed             // 405
+	HeadersTooLarge              // 431: too many header fields
 )
 
 // Status is the HTTP status for an error of kind k in dialect d. Only

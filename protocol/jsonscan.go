@@ -26,25 +26,25 @@ type JSONScanner struct {
 const MaxJSONDepth = 512
 
 const (
-	sValue      uint8 = iota // a value must come (the start, after ':' or ',' in an array)
-	sArrFirst                // after '[': a value or ']'
-	sObjFirst                // after '{': a key or '}'
-	sObjKey                  // after ',' in an object: a key
-	sColon                   // after a key
-	sAfter                   // after a value: ',' or a closer, or the end
-	sString                  // inside a string
-	sEscape                  // after a backslash in a string
-	sHex                     // inside \uXXXX
-	sLiteral                 // inside true, false or null
-	sMinus                   // after a leading '-'
-	sZero                    // after a leading 0
-	sInt                     // in the integer digits
-	sDot                     // after '.'
-	sFrac                    // in the fraction digits
-	sE                       // after 'e' or 'E'
-	sESign                   // after the exponent's sign
-	sExp                     // in the exponent digits
-	sDone                    // the value is complete: only whitespace may follow
+	sValue    uint8 = iota // a value must come (the start, after ':' or ',' in an array)
+	sArrFirst              // after '[': a value or ']'
+	sObjFirst              // after '{': a key or '}'
+	sObjKey                // after ',' in an object: a key
+	sColon                 // after a key
+	sAfter                 // after a value: ',' or a closer, or the end
+	sString                // inside a string
+	sEscape                // after a backslash in a string
+	sHex                   // inside \uXXXX
+	sLiteral               // inside true, false or null
+	sMinus                 // after a leading '-'
+	sZero                  // after a leading 0
+	sInt                   // in the integer digits
+	sDot                   // after '.'
+	sFrac                  // in the fraction digits
+	sE                     // after 'e' or 'E'
+	sESign                 // after the exponent's sign
+	sExp                   // in the exponent digits
+	sDone                  // the value is complete: only whitespace may follow
 	sError
 )
 
