@@ -340,3 +340,8 @@ func (b *Breaker) NextProbe() (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// OpenForMax is the longest the breaker keeps its provider out of
+// rotation at a time: a host bounds other waits on the provider (a
+// Retry-After it sent) by it too.
+func (b *Breaker) OpenForMax() time.Duration { return b.cfg.OpenForMax }

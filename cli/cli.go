@@ -13,10 +13,12 @@ import (
 const usage = `sluice: an LLM API gateway that says no early and cheaply.
 
 Usage:
-  sluice serve [--config FILE] [--check]   run the gateway (no config: embedded default with a built-in fake provider)
+  sluice serve [--config FILE] [--check] [--listen ADDR] [--admin-listen ADDR]
+                                           run the gateway (no config: embedded default with a built-in fake provider)
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
   sluice sim SCENARIO [flags]              simulate a scenario's policies on a virtual clock
   sluice load SCENARIO --target URL [flags] replay a scenario's traffic against a running gateway
+  sluice version                           print the version and build
   sluice help                              show this help
 
 Run "sluice COMMAND --help" for a command's flags.
@@ -38,6 +40,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return sim.Main(args[1:], stdout, stderr)
 	case "load":
 		return loadgen.Main(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, Version())
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,15 +17,14 @@ import (
 	"github.com/sluice-gw/sluice/mock"
 )
 
-// shutdownGrace is how long in-flight requests get to finish on SIGTERM.
-const shutdownGrace = 30 * time.Second
-
 // Serve implements "sluice serve".
 func Serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "YAML configuration `file`; without it, serve the embedded default in front of a built-in fake provider")
-	check := fs.Bool("check", false, "validate the configuration and exit (0 valid, 2 invalid)")
+	check := fs.Bool("check", false, "validate the configuration (and that its key variables are set) and exit: 0 valid, 2 invalid")
+	listen := fs.String("listen", "", "client API `address`, overriding the configuration's listen")
+	adminListen := fs.String("admin-listen", "", "admin API `address` (/metrics, /healthz, /readyz), overriding admin_listen")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,11 +32,26 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	overrides := func(c *config.Config) error {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+		if *adminListen != "" {
+			c.AdminListen = *adminListen
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		return c.CheckEnv()
+	}
 
 	var cfg *config.Config
-	var stopMock func()
-	if *path != "" {
+	embedded := *path == ""
+	if !embedded {
 		c, err := config.Load(*path)
+		if err == nil {
+			err = overrides(c)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice serve: invalid configuration:\n%v\n", err)
 			return 2
@@ -51,9 +63,12 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sluice serve: starting the built-in fake provider: %v\n", err)
 			return 1
 		}
-		stopMock = stop
 		defer stop()
 		cfg = config.Default(base)
+		if err := overrides(cfg); err != nil {
+			fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+			return 2
+		}
 	}
 	if *check {
 		fmt.Fprintf(stdout, "configuration ok: %d providers, %d models\n", len(cfg.Providers), len(cfg.Models))
@@ -64,26 +79,45 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	logOut := gateway.NewLogWriter(stderr, 100*time.Millisecond)
-	defer logOut.Close()
+	defer logOut.Close() // flushes the request log on the way out
 	logger := gateway.NewLogger(logOut, cfg.Log)
 	for _, w := range cfg.Warnings() {
 		logger.Warn("configuration", "warning", w)
 	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: logger})
+	h, err := gateway.NewHost(cfg, gateway.Options{Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
-	defer g.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := run(ctx, g, cfg, logger, stopMock != nil)
-	return code
+	reload := func() {
+		if embedded {
+			logger.Warn("SIGHUP: serving the embedded default; there is no configuration file to reload")
+			return
+		}
+		c, err := config.Load(*path)
+		if err == nil {
+			err = overrides(c)
+		}
+		if err == nil {
+			err = h.Reload(c)
+		}
+		if err != nil {
+			logger.Error("SIGHUP: configuration refused; the running one stays", "file", *path, "err", err.Error())
+			return
+		}
+		for _, w := range c.Warnings() {
+			logger.Warn("configuration", "warning", w)
+		}
+		logger.Info("SIGHUP: configuration reloaded", "file", *path, "providers", len(c.Providers), "models", len(c.Models))
+	}
+	return run(h, cfg, logger, embedded, reload)
 }
 
-// run listens on both addresses and serves until ctx ends, then drains.
-func run(ctx context.Context, g *gateway.Gateway, cfg *config.Config, log *slog.Logger, embedded bool) int {
+// run listens on both addresses and serves until a signal: SIGHUP
+// reloads; SIGTERM drains (readiness fails for server.drain_delay, then
+// the listeners close and in-flight requests get server.shutdown_grace);
+// SIGINT (Ctrl-C) drains at once, with the same grace.
+func run(h *gateway.Host, cfg *config.Config, log *slog.Logger, embedded bool, reload func()) int {
 	client, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
@@ -95,14 +129,11 @@ func run(ctx context.Context, g *gateway.Gateway, cfg *config.Config, log *slog.
 		log.Error("cannot listen", "addr", cfg.AdminListen, "err", err)
 		return 1
 	}
-	servers := []*http.Server{
-		{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
-		{Handler: g.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
-	}
-	errc := make(chan error, 2)
-	for i, l := range []net.Listener{client, admin} {
-		go func() { errc <- servers[i].Serve(l) }()
-	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	errc := make(chan error, 1)
+	go func() { errc <- h.Serve(client, admin) }()
 	attrs := []any{"listen", client.Addr().String(), "admin", admin.Addr().String(),
 		"providers", len(cfg.Providers), "models", len(cfg.Models)}
 	if embedded {
@@ -110,22 +141,42 @@ func run(ctx context.Context, g *gateway.Gateway, cfg *config.Config, log *slog.
 	}
 	log.Info("sluice serving", attrs...)
 
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		log.Error("server stopped", "err", err)
-		return 1
-	}
-	log.Info("shutting down: draining in-flight requests", "grace", shutdownGrace)
-	g.SetReady(false)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	code := 0
-	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("shutdown incomplete", "err", err)
-			code = 1
+	var sig os.Signal
+	for sig == nil {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				reload()
+				continue
+			}
+			sig = s
+		case err := <-errc:
+			log.Error("server stopped", "err", err)
+			return 1
 		}
 	}
-	return code
+	delay := cfg.Server.DrainDelay.D()
+	if sig == os.Interrupt {
+		delay = 0
+	}
+	grace := cfg.Server.ShutdownGrace.D()
+	log.Info("shutting down: draining", "signal", sig.String(), "drain_delay", delay, "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), delay+grace)
+	defer cancel()
+	go func() {
+		// A second SIGINT or SIGTERM stops waiting for the grace.
+		for s := range sigs {
+			if s != syscall.SIGHUP {
+				log.Warn("second signal: ending in-flight requests now", "signal", s.String())
+				cancel()
+				return
+			}
+		}
+	}()
+	if err := h.Shutdown(ctx, delay); err != nil {
+		log.Warn("shutdown: in-flight requests ended at the end of the grace", "err", err)
+		return 1
+	}
+	log.Info("shutdown complete")
+	return 0
 }

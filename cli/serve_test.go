@@ -25,6 +25,11 @@ func TestServeCheck(t *testing.T) {
 	}{
 		{"embedded default", []string{"serve", "--check"}, 0, []string{"configuration ok"}},
 		{"example config", []string{"serve", "--check", "--config", "../examples/sluice.yaml"}, 0, []string{"configuration ok"}},
+		{"example config without its keys", []string{"serve", "--check", "--config", "../examples/sluice.yaml"}, 2,
+			[]string{"OPENAI_API_KEY is not set", "sluice.yaml:"}},
+		{"address overrides", []string{"serve", "--check", "--listen", "127.0.0.1:18080", "--admin-listen", "127.0.0.1:18080"}, 2,
+			[]string{"same address as listen"}},
+		{"version", []string{"version"}, 0, []string{"sluice ", "go1."}},
 		{"missing file", []string{"serve", "--check", "--config", filepath.Join(dir, "nope.yaml")}, 2, []string{"nope.yaml"}},
 		{"not yaml", []string{"serve", "--check", "--config", write("bad.yaml", "providers: [\n")}, 2, []string{"bad.yaml"}},
 		{"bad duration", []string{"serve", "--check", "--config", write("dur.yaml", `providers:
@@ -50,6 +55,12 @@ models:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "example config" {
+				t.Setenv("OPENAI_API_KEY", "sk-test")
+				t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+			} else {
+				t.Setenv("OPENAI_API_KEY", "")
+			}
 			var out, errb bytes.Buffer
 			code := Main(c.args, &out, &errb)
 			all := out.String() + errb.String()

@@ -28,14 +28,22 @@ func Load(path string) (*Config, error) {
 // filename only labels errors. On failure it returns every problem it found,
 // each an *Error, rather than stopping at the first: fixing a config one
 // restart at a time is miserable.
+//
+// Values may name environment variables as ${NAME} (see env.go).
 func Parse(data []byte, filename string) (*Config, error) {
+	return parse(data, filename, osLookup)
+}
+
+func parse(data []byte, filename string, lookup func(string) (string, bool)) (*Config, error) {
 	root, err := parseYAML(data, filename)
 	if err != nil {
 		return nil, err
 	}
 	c := &Config{src: newSource(filename)}
 	d := &decoder{src: c.src}
+	var used []expansion
 	if root != nil {
+		d.errs = append(d.errs, expandEnv(root, filename, lookup, &used)...)
 		d.decode(root, reflect.ValueOf(c).Elem(), "")
 	}
 	if d.nodes > maxNodes {
@@ -48,6 +56,7 @@ func Parse(data []byte, filename string) (*Config, error) {
 		// validating them would only bury the real errors.
 		errs = append(errs, c.validate()...)
 	}
+	scrub(errs, used)
 	if err := joinErrors(filename, errs); err != nil {
 		return nil, err
 	}
@@ -212,6 +221,31 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Map:
+		// Free-form string keys (provider headers); each value decodes as
+		// the map's element type.
+		if n.Kind != yaml.MappingNode || v.Type().Key().Kind() != reflect.String {
+			d.fail(n, path, "want a mapping of names to values, got %s; write one name: value per line", describe(n))
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			d.nodes++
+			k := resolveAlias(n.Content[i])
+			if k.Kind != yaml.ScalarNode {
+				d.report(k, path, "keys must be plain names, got %s", describe(k))
+				continue
+			}
+			at := fieldPath(path, k.Value)
+			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+				d.fail(k, at, "set twice; remove one of them")
+				continue
+			}
+			e := reflect.New(v.Type().Elem()).Elem()
+			d.decode(n.Content[i+1], e, at)
+			m.SetMapIndex(reflect.ValueOf(k.Value), e)
+		}
+		v.Set(m)
 	case reflect.Pointer:
 		// A present key allocates its section even when every field is
 		// left to its default ("breaker: {}" turns a breaker on).

@@ -20,6 +20,30 @@ const (
 	DefaultQueueDepth      = 150
 	DefaultQueueWait       = 5 * time.Second
 	DefaultPriority        = PriorityInteractive
+
+	// Server limits. Envoy's own defaults where it has one (60 KiB of
+	// headers, 100 header fields); the others are sized so an honest
+	// client never meets them and a crowd of hostile ones cannot take the
+	// process's memory: 10,000 connections cost about 200 MB of buffers
+	// and stacks at most, and bodies are counted as they arrive, never
+	// reserved from what a client declares.
+	DefaultMaxConnections       = 10000
+	DefaultMaxHeaderBytes       = 64 << 10
+	DefaultMaxHeaders           = 100
+	DefaultMaxBodyBytesInFlight = 128 << 20
+	DefaultReadHeaderTimeout    = 10 * time.Second
+	DefaultBodyReadTimeout      = 30 * time.Second
+	// A write to a client blocks only once the socket's buffers are full;
+	// ten seconds of accepting nothing is a client that stopped reading.
+	DefaultWriteTimeout = 10 * time.Second
+	// Providers send tokens, or keep-alive pings, far more often than
+	// this once a response has started.
+	DefaultStreamIdleTimeout = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	// Long enough for a load balancer's health check (typically 2-5 s
+	// apart) to see /readyz fail before the listener closes.
+	DefaultDrainDelay    = 5 * time.Second
+	DefaultShutdownGrace = 30 * time.Second
 )
 
 // Priority classes, as written in admission.default_priority and the
@@ -50,6 +74,36 @@ func (c *Config) applyDefaults() {
 	}
 	if unset("max_body_bytes", c.MaxBodyBytes == 0) {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	sv := &c.Server
+	if unset("server.max_connections", sv.MaxConnections == 0) {
+		sv.MaxConnections = DefaultMaxConnections
+	}
+	if unset("server.max_header_bytes", sv.MaxHeaderBytes == 0) {
+		sv.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if unset("server.max_headers", sv.MaxHeaders == 0) {
+		sv.MaxHeaders = DefaultMaxHeaders
+	}
+	if unset("server.max_body_bytes_in_flight", sv.MaxBodyBytesInFlight == 0) {
+		sv.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	for _, d := range []struct {
+		path string
+		v    *Duration
+		def  time.Duration
+	}{
+		{"server.read_header_timeout", &sv.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"server.body_read_timeout", &sv.BodyReadTimeout, DefaultBodyReadTimeout},
+		{"server.write_timeout", &sv.WriteTimeout, DefaultWriteTimeout},
+		{"server.stream_idle_timeout", &sv.StreamIdleTimeout, DefaultStreamIdleTimeout},
+		{"server.idle_timeout", &sv.IdleTimeout, DefaultIdleTimeout},
+		{"server.drain_delay", &sv.DrainDelay, DefaultDrainDelay},
+		{"server.shutdown_grace", &sv.ShutdownGrace, DefaultShutdownGrace},
+	} {
+		if unset(d.path, *d.v == 0) {
+			*d.v = Duration(d.def)
+		}
 	}
 	if c.Log.Format == "" {
 		c.Log.Format = DefaultLogFormat
@@ -115,8 +169,13 @@ var defaultYAML string
 // default.yaml is broken (a test parses it) or mockBaseURL is not an
 // absolute http(s) URL.
 func Default(mockBaseURL string) *Config {
-	data := strings.ReplaceAll(defaultYAML, "${MOCK_BASE_URL}", strings.TrimRight(mockBaseURL, "/"))
-	c, err := Parse([]byte(data), "default.yaml")
+	base := strings.TrimRight(mockBaseURL, "/")
+	c, err := parse([]byte(defaultYAML), "default.yaml", func(name string) (string, bool) {
+		if name == "MOCK_BASE_URL" {
+			return base, true
+		}
+		return osLookup(name)
+	})
 	if err != nil {
 		panic("config: built-in default config is invalid: " + err.Error())
 	}

@@ -45,7 +45,12 @@ func TestValidFullConfig(t *testing.T) {
 		Listen:       "0.0.0.0:8000",
 		AdminListen:  "127.0.0.1:9100",
 		MaxBodyBytes: 512 << 10,
-		Log:          Log{Format: "json", Level: "debug"},
+		Server: Server{MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaders: DefaultMaxHeaders,
+			MaxBodyBytesInFlight: DefaultMaxBodyBytesInFlight, ReadHeaderTimeout: Duration(DefaultReadHeaderTimeout),
+			BodyReadTimeout: Duration(DefaultBodyReadTimeout), WriteTimeout: Duration(DefaultWriteTimeout),
+			StreamIdleTimeout: Duration(DefaultStreamIdleTimeout), IdleTimeout: Duration(DefaultIdleTimeout),
+			DrainDelay: Duration(DefaultDrainDelay), ShutdownGrace: Duration(DefaultShutdownGrace)},
+		Log: Log{Format: "json", Level: "debug"},
 		Providers: []Provider{
 			{Name: "openai", Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY",
 				Timeout: Duration(90 * time.Second), MaxInFlight: 10},

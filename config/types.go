@@ -17,12 +17,15 @@ type Config struct {
 	// AdminListen serves /metrics, /healthz and /readyz, host:port.
 	AdminListen string `yaml:"admin_listen"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
-	MaxBodyBytes ByteSize   `yaml:"max_body_bytes"`
-	Log          Log        `yaml:"log"`
-	Providers    []Provider `yaml:"providers"`
-	Models       []Model    `yaml:"models"`
-	Admission    Admission  `yaml:"admission"`
-	Hedging      Budget     `yaml:"hedging"`
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// Server bounds what clients can hold of the gateway: connections,
+	// headers, request bodies, and the time they may take.
+	Server    Server     `yaml:"server"`
+	Log       Log        `yaml:"log"`
+	Providers []Provider `yaml:"providers"`
+	Models    []Model    `yaml:"models"`
+	Admission Admission  `yaml:"admission"`
+	Hedging   Budget     `yaml:"hedging"`
 	// Retries bounds retries onto another target, per provider: the
 	// retries of a provider's failures stay within budget (default 0.1)
 	// of the requests sent to it.
@@ -35,6 +38,48 @@ type Config struct {
 	// at lines and defaults can tell "left out" from an explicit zero. Nil
 	// for configs built in code.
 	src *source
+}
+
+// Server bounds what clients can hold of the gateway before and after
+// admission: each limit keeps one client, or a crowd of idle ones, from
+// taking memory or time that others need. Defaults follow Envoy's where
+// Envoy has one. See defaults.go for the values and why.
+type Server struct {
+	// MaxConnections caps open client connections; past it new ones wait
+	// in the kernel's accept queue (default 10000).
+	MaxConnections int `yaml:"max_connections"`
+	// MaxHeaderBytes caps a request's header block (default 64KiB, about
+	// Envoy's 60 KiB); past it, 431.
+	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// MaxHeaders caps the number of request header fields (default 100,
+	// Envoy's); past it, 431.
+	MaxHeaders int `yaml:"max_headers"`
+	// MaxBodyBytesInFlight caps the request-body bytes the gateway holds
+	// at once, across all requests, counted as they arrive (default
+	// 128MiB); past it, requests are refused with 503/529.
+	MaxBodyBytesInFlight ByteSize `yaml:"max_body_bytes_in_flight"`
+	// ReadHeaderTimeout bounds sending the request line and headers
+	// (default 10s); BodyReadTimeout bounds sending the body (default
+	// 30s; past it, 408).
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	BodyReadTimeout   Duration `yaml:"body_read_timeout"`
+	// WriteTimeout bounds one write to a client (default 10s): a client
+	// that stops reading loses its request, and its upstream call is
+	// cancelled, once that long passes with nothing accepted.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// StreamIdleTimeout ends a response whose provider sends nothing for
+	// this long after it started answering (default 60s).
+	StreamIdleTimeout Duration `yaml:"stream_idle_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long (default
+	// 120s).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// DrainDelay is how long /readyz fails after SIGTERM before the
+	// listener closes, so load balancers stop sending first (default 5s).
+	DrainDelay Duration `yaml:"drain_delay"`
+	// ShutdownGrace is how long in-flight requests get to finish after
+	// the listener closes (default 30s); streams still open then end with
+	// an error event.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
 
 // Log selects the request log's format and level.
@@ -69,6 +114,16 @@ type Provider struct {
 	// model's next target gets its traffic. Zero fields take the breaker
 	// package's defaults.
 	Breaker *Breaker `yaml:"breaker"`
+	// Headers are set on every call to the provider (an organization or
+	// project id, a gateway-side beta flag). Values may use ${VAR}.
+	Headers map[string]string `yaml:"headers"`
+	// ForwardHeaders names client request headers passed on to the
+	// provider beyond those its API needs (for OpenAI: OpenAI-Beta; for
+	// Anthropic: anthropic-version, anthropic-beta). Every other client
+	// header stops at the gateway: a client's identity and forwarding
+	// headers must not reach a third party, nor change how the provider
+	// treats the gateway's key for everyone.
+	ForwardHeaders []string `yaml:"forward_headers"`
 }
 
 // Breaker configures a provider's circuit breaker.

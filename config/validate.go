@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -45,6 +46,7 @@ func (c *Config) validate() []*Error {
 	if c.MaxBodyBytes <= 0 {
 		v.add("max_body_bytes", "must be positive (0 would refuse every request body); write e.g. 10MiB")
 	}
+	c.validateServer(v)
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	known := c.validateProviders(v)
@@ -138,11 +140,99 @@ func (c *Config) validateProviders(v *checker) []string {
 			v.add(at("max_in_flight"), "%d is negative; write 0 for no per-provider limit, or a positive number", p.MaxInFlight)
 		}
 		validateLimit(v, at("limit"), p.Limit)
+		validateHeaders(v, at, p)
 		if b := p.Breaker; b != nil && b.Probe != "" {
 			v.oneOf(at("breaker.probe"), b.Probe, ProbeTraffic, ProbeSynthetic)
 		}
 	}
 	return known
+}
+
+func (c *Config) validateServer(v *checker) {
+	sv := c.Server
+	for _, n := range []struct {
+		path string
+		v    int64
+		eg   string
+	}{
+		{"server.max_connections", int64(sv.MaxConnections), "10000"},
+		{"server.max_header_bytes", int64(sv.MaxHeaderBytes), "64KiB"},
+		{"server.max_headers", int64(sv.MaxHeaders), "100"},
+		{"server.max_body_bytes_in_flight", int64(sv.MaxBodyBytesInFlight), "128MiB"},
+	} {
+		if n.v <= 0 {
+			v.add(n.path, "must be positive; write e.g. %s, or remove it for the default", n.eg)
+		}
+	}
+	if sv.MaxBodyBytesInFlight > 0 && sv.MaxBodyBytesInFlight < c.MaxBodyBytes {
+		v.add("server.max_body_bytes_in_flight", "is smaller than max_body_bytes (%d bytes), so a largest allowed body could never be read; raise it to at least that", c.MaxBodyBytes)
+	}
+	for _, d := range []struct {
+		path string
+		v    Duration
+	}{
+		{"server.read_header_timeout", sv.ReadHeaderTimeout}, {"server.body_read_timeout", sv.BodyReadTimeout},
+		{"server.write_timeout", sv.WriteTimeout}, {"server.stream_idle_timeout", sv.StreamIdleTimeout},
+		{"server.idle_timeout", sv.IdleTimeout}, {"server.shutdown_grace", sv.ShutdownGrace},
+	} {
+		if d.v <= 0 {
+			v.add(d.path, "must be positive; write e.g. 30s, or remove it for the default")
+		}
+	}
+}
+
+// credentialHeaders carry a client's or the gateway's credentials.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
+
+// framingHeaders belong to one hop: the gateway writes its own.
+var framingHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "Proxy-Connection"}
+
+var headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func validateHeaders(v *checker, at func(string) string, p Provider) {
+	for name, val := range p.Headers {
+		path := at("headers." + name)
+		switch {
+		case !headerToken.MatchString(name):
+			v.add(path, "%s is not a valid header name; use letters, digits and -", short(name))
+		case slices.ContainsFunc(framingHeaders, func(h string) bool { return strings.EqualFold(h, name) }):
+			v.add(path, "%s is set by the gateway for each connection; remove it", name)
+		case p.APIKeyEnv != "" && slices.ContainsFunc(credentialHeaders, func(h string) bool { return strings.EqualFold(h, name) }):
+			v.add(path, "carries credentials, and api_key_env already supplies the provider's key; remove one of them")
+		}
+		// The value is never echoed: it may be a credential.
+		if strings.ContainsAny(val, "\r\n\x00") {
+			v.add(path, "the value contains a line break or NUL, which would split the request's headers; remove it")
+		}
+	}
+	for i, name := range p.ForwardHeaders {
+		path := at(fmt.Sprintf("forward_headers[%d]", i))
+		switch {
+		case !headerToken.MatchString(name):
+			v.add(path, "%s is not a valid header name; use letters, digits and -", short(name))
+		case slices.ContainsFunc(credentialHeaders, func(h string) bool { return strings.EqualFold(h, name) }):
+			v.add(path, "%s carries the client's credentials, which never reach a provider (the gateway sends the provider's own key); remove it", name)
+		case slices.ContainsFunc(framingHeaders, func(h string) bool { return strings.EqualFold(h, name) }):
+			v.add(path, "%s belongs to one connection and is never forwarded; remove it", name)
+		}
+	}
+}
+
+// CheckEnv checks what the configuration needs from the environment at
+// start: every provider's api_key_env must name a variable that is set,
+// or the gateway would send its calls with no key and report every
+// provider's 401 as an outage. Load and Parse do not check it (a
+// scenario file names providers the simulator never calls); serve does.
+func (c *Config) CheckEnv() error {
+	var errs []*Error
+	for i, p := range c.Providers {
+		if p.APIKeyEnv != "" && os.Getenv(p.APIKeyEnv) == "" {
+			path := fmt.Sprintf("providers[%d].api_key_env", i)
+			errs = append(errs, &Error{File: c.src.fileName(), Line: c.src.line(path), Field: path,
+				Msg: fmt.Sprintf("environment variable %s is not set (or is empty); export the provider's key in it, or remove api_key_env if the provider needs no key", p.APIKeyEnv)})
+		}
+	}
+	return joinErrors(c.src.fileName(), errs)
 }
 
 // LimitAlgorithms and LimitSignals are the values providers[].limit

@@ -17,6 +17,10 @@ import (
 // errAttemptPanic marks an attempt whose goroutine panicked.
 var errAttemptPanic = errors.New("gateway: panic in an upstream call")
 
+// errBadStream marks a stream that proved malformed, or ended without
+// its terminator, before its first token: a failed call, safe to retry.
+var errBadStream = errors.New("gateway: malformed stream")
+
 // attempt is one upstream call of a request: its first call (n 0) or its
 // hedge (n 1). It runs until its first byte, the response headers and,
 // for a stream, the first chunk; only then is it committed, so a hedge
@@ -31,26 +35,26 @@ type attempt struct {
 	firstAt time.Time
 	resp    *http.Response
 	// buf is a stream's relay buffer, taken from relayBufPool; its first
-	// n bytes are the stream's first chunk.
+	// first bytes are the stream's head and first token, of which the
+	// first ready are whole events, checked by check.
 	buf   *[]byte
 	first int
+	ready int
+	check protocol.StreamCheck
 	err   error
 }
 
-// newAttempt makes an attempt. Only attempts that race (hedging) need a
-// context of their own, to cancel the loser; one that runs alone uses
-// the call's, which ends with the request.
-func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target, races bool) *attempt {
-	a := &attempt{n: n, t: t, ctx: call.Context(), cancel: func() {}}
-	if races {
-		a.ctx, a.cancel = context.WithCancel(call.Context())
-	}
+// newAttempt makes an attempt, with a context of its own: a loser of a
+// race, or a stream whose provider goes quiet, is cancelled alone.
+func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
+	a := &attempt{n: n, t: t}
+	a.ctx, a.cancel = context.WithCancel(call.Context())
 	return a
 }
 
 // send makes the upstream call and waits for its first byte.
 func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
-	req, err := g.upstreamRequest(a.ctx, r, a.t, ep, body.WithModel(a.t.model), deadline)
+	req, err := g.upstreamRequest(a.ctx, r, a.t, ep, body, deadline)
 	if err != nil {
 		a.err = err
 		return
@@ -77,31 +81,61 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 // failure that is safe to retry. A head that fills the buffer, or a
 // stream that ends cleanly, is taken as the answer. The client's headers
 // wait for the first token too, as they waited for the first chunk.
+//
+// The stream is checked as it is read (protocol.StreamCheck): a first
+// event that is not well-formed, or a stream that ends without its
+// terminator before its first token, is a failed call too, and the
+// client never sees it.
 func (g *Gateway) readHead(a *attempt) {
 	a.buf = relayBufPool.Get().(*[]byte)
+	a.check = protocol.NewStreamCheck(a.t.provider.dialect)
 	buf := *a.buf
 	scanned := 0
 	for {
 		n, err := a.resp.Body.Read(buf[a.first:])
+		if n > 0 {
+			b, ok, _ := a.check.Feed(buf[a.first : a.first+n])
+			if !ok {
+				g.failHead(a, errBadStream)
+				return
+			}
+			if b >= 0 {
+				a.ready = a.first + b
+			}
+		}
 		a.first += n
 		head, token := protocol.StreamHead(a.t.provider.dialect, buf[scanned:a.first])
 		scanned += head
-		// A whole stream that ended cleanly is an answer even if no event
-		// in it looked like a token (a format the scan does not know).
-		if token || a.first == len(buf) || (err == io.EOF && a.first > 0) {
+		if token || a.first == len(buf) {
+			a.firstAt = g.now()
+			return
+		}
+		if err == io.EOF && a.first > 0 {
+			// A whole stream that ended before any event looked like a
+			// token (a format the scan does not know) is an answer, if
+			// it ended properly.
+			if a.check.End() != protocol.StreamOK {
+				g.failHead(a, errBadStream)
+				return
+			}
 			a.firstAt = g.now()
 			return
 		}
 		if err != nil {
 			// Cut before the first token: a failed call, still safe to
 			// hedge or fail over.
-			a.resp.Body.Close()
-			a.resp, a.err = nil, errOrEOF(err)
-			a.first = 0
-			a.release()
+			g.failHead(a, errOrEOF(err))
 			return
 		}
 	}
+}
+
+// failHead ends a stream that failed before its first token.
+func (g *Gateway) failHead(a *attempt, err error) {
+	a.resp.Body.Close()
+	a.resp, a.err = nil, err
+	a.first, a.ready = 0, 0
+	a.release()
 }
 
 // release returns the attempt's relay buffer.
@@ -160,11 +194,11 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
 	races := m.hedgeAfter > 0 || m.hedgeAtP95 || m.rescues
-	first := g.newAttempt(call, 0, m.targets[call.Target], races)
+	first := g.newAttempt(call, 0, m.targets[call.Target])
 	if !races {
 		a := first
 		g.send(a, r, ep, body, deadline)
-		if next := g.retry(call, m, a, false); next != nil {
+		if next := g.retry(call, m, a); next != nil {
 			a = next
 			g.send(a, r, ep, body, deadline)
 		}
@@ -197,7 +231,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	attempts := [2]*attempt{first}
 	live := 1
 	second := func(hs lifecycle.HedgeStart) {
-		h := g.newAttempt(call, 1, m.targets[hs.Target], true)
+		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
 		if hs.Rescue {
 			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
@@ -245,7 +279,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 					continue
 				default:
 				}
-				if next := g.retry(call, m, a, true); next != nil {
+				if next := g.retry(call, m, a); next != nil {
 					failed, attempts[1] = nil, next
 					live++
 					go run(next)
@@ -262,7 +296,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 // retry asks the engine for a second call after a's failure, when a is
 // the request's first call and failed safely before any byte went to the
 // client (Engine.Retry); it ends a and returns the new attempt, or nil.
-func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt, races bool) *attempt {
+func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 	if a.n != 0 || a.usable() {
 		return nil
 	}
@@ -271,7 +305,7 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt, races bool) 
 	if !ok {
 		return nil
 	}
-	next := g.newAttempt(call, 1, m.targets[ti], races)
+	next := g.newAttempt(call, 1, m.targets[ti])
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)
 	if delay > 0 {
@@ -295,42 +329,32 @@ func refusal(resp *http.Response) lifecycle.Outcome {
 	return o
 }
 
-// retryAfter reads a provider's Retry-After: retry-after-ms, or
-// Retry-After in seconds. Zero when it sent neither (an HTTP date is rare
-// from model APIs and is not worth the clock it would need).
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-	}
-	return 0
-}
-
 // respond relays an attempt's answer, or maps its failure, to the client.
 func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	x.provider = a.t.provider.name
 	x.upstreamStart = a.start
-	if errors.Is(a.err, errAttemptPanic) {
+	switch {
+	case errors.Is(a.err, errAttemptPanic):
 		g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		return
-	}
-	if a.err != nil {
+	case errors.Is(a.err, errBadStream):
+		x.upstreamDur = g.now().Sub(a.start)
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+			fmt.Sprintf("provider %s sent a malformed stream", x.provider), 0)
+		return
+	case a.err != nil:
 		g.upstreamFailed(w, r, x, call.Context(), a.err)
 		return
 	}
 	x.upstreamStatus = a.resp.StatusCode
 	x.requestID = requestID(a.resp.Header)
-	if a.buf != nil {
+	switch {
+	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)
-		g.relayStream(call.Context(), w, r, x, a.resp, a.buf, a.first)
-		a.buf = nil // relayStream returned it to the pool
-		return
+		g.relayStream(call.Context(), w, r, x, a)
+	case a.resp.StatusCode/100 == 2:
+		g.relayWhole(call.Context(), w, r, x, a)
+	default:
+		g.relayRefusal(call.Context(), w, r, x, a)
 	}
-	g.relayBuffered(call.Context(), w, r, x, a.resp)
 }

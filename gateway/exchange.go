@@ -44,6 +44,14 @@ type exchange struct {
 	requestID      string // the provider's request id, safe to log
 	bytesOut       int64
 	outputTokens   int // from the answer's usage, or estimated from SSE events
+	// retryAfter is the provider's Retry-After on a refusal, for the
+	// engine (which bounds it).
+	retryAfter time.Duration
+	// abort: the answer broke after its status went out; the connection
+	// is aborted so the client cannot take a short body for a whole one.
+	abort bool
+	// stalled: a write to the client timed out (it stopped reading).
+	stalled bool
 }
 
 // finish records the exchange in metrics and writes its log line.

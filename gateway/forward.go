@@ -1,39 +1,60 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
 
-// maxUpstreamBody bounds a buffered (non-streaming) upstream response.
-const maxUpstreamBody = 64 << 20
+// Non-streaming answers are relayed as they arrive, not held whole: a
+// 2,048-input embeddings call answers tens of megabytes, and sixteen of
+// those buffered at once would be the process's memory. The sizes below
+// bound what is held.
+const (
+	// wholeBodyLimit: a success answer up to this size is read whole and
+	// checked before its status goes out, so a malformed one becomes a
+	// 502; a longer one is relayed as it arrives and checked on the way
+	// (relayLarge). Chat answers are almost all under it.
+	wholeBodyLimit = 64 << 10
+	// errorBodyLimit bounds a provider's error answer, which is read
+	// whole, checked and scrubbed before the client sees it.
+	errorBodyLimit = 64 << 10
+	// relayChunk is the read size when relaying a large answer.
+	relayChunk = 32 << 10
+)
 
-// upstreamRequest builds the call to t's provider: the client's headers
-// less its credentials and hop-by-hop ones, the provider's key, the
-// rewritten body, and the time left.
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, body []byte, deadline time.Time) (*http.Request, error) {
+// upstreamRequest builds the call to t's provider: the client headers its
+// API needs and nothing else (headers.go), the operator's own headers,
+// the provider's key, the body with its model rewritten (read from the
+// request's one buffer, not copied), and the time left.
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	url := p.baseURL + ep.UpstreamPath()
 	if r.URL.RawQuery != "" {
 		url += "?" + r.URL.RawQuery
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	br := body.Reader(t.model)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
 	if err != nil {
 		return nil, err
 	}
-	copyRequestHeaders(req.Header, r.Header)
+	req.ContentLength = br.Len()
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader(t.model)), nil }
+	copyRequestHeaders(req.Header, r.Header, p.forward)
+	for k, vv := range p.headers {
+		req.Header[k] = vv
+	}
 	p.authorize(req.Header)
+	req.Header.Set("User-Agent", userAgent)
 	// A downstream Sluice (or any upstream that reads it) learns how much
 	// time is left; the context enforces it here either way.
 	req.Header.Set("X-Sluice-Timeout", strconv.FormatInt(time.Until(deadline).Milliseconds(), 10)+"ms")
@@ -66,10 +87,11 @@ func timedOut(ctx context.Context) bool {
 }
 
 // outcomeOf tells the engine how the call ended, for the provider's
-// adaptive limit.
+// adaptive limit and breaker.
 func outcomeOf(x *exchange) lifecycle.Outcome {
 	o := outcomeKind(x)
 	o.Status = x.upstreamStatus
+	o.RetryAfter = x.retryAfter
 	return o
 }
 
@@ -96,7 +118,7 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exch
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	switch {
 	case r.Context().Err() != nil:
-		g.clientGone(x)
+		g.clientGone(w, r, x)
 	case timedOut(ctx):
 		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
@@ -106,126 +128,73 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exch
 	}
 }
 
-// relayBuffered reads a whole non-streaming answer, checks a success is
-// well-formed JSON (so garbage becomes a 502, not a client parse error),
-// and passes it on with the provider's status and headers.
-func (g *Gateway) relayBuffered(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response) {
+// relayRefusal passes on a provider's error answer: checked to be JSON
+// (garbage becomes a 502), scrubbed of credentials, with its Retry-After
+// bounded. A 401 or 403 refuses the gateway's own key, which is no
+// business of the client's: it becomes a 502 that names the provider,
+// and the operator hears of it in the log.
+func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
+	resp, p := a.resp, a.t.provider
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
-	now := g.now()
-	x.upstreamDur = now.Sub(x.upstreamStart)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit+1))
+	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	x.ttft = x.upstreamDur
 	if err != nil {
 		g.upstreamFailed(w, r, x, ctx, err)
 		return
 	}
-	if len(data) > maxUpstreamBody {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_too_large",
-			fmt.Sprintf("provider %s sent a response larger than %d bytes", x.provider, maxUpstreamBody), 0)
-		return
-	}
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	tokens, _, valid := protocol.OutputTokens(data)
-	if !isJSON(resp.Header) || !valid {
-		what := "a malformed response"
-		if !ok {
-			what = fmt.Sprintf("status %d with a body that is not JSON", resp.StatusCode)
+	status := resp.StatusCode
+	x.retryAfter = retryAfter(resp.Header)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		if p.authWarned.CompareAndSwap(false, true) {
+			g.log.Warn("provider refused the gateway's credentials; check the key", "provider", p.name,
+				"api_key_env", p.keyEnv, "status", status)
 		}
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_auth",
+			fmt.Sprintf("provider %s refused the gateway's credentials (status %d); the gateway's operator must fix its key", p.name, status), 0)
+		return
+	case len(data) > errorBodyLimit:
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
-			fmt.Sprintf("provider %s sent %s", x.provider, what), 0)
+			fmt.Sprintf("provider %s sent status %d with an error body over %d bytes", p.name, status, errorBodyLimit), 0)
+		return
+	case !isJSON(resp.Header) || !json.Valid(data):
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
 	}
-	copyResponseHeaders(w.Header(), resp.Header)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	n, _ := w.Write(data)
-	x.bytesOut = int64(n)
-	if ok {
-		x.outcome = outcomeOK
-		x.outputTokens = tokens
-	} else {
-		// The provider's own error, passed through in its own shape.
-		x.outcome, x.reason = outcomeUpstreamError, "upstream_status"
+	data = redactText(data, p.key)
+	copyResponseHeaders(w.Header(), resp.Header, p.key)
+	if x.retryAfter > 0 {
+		// The provider's wait, bounded as the engine bounds it.
+		ra := g.runner.BoundRetryAfter(p.scope, x.retryAfter)
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((ra+time.Second-1)/time.Second), 10))
+		w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
 	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	x.wroteHeader, x.status = true, status
+	w.WriteHeader(status)
+	n, _ := g.clientWriter(w, x).write(data)
+	x.bytesOut = int64(n)
+	// The provider's own error, passed through in its own shape.
+	x.outcome, x.reason = outcomeUpstreamError, "upstream_status"
 }
 
-// relayBufPool recycles relay buffers between streams. A stream holds
-// its buffer for its whole life (the read that waits for the next event
-// needs it), so the buffer is kept small (2 KiB: an SSE event is far
-// smaller, and the transport's own 4 KiB reader sits underneath), and the
-// stream's first chunk is read into it before the attempt is committed.
-var relayBufPool = sync.Pool{New: func() any { b := make([]byte, 2<<10); return &b }}
-
-// relayStream copies an SSE answer to the client as it arrives, flushing
-// after every read so no event waits for the next one. Once the first
-// byte is out the status is committed; a failure after that ends the
-// stream with an error event in the client's dialect.
-// bp is the stream's buffer, holding its first chunk in the first n
-// bytes; relayStream returns it to relayBufPool.
-func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, resp *http.Response, bp *[]byte, n int) {
-	defer relayBufPool.Put(bp)
-	defer resp.Body.Close()
-	copyResponseHeaders(w.Header(), resp.Header)
-	w.Header().Set("X-Accel-Buffering", "no")
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-
-	var usage protocol.StreamUsage
-	defer func() { x.outputTokens, _ = usage.Tokens() }()
-	buf := *bp
-	// The first chunk was read before the attempt was committed.
-	if n > 0 {
-		if _, err := w.Write(buf[:n]); err != nil {
-			g.clientGone(x)
-			return
+// retryAfter reads a provider's Retry-After: retry-after-ms, or
+// Retry-After in seconds. Zero when it sent neither (an HTTP date is rare
+// from model APIs and is not worth the clock it would need).
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond))
 		}
-		x.bytesOut += int64(n)
-		usage.Write(buf[:n])
 	}
-	rc.Flush()
-
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if x.ttft == 0 {
-				x.ttft = g.now().Sub(x.upstreamStart)
-			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.clientGone(x)
-				return // the deferred cancel and Close stop the upstream
-			}
-			x.bytesOut += int64(n)
-			usage.Write(buf[:n])
-			if ferr := rc.Flush(); ferr != nil {
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.clientGone(x)
-				return
-			}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
+			return time.Duration(s * float64(time.Second))
 		}
-		if err == nil {
-			continue
-		}
-		x.upstreamDur = g.now().Sub(x.upstreamStart)
-		d := x.endpoint.Dialect
-		switch {
-		case err == io.EOF:
-			x.outcome = outcomeOK
-		case r.Context().Err() != nil:
-			g.clientGone(x)
-		case timedOut(ctx):
-			x.outcome, x.reason = outcomeTimeout, "stream_deadline"
-			w.Write(d.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
-			rc.Flush()
-		default:
-			x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
-			w.Write(d.StreamErrorEvent(protocol.Upstream, fmt.Sprintf("provider %s broke off the stream", x.provider)))
-			rc.Flush()
-		}
-		return
 	}
+	return 0
 }
 
 func mediaType(h http.Header) string {

@@ -31,6 +31,10 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// Metrics receives the gateway's measurements. Nil means a fresh
+	// registry; a reloaded configuration shares its predecessor's, so
+	// counters carry on.
+	Metrics *metrics.Metrics
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -47,10 +51,21 @@ type Gateway struct {
 	modelNames []string
 	defaultPri admission.Priority
 	// criticalKeys holds the SHA-256 of each declared critical client
-	// key; nil when none are declared and the header is trusted.
+	// key; nil when none are declared, and then nobody is critical.
 	criticalKeys map[[sha256.Size]byte]struct{}
-	maxBody      int64
 	ready        atomic.Bool
+
+	// What a client may hold and for how long (config.Server).
+	maxBody      int64
+	bodies       byteBudget
+	maxHeaders   int
+	bodyTimeout  time.Duration
+	writeTimeout time.Duration
+	streamIdle   time.Duration
+	// active counts requests in the handler, so a reload can tell when
+	// the configuration it replaced has finished its last one.
+	active  atomic.Int64
+	handler http.Handler
 }
 
 type provider struct {
@@ -58,8 +73,17 @@ type provider struct {
 	dialect protocol.Dialect
 	baseURL string
 	key     string // never logged
+	keyEnv  string // the variable it came from, for the operator's logs
+	scrub   keyScrub
 	timeout time.Duration
 	scope   int // admission scope index
+	// forward lists the client headers this provider hears; headers are
+	// the operator's own, set on every call.
+	forward []string
+	headers http.Header
+	// authWarned: a refusal of the gateway's key was logged, and is not
+	// again until a call succeeds.
+	authWarned atomic.Bool
 	// probeModel is the upstream model a synthetic breaker probe asks for.
 	probeModel string
 	// rescues: its breaker moves stranded calls to a model's next target.
@@ -90,13 +114,21 @@ type target struct {
 // New builds a gateway from a validated configuration.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{
-		log:       opts.Logger,
-		transport: opts.Transport,
-		now:       opts.Now,
-		metrics:   metrics.New(),
-		providers: make(map[string]*provider),
-		models:    make(map[string]*model),
-		maxBody:   cfg.MaxBodyBytes.Int64(),
+		log:          opts.Logger,
+		transport:    opts.Transport,
+		now:          opts.Now,
+		metrics:      opts.Metrics,
+		providers:    make(map[string]*provider),
+		models:       make(map[string]*model),
+		maxBody:      cfg.MaxBodyBytes.Int64(),
+		maxHeaders:   cfg.Server.MaxHeaders,
+		bodyTimeout:  cfg.Server.BodyReadTimeout.D(),
+		writeTimeout: cfg.Server.WriteTimeout.D(),
+		streamIdle:   cfg.Server.StreamIdleTimeout.D(),
+	}
+	g.bodies.limit = cfg.Server.MaxBodyBytesInFlight.Int64()
+	if g.metrics == nil {
+		g.metrics = metrics.New()
 	}
 	if g.log == nil {
 		g.log = NewLogger(io.Discard, cfg.Log)
@@ -131,8 +163,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			dialect: d,
 			baseURL: strings.TrimSuffix(pc.BaseURL, "/"),
 			key:     pc.APIKey(),
+			keyEnv:  pc.APIKeyEnv,
 			timeout: pc.Timeout.D(),
 			scope:   i,
+			forward: forwardList(d, pc.ForwardHeaders),
+			headers: http.Header{},
+		}
+		p.scrub = newKeyScrub(p.key)
+		for k, v := range pc.Headers {
+			p.headers.Set(k, v)
 		}
 		if b := pc.Breaker; b != nil {
 			p.probeModel, p.rescues = b.ProbeModel, b.Rescues()
@@ -171,13 +210,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.runner.SetProber(g.probe)
-	g.metrics.ObserveAdmission(g.runner, scopeNames)
-	g.metrics.ObserveBreakers(g.runner.BreakerStats, scopeNames)
-	g.metrics.ObserveBudgets(func() metrics.Refusals {
-		s := g.runner.HedgeStats()
-		return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
+	g.metrics.SetSources(metrics.Sources{
+		Admission: g.runner,
+		Scopes:    scopeNames,
+		Breakers:  g.runner.BreakerStats,
+		Refused: func() metrics.Refusals {
+			s := g.runner.HedgeStats()
+			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
+		},
 	})
 	g.ready.Store(true)
+	g.handler = g.Handler()
 	return g, nil
 }
 
@@ -241,3 +284,7 @@ func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
 		slog.Float64("slow_rate", t.SlowRate))
 	g.metrics.BreakerTransitions.WithLabelValues(provider, t.To.String(), string(t.Reason)).Inc()
 }
+
+// BodyBytesHeld is how many bytes of request bodies the gateway holds
+// now, out of server.max_body_bytes_in_flight.
+func (g *Gateway) BodyBytesHeld() int64 { return g.bodies.used.Load() }

@@ -3,7 +3,47 @@ package gateway
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sluice-gw/sluice/protocol"
 )
+
+// What a provider hears of a client is an allow-list, per API: the
+// headers its API needs from the caller, plus any the operator names in
+// providers[].forward_headers. Everything else stops here: the client's
+// credentials (the provider's key replaces them), its identity
+// (OpenAI-Organization, OpenAI-Project: sent beside the gateway's key
+// they would move one client's calls into another account, or make the
+// provider refuse the gateway's key for everyone), forwarding headers
+// (X-Forwarded-For, Forwarded: a third party has no business with client
+// addresses), cookies, SDK telemetry and hop-by-hop framing.
+
+// apiHeaders are the client headers each API needs passed on.
+var apiHeaders = map[protocol.Dialect][]string{
+	protocol.OpenAI:    {"Accept", "Openai-Beta"},
+	protocol.Anthropic: {"Accept", "Anthropic-Version", "Anthropic-Beta"},
+}
+
+// userAgent is what the gateway tells providers it is.
+const userAgent = "sluice"
+
+// forwardList is the canonical names of the client headers a provider of
+// dialect d hears: its API's, then the operator's.
+func forwardList(d protocol.Dialect, extra []string) []string {
+	out := append([]string(nil), apiHeaders[d]...)
+	for _, h := range extra {
+		out = append(out, http.CanonicalHeaderKey(h))
+	}
+	return out
+}
+
+// copyRequestHeaders sets on dst the client headers in allow.
+func copyRequestHeaders(dst, src http.Header, allow []string) {
+	for _, k := range allow {
+		if vv := src[k]; len(vv) > 0 {
+			dst[k] = vv
+		}
+	}
+}
 
 // hopHeaders are meaningful for one connection only (RFC 9110 §7.6.1) and
 // never forwarded.
@@ -12,38 +52,17 @@ var hopHeaders = []string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// clientOnly are request headers that stop at the gateway: the client's
-// credentials (the provider's key replaces them), Sluice's own controls,
-// and framing that the gateway recomputes.
-var clientOnly = []string{
-	"Authorization", "X-Api-Key", "Api-Key", "Cookie",
-	"Content-Length", "Accept-Encoding", "Host",
-}
-
-// copyRequestHeaders copies what the provider should see of the client's
-// headers.
-func copyRequestHeaders(dst, src http.Header) {
-	for k, vv := range src {
-		if strings.HasPrefix(k, "X-Sluice-") {
-			continue
-		}
-		dst[k] = vv
-	}
-	for _, k := range clientOnly {
-		dst.Del(k)
-	}
-	removeHopHeaders(dst)
-}
-
 // copyResponseHeaders copies the provider's response headers, request ids
-// and rate-limit headers included, less connection framing.
-func copyResponseHeaders(dst, src http.Header) {
+// and rate-limit headers included, less connection framing and cookies,
+// with the provider's key and anything bearer-shaped redacted.
+func copyResponseHeaders(dst, src http.Header, key string) {
 	for k, vv := range src {
 		dst[k] = vv
 	}
 	removeHopHeaders(dst)
 	dst.Del("Content-Length")
 	dst.Del("Set-Cookie")
+	scrubHeaders(dst, key)
 }
 
 func removeHopHeaders(h http.Header) {
@@ -57,6 +76,15 @@ func removeHopHeaders(h http.Header) {
 	for _, k := range hopHeaders {
 		h.Del(k)
 	}
+}
+
+// countFields is the number of header fields in h.
+func countFields(h http.Header) int {
+	n := 0
+	for _, vv := range h {
+		n += len(vv)
+	}
+	return n
 }
 
 // requestID picks the provider's request id from a response, for the log.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -15,10 +14,6 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
-
-// bodyReadTimeout bounds how long a client may take to send its body, so
-// a slow sender cannot hold a connection open indefinitely.
-const bodyReadTimeout = 30 * time.Second
 
 // serveInference carries one inference request along the path described
 // in the package comment.
@@ -36,7 +31,26 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		}
 	}()
+	// The write deadlines the relays set belong to this request; the
+	// connection's next one starts without.
+	defer http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	g.serve(w, r, x)
+	if x.abort {
+		// After the deferred releases and the log line: the client must
+		// see a broken response, not a short one that looks whole.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serve is serveInference's path, once a request is on record.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
+	ep := x.endpoint
 	d := ep.Dialect
+	if n := countFields(r.Header); n > g.maxHeaders {
+		g.fail(w, x, protocol.HeadersTooLarge, outcomeClientError, "too_many_headers",
+			fmt.Sprintf("the request has %d header fields; the gateway takes at most %d (server.max_headers)", n, g.maxHeaders), 0)
+		return
+	}
 
 	if err := g.classify(r, x); err != nil {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
@@ -55,15 +69,31 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		return
 	}
 
-	raw, err := g.readBody(w, r)
+	raw, held, err := g.readBody(w, r)
+	defer g.bodies.give(held)
 	if err != nil {
+		// The rest of the body is not wanted: the connection closes after
+		// the answer, rather than the server waiting to read it first.
+		w.Header().Set("Connection", "close")
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
 				fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
-			return
+		case errors.Is(err, errBodyBudget):
+			g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
+				"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
+		case errors.Is(err, errBodyTimeout):
+			g.fail(w, x, protocol.RequestTimeout, outcomeClientError, "body_timeout",
+				fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
+		case r.Context().Err() != nil:
+			g.clientGone(w, r, x)
+		default:
+			// The error text would name socket addresses; the client
+			// knows its own connection broke.
+			g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read",
+				"the request body could not be read: the connection broke or the chunked encoding was malformed", 0)
 		}
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read", "could not read the request body: "+err.Error(), 0)
 		return
 	}
 	body, err := protocol.ParseBody(raw)
@@ -102,7 +132,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 		case errors.As(err, &rej):
 			g.shed(w, x, rej)
 		case r.Context().Err() != nil:
-			g.clientGone(x)
+			g.clientGone(w, r, x)
 		default:
 			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
 				fmt.Sprintf("the request's %s deadline passed while it waited for admission", timeout), 0)
@@ -128,10 +158,12 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	g.forward(call, w, r, x, m, ep, body, deadline)
 }
 
-// classify sets the request's priority from X-Sluice-Priority and, when
-// critical keys are declared, the client's key: a declared key is
-// critical unless its header asks for less, and anyone else asking for
-// critical is served as interactive.
+// classify sets the request's priority from X-Sluice-Priority and the
+// client's key. Priority is earned, not claimed: only a declared critical
+// key (admission.critical_keys_env) is critical, and is so unless its
+// header asks for less; anyone else asking for critical is served as
+// interactive. With no keys declared, nobody is critical. The header can
+// lower a request's class, never raise it past what its key allows.
 func (g *Gateway) classify(r *http.Request, x *exchange) error {
 	h := r.Header.Get("X-Sluice-Priority")
 	if h != "" {
@@ -141,10 +173,10 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 		}
 		x.priority = pri
 	}
-	if g.criticalKeys == nil {
-		return nil
+	declared := false
+	if g.criticalKeys != nil {
+		_, declared = g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
 	}
-	_, declared := g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
 	switch {
 	case declared && h == "":
 		x.priority = admission.Critical
@@ -164,19 +196,6 @@ func clientKey(r *http.Request) string {
 		return k
 	}
 	return r.Header.Get("Api-Key")
-}
-
-// readBody reads the whole body, bounded in size and in time.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	_ = http.NewResponseController(w).SetReadDeadline(g.now().Add(bodyReadTimeout))
-	defer http.NewResponseController(w).SetReadDeadline(time.Time{})
-	rd := http.MaxBytesReader(w, r.Body, g.maxBody)
-	if r.ContentLength > g.maxBody {
-		return nil, &http.MaxBytesError{Limit: g.maxBody}
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 512)))
-	_, err := buf.ReadFrom(rd)
-	return buf.Bytes(), err
 }
 
 // parseTimeout reads X-Sluice-Timeout: a Go duration ("2.5s", "800ms") or
@@ -204,7 +223,7 @@ func parseTimeout(v string) (time.Duration, error) {
 func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	if rej.Reason == admission.ReasonUnavailable {
-		msg = fmt.Sprintf("every provider for model %q is unhealthy (breakers open); retry after %s", x.model, rej.RetryAfter.Round(time.Millisecond))
+		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, or the provider asked for a pause); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	}
 	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
 }
@@ -220,10 +239,31 @@ func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outc
 	x.endpoint.Dialect.WriteError(w, k, msg, retryAfter)
 }
 
-// clientGone records a request whose client disconnected; nobody is left
-// to answer.
-func (g *Gateway) clientGone(x *exchange) {
+// ErrShutdown is the cause of every request's context once a shutdown
+// stops waiting for in-flight work (Host.Shutdown).
+var ErrShutdown = errors.New("gateway: shutting down")
+
+// clientGone records a request whose client left, or stopped reading
+// until a write timed out; nobody is left to answer. A request ended by
+// shutdown is told so instead: a 503/529, or an error event mid-stream.
+func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange) {
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		msg := "Sluice is shutting down; retry the request"
+		switch {
+		case !x.wroteHeader:
+			g.fail(w, x, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
+		case x.stream:
+			g.clientWriter(w, x).write(x.endpoint.Dialect.StreamErrorEvent(protocol.Overloaded, msg))
+		default:
+			x.abort = true
+		}
+		x.outcome, x.reason = outcomeCancelled, "shutdown"
+		return
+	}
 	x.outcome, x.reason = outcomeCancelled, "client_disconnected"
+	if x.stalled {
+		x.reason = "client_stalled" // connected, but a write timed out
+	}
 	if !x.wroteHeader {
 		x.status = 499
 	}

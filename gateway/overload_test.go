@@ -37,9 +37,24 @@ func (s *stack) requestLog() []logLine {
 	return out
 }
 
+// criticalKey is the client key the overload tests declare critical:
+// priority is earned by a key, never by the header alone.
+const criticalKey = "ops-critical-key"
+
+// priorityHeaders asks for class pri, with the critical key when critical.
+func priorityHeaders(pri string) map[string]string {
+	h := map[string]string{"X-Sluice-Priority": pri}
+	if pri == "critical" {
+		h["Authorization"] = "Bearer " + criticalKey
+	}
+	return h
+}
+
 // overloadConfig: 4 slots, 4 queue places of which 1 is reserved for
 // critical, 300 ms max wait. At 200 ms per call capacity is 20 req/s.
+// The test must t.Setenv("SLUICE_TEST_CRITICAL", criticalKey).
 func overloadConfig(c *config.Config) {
+	c.Admission.CriticalKeysEnv = "SLUICE_TEST_CRITICAL"
 	c.Log.Format = "json"
 	c.Admission.MaxInFlight = 4
 	c.Providers[0].MaxInFlight = 4
@@ -52,6 +67,7 @@ func overloadConfig(c *config.Config) {
 // never shed, background goes before interactive, and nobody waits in
 // the queue past max_wait.
 func TestOverloadFiveTimes(t *testing.T) {
+	t.Setenv("SLUICE_TEST_CRITICAL", criticalKey)
 	s := newStack(t, mock.Config{TTFT: 200 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}}, overloadConfig)
 
 	const n = 100 // 100 req/s for 1 s: 5x the 20 req/s capacity
@@ -59,6 +75,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 	// should barely be shed; background (80 req/s) takes the cuts.
 	mix := []string{"background", "background", "interactive", "background", "background",
 		"background", "background", "critical", "background", "background"}
+	lag := measureLag()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -67,8 +84,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody,
-				map[string]string{"X-Sluice-Priority": mix[i%len(mix)]})
+			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, priorityHeaders(mix[i%len(mix)]))
 			if err != nil {
 				t.Error(err)
 				return
@@ -81,6 +97,12 @@ func TestOverloadFiveTimes(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A handler writes its log line after its answer has gone out.
+	waitFor(t, "every request's log line", func() bool { return len(s.requestLog()) == n })
+	// The slack a timing check allows: what this machine showed during
+	// the run, plus a little for the hops the meter does not make.
+	slack := 2*lag.Worst() + 10*time.Millisecond
+	t.Logf("scheduling lag during the run: worst %v; slack allowed %v", (slack-10*time.Millisecond)/2, slack)
 
 	// Critical may use the one reserved slot above the limit of 4.
 	if peak := s.mock.Stats().PeakInFlight; peak > 5 {
@@ -96,7 +118,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 			if l.Outcome != "ok" {
 				t.Errorf("unexpected outcome %q (%s)", l.Outcome, l.Reason)
 			}
-			if w := time.Duration(l.QueueWait); w > maxWait+20*time.Millisecond {
+			if w := time.Duration(l.QueueWait); w > maxWait+slack {
 				t.Errorf("a request waited %v in the queue; max_wait is %v", w, maxWait)
 			}
 			continue
@@ -107,7 +129,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 		case "queue_full", "class_full":
 			fast = append(fast, d)
 		case "wait_timeout":
-			if d < maxWait-5*time.Millisecond || d > maxWait+30*time.Millisecond {
+			if d < maxWait-5*time.Millisecond || d > maxWait+slack {
 				t.Errorf("a wait_timeout came after %v; want it at max_wait %v", d, maxWait)
 			}
 		}
@@ -123,7 +145,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 	if len(fast) == 0 {
 		t.Fatal("no immediate rejections at 5x overload")
 	}
-	if p50, worst := fast[len(fast)/2], fast[len(fast)-1]; p50 > 5*time.Millisecond || worst > 20*time.Millisecond {
+	if p50, worst := fast[len(fast)/2], fast[len(fast)-1]; p50 > 5*time.Millisecond+slack/2 || worst > 20*time.Millisecond+slack {
 		t.Errorf("immediate rejections: p50 %v, max %v; they must not wait for a slot", p50, worst)
 	}
 	if total["critical"]+total["interactive"]+total["background"] != n {
@@ -142,6 +164,7 @@ func TestOverloadFiveTimes(t *testing.T) {
 // With the queue full of background work, interactive newcomers displace
 // the newest background waiters, and critical still gets through.
 func TestPriorityDisplacement(t *testing.T) {
+	t.Setenv("SLUICE_TEST_CRITICAL", criticalKey)
 	s := newStack(t, mock.Config{TTFT: 400 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 1}}, func(c *config.Config) {
 		overloadConfig(c)
 		c.Admission.MaxInFlight = 2
@@ -156,7 +179,7 @@ func TestPriorityDisplacement(t *testing.T) {
 	results := make(chan result, 16)
 	send := func(pri string) {
 		go func() {
-			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, map[string]string{"X-Sluice-Priority": pri})
+			resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, priorityHeaders(pri))
 			if err != nil {
 				t.Error(err)
 				results <- result{pri, 0}

@@ -74,15 +74,33 @@ func TestEndpoints(t *testing.T) {
 			}
 		})
 	}
+	// Each API lists what it can call, in its own shape; the Anthropic
+	// caller is told apart by anthropic-version.
 	t.Run("models", func(t *testing.T) {
-		resp, err := http.Get(s.url + "/v1/models")
-		if err != nil {
-			t.Fatal(err)
+		list := func(hdr map[string]string) string {
+			req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/models", nil)
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(b), `"mock-claude"`) || !strings.Contains(string(b), `"object":"list"`) {
-			t.Fatalf("model list: %s", b)
+		openai := list(nil)
+		if !strings.Contains(openai, `"mock-gpt"`) || strings.Contains(openai, `"mock-claude"`) || !strings.Contains(openai, `"object":"list"`) {
+			t.Fatalf("OpenAI model list: %s", openai)
+		}
+		anthropic := list(map[string]string{"anthropic-version": "2023-06-01"})
+		if !strings.Contains(anthropic, `"mock-claude"`) || strings.Contains(anthropic, `"mock-gpt"`) || !strings.Contains(anthropic, `"has_more":false`) {
+			t.Fatalf("Anthropic model list: %s", anthropic)
+		}
+		// An x-api-key alone is not Anthropic: OpenAI-compatible clients send it too.
+		if l := list(map[string]string{"x-api-key": "k"}); !strings.Contains(l, `"object":"list"`) {
+			t.Fatalf("x-api-key without anthropic-version got: %s", l)
 		}
 	})
 }
@@ -147,6 +165,10 @@ func TestBadInput(t *testing.T) {
 		{"not an object", "/v1/chat/completions", `[1,2]`, nil, 400, "invalid_request_error", "JSON object"},
 		{"no model", "/v1/chat/completions", `{"messages":[]}`, nil, 400, "invalid_request_error", `is required`},
 		{"model not a string", "/v1/chat/completions", `{"model":7}`, nil, 400, "invalid_request_error", "must be a string"},
+		// encoding/json matches keys in any case, so Go-based upstreams
+		// would take "Model" for the model the allow-list never saw.
+		{"case-variant model", "/v1/chat/completions", `{"model":"mock-gpt","Model":"other"}`, nil, 400, "invalid_request_error", `keys are case-sensitive`},
+		{"duplicate model", "/v1/chat/completions", `{"model":"mock-gpt","model":"other"}`, nil, 400, "invalid_request_error", "appears twice"},
 		{"anthropic malformed", "/v1/messages", `{`, anthropic, 400, "invalid_request_error", "not valid JSON"},
 		{"oversized", "/v1/chat/completions", `{"model":"mock-gpt","pad":"` + strings.Repeat("x", 2048) + `"}`, nil, 413, "invalid_request_error", "max_body_bytes"},
 		{"anthropic oversized", "/v1/messages", `{"model":"mock-claude","pad":"` + strings.Repeat("x", 2048) + `"}`, anthropic, 413, "request_too_large", "max_body_bytes"},
@@ -182,6 +204,18 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("status %d retry-after %q: %s", status, hdr.Get("Retry-After"), body)
 		}
 		errorType(t, body)
+	})
+	t.Run("wrong method", func(t *testing.T) {
+		resp, err := http.Get(s.url + "/v1/chat/completions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("status %d, Allow %q, Content-Type %q: %s", resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"), b)
+		}
+		errorType(t, b)
 	})
 	t.Run("unknown route", func(t *testing.T) {
 		status, _, body := s.do("/v1/nope", `{}`, nil)
@@ -236,9 +270,9 @@ func (s sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // A stream in a shape the first-token scan does not know, that ends
-// cleanly, is still the answer: it is relayed whole, not failed.
+// properly, is still the answer: it is relayed whole, not failed.
 func TestUnrecognisedStreamIsRelayed(t *testing.T) {
-	const body = "data: {\"choices\":[{\"delta\":{\"audio\":{\"transcript\":\"hi\"}}}]}\n\n"
+	const body = "data: {\"choices\":[{\"delta\":{\"audio\":{\"transcript\":\"hi\"}}}]}\n\ndata: [DONE]\n\n"
 	s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) { o.Transport = sseTransport{body} })
 	status, _, got := s.do("/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if status != 200 || string(got) != body {

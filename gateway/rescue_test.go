@@ -119,7 +119,7 @@ func TestSyntheticProbesBringASoleProviderBack(t *testing.T) {
 		t.Fatalf("a user while the provider is unhealthy: status %d after %v, Retry-After %q: %s",
 			status, time.Since(start), hdr.Get("Retry-After"), body)
 	}
-	if !strings.Contains(string(body), "unhealthy") {
+	if !strings.Contains(string(body), "breakers open") {
 		t.Errorf("refusal does not name its reason: %s", body)
 	}
 	waitFor(t, "a probe to pass", func() bool { return strings.Contains(s.logText(), "reason=probes_ok") })

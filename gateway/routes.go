@@ -23,8 +23,7 @@ func (g *Gateway) Handler() http.Handler {
 		for _, ep := range protocol.Endpoints {
 			if r.URL.Path == ep.Path {
 				w.Header().Set("Allow", "POST")
-				w.WriteHeader(http.StatusMethodNotAllowed)
-				w.Write(ep.Dialect.ErrorBody(protocol.InvalidRequest, r.Method+" is not allowed on "+ep.Path+"; use POST"))
+				ep.Dialect.WriteError(w, protocol.MethodNotAllowed, r.Method+" is not allowed on "+ep.Path+"; use POST", 0)
 				return
 			}
 		}
@@ -54,31 +53,40 @@ func serveOK(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("ok\n"))
 }
 
-// dialectOf guesses which API a client speaks for routes shared by both:
-// Anthropic's SDKs always send anthropic-version.
+// dialectOf tells which API a client speaks on routes shared by both:
+// Anthropic's API requires anthropic-version on every request, and its
+// SDKs always send it; no OpenAI client does.
 func dialectOf(r *http.Request) protocol.Dialect {
-	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" {
+	if r.Header.Get("anthropic-version") != "" {
 		return protocol.Anthropic
 	}
 	return protocol.OpenAI
 }
 
-// serveModels lists the client-facing model names in the caller's dialect.
+// serveModels lists, in the caller's dialect, the models the caller's API
+// can call: those whose providers speak it.
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	d := dialectOf(r)
+	var names []string
+	for _, n := range g.modelNames {
+		if g.models[n].targets[0].provider.dialect == d {
+			names = append(names, n)
+		}
+	}
 	var body any
-	if dialectOf(r) == protocol.Anthropic {
-		data := make([]map[string]any, 0, len(g.modelNames))
-		for _, n := range g.modelNames {
+	if d == protocol.Anthropic {
+		data := make([]map[string]any, 0, len(names))
+		for _, n := range names {
 			data = append(data, map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"})
 		}
 		var first, last any
-		if len(g.modelNames) > 0 {
-			first, last = g.modelNames[0], g.modelNames[len(g.modelNames)-1]
+		if len(names) > 0 {
+			first, last = names[0], names[len(names)-1]
 		}
 		body = map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last}
 	} else {
-		data := make([]map[string]any, 0, len(g.modelNames))
-		for _, n := range g.modelNames {
+		data := make([]map[string]any, 0, len(names))
+		for _, n := range names {
 			data = append(data, map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice"})
 		}
 		body = map[string]any{"object": "list", "data": data}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,4 +191,41 @@ func withBackup(t *testing.T, mc mock.Config) (*mock.Server, func(*config.Config
 		})
 		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "backup", Model: "backup-model"})
 	}
+}
+
+// lagMeter measures how late this machine wakes a sleeping goroutine
+// while a test runs, so a timing assertion allows the slack the machine
+// actually has (a busy two-core box can be tens of milliseconds late)
+// rather than a guess that flakes.
+type lagMeter struct {
+	worst atomic.Int64
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func measureLag() *lagMeter {
+	m := &lagMeter{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			if late := int64(time.Since(start) - time.Millisecond); late > m.worst.Load() {
+				m.worst.Store(late)
+			}
+		}
+	}()
+	return m
+}
+
+// Worst stops the meter and reports the worst lateness it saw.
+func (m *lagMeter) Worst() time.Duration {
+	close(m.stop)
+	<-m.done
+	return time.Duration(m.worst.Load())
 }

@@ -246,6 +246,11 @@ type Engine struct {
 	// takes exactly every fourth request offered to it: deterministic,
 	// with no random draw.
 	share []float64
+	// paused holds, per scope, until when its provider asked for no more
+	// calls (pause.go); newlyPaused lists the scopes whose pause began
+	// since the last settle.
+	paused      []time.Time
+	newlyPaused []int
 }
 
 // New builds an Engine.
@@ -276,6 +281,7 @@ func New(cfg Config) *Engine {
 	}
 	e.share = make([]float64, len(cfg.Scopes))
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
+	e.paused = make([]time.Time, len(cfg.Scopes))
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	ac.Seed = cfg.Seed ^ 0xad31
@@ -297,7 +303,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	if !ok {
 		e.settle(now, &rd)
 		return Arrival{Verdict: admission.Rejected, Refusal: admission.Refusal{
-			Priority: r.Priority, Reason: admission.ReasonUnavailable, RetryAfter: e.untilProbe(now, r),
+			Priority: r.Priority, Reason: admission.ReasonUnavailable, RetryAfter: e.untilAvailable(now, r),
 		}}, rd
 	}
 	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: scope, Deadline: r.Deadline})
@@ -339,12 +345,16 @@ func targets(r Request) []int {
 // breaker always; a recovering one for its share of the traffic (its
 // step's weight, accumulated so the share is exact and needs no random
 // draw); a half-open one while it has probes to give. With no breaker
-// a target always takes it. ok is false when every target is turned
-// away: when every provider is unhealthy, Sluice sheds rather than
-// search for a fast provider that does not exist.
+// a target always takes it, unless its provider asked for a pause
+// (pause.go). ok is false when every target is turned away: when every
+// provider is unhealthy, Sluice sheds rather than search for a fast
+// provider that does not exist.
 func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.Ticket, hasTicket, ok bool) {
 	passed := -1 // a recovering target passed over for its share
 	for i, s := range targets(r) {
+		if e.isPaused(now, s) {
+			continue
+		}
 		sc := e.scope(s)
 		if sc == nil || sc.cfg.Breaker == nil {
 			return i, s, t, false, true
@@ -379,14 +389,24 @@ func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.T
 	return 0, 0, t, false, false
 }
 
-// untilProbe is when the first of a request's targets will take traffic
-// again (a breaker's next transition), for an honest Retry-After.
-func (e *Engine) untilProbe(now time.Time, r Request) time.Duration {
+// untilAvailable is when the first of a request's targets will take
+// traffic again (a pause's end, or a breaker's next transition), for an
+// honest Retry-After.
+func (e *Engine) untilAvailable(now time.Time, r Request) time.Duration {
 	var soonest time.Duration
+	consider := func(d time.Duration) {
+		if d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
 	for _, s := range targets(r) {
+		if e.isPaused(now, s) {
+			consider(e.paused[s].Sub(now))
+			continue
+		}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
-			if at, ok := sc.cfg.Breaker.NextTimer(); ok && (soonest == 0 || at.Sub(now) < soonest) {
-				soonest = at.Sub(now)
+			if at, ok := sc.cfg.Breaker.NextTimer(); ok {
+				consider(at.Sub(now))
 			}
 		}
 	}
@@ -507,6 +527,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	if !found || q.started.IsZero() || q.primaryDone {
 		return rd, false
 	}
+	e.observeRefusal(now, q.scope, o)
 	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.flagged {
 		if s, use := e.sample(now, sc, q, o); use {

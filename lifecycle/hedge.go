@@ -137,8 +137,9 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 // provider's failures stay a share of the requests sent to it). The
 // second call goes to the next of the request's targets that can take
 // it, at once; failing that, to the same provider after delay: the
-// provider's own Retry-After when it sent one, else a full-jitter
-// backoff, and only if the request's deadline leaves room. On success
+// provider's own Retry-After when it sent one of at most RetryAfterHold,
+// else a full-jitter backoff, and only if the request's deadline leaves
+// room. A longer Retry-After pauses the provider instead (pause.go). On success
 // the second call is set up as attempt 1, like a hedge: the host sends
 // it after delay and ends it with FinishHedge.
 func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.Duration, ok bool) {
@@ -149,18 +150,20 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.
 	if q.scope < 0 || q.scope >= len(e.retries) {
 		return 0, 0, false
 	}
+	e.observeRefusal(now, q.scope, o)
 	b := &e.retries[q.scope]
 	if b.tokens < 1 {
 		e.hedges.stats.RetryNoBudget++
 		return 0, 0, false
 	}
 	// The wait a retry on the same provider would need, decided first so
-	// that a retry the deadline cannot fit is never set up.
+	// that a retry the deadline cannot fit is never set up. A provider
+	// that asks for more than RetryAfterHold is not waited for (pause.go).
 	wait := o.RetryAfter
 	if wait <= 0 {
 		wait = time.Duration(e.rng.Int64N(int64(e.retryCfg.Base) + 1))
 	}
-	sameFits := q.req.Deadline.IsZero() || now.Add(wait).Before(q.req.Deadline)
+	sameFits := wait <= RetryAfterHold && (q.req.Deadline.IsZero() || now.Add(wait).Before(q.req.Deadline))
 	i, ok := e.second(now, q, sameFits)
 	if !ok {
 		return 0, 0, false
@@ -200,6 +203,9 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
 	}
 	for _, i := range order {
 		s := ts[i]
+		if e.isPaused(now, s) && i != q.target {
+			continue // asked for no calls for now
+		}
 		h := &hedgeCall{scope: s, target: i, started: now, live: true}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
 			if sc.cfg.Breaker.Weight(now) <= 0 {
@@ -257,6 +263,7 @@ func (e *Engine) FinishHedge(now time.Time, id ID, o Outcome) (rd Ready, ok bool
 	}
 	h := q.hedge
 	h.live = false
+	e.observeRefusal(now, h.scope, o)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))

@@ -138,12 +138,19 @@ func TestRetry(t *testing.T) {
 			}
 		}
 	})
-	t.Run("the only target: the same provider, after its Retry-After", func(t *testing.T) {
+	t.Run("the only target: the same provider, after a short Retry-After", func(t *testing.T) {
 		e := newEngine(1)
 		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Deadline: at(10 * time.Second)})
-		ti, delay, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 529, RetryAfter: 2 * time.Second})
-		if !ok || ti != 0 || delay != 2*time.Second {
-			t.Fatalf("retry %d after %v, %v; want the same target after its 2s Retry-After", ti, delay, ok)
+		ti, delay, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 529, RetryAfter: 800 * time.Millisecond})
+		if !ok || ti != 0 || delay != 800*time.Millisecond {
+			t.Fatalf("retry %d after %v, %v; want the same target after its 800ms Retry-After", ti, delay, ok)
+		}
+	})
+	t.Run("a Retry-After past the hold is never waited out", func(t *testing.T) {
+		e := newEngine(1)
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Deadline: at(60 * time.Second)})
+		if ti, delay, ok := e.Retry(at(0), a.ID, Outcome{Kind: Overloaded, Status: 429, RetryAfter: 30 * time.Second}); ok {
+			t.Fatalf("retry %d after %v: a slot held 30 s for a provider's Retry-After", ti, delay)
 		}
 	})
 	t.Run("no Retry-After: full-jitter backoff within the base", func(t *testing.T) {

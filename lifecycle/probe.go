@@ -79,7 +79,9 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	b := e.scopes[p.scope].cfg.Breaker
 	bo := breakerOutcome(Total, p.started, time.Time{}, now, o)
 	if bo.Kind == breaker.RateLimited || bo.Kind == breaker.Cancelled {
-		e.probeWait[p.scope] = now.Add(max(o.RetryAfter, probeRetryGap))
+		// The provider's own wait, bounded like any Retry-After it sends
+		// (pause.go): one answer must not take it out of rotation for a day.
+		e.probeWait[p.scope] = now.Add(e.BoundRetryAfter(p.scope, max(o.RetryAfter, probeRetryGap)))
 	}
 	b.Done(now, p.ticket, bo)
 	e.settle(now, &rd)

@@ -46,6 +46,7 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 				}
 			}
 		}
+		e.settlePauses(now, rd)
 		e.sendProbes(now, rd)
 		if len(ts) == 0 {
 			return

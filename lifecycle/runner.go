@@ -429,3 +429,11 @@ func (r *Runner) Snapshot() admission.Snapshot {
 	defer r.mu.Unlock()
 	return r.e.Snapshot(r.now())
 }
+
+// BoundRetryAfter is the wait a provider's Retry-After d earns on scope
+// (see Engine.BoundRetryAfter): the most a host passes on to a client.
+func (r *Runner) BoundRetryAfter(scope int, d time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.BoundRetryAfter(scope, d)
+}

@@ -32,10 +32,12 @@ type bodies struct {
 	stream    bool
 	tokens    mock.TokenRange
 	text      string
+	// criticalKey authorises critical requests as critical.
+	criticalKey string
 }
 
-func newBodies(d protocol.Dialect, c scenario.Clients, seed uint64) *bodies {
-	b := &bodies{dialect: d, model: c.Model, maxTokens: c.MaxTokens, stream: c.Stream, tokens: c.PromptTokens}
+func newBodies(d protocol.Dialect, c scenario.Clients, seed uint64, criticalKey string) *bodies {
+	b := &bodies{dialect: d, model: c.Model, maxTokens: c.MaxTokens, stream: c.Stream, tokens: c.PromptTokens, criticalKey: criticalKey}
 	if b.tokens == (mock.TokenRange{}) {
 		b.tokens = mock.TokenRange{Min: defaultPromptTokens}
 	}
@@ -99,6 +101,9 @@ func (b *bodies) build(rng *rand.Rand, priority int) ([]byte, http.Header) {
 	}
 	if b.stream {
 		h.Set("Accept", "text/event-stream")
+	}
+	if priority == 0 && b.criticalKey != "" {
+		h.Set("Authorization", "Bearer "+b.criticalKey)
 	}
 	if b.dialect == protocol.Anthropic {
 		h.Set("Anthropic-Version", "2023-06-01")

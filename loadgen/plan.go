@@ -50,6 +50,11 @@ type Options struct {
 	// Progress receives status lines: rewritten every second on a
 	// terminal, appended every 5 s otherwise (nil: none).
 	Progress io.Writer
+	// CriticalKey is sent as the bearer key of the scenario's critical
+	// requests: a gateway makes a request critical for its key, not for
+	// its X-Sluice-Priority header. Without it, critical requests are
+	// served as interactive.
+	CriticalKey string
 }
 
 // ConfigError is a problem with the options or the scenario that no run
@@ -129,7 +134,7 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 		retry:       newRetryPolicy(c.Retry, ts),
 		shares:      c.PriorityShares(),
 		url:         base + endpointPath(dialect),
-		body:        newBodies(dialect, c, s.Seed),
+		body:        newBodies(dialect, c, s.Seed, o.CriticalKey),
 	}
 	if p.name == "" {
 		p.name = "load"

@@ -24,7 +24,9 @@ func TestAgainstTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	t.Setenv("SLUICE_TEST_LOAD_CRITICAL", "load-critical-key")
 	cfg := config.Default(base)
+	cfg.Admission.CriticalKeysEnv = "SLUICE_TEST_LOAD_CRITICAL"
 	cfg.Admission.MaxInFlight = 6
 	cfg.Admission.Queue.MaxDepth = 8
 	cfg.Admission.Queue.MaxWait = config.Duration(300 * ms)
@@ -44,7 +46,7 @@ func TestAgainstTheGateway(t *testing.T) {
 
 	f := loadScenario(t, "stack.yaml", nil)
 	start := time.Now()
-	row := mustRun(t, f, Options{Target: srv.URL})
+	row := mustRun(t, f, Options{Target: srv.URL, CriticalKey: "load-critical-key"})
 	took := time.Since(start)
 
 	var out testWriter

@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -41,7 +43,29 @@ type Metrics struct {
 	Rescues *prometheus.CounterVec
 	// Probes counts synthetic breaker probes by result.
 	Probes *prometheus.CounterVec
+	// Reloads counts configuration reloads, by result.
+	Reloads *prometheus.CounterVec
+
+	// src is what the gauges read at scrape time: the serving
+	// configuration's engine, which a reload replaces.
+	src atomic.Pointer[Sources]
 }
+
+// Sources are the live state the gauges export. A gateway sets them when
+// it starts serving; a reloaded configuration sets its own, and the
+// counters carry on across it.
+type Sources struct {
+	// Admission reports admission state; Scopes[i] names scope i.
+	Admission Snapshotter
+	Scopes    []string
+	// Breakers returns one entry per scope, nil where a scope has none.
+	Breakers func() []*breaker.Stats
+	// Refused counts the second calls the budgets turned down.
+	Refused func() Refusals
+}
+
+// SetSources points the gauges at a configuration's live state.
+func (m *Metrics) SetSources(s Sources) { m.src.Store(&s) }
 
 // latency buckets span a 5 ms rejection to a ten-minute generation.
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600}
@@ -104,8 +128,13 @@ func New() *Metrics {
 			Name: "sluice_breaker_transitions_total",
 			Help: "Breaker state changes, by the state entered and the reason.",
 		}, []string{"provider", "to", "reason"}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP), by result: ok, or refused (the file was invalid and the running configuration stayed).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
+		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -113,14 +142,6 @@ func New() *Metrics {
 // Snapshotter reports admission state; lifecycle.Runner is one.
 type Snapshotter interface {
 	Snapshot() admission.Snapshot
-}
-
-// ObserveAdmission exports admission's live state at scrape time:
-// in-flight and limit per scope ("global" or a provider name), queue
-// depth per priority, and the oldest waiter's age. scopes[i] names
-// admission scope i.
-func (m *Metrics) ObserveAdmission(s Snapshotter, scopes []string) {
-	m.Registry.MustRegister(&gateCollector{src: s, scopes: scopes})
 }
 
 var (
@@ -134,10 +155,10 @@ var (
 		"Age of the oldest request waiting for admission.", nil, nil)
 )
 
-type gateCollector struct {
-	src    Snapshotter
-	scopes []string
-}
+// gateCollector exports admission's live state at scrape time: in-flight
+// and limit per scope ("global" or a provider name), queue depth per
+// priority, and the oldest waiter's age.
+type gateCollector struct{ m *Metrics }
 
 func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inFlightDesc
@@ -147,13 +168,17 @@ func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.Snapshot()
+	src := c.m.src.Load()
+	if src == nil || src.Admission == nil {
+		return
+	}
+	s := src.Admission.Snapshot()
 	gauge := func(d *prometheus.Desc, v int, label ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), label...)
 	}
 	gauge(inFlightDesc, s.InFlight, "global")
 	gauge(limitDesc, s.Limit, "global")
-	for i, name := range c.scopes {
+	for i, name := range src.Scopes {
 		if i < len(s.ScopeInFlight) {
 			gauge(inFlightDesc, s.ScopeInFlight[i], name)
 			gauge(limitDesc, s.ScopeLimits[i], name)
@@ -176,16 +201,8 @@ var (
 		"Age at which an in-flight call counts as slow.", []string{"provider"}, nil)
 )
 
-// ObserveBreakers exports each provider's breaker at scrape time.
-// stats returns one entry per scope, nil where a scope has no breaker.
-func (m *Metrics) ObserveBreakers(stats func() []*breaker.Stats, scopes []string) {
-	m.Registry.MustRegister(&breakerCollector{stats: stats, scopes: scopes})
-}
-
-type breakerCollector struct {
-	stats  func() []*breaker.Stats
-	scopes []string
-}
+// breakerCollector exports each provider's breaker at scrape time.
+type breakerCollector struct{ m *Metrics }
 
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- breakerStateDesc
@@ -195,11 +212,15 @@ func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
-	for i, st := range c.stats() {
-		if st == nil || i >= len(c.scopes) {
+	src := c.m.src.Load()
+	if src == nil || src.Breakers == nil {
+		return
+	}
+	for i, st := range src.Breakers() {
+		if st == nil || i >= len(src.Scopes) {
 			continue
 		}
-		p := c.scopes[i]
+		p := src.Scopes[i]
 		g := func(d *prometheus.Desc, v float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
@@ -221,13 +242,9 @@ var (
 // Refusals counts the second calls the engine's budgets turned down.
 type Refusals struct{ HedgeBudget, HedgeNoTarget, RetryBudget uint64 }
 
-// ObserveBudgets exports the engine's refused hedges and retries at
+// budgetCollector exports the engine's refused hedges and retries at
 // scrape time.
-func (m *Metrics) ObserveBudgets(refused func() Refusals) {
-	m.Registry.MustRegister(budgetCollector(refused))
-}
-
-type budgetCollector func() Refusals
+type budgetCollector struct{ m *Metrics }
 
 func (c budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- hedgeRefusedDesc
@@ -235,7 +252,11 @@ func (c budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
-	r := c()
+	src := c.m.src.Load()
+	if src == nil || src.Refused == nil {
+		return
+	}
+	r := src.Refused()
 	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeBudget), "budget")
 	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeNoTarget), "no_target")
 	ch <- prometheus.MustNewConstMetric(retryRefusedDesc, prometheus.CounterValue, float64(r.RetryBudget))

@@ -62,6 +62,21 @@ func (s *JSONScanner) Write(p []byte) bool {
 		return false
 	}
 	for i := 0; i < len(p); i++ {
+		// Runs of string bytes and digits, most of any answer, skip the
+		// state machine.
+		switch s.state {
+		case sString:
+			for i < len(p) && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20 {
+				i++
+			}
+		case sInt, sFrac, sExp:
+			for i < len(p) && p[i]-'0' < 10 {
+				i++
+			}
+		}
+		if i == len(p) {
+			break
+		}
 		if !s.step(p[i]) {
 			s.state = sError
 			s.n += int64(i)

@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// A client that stops reading loses its slot within write_timeout (plus
+// the time for the socket buffers to fill), and its upstream call is
+// cancelled: a few such clients cannot hold the gateway's slots for the
+// length of the request's deadline.
+func TestClientThatStopsReadingLosesItsSlot(t *testing.T) {
+	s := newStack(t, mock.Config{TTFT: time.Millisecond, TPOT: 0}, func(c *config.Config) {
+		c.Log.Format = "json"
+		c.Server.WriteTimeout = config.Duration(300 * time.Millisecond)
+		c.Providers[0].Timeout = config.Duration(30 * time.Second)
+	})
+	cases := []struct{ name, body string }{
+		// About 20 MB each: more than loopback's socket buffers hold.
+		{"stream", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"whole answer", `{"model":"mock-embed","input":[` + strings.Repeat(`"x",`, 799) + `"x"],"dimensions":2048}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := "/v1/chat/completions"
+			if strings.Contains(c.body, "mock-embed") {
+				path = "/v1/embeddings"
+			}
+			s.mock.ResetStats()
+			var conns []net.Conn
+			for range 3 {
+				conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				conn.(*net.TCPConn).SetReadBuffer(4096)
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Mock-Output-Tokens: 200000\r\nContent-Length: %d\r\n\r\n%s",
+					path, len(c.body), c.body)
+				// Read the status line, then stop reading.
+				conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if _, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), nil); err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, conn)
+			}
+			start := time.Now()
+			waitForLong(t, 10*time.Second, "the stalled clients' slots to be released", func() bool {
+				return s.gw.Runner().Snapshot().InFlight == 0
+			})
+			t.Logf("three stalled clients released their slots %v after they stopped reading", time.Since(start))
+			waitForLong(t, 5*time.Second, "the upstream calls to be cancelled", func() bool {
+				st := s.mock.Stats()
+				return st.InFlight == 0
+			})
+			stalled := 0
+			for _, l := range s.requestLog() {
+				if l.Reason == "client_stalled" {
+					stalled++
+				}
+			}
+			if stalled < 3 {
+				t.Errorf("%d requests logged as client_stalled, want 3", stalled)
+			}
+		})
+	}
+}
+
+// waitForLong is waitFor with a longer limit, for conditions that take
+// seconds by design.
+func waitForLong(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A provider that goes quiet mid-stream is cut off after
+// stream_idle_timeout: the client gets an error event, not a hang until
+// the request's deadline.
+func TestStreamIdleTimeout(t *testing.T) {
+	s := newStack(t, mock.Config{TTFT: time.Millisecond, TPOT: 2 * time.Second}, func(c *config.Config) {
+		c.Server.StreamIdleTimeout = config.Duration(300 * time.Millisecond)
+		c.Providers[0].Timeout = config.Duration(30 * time.Second)
+	})
+	start := time.Now()
+	status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"X-Mock-Output-Tokens": "10"})
+	took := time.Since(start)
+	if status != 200 || !strings.Contains(string(body), "sent nothing for 300ms") || took > 1500*time.Millisecond {
+		t.Fatalf("status %d after %v: %s", status, took, body)
+	}
+	waitFor(t, "the quiet call to be cancelled", func() bool { return s.mock.Stats().InFlight == 0 })
+}
