@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ models:
 // serveProcess runs sluice serve on a config written from text, with a
 // mock provider, and returns the addresses, the config's path and the
 // command (stopped by the test's cleanup if still running).
-func serveProcess(t *testing.T, text string) (listen, admin, path string, cmd *exec.Cmd, out *bytes.Buffer) {
+func serveProcess(t *testing.T, text string) (listen, admin, path string, cmd *exec.Cmd, out *syncBuffer) {
 	t.Helper()
 	bin := buildSluice(t)
 	listen, admin, up := freeAddr(t), freeAddr(t), freeAddr(t)
@@ -39,7 +40,7 @@ func serveProcess(t *testing.T, text string) (listen, admin, path string, cmd *e
 		}
 	}
 	write(text)
-	out = &bytes.Buffer{}
+	out = &syncBuffer{}
 	cmd = exec.Command(bin, "serve", "--config", path)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -67,7 +68,25 @@ func stream(t *testing.T, listen, model, tokens string) *http.Response {
 	return resp
 }
 
-func waitLog(t *testing.T, out *bytes.Buffer, s string) {
+// syncBuffer is a process's output, read while the process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitLog(t *testing.T, out *syncBuffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(out.String(), s) {

@@ -218,6 +218,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			s := g.runner.HedgeStats()
 			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 		},
+		BodyBytes: func() (int64, int64) { return g.bodies.used.Load(), g.bodies.limit },
 	})
 	g.ready.Store(true)
 	g.handler = g.Handler()

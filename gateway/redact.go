@@ -95,6 +95,13 @@ func scrubHeaders(h http.Header, key string) {
 }
 
 func mayHoldSecret(v, key string) bool {
-	return strings.Contains(v, "sk-") || strings.Contains(v, "earer") || strings.Contains(v, "EARER") ||
-		(len(key) >= 8 && strings.Contains(v, key))
+	if strings.Contains(v, "sk-") || (len(key) >= 8 && strings.Contains(v, key)) {
+		return true
+	}
+	for i := 0; i+6 <= len(v); i++ {
+		if v[i]|0x20 == 'b' && strings.EqualFold(v[i:i+6], "bearer") {
+			return true
+		}
+	}
+	return false
 }

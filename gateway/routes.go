@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"path"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -18,8 +19,11 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/models", g.serveModels)
 	mux.HandleFunc("GET /healthz", serveOK)
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models", 0)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		d := dialectOf(r)
 		for _, ep := range protocol.Endpoints {
 			if r.URL.Path == ep.Path {
 				w.Header().Set("Allow", "POST")
@@ -27,10 +31,17 @@ func (g *Gateway) Handler() http.Handler {
 				return
 			}
 		}
-		d.WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
-			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models", 0)
+		notFound(w, r)
 	})
-	return mux
+	// A path that is not in clean form gets the API's 404, not the
+	// mux's redirect, which no API client follows for a POST.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+			notFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // AdminHandler serves /metrics, /healthz and /readyz on the admin listener.

@@ -62,6 +62,8 @@ type Sources struct {
 	Breakers func() []*breaker.Stats
 	// Refused counts the second calls the budgets turned down.
 	Refused func() Refusals
+	// BodyBytes reports the request-body bytes held now, and the budget.
+	BodyBytes func() (held, limit int64)
 }
 
 // SetSources points the gauges at a configuration's live state.
@@ -153,6 +155,10 @@ var (
 		"Requests waiting for admission.", []string{"priority"}, nil)
 	oldestDesc = prometheus.NewDesc("sluice_queue_oldest_wait_seconds",
 		"Age of the oldest request waiting for admission.", nil, nil)
+	bodyHeldDesc = prometheus.NewDesc("sluice_request_body_bytes_held",
+		"Bytes of request-body buffer the gateway holds now, counted as bodies arrive (server.max_body_bytes_in_flight is the budget).", nil, nil)
+	bodyLimitDesc = prometheus.NewDesc("sluice_request_body_bytes_limit",
+		"The request-body budget, server.max_body_bytes_in_flight.", nil, nil)
 )
 
 // gateCollector exports admission's live state at scrape time: in-flight
@@ -165,6 +171,8 @@ func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- limitDesc
 	ch <- queueDesc
 	ch <- oldestDesc
+	ch <- bodyHeldDesc
+	ch <- bodyLimitDesc
 }
 
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -188,6 +196,11 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(queueDesc, s.Queued[p], p.String())
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestWait.Seconds())
+	if src.BodyBytes != nil {
+		held, limit := src.BodyBytes()
+		ch <- prometheus.MustNewConstMetric(bodyHeldDesc, prometheus.GaugeValue, float64(held))
+		ch <- prometheus.MustNewConstMetric(bodyLimitDesc, prometheus.GaugeValue, float64(limit))
+	}
 }
 
 var (
