@@ -75,36 +75,7 @@ func (c *Config) applyDefaults() {
 	if unset("max_body_bytes", c.MaxBodyBytes == 0) {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	sv := &c.Server
-	if unset("server.max_connections", sv.MaxConnections == 0) {
-		sv.MaxConnections = DefaultMaxConnections
-	}
-	if unset("server.max_header_bytes", sv.MaxHeaderBytes == 0) {
-		sv.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if unset("server.max_headers", sv.MaxHeaders == 0) {
-		sv.MaxHeaders = DefaultMaxHeaders
-	}
-	if unset("server.max_body_bytes_in_flight", sv.MaxBodyBytesInFlight == 0) {
-		sv.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
-	}
-	for _, d := range []struct {
-		path string
-		v    *Duration
-		def  time.Duration
-	}{
-		{"server.read_header_timeout", &sv.ReadHeaderTimeout, DefaultReadHeaderTimeout},
-		{"server.body_read_timeout", &sv.BodyReadTimeout, DefaultBodyReadTimeout},
-		{"server.write_timeout", &sv.WriteTimeout, DefaultWriteTimeout},
-		{"server.stream_idle_timeout", &sv.StreamIdleTimeout, DefaultStreamIdleTimeout},
-		{"server.idle_timeout", &sv.IdleTimeout, DefaultIdleTimeout},
-		{"server.drain_delay", &sv.DrainDelay, DefaultDrainDelay},
-		{"server.shutdown_grace", &sv.ShutdownGrace, DefaultShutdownGrace},
-	} {
-		if unset(d.path, *d.v == 0) {
-			*d.v = Duration(d.def)
-		}
-	}
+		c.Server.fill(func(field string, zero bool) bool { return unset("server."+field, zero) })
 	if c.Log.Format == "" {
 		c.Log.Format = DefaultLogFormat
 	}
@@ -145,6 +116,61 @@ func (c *Config) applyDefaults() {
 	if c.Retries.Burst == 0 {
 		c.Retries.Burst = DefaultHedgeBurst
 	}
+}
+
+// fill sets each field that unset says to default: a file's explicit zero
+// stays (drain_delay: 0s), a Config built in code takes every default.
+func (sv *Server) fill(unset func(field string, zero bool) bool) {
+	for _, n := range []struct {
+		field string
+		v     *int
+		def   int
+	}{
+		{"max_connections", &sv.MaxConnections, DefaultMaxConnections},
+		{"max_headers", &sv.MaxHeaders, DefaultMaxHeaders},
+	} {
+		if unset(n.field, *n.v == 0) {
+			*n.v = n.def
+		}
+	}
+	for _, b := range []struct {
+		field string
+		v     *ByteSize
+		def   int64
+	}{
+		{"max_header_bytes", &sv.MaxHeaderBytes, DefaultMaxHeaderBytes},
+		{"max_body_bytes_in_flight", &sv.MaxBodyBytesInFlight, DefaultMaxBodyBytesInFlight},
+	} {
+		if unset(b.field, *b.v == 0) {
+			*b.v = ByteSize(b.def)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     *Duration
+		def   time.Duration
+	}{
+		{"read_header_timeout", &sv.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"body_read_timeout", &sv.BodyReadTimeout, DefaultBodyReadTimeout},
+		{"write_timeout", &sv.WriteTimeout, DefaultWriteTimeout},
+		{"stream_idle_timeout", &sv.StreamIdleTimeout, DefaultStreamIdleTimeout},
+		{"idle_timeout", &sv.IdleTimeout, DefaultIdleTimeout},
+		{"drain_delay", &sv.DrainDelay, DefaultDrainDelay},
+		{"shutdown_grace", &sv.ShutdownGrace, DefaultShutdownGrace},
+	} {
+		if unset(d.field, *d.v == 0) {
+			*d.v = Duration(d.def)
+		}
+	}
+}
+
+// WithDefaults returns s with every zero limit and timeout at its
+// default except drain_delay, whose zero means none: for a Server built
+// in code, where zero means unset (a zero write timeout would fail
+// every write; zero max_headers would refuse every request).
+func (s Server) WithDefaults() Server {
+	s.fill(func(field string, zero bool) bool { return zero && field != "drain_delay" })
+	return s
 }
 
 // Hedging defaults: a few percent of requests, as the brownout

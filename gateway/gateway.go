@@ -113,6 +113,7 @@ type target struct {
 
 // New builds a gateway from a validated configuration.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
+		sv := cfg.Server.WithDefaults()
 	g := &Gateway{
 		log:          opts.Logger,
 		transport:    opts.Transport,
@@ -121,12 +122,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		providers:    make(map[string]*provider),
 		models:       make(map[string]*model),
 		maxBody:      cfg.MaxBodyBytes.Int64(),
-		maxHeaders:   cfg.Server.MaxHeaders,
-		bodyTimeout:  cfg.Server.BodyReadTimeout.D(),
-		writeTimeout: cfg.Server.WriteTimeout.D(),
-		streamIdle:   cfg.Server.StreamIdleTimeout.D(),
+		maxHeaders:   sv.MaxHeaders,
+		bodyTimeout:  sv.BodyReadTimeout.D(),
+		writeTimeout: sv.WriteTimeout.D(),
+		streamIdle:   sv.StreamIdleTimeout.D(),
 	}
-	g.bodies.limit = cfg.Server.MaxBodyBytesInFlight.Int64()
+	g.bodies.limit = sv.MaxBodyBytesInFlight.Int64()
 	if g.metrics == nil {
 		g.metrics = metrics.New()
 	}

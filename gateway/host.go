@@ -58,7 +58,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: cfg.Server}
+		h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: cfg.Server.WithDefaults()}
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -147,7 +147,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 		h.metrics.Reloads.WithLabelValues("refused").Inc()
 		return err
 	}
-	if cfg.Server != h.server {
+		if cfg.Server.WithDefaults() != h.server {
 		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
 	}
 	old := h.cur.Swap(g)

@@ -18,8 +18,15 @@ import (
 // serveInference carries one inference request along the path described
 // in the package comment.
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
-	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+		x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
 	defer g.finish(x)
+	defer func() {
+		if x.writeDeadline {
+			// The relays' write deadlines belong to this request; the
+			// connection's next one starts without.
+			http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		}
+	}()
 	defer func() {
 		// The admission permit is released by its own defer before this
 		// runs; here the panic only has to become one well-formed 500.
@@ -31,10 +38,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		}
 	}()
-	// The write deadlines the relays set belong to this request; the
-	// connection's next one starts without.
-	defer http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	g.serve(w, r, x)
+			g.serve(w, r, x)
 	if x.abort {
 		// After the deferred releases and the log line: the client must
 		// see a broken response, not a short one that looks whole.

@@ -55,6 +55,7 @@ func (g *Gateway) clientWriter(w http.ResponseWriter, x *exchange) clientWriter 
 // write sends p and flushes it.
 func (c clientWriter) write(p []byte) (int, error) {
 	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	c.x.writeDeadline = true
 	n, err := c.w.Write(p)
 	c.x.bytesOut += int64(n)
 	if err == nil {
