@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -90,6 +91,7 @@ type tally struct {
 	mu       sync.Mutex
 	byStatus map[int][]time.Duration
 	errs     int
+	timeouts int // of errs, the requests the client gave up on (context deadline)
 	firstErr string
 }
 
@@ -100,6 +102,9 @@ func (t *tally) add(r result) {
 	defer t.mu.Unlock()
 	if r.err != nil {
 		t.errs++
+		if errors.Is(r.err, context.DeadlineExceeded) {
+			t.timeouts++
+		}
 		if t.firstErr == "" {
 			t.firstErr = r.err.Error()
 		}
@@ -113,6 +118,7 @@ func (t *tally) merge(o *tally) {
 		t.byStatus[s] = append(t.byStatus[s], l...)
 	}
 	t.errs += o.errs
+	t.timeouts += o.timeouts
 	if t.firstErr == "" {
 		t.firstErr = o.firstErr
 	}

@@ -7,7 +7,12 @@
 //  2. open-loop latency at a fixed rate, and latency added over direct;
 //  3. the latency of 503 rejections at 10x overload (Sluice, HAProxy);
 //  4. RSS per in-flight SSE stream with thousands of streams open;
-//  5. whether an abandoned call is cancelled upstream during a brownout.
+//  5. whether an abandoned call is cancelled upstream during a brownout;
+//  6. what hostile clients and large answers cost: idle sockets declaring
+//     10 MiB bodies, concurrent 100 MB answers, a critical-header flood.
+//
+// With --sluice-baseline BINARY an earlier sluice runs beside the current
+// one as target sluice-before in phases 2 and 6.
 //
 // It prints tables and PASS/FAIL against Sluice's targets, and writes the
 // figures into docs/BENCHMARKS.md. Every load loop is bounded in count and
@@ -116,7 +121,7 @@ func run(args []string) int {
 		r.Throughput = runThroughput(ctx, e, o, all)
 	}
 	if o.runs("latency") && ctx.Err() == nil {
-		r.Latency = runLatency(ctx, e, o, all)
+		r.Latency = runLatency(ctx, e, o, withBaseline(e, all))
 	}
 	if o.runs("overload") && ctx.Err() == nil {
 		r.Overload = runOverload(ctx, e, o, []kind{direct, sluice, haProxy})
@@ -126,6 +131,9 @@ func run(args []string) int {
 	}
 	if o.runs("brownout") && ctx.Err() == nil {
 		r.Brownout = runBrownout(ctx, e, o, all)
+	}
+	if o.runs("hostile") && ctx.Err() == nil {
+		r.Hostile = runHostile(ctx, e, o)
 	}
 	ri.Took = time.Since(started)
 
@@ -140,7 +148,7 @@ func run(args []string) int {
 		return 130
 	}
 	if o.doc != "" && (!o.quick || o.docSet) {
-		if err := writeDoc(o.doc, resultsMarkdown(ri, r, o)); err != nil {
+		if err := writeDoc(o.doc, ri, r, o); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: writing %s: %v\n", o.doc, err)
 			return 1
 		}
@@ -171,6 +179,14 @@ func setup(ctx context.Context, o *options, sup *supervisor, dir string, logf fu
 		}
 	}
 
+	if o.baseline != "" {
+		if st, err := os.Stat(o.baseline); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return nil, ri, fmt.Errorf("--sluice-baseline %s: not an executable file", o.baseline)
+		}
+		e.baseline = o.baseline
+		logf("sluice-before: %s", o.baseline)
+	}
+
 	e.haproxyBin = o.haproxyBin
 	if e.haproxyBin == "" {
 		e.haproxyBin, _ = exec.LookPath("haproxy")
@@ -198,6 +214,22 @@ func setup(ctx context.Context, o *options, sup *supervisor, dir string, logf fu
 		}
 	}
 	return e, ri, nil
+}
+
+// withBaseline puts sluice-before right after sluice when --sluice-baseline
+// was given; otherwise it returns kinds unchanged.
+func withBaseline(e *env, kinds []kind) []kind {
+	if !e.available(sluiceBefore) {
+		return kinds
+	}
+	var out []kind
+	for _, k := range kinds {
+		out = append(out, k)
+		if k == sluice {
+			out = append(out, sluiceBefore)
+		}
+	}
+	return out
 }
 
 // sourceVersion describes the working tree Sluice was built from.

@@ -36,18 +36,26 @@ type options struct {
 	brownoutTimeout time.Duration
 	brownoutSettle  time.Duration
 
+	hostileSockets         int
+	hostileBaselineSockets int
+	hostileAnswers         int
+	hostileAnswerBytes     int64
+	hostileBaselineBytes   int64
+	hostileTimeout         time.Duration
+
 	phases     []string
 	quick      bool
 	portkey    bool
 	portkeyDir string
 	sluiceBin  string
+	baseline   string // --sluice-baseline: an earlier sluice binary, run as sluice-before
 	haproxyBin string
 	doc        string
 	docSet     bool
 	keep       bool
 }
 
-var allPhases = []string{"throughput", "latency", "overload", "streams", "brownout"}
+var allPhases = []string{"throughput", "latency", "overload", "streams", "brownout", "hostile"}
 
 func (o *options) runs(phase string) bool { return slices.Contains(o.phases, phase) }
 
@@ -87,11 +95,18 @@ HAProxy and (with --portkey) the Portkey gateway, each in front of its own
 	fs.DurationVar(&o.brownoutLatency, "brownout-latency", 30*time.Second, "upstream latency in the brownout phase")
 	fs.DurationVar(&o.brownoutTimeout, "brownout-timeout", time.Second, "client timeout in the brownout phase")
 	fs.DurationVar(&o.brownoutSettle, "brownout-settle", 500*time.Millisecond, "wait after the clients gave up before reading upstream counters")
+	fs.IntVar(&o.hostileSockets, "hostile-sockets", 1000, "idle sockets declaring a 10 MiB body in the hostile phase")
+	fs.IntVar(&o.hostileBaselineSockets, "hostile-baseline-sockets", 100, "the same for sluice-before, which allocates each declared body (10 MiB each)")
+	fs.IntVar(&o.hostileAnswers, "hostile-answers", 16, "concurrent large embeddings answers in the hostile phase")
+	fs.Int64Var(&o.hostileAnswerBytes, "hostile-answer-bytes", 100_000_000, "size of each large answer for sluice (bytes, approximate)")
+	fs.Int64Var(&o.hostileBaselineBytes, "hostile-baseline-answer-bytes", 60_000_000, "size of each large answer for sluice-before, whose limit was 64 MiB (bytes, approximate)")
+	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 5*time.Second, "client timeout of each request in the hostile phase's critical-header flood")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "comma-separated phases to run")
 	fs.BoolVar(&o.quick, "quick", false, "smoke run of about a minute: short phases, fewer streams and clients; does not rewrite the doc unless --doc is given")
 	fs.BoolVar(&o.portkey, "portkey", false, "also benchmark the Portkey gateway (npm install @portkey-ai/gateway into a temp dir)")
 	fs.StringVar(&o.portkeyDir, "portkey-dir", "", "install Portkey here and keep it across runs (default: a temp dir removed on exit)")
 	fs.StringVar(&o.sluiceBin, "sluice", "", "sluice binary (default: go build ./cmd/sluice into the temp dir)")
+	fs.StringVar(&o.baseline, "sluice-baseline", "", "an earlier sluice binary: run it as target sluice-before in the latency and hostile phases (mocks still use the current binary)")
 	fs.StringVar(&o.haproxyBin, "haproxy", "", "haproxy binary (default: haproxy on PATH; skipped if absent)")
 	fs.StringVar(&o.doc, "doc", "docs/BENCHMARKS.md", "write the figures between the markers of this Markdown file (empty: do not)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (configs, process logs) for inspection")
@@ -119,6 +134,8 @@ HAProxy and (with --portkey) the Portkey gateway, each in front of its own
 			"streams":          func() { o.streams = 1000 },
 			"stream-tokens":    func() { o.streamTokens = 1000 },
 			"brownout-clients": func() { o.brownoutClients = 50 },
+			"hostile-sockets":  func() { o.hostileSockets = 200 },
+			"hostile-answers":  func() { o.hostileAnswers = 4 },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -137,6 +154,10 @@ HAProxy and (with --portkey) the Portkey gateway, each in front of its own
 		return nil, fmt.Errorf("--overload-limit and --overload-latency must be positive, --overload-queue not negative")
 	case o.streams < 1 || o.streamTokens < 1 || o.brownoutClients < 1:
 		return nil, fmt.Errorf("--streams, --stream-tokens and --brownout-clients must be positive")
+	case o.hostileSockets < 1 || o.hostileBaselineSockets < 1 || o.hostileAnswers < 1 || o.hostileTimeout <= 0:
+		return nil, fmt.Errorf("--hostile-sockets, --hostile-baseline-sockets, --hostile-answers and --hostile-timeout must be positive")
+	case o.hostileAnswerBytes < 1<<20 || o.hostileBaselineBytes < 1<<20:
+		return nil, fmt.Errorf("--hostile-answer-bytes and --hostile-baseline-answer-bytes must be at least 1 MiB")
 	case o.brownoutTimeout >= o.brownoutLatency:
 		return nil, fmt.Errorf("--brownout-timeout must be shorter than --brownout-latency")
 	}
@@ -145,7 +166,7 @@ HAProxy and (with --portkey) the Portkey gateway, each in front of its own
 
 // settings lists the knobs for the report.
 func (o *options) settings() []string {
-	return []string{
+	s := []string{
 		fmt.Sprintf("Phases: %s; %s measured per target per load phase, after %s warm-up, in %d interleaved rounds (all targets of a phase run at once, only one is loaded at a time)", strings.Join(o.phases, ", "), o.duration, o.warmup, o.rounds),
 		"Each target has its own freshly started `sluice mock` upstream; the load generator, the proxy and the mock share the machine's CPUs",
 		"Sluice: admission on (max_in_flight 20000, queue 150 outside the overload phase), Prometheus metrics on (scraped after the throughput phase), request log on (JSON, info, to a file)",
@@ -153,6 +174,13 @@ func (o *options) settings() []string {
 		"go-proxy: `net/http/httputil.ReverseProxy`, Transport with 20000 idle conns per host, no compression, FlushInterval -1 (`go run ./bench baseline-proxy`)",
 		"Latencies are measured by the client from handing the request to its transport to the last body byte; `added` = target minus direct at the same percentile",
 	}
+	if o.baseline != "" {
+		s = append(s, fmt.Sprintf("sluice-before: `%s` (--sluice-baseline), an earlier sluice with the same generated config, in the latency and hostile phases; every mock is the current binary's", o.baseline))
+	}
+	if o.runs("hostile") {
+		s = append(s, hostileSettings(o))
+	}
+	return s
 }
 
 func onOff(b bool) string {

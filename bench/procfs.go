@@ -56,20 +56,43 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 // rssKiB is VmRSS from /proc/PID/status.
-func rssKiB(pid int) (int64, error) {
+func rssKiB(pid int) (int64, error) { return statusKiB(pid, "VmRSS") }
+
+// hwmKiB is VmHWM from /proc/PID/status: the process's peak RSS so far.
+func hwmKiB(pid int) (int64, error) { return statusKiB(pid, "VmHWM") }
+
+// statusKiB reads one "Key: N kB" line of /proc/PID/status.
+func statusKiB(pid int, key string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			f := strings.Fields(v)
 			if len(f) >= 1 {
 				return strconv.ParseInt(f[0], 10, 64)
 			}
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, key)
+}
+
+// memAvailable is the machine's MemAvailable from /proc/meminfo, in bytes.
+func memAvailable() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				kib, err := strconv.ParseInt(f[0], 10, 64)
+				return kib << 10, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("/proc/meminfo: no MemAvailable")
 }
 
 // raiseFileLimit lifts RLIMIT_NOFILE's soft limit to the hard limit, so

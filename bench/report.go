@@ -13,10 +13,12 @@ type results struct {
 	Overload   []overloadRow
 	Streams    []streamRow
 	Brownout   []brownoutRow
+	Hostile    *hostileResults // nil when the phase did not run
 }
 
 // verdict is one of the targets Sluice is held to.
 type verdict struct {
+	Phase    string // the phase that measures it
 	Name     string
 	Measured string
 	Pass     bool
@@ -46,7 +48,7 @@ func findRow[T any](rows []T, k kind, key func(T) kind) (T, bool) {
 func (r *results) verdicts(o *options) []verdict {
 	var vs []verdict
 
-	v := verdict{Name: "throughput >= 0.9x bare Go proxy"}
+	v := verdict{Phase: "throughput", Name: "throughput >= 0.9x bare Go proxy"}
 	s, ok1 := findRow(r.Throughput, sluice, func(x throughputRow) kind { return x.Kind })
 	g, ok2 := findRow(r.Throughput, goProxy, func(x throughputRow) kind { return x.Kind })
 	if ok1 && ok2 && g.RPS > 0 && s.RPS > 0 {
@@ -56,7 +58,7 @@ func (r *results) verdicts(o *options) []verdict {
 	}
 	vs = append(vs, v)
 
-	v = verdict{Name: fmt.Sprintf("added p99 <= 1 ms at %.0f req/s", o.rate)}
+	v = verdict{Phase: "latency", Name: fmt.Sprintf("added p99 <= 1 ms at %.0f req/s", o.rate)}
 	sl, ok1 := findRow(r.Latency, sluice, func(x latencyRow) kind { return x.Kind })
 	dl, ok2 := findRow(r.Latency, direct, func(x latencyRow) kind { return x.Kind })
 	if ok1 && ok2 && sl.Lat.N > 0 && dl.Lat.N > 0 {
@@ -69,7 +71,7 @@ func (r *results) verdicts(o *options) []verdict {
 	}
 	vs = append(vs, v)
 
-	v = verdict{Name: "rejection p99 <= 1 ms"}
+	v = verdict{Phase: "overload", Name: "rejection p99 <= 1 ms"}
 	so, ok := findRow(r.Overload, sluice, func(x overloadRow) kind { return x.Kind })
 	if ok && so.Reject.N > 0 {
 		v.Known, v.Pass = true, so.Reject.P99 <= time.Millisecond
@@ -83,7 +85,7 @@ func (r *results) verdicts(o *options) []verdict {
 	}
 	vs = append(vs, v)
 
-	v = verdict{Name: "<= 64 KiB per in-flight stream"}
+	v = verdict{Phase: "streams", Name: "<= 64 KiB per in-flight stream"}
 	ss, ok := findRow(r.Streams, sluice, func(x streamRow) kind { return x.Kind })
 	if ok && ss.Receiving > 0 && ss.LoadedKiB > 0 {
 		v.Known, v.Pass = true, ss.PerStream <= 64 && ss.Receiving == ss.Streams && ss.EndedEarly == 0
@@ -91,13 +93,16 @@ func (r *results) verdicts(o *options) []verdict {
 	}
 	vs = append(vs, v)
 
-	v = verdict{Name: "cancels abandoned calls upstream"}
+	v = verdict{Phase: "brownout", Name: "cancels abandoned calls upstream"}
 	sb, ok := findRow(r.Brownout, sluice, func(x brownoutRow) kind { return x.Kind })
 	if ok && sb.Reached > 0 {
 		v.Known, v.Pass = true, sb.propagates()
 		v.Measured = fmt.Sprintf("upstream in_flight %d, cancelled %d of %d, %s after clients gave up", sb.InFlight, sb.Cancelled, sb.Reached, o.brownoutSettle)
 	}
 	vs = append(vs, v)
+	if r.Hostile != nil {
+		vs = append(vs, r.Hostile.verdicts(o)...)
+	}
 	return vs
 }
 
@@ -105,6 +110,7 @@ func (r *results) tables(o *options) []*table {
 	var ts []*table
 	if len(r.Throughput) > 0 {
 		t := &table{
+			phase: "throughput",
 			title: fmt.Sprintf("1. Closed-loop throughput: %d clients, %s, non-streaming, upstream instant with 1 output token", o.concurrency, o.duration),
 			head:  []string{"target", "req/s", "vs go-proxy", "CPU/req (proxy)", "proxy cores", "mock CPU/req", "loadgen CPU/req", "other load", "p50", "p99", "errors"},
 		}
@@ -138,6 +144,7 @@ func (r *results) tables(o *options) []*table {
 	}
 	if len(r.Latency) > 0 {
 		t := &table{
+			phase: "latency",
 			title: fmt.Sprintf("2. Open-loop latency: %.0f req/s (%s arrivals), %s, upstream latency %s", o.rate, arrivals(o), o.duration, o.latency),
 			head:  []string{"target", "sent", "ok", "p50", "p90", "p99", "max", "added p50", "added p90", "added p99", "added max", "in-proxy p50", "in-proxy p99", "sched lag", "other load"},
 		}
@@ -165,10 +172,14 @@ func (r *results) tables(o *options) []*table {
 			}
 		}
 		t.notes = append(t.notes, "in-proxy: Sluice's own time per request from its request log (duration minus upstream_duration); other load: as in table 1")
+		if _, ok := findRow(r.Latency, sluiceBefore, func(x latencyRow) kind { return x.Kind }); ok {
+			t.notes = append(t.notes, fmt.Sprintf("sluice-before: the earlier binary given with --sluice-baseline (%s), same generated config, its own mock, in the same interleaved rounds as sluice: before and after side by side", o.baseline))
+		}
 		ts = append(ts, t)
 	}
 	if len(r.Overload) > 0 {
 		t := &table{
+			phase: "overload",
 			title: fmt.Sprintf("3. Rejection at %.0fx overload: limit %d in flight, upstream latency %s (capacity %.0f req/s), %.0f req/s offered, %s",
 				o.overloadRate/(float64(o.overloadLimit)/o.overloadLatency.Seconds()), o.overloadLimit, o.overloadLatency,
 				float64(o.overloadLimit)/o.overloadLatency.Seconds(), o.overloadRate, o.duration),
@@ -204,6 +215,7 @@ func (r *results) tables(o *options) []*table {
 	}
 	if len(r.Streams) > 0 {
 		t := &table{
+			phase: "streams",
 			title: fmt.Sprintf("4. Memory per in-flight stream: %d concurrent SSE streams, %d tokens at %s/token", o.streams, o.streamTokens, o.streamTPOT),
 			head:  []string{"target", "receiving", "idle RSS", "loaded RSS", "KiB/stream", "time to open all", "upstream in_flight", "in_flight after cancel"},
 		}
@@ -223,6 +235,7 @@ func (r *results) tables(o *options) []*table {
 	}
 	if len(r.Brownout) > 0 {
 		t := &table{
+			phase: "brownout",
 			title: fmt.Sprintf("5. Brownout cancellation: upstream latency %s, %d clients abandon after %s, counters read %s later",
 				o.brownoutLatency, o.brownoutClients, o.brownoutTimeout, o.brownoutSettle),
 			head: []string{"target", "clients", "abandoned", "reached upstream", "upstream in_flight", "cancelled_by_client", "cancel propagated"},
@@ -243,6 +256,9 @@ func (r *results) tables(o *options) []*table {
 			}
 		}
 		ts = append(ts, t)
+	}
+	if r.Hostile != nil {
+		ts = append(ts, r.Hostile.tables(o)...)
 	}
 	return ts
 }

@@ -130,7 +130,7 @@ type logSpan struct {
 }
 
 func markLog(t *target) logSpan {
-	if t.kind != sluice {
+	if !t.kind.isSluice() {
 		return logSpan{}
 	}
 	return logSpan{path: t.proc.log, from: fileSize(t.proc.log)}

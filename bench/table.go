@@ -11,7 +11,9 @@ import (
 // table is one block of the report, rendered as aligned text for the
 // terminal and as Markdown for docs/BENCHMARKS.md.
 type table struct {
+	phase string // the phase it reports, for the doc's per-phase sections
 	title string
+	intro string // a line between the title and the table, in Markdown only
 	head  []string
 	rows  [][]string
 	notes []string
@@ -34,6 +36,9 @@ func (t *table) text(w io.Writer) {
 
 func (t *table) markdown(w io.Writer) {
 	fmt.Fprintf(w, "### %s\n\n", t.title)
+	if t.intro != "" {
+		fmt.Fprintf(w, "%s\n\n", t.intro)
+	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(t.head, " | "))
 	sep := make([]string, len(t.head))
 	for i := range sep {

@@ -19,7 +19,14 @@ const (
 	haProxy kind = "haproxy"
 	sluice  kind = "sluice"
 	portkey kind = "portkey"
+	// sluiceBefore is an earlier sluice binary (--sluice-baseline), run
+	// with the same generated configuration as sluice.
+	sluiceBefore kind = "sluice-before"
 )
+
+// isSluice reports whether a kind is a sluice serve process, which has an
+// admin listener with /metrics and writes the JSON request log.
+func (k kind) isSluice() bool { return k == sluice || k == sluiceBefore }
 
 // mockProfile is the upstream behaviour for one phase.
 type mockProfile struct {
@@ -37,6 +44,7 @@ type env struct {
 	dir        string // temp dir
 	self       string // this harness's executable, for baseline-proxy
 	sluiceBin  string
+	baseline   string // sluice-before's binary; empty without --sluice-baseline
 	haproxyBin string // empty when HAProxy is unavailable
 	portkeyDir string // the installed package's dir; empty when disabled
 	maxConn    int    // HAProxy maxconn
@@ -65,6 +73,8 @@ func (e *env) available(k kind) bool {
 		return e.haproxyBin != ""
 	case portkey:
 		return e.portkeyDir != ""
+	case sluiceBefore:
+		return e.baseline != ""
 	}
 	return true
 }
@@ -136,7 +146,7 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 			return err
 		}
 		argv = []string{e.haproxyBin, "-db", "-f", cfg}
-	case sluice:
+	case sluice, sluiceBefore:
 		adminPort, err := freePort()
 		if err != nil {
 			return err
@@ -145,7 +155,11 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 		if err := os.WriteFile(cfg, []byte(sluiceConfig(addr(port), addr(adminPort), mockURL, l)), 0o644); err != nil {
 			return err
 		}
-		argv = []string{e.sluiceBin, "serve", "--config", cfg}
+		bin := e.sluiceBin
+		if t.kind == sluiceBefore {
+			bin = e.baseline
+		}
+		argv = []string{bin, "serve", "--config", cfg}
 		t.admin = "http://" + addr(adminPort)
 		ready = httpOK(t.admin + "/readyz")
 	case portkey:

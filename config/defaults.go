@@ -75,7 +75,7 @@ func (c *Config) applyDefaults() {
 	if unset("max_body_bytes", c.MaxBodyBytes == 0) {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-		c.Server.fill(func(field string, zero bool) bool { return unset("server."+field, zero) })
+	c.Server.fill(func(field string, zero bool) bool { return unset("server."+field, zero) })
 	if c.Log.Format == "" {
 		c.Log.Format = DefaultLogFormat
 	}

@@ -184,6 +184,12 @@ func (c *Config) validateServer(v *checker) {
 // credentialHeaders carry a client's or the gateway's credentials.
 var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
 
+// IsCredentialHeader reports whether a header carries credentials: its
+// value is a secret wherever the gateway sets it.
+func IsCredentialHeader(name string) bool {
+	return slices.ContainsFunc(credentialHeaders, func(h string) bool { return strings.EqualFold(h, name) })
+}
+
 // framingHeaders belong to one hop: the gateway writes its own.
 var framingHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "Proxy-Connection"}
 

@@ -347,7 +347,7 @@ func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 		return
 	}
 	x.upstreamStatus = a.resp.StatusCode
-	x.requestID = requestID(a.resp.Header)
+	x.requestID = requestID(a.resp.Header, a.t.provider.scrub)
 	switch {
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)

@@ -50,10 +50,8 @@ type exchange struct {
 	// abort: the answer broke after its status went out; the connection
 	// is aborted so the client cannot take a short body for a whole one.
 	abort bool
-		// stalled: a write to the client timed out (it stopped reading).
+	// stalled: a write to the client timed out (it stopped reading).
 	stalled bool
-	// writeDeadline: a relay set a write deadline on the connection.
-	writeDeadline bool
 }
 
 // finish records the exchange in metrics and writes its log line.

@@ -38,10 +38,10 @@ const (
 // request's one buffer, not copied), and the time left.
 func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) (*http.Request, error) {
 	p := t.provider
+	// The client's query string is not passed on either: no model API's
+	// POST takes one from the caller, and a provider that routes on one
+	// would let a client's query fail its calls for everyone.
 	url := p.baseURL + ep.UpstreamPath()
-	if r.URL.RawQuery != "" {
-		url += "?" + r.URL.RawQuery
-	}
 	br := body.Reader(t.model)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
 	if err != nil {
@@ -163,8 +163,8 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
 	}
-	data = redactText(data, p.key)
-	copyResponseHeaders(w.Header(), resp.Header, p.key)
+	data = p.scrub.text(data)
+	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	if x.retryAfter > 0 {
 		// The provider's wait, bounded as the engine bounds it.
 		ra := g.runner.BoundRetryAfter(p.scope, x.retryAfter)

@@ -35,6 +35,10 @@ type Options struct {
 	// registry; a reloaded configuration shares its predecessor's, so
 	// counters carry on.
 	Metrics *metrics.Metrics
+
+	// bodies is the request-body budget, shared by a Host's
+	// configurations so a reload cannot double it. Nil: the gateway's own.
+	bodies *byteBudget
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -57,7 +61,7 @@ type Gateway struct {
 
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
-	bodies       byteBudget
+	bodies       *byteBudget
 	maxHeaders   int
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
@@ -113,7 +117,7 @@ type target struct {
 
 // New builds a gateway from a validated configuration.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-		sv := cfg.Server.WithDefaults()
+	sv := cfg.Server.WithDefaults()
 	g := &Gateway{
 		log:          opts.Logger,
 		transport:    opts.Transport,
@@ -127,7 +131,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
 	}
-	g.bodies.limit = sv.MaxBodyBytesInFlight.Int64()
+	g.bodies = opts.bodies
+	if g.bodies == nil {
+		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
+	}
 	if g.metrics == nil {
 		g.metrics = metrics.New()
 	}
@@ -170,10 +177,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			forward: forwardList(d, pc.ForwardHeaders),
 			headers: http.Header{},
 		}
-		p.scrub = newKeyScrub(p.key)
+		secrets := []string{p.key}
 		for k, v := range pc.Headers {
 			p.headers.Set(k, v)
+			if config.IsCredentialHeader(k) {
+				secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
+			}
 		}
+		p.scrub = newKeyScrub(secrets...)
 		if b := pc.Breaker; b != nil {
 			p.probeModel, p.rescues = b.ProbeModel, b.Rescues()
 		}
@@ -219,7 +230,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			s := g.runner.HedgeStats()
 			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 		},
-		BodyBytes: func() (int64, int64) { return g.bodies.used.Load(), g.bodies.limit },
+		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
 	})
 	g.ready.Store(true)
 	g.handler = g.Handler()
@@ -290,3 +301,6 @@ func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
 // BodyBytesHeld is how many bytes of request bodies the gateway holds
 // now, out of server.max_body_bytes_in_flight.
 func (g *Gateway) BodyBytesHeld() int64 { return g.bodies.used.Load() }
+
+// ReadingBodies is how many requests are reading their bodies now.
+func (g *Gateway) ReadingBodies() int64 { return g.bodies.reading.Load() }

@@ -54,15 +54,17 @@ var hopHeaders = []string{
 
 // copyResponseHeaders copies the provider's response headers, request ids
 // and rate-limit headers included, less connection framing and cookies,
-// with the provider's key and anything bearer-shaped redacted.
-func copyResponseHeaders(dst, src http.Header, key string) {
+// with its secrets and anything bearer-shaped redacted. Retry-After is
+// never copied as sent: a refusal's is set from the bounded value.
+func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
 	for k, vv := range src {
 		dst[k] = vv
 	}
 	removeHopHeaders(dst)
-	dst.Del("Content-Length")
-	dst.Del("Set-Cookie")
-	scrubHeaders(dst, key)
+	for _, k := range []string{"Content-Length", "Set-Cookie", "Retry-After", "Retry-After-Ms"} {
+		dst.Del(k)
+	}
+	scrub.headers(dst)
 }
 
 func removeHopHeaders(h http.Header) {
@@ -87,10 +89,12 @@ func countFields(h http.Header) int {
 	return n
 }
 
-// requestID picks the provider's request id from a response, for the log.
-func requestID(h http.Header) string {
-	if id := h.Get("X-Request-Id"); id != "" {
-		return id
+// requestID picks the provider's request id from a response, for the
+// log, made safe to log.
+func requestID(h http.Header, scrub keyScrub) string {
+	id := h.Get("X-Request-Id")
+	if id == "" {
+		id = h.Get("Request-Id")
 	}
-	return h.Get("Request-Id")
+	return scrub.logSafe(id)
 }

@@ -25,9 +25,12 @@ import (
 // old one is closed once its last request has ended.
 //
 // A reload starts the new configuration with fresh state: breaker
-// windows, adaptive limits and budgets begin again from its settings. The
-// listen addresses and the server: limits are the first configuration's
-// until a restart.
+// windows, adaptive limits and budgets begin again from its settings.
+// While the replaced configuration finishes its requests, the two run
+// side by side, so for those seconds the concurrency limits hold per
+// configuration, not in sum; the request-body budget is shared and holds
+// in sum. The listen addresses and the server: limits are the first
+// configuration's until a restart.
 type Host struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -54,11 +57,13 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(os.Stderr, cfg.Log)
 	}
+	server := cfg.Server.WithDefaults()
+	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	g, err := New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-		h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: cfg.Server.WithDefaults()}
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server}
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -142,13 +147,15 @@ func (h *Host) Reload(cfg *config.Config) error {
 		h.metrics.Reloads.WithLabelValues("refused").Inc()
 		return err
 	}
-	g, err := New(cfg, h.opts)
+	if cfg.Server.WithDefaults() != h.server {
+		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
+	}
+	running := *cfg
+	running.Server = h.server
+	g, err := New(&running, h.opts)
 	if err != nil {
 		h.metrics.Reloads.WithLabelValues("refused").Inc()
 		return err
-	}
-		if cfg.Server.WithDefaults() != h.server {
-		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
 	}
 	old := h.cur.Swap(g)
 	h.metrics.Reloads.WithLabelValues("ok").Inc()

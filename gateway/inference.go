@@ -18,15 +18,8 @@ import (
 // serveInference carries one inference request along the path described
 // in the package comment.
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
-		x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
 	defer g.finish(x)
-	defer func() {
-		if x.writeDeadline {
-			// The relays' write deadlines belong to this request; the
-			// connection's next one starts without.
-			http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		}
-	}()
 	defer func() {
 		// The admission permit is released by its own defer before this
 		// runs; here the panic only has to become one well-formed 500.
@@ -38,7 +31,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		}
 	}()
-			g.serve(w, r, x)
+	g.serve(w, r, x)
 	if x.abort {
 		// After the deferred releases and the log line: the client must
 		// see a broken response, not a short one that looks whole.
@@ -240,6 +233,7 @@ func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outc
 	}
 	x.wroteHeader = true
 	x.status = x.endpoint.Dialect.Status(k)
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	x.endpoint.Dialect.WriteError(w, k, msg, retryAfter)
 }
 

@@ -123,3 +123,27 @@ func TestForwardHeaders(t *testing.T) {
 		t.Fatalf("provider saw %v", h)
 	}
 }
+
+// The client's query string does not reach the provider: a provider that
+// routes on one (a version parameter) would let one client's query fail
+// its calls for everyone.
+func TestClientQueryStringIsNotForwarded(t *testing.T) {
+	var seen atomic.Pointer[string]
+	s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) {
+		o.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			q := r.URL.RawQuery
+			seen.Store(&q)
+			return jsonResponse(r, 200, `{"choices":[],"usage":{"completion_tokens":0}}`), nil
+		})
+	})
+	if status, _, body := s.do("/v1/chat/completions?api-version=bogus&x=1", chatBody, nil); status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if q := *seen.Load(); q != "" {
+		t.Fatalf("the provider saw the client's query %q", q)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -152,3 +152,21 @@ func TestLargeAnswerBreakingMidway(t *testing.T) {
 		})
 	}
 }
+
+// A large answer with a Content-Length that is malformed only at its very
+// end never reaches the client whole: the gateway holds its last byte
+// until the answer has proved well-formed.
+func TestLargeMalformedAnswerIsNeverWhole(t *testing.T) {
+	answer := embeddingsAnswer(64, 256)
+	answer = answer[:len(answer)-1] // drop the final closer
+	s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) { o.Transport = fixedTransport{answer} })
+	resp, err := s.post(t.Context(), "/v1/embeddings", `{"model":"mock-embed","input":"x"}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if rerr == nil || len(b) >= len(answer) {
+		t.Fatalf("read %d of %d bytes, err %v; want it cut short", len(b), len(answer), rerr)
+	}
+}

@@ -13,12 +13,17 @@ import (
 // Authorization header it received in a 401's body, a debug header), so
 // provider bytes are scrubbed on the way through:
 //
-//   - error bodies and response header values lose the provider's key and
-//     anything bearer-shaped (redactText);
-//   - success bodies, streamed or whole, lose the provider's key wherever
-//     it appears, even split across reads (keyScrub). They are not
-//     searched for other bearer-shaped text: a model's answer may quote
-//     "Bearer abc123" in code it was asked to write.
+//   - error bodies, response header values and the request id the log
+//     keeps lose the provider's secrets and anything bearer-shaped
+//     (keyScrub.text);
+//   - success bodies, streamed or whole, lose the provider's secrets
+//     wherever they appear, even split across reads (keyScrub.scrub and
+//     partial). They are not searched for other bearer-shaped text: a
+//     model's answer may quote "Bearer abc123" in code it was asked to
+//     write.
+//
+// A provider's secrets are its key and the values of any credential
+// header the operator sets for it (providers[].headers: api-key, say).
 
 // bearerLike matches credentials in text: a bearer token, or a key in the
 // shapes OpenAI-style and Anthropic providers issue.
@@ -26,66 +31,75 @@ var bearerLike = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A
 
 var redacted = []byte("[redacted]")
 
-// redactText removes key and bearer-shaped tokens from a provider's text.
-func redactText(b []byte, key string) []byte {
-	if key != "" && bytes.Contains(b, []byte(key)) {
-		b = bytes.ReplaceAll(b, []byte(key), redacted)
+// keyScrub blanks a provider's secrets out of what it sends back.
+type keyScrub struct{ keys [][]byte }
+
+// newKeyScrub scrubs the given secrets; those too short to mistake for
+// anything else (under 8 bytes, or empty for a keyless provider) are left
+// out, since blanking them would mangle ordinary text.
+func newKeyScrub(secrets ...string) keyScrub {
+	var k keyScrub
+	for _, s := range secrets {
+		if len(s) >= 8 {
+			k.keys = append(k.keys, []byte(s))
+		}
+	}
+	return k
+}
+
+// text removes the secrets and bearer-shaped tokens from b.
+func (k keyScrub) text(b []byte) []byte {
+	for _, key := range k.keys {
+		if bytes.Contains(b, key) {
+			b = bytes.ReplaceAll(b, key, redacted)
+		}
 	}
 	return bearerLike.ReplaceAll(b, redacted)
 }
 
-// keyScrub blanks a provider's key out of a relayed body in place, with
+// scrub blanks every whole occurrence of a secret in p, in place, with
 // asterisks of the same length, so a Content-Length stays true.
-type keyScrub struct{ key []byte }
-
-func newKeyScrub(key string) keyScrub {
-	if len(key) < 8 {
-		return keyScrub{} // an empty key (keyless provider) scrubs nothing
-	}
-	return keyScrub{key: []byte(key)}
-}
-
-// scrub blanks every whole occurrence of the key in p.
 func (k keyScrub) scrub(p []byte) {
-	if k.key == nil {
-		return
-	}
-	for i := 0; ; {
-		j := bytes.Index(p[i:], k.key)
-		if j < 0 {
-			return
+	for _, key := range k.keys {
+		for i := 0; ; {
+			j := bytes.Index(p[i:], key)
+			if j < 0 {
+				break
+			}
+			for n := range key {
+				p[i+j+n] = '*'
+			}
+			i += j + len(key)
 		}
-		for n := range k.key {
-			p[i+j+n] = '*'
-		}
-		i += j + len(k.key)
 	}
 }
 
-// partial is how many bytes at the end of p could be the start of the key:
-// a relay holds them back until the next read shows whether they are.
+// partial is how many bytes at the end of p could be the start of a
+// secret: a relay holds them back until the next read shows whether
+// they are.
 func (k keyScrub) partial(p []byte) int {
-	if k.key == nil {
-		return 0
-	}
-	for n := min(len(k.key)-1, len(p)); n > 0; n-- {
-		if bytes.HasPrefix(k.key, p[len(p)-n:]) {
-			return n
+	hold := 0
+	for _, key := range k.keys {
+		for n := min(len(key)-1, len(p)); n > hold; n-- {
+			if bytes.HasPrefix(key, p[len(p)-n:]) {
+				hold = n
+				break
+			}
 		}
 	}
-	return 0
+	return hold
 }
 
-// scrubHeaders redacts the key and bearer-shaped tokens from every value.
-// A cheap look for the tell-tale substrings comes first: headers are on
-// every response, and almost never hold either.
-func scrubHeaders(h http.Header, key string) {
+// headers redacts the secrets and bearer-shaped tokens from every value
+// of h. A cheap look for the tell-tale substrings comes first: headers
+// are on every response, and almost never hold either.
+func (k keyScrub) headers(h http.Header) {
 	for name, vv := range h {
 		for i, v := range vv {
-			if !mayHoldSecret(v, key) {
+			if !k.mayHold(v) {
 				continue
 			}
-			if r := redactText([]byte(v), key); !bytes.Equal(r, []byte(v)) {
+			if r := k.text([]byte(v)); !bytes.Equal(r, []byte(v)) {
 				h[name] = append([]string(nil), vv...) // not the provider's slice
 				h[name][i] = string(r)
 				vv = h[name]
@@ -94,9 +108,14 @@ func scrubHeaders(h http.Header, key string) {
 	}
 }
 
-func mayHoldSecret(v, key string) bool {
-	if strings.Contains(v, "sk-") || (len(key) >= 8 && strings.Contains(v, key)) {
+func (k keyScrub) mayHold(v string) bool {
+	if strings.Contains(v, "sk-") {
 		return true
+	}
+	for _, key := range k.keys {
+		if strings.Contains(v, string(key)) {
+			return true
+		}
 	}
 	for i := 0; i+6 <= len(v); i++ {
 		if v[i]|0x20 == 'b' && strings.EqualFold(v[i:i+6], "bearer") {
@@ -104,4 +123,20 @@ func mayHoldSecret(v, key string) bool {
 		}
 	}
 	return false
+}
+
+// logSafe makes a provider's value fit for the log: secrets redacted,
+// only the characters an id uses, and at most 128 of them.
+func (k keyScrub) logSafe(v string) string {
+	v = string(k.text([]byte(v)))
+	v = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:[]", r) {
+			return r
+		}
+		return '_'
+	}, v)
+	if len(v) > 128 {
+		v = v[:128]
+	}
+	return v
 }

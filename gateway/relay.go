@@ -55,7 +55,6 @@ func (g *Gateway) clientWriter(w http.ResponseWriter, x *exchange) clientWriter 
 // write sends p and flushes it.
 func (c clientWriter) write(p []byte) (int, error) {
 	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
-	c.x.writeDeadline = true
 	n, err := c.w.Write(p)
 	c.x.bytesOut += int64(n)
 	if err == nil {
@@ -85,111 +84,207 @@ func (iw *idleWatch) kick() { iw.t.Reset(iw.d) }
 
 func (iw *idleWatch) stop() { iw.t.Stop() }
 
+// maxHeldEvent bounds how much of one SSE event the relay holds back to
+// pass it on whole. Events are small (a token, a tool-call fragment); one
+// larger than this (a chunk with long logprobs, say) goes out in parts,
+// and if the stream then breaks inside it the connection is aborted
+// rather than an error event appended to half an event.
+const maxHeldEvent = 64 << 10
+
+var relayBigPool = sync.Pool{New: func() any { b := make([]byte, maxHeldEvent); return &b }}
+
+// streamRelay is one SSE answer on its way to the client.
+type streamRelay struct {
+	g     *Gateway
+	w     http.ResponseWriter
+	r     *http.Request
+	x     *exchange
+	a     *attempt
+	cw    clientWriter
+	idle  *idleWatch
+	usage protocol.StreamUsage
+	// buf holds bytes read and not yet sent: the first n, of which the
+	// first ready are whole events. bp is buf's pool slot; big says it
+	// came from relayBigPool.
+	bp       *[]byte
+	big      bool
+	buf      []byte
+	n, ready int
+	// midEvent: part of an event that has not ended has gone out.
+	midEvent bool
+}
+
 // relayStream copies an SSE answer to the client as it arrives, whole
 // events at a time, flushing after every write so no event waits for the
 // next one. The attempt's buffer holds the stream's head and first
-// token, already checked; the relay returns it to relayBufPool. Once the
+// token, already checked; the relay returns it to its pool. Once the
 // headers are out the status is committed: a failure after that ends the
 // stream with an error event in the client's dialect.
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	bp := a.buf
+	s := &streamRelay{g: g, w: w, r: r, x: x, a: a, bp: a.buf}
 	a.buf = nil
-	defer relayBufPool.Put(bp)
+	defer func() {
+		if s.big {
+			relayBigPool.Put(s.bp)
+		} else {
+			relayBufPool.Put(s.bp)
+		}
+	}()
 	resp, p := a.resp, a.t.provider
 	defer resp.Body.Close()
-	copyResponseHeaders(w.Header(), resp.Header, p.key)
+	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	w.Header().Set("X-Accel-Buffering", "no")
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
-	cw := g.clientWriter(w, x)
-	idle := g.watchIdle(a.cancel)
-	defer idle.stop()
+	s.cw = g.clientWriter(w, x)
+	s.idle = g.watchIdle(a.cancel)
+	defer s.idle.stop()
+	defer func() { x.outputTokens, _ = s.usage.Tokens() }()
 
-	var usage protocol.StreamUsage
-	defer func() { x.outputTokens, _ = usage.Tokens() }()
-	buf := *bp
-	n, ready := a.first, a.ready // held bytes; the first ready are whole events
-	usage.Write(buf[:n])
-	d := x.endpoint.Dialect
-	var readErr error
-	for {
-		// Whole events go out; a buffer full of one event that has not
-		// ended goes out too, less any bytes that could begin the key.
-		send := ready
-		if send == 0 && n == len(buf) {
-			send = n - p.scrub.partial(buf[:n])
-		}
-		if send > 0 {
-			p.scrub.scrub(buf[:send])
-			if _, err := cw.write(buf[:send]); err != nil {
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.clientGone(w, r, x)
-				return // the deferred cancel and Close stop the upstream
-			}
-			n, ready = copy(buf, buf[send:n]), 0
-		}
-		if readErr != nil {
-			break
-		}
-		m, err := resp.Body.Read(buf[n:])
-		if m > 0 {
-			idle.kick()
-			if x.ttft == 0 {
-				x.ttft = g.now().Sub(x.upstreamStart)
-			}
-			usage.Write(buf[n : n+m])
-			b, ok, bad := a.check.Feed(buf[n : n+m])
-			if !ok {
-				// What came before the malformed event goes out; it does not.
-				if bad >= 0 {
-					p.scrub.scrub(buf[:n+bad])
-					cw.write(buf[:n+bad])
-				}
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.streamFailed(cw, x, d, protocol.StreamMalformed, fmt.Sprintf("provider %s sent a malformed event", p.name))
-				return
-			}
-			if b >= 0 {
-				ready = n + b
-			}
-			n += m
-		}
-		readErr = err
-	}
+	s.buf = *s.bp
+	s.n, s.ready = a.first, a.ready
+	s.usage.Write(s.buf[:s.n])
+	readErr := s.pump(resp.Body, p)
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	switch {
+	case errors.Is(readErr, errMalformedEvent):
+		s.fail(protocol.StreamMalformed, fmt.Sprintf("provider %s sent a malformed event", p.name))
+	case errors.Is(readErr, errClientWrite):
+		g.clientGone(w, r, x)
 	case readErr == io.EOF:
-		verdict := a.check.End()
-		switch verdict {
-		case protocol.StreamOK:
-			if n > 0 { // a last event without its blank line
-				p.scrub.scrub(buf[:n])
-				cw.write(buf[:n])
+		switch verdict := a.check.End(); verdict {
+		case protocol.StreamOK, protocol.StreamErrorEvent:
+			// A last event, the terminator or the provider's own error,
+			// may have come without its blank line: it goes out with one.
+			if s.n > 0 && s.send(s.n, true, true) != nil {
+				g.clientGone(w, r, x)
+				return
 			}
-			x.outcome = outcomeOK
-		case protocol.StreamErrorEvent:
-			// The provider's own error event has gone to the client.
-			x.outcome, x.reason = outcomeUpstreamError, verdict
+			if verdict == protocol.StreamOK {
+				x.outcome = outcomeOK
+			} else {
+				x.outcome, x.reason = outcomeUpstreamError, verdict
+			}
 		default:
-			g.streamFailed(cw, x, d, verdict, fmt.Sprintf("provider %s ended the stream before it was complete", p.name))
+			s.fail(verdict, fmt.Sprintf("provider %s ended the stream before it was complete", p.name))
 		}
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
-	case idle.fired.Load():
-		g.streamFailed(cw, x, d, "stream_idle", fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle))
+		if s.midEvent {
+			x.abort = true
+		}
+	case s.idle.fired.Load():
+		s.fail("stream_idle", fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle))
 	case timedOut(ctx):
 		x.outcome, x.reason = outcomeTimeout, "stream_deadline"
-		cw.write(d.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
+		s.endWith(protocol.Timeout, "the request's deadline passed mid-stream")
 	default:
-		g.streamFailed(cw, x, d, "stream_cut", fmt.Sprintf("provider %s broke off the stream", p.name))
+		s.fail("stream_cut", fmt.Sprintf("provider %s broke off the stream", p.name))
 	}
 }
 
-// streamFailed ends a committed stream that the provider broke: a
-// failure for its breaker, and an error event for the client.
-func (g *Gateway) streamFailed(cw clientWriter, x *exchange, d protocol.Dialect, reason, msg string) {
-	x.outcome, x.reason = outcomeUpstreamError, reason
-	cw.write(d.StreamErrorEvent(protocol.Upstream, msg))
+var (
+	errMalformedEvent = errors.New("gateway: malformed event")
+	errClientWrite    = errors.New("gateway: client write failed")
+)
+
+// pump reads the stream and sends its whole events until the stream ends
+// or breaks: io.EOF, the read's error, errMalformedEvent (what came
+// before the bad event has gone out; it has not), or errClientWrite.
+func (s *streamRelay) pump(body io.Reader, p *provider) error {
+	for {
+		send := s.ready
+		if send == 0 && s.n == len(s.buf) {
+			if !s.big {
+				// One event fills the small buffer: hold it in a larger
+				// one, to pass it on whole.
+				bp := relayBigPool.Get().(*[]byte)
+				copy(*bp, s.buf[:s.n])
+				relayBufPool.Put(s.bp)
+				s.bp, s.buf, s.big = bp, *bp, true
+			} else if part := s.n - p.scrub.partial(s.buf[:s.n]); s.send(part, false, false) != nil {
+				// Larger still: it goes out in parts, less any bytes that
+				// could begin the key.
+				return errClientWrite
+			}
+		}
+		if send > 0 && s.send(send, true, false) != nil {
+			return errClientWrite
+		}
+		m, err := body.Read(s.buf[s.n:])
+		if m > 0 {
+			s.idle.kick()
+			chunk := s.buf[s.n : s.n+m]
+			s.usage.Write(chunk)
+			b, ok, bad := s.a.check.Feed(chunk)
+			if !ok {
+				// The events before the bad one end where it begins.
+				if bad >= 0 && s.n+bad > 0 && s.send(s.n+bad, true, false) != nil {
+					return errClientWrite
+				}
+				return errMalformedEvent
+			}
+			if b >= 0 {
+				s.ready = s.n + b
+			}
+			s.n += m
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// send passes on the first k held bytes, scrubbed of the key. whole
+// says they end where an event ends; last ends them with the blank line
+// a final event may lack.
+func (s *streamRelay) send(k int, whole, last bool) error {
+	p := s.a.t.provider
+	p.scrub.scrub(s.buf[:k])
+	s.idle.t.Stop() // a slow client is not a quiet provider
+	_, err := s.cw.write(s.buf[:k])
+	if err == nil && last {
+		_, err = s.cw.write(blankLineFor(s.buf[:k]))
+	}
+	s.idle.kick()
+	s.midEvent = !whole && !last
+	s.n = copy(s.buf, s.buf[k:s.n])
+	s.ready = max(0, s.ready-k)
+	return err
+}
+
+// blankLineFor is what ends b with a blank line.
+func blankLineFor(b []byte) []byte {
+	switch {
+	case len(b) >= 2 && b[len(b)-1] == '\n' && b[len(b)-2] == '\n':
+		return nil
+	case len(b) >= 1 && b[len(b)-1] == '\n':
+		return newline
+	}
+	return blankLine
+}
+
+var (
+	newline   = []byte("\n")
+	blankLine = []byte("\n\n")
+)
+
+// fail ends a committed stream that the provider broke: a failure for
+// its breaker, and an error event for the client.
+func (s *streamRelay) fail(reason, msg string) {
+	s.x.outcome, s.x.reason = outcomeUpstreamError, reason
+	s.endWith(protocol.Upstream, msg)
+}
+
+// endWith ends the stream with an error event of kind k; or, when part
+// of an event has already gone out, aborts the connection, since an
+// event appended to half an event would be lost in it.
+func (s *streamRelay) endWith(k protocol.Kind, msg string) {
+	if s.midEvent {
+		s.x.abort = true
+		return
+	}
+	s.cw.write(s.x.endpoint.Dialect.StreamErrorEvent(k, msg))
 }
 
 // relayWhole passes on a success that is not a stream. One up to
@@ -224,7 +319,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	p.scrub.scrub(data)
-	copyResponseHeaders(w.Header(), resp.Header, p.key)
+	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
@@ -239,8 +334,10 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 // relayLarge relays a success answer too large to hold, whose first
 // wholeBodyLimit+1 bytes are in head: checked as it passes
 // (protocol.JSONScanner), its usage read from wherever it comes (usually
-// the tail), and scrubbed of the key even across reads. A failure after
-// the status went out aborts the connection (exchange.abort).
+// the tail), and scrubbed of the key even across reads. Its last byte is
+// held back until the answer has ended well-formed, so that an answer
+// that turns out malformed, or breaks off, never reaches the client
+// whole: the connection is aborted short of it (exchange.abort).
 func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *idleWatch) {
 	resp, p := a.resp, a.t.provider
 	var js protocol.JSONScanner
@@ -251,7 +348,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	usage.Write(head)
-	copyResponseHeaders(w.Header(), resp.Header, p.key)
+	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	if resp.ContentLength >= 0 {
 		// Scrubbing keeps lengths, so the provider's length is true.
 		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
@@ -260,30 +357,24 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	w.WriteHeader(resp.StatusCode)
 	cw := g.clientWriter(w, x)
 
-	buf := make([]byte, relayChunk)
+	buf := make([]byte, max(relayChunk, len(head)+1))
 	n := copy(buf, head)
-	pending := head[n:] // the head is larger than one chunk only if relayChunk shrinks
 	var readErr error
-	for {
-		hold := p.scrub.partial(buf[:n])
-		if readErr != nil {
-			hold = 0 // nothing more is coming to complete a key
-		}
-		p.scrub.scrub(buf[:n-hold])
-		if _, err := cw.write(buf[:n-hold]); err != nil {
-			x.upstreamDur = g.now().Sub(x.upstreamStart)
-			g.clientGone(w, r, x)
-			x.abort = true
-			return
-		}
-		n = copy(buf, buf[n-hold:n])
-		if len(pending) > 0 {
-			c := copy(buf[n:], pending)
-			pending, n = pending[c:], n+c
-			continue
-		}
-		if readErr != nil {
-			break
+	for readErr == nil && !js.Failed() {
+		// Hold back what could begin the key, and always the last byte.
+		hold := max(p.scrub.partial(buf[:n]), 1)
+		if n > hold {
+			p.scrub.scrub(buf[:n-hold])
+			idle.t.Stop() // a slow client is not a quiet provider
+			_, err := cw.write(buf[:n-hold])
+			idle.kick()
+			if err != nil {
+				x.upstreamDur = g.now().Sub(x.upstreamStart)
+				g.clientGone(w, r, x)
+				x.abort = true
+				return
+			}
+			n = copy(buf, buf[n-hold:n])
 		}
 		m, err := resp.Body.Read(buf[n:])
 		if m > 0 {
@@ -298,9 +389,16 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	x.outputTokens, _ = usage.Tokens()
 	switch {
 	case errors.Is(readErr, io.EOF) && js.Done():
+		// Whole and well-formed: the held bytes complete it.
+		p.scrub.scrub(buf[:n])
+		if _, err := cw.write(buf[:n]); err != nil {
+			g.clientGone(w, r, x)
+			x.abort = true
+			return
+		}
 		x.outcome = outcomeOK
 		return
-	case errors.Is(readErr, io.EOF):
+	case js.Failed(), errors.Is(readErr, io.EOF):
 		x.outcome, x.reason = outcomeUpstreamError, "upstream_malformed"
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
@@ -311,5 +409,5 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	default:
 		x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
 	}
-	x.abort = true
+	x.abort = true // the held bytes stay held
 }

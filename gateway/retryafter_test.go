@@ -1,12 +1,14 @@
 package gateway_test
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/gateway"
 	"github.com/sluice-gw/sluice/mock"
 )
 
@@ -69,4 +71,37 @@ func TestProviderRetryAfterFailsOver(t *testing.T) {
 	if !strings.Contains(s.logText(), "provider=backup") {
 		t.Errorf("log does not show the backup serving:\n%s", s.logText())
 	}
+}
+
+// A provider's Retry-After reaches the client only as the bounded value:
+// one it cannot parse, a negative one, a date, or one past the bound is
+// not passed on as sent.
+func TestProviderRetryAfterHeaderIsNeverRelayedRaw(t *testing.T) {
+	for _, v := range []string{"99999999999", "-5", "Wed, 21 Oct 2099 07:28:00 GMT", "soon"} {
+		t.Run(v, func(t *testing.T) {
+			s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) {
+				o.Transport = headerTransport{status: 429, header: http.Header{"Retry-After": {v}, "Retry-After-Ms": {v}}}
+			})
+			status, hdr, _ := s.do("/v1/chat/completions", chatBody, nil)
+			ra, _ := strconv.Atoi(hdr.Get("Retry-After"))
+			if status != 429 || hdr.Get("Retry-After-Ms") == v || ra > 120 || (hdr.Get("Retry-After") != "" && ra <= 0) {
+				t.Fatalf("status %d, Retry-After %q, Retry-After-Ms %q", status, hdr.Get("Retry-After"), hdr.Get("Retry-After-Ms"))
+			}
+		})
+	}
+}
+
+// headerTransport answers every call with one status, headers and a small
+// JSON error.
+type headerTransport struct {
+	status int
+	header http.Header
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp := jsonResponse(r, h.status, `{"error":{"message":"x","type":"rate_limit_error"}}`)
+	for k, v := range h.header {
+		resp.Header[k] = v
+	}
+	return resp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -33,9 +34,16 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		notFound(w, r)
 	})
-	// A path that is not in clean form gets the API's 404, not the
-	// mux's redirect, which no API client follows for a POST.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer, an error or the last flush after the handler
+		// returns included, has server.write_timeout to be accepted; the
+		// relays renew it before each write. A client that never reads
+		// cannot pin its connection.
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Now().Add(g.writeTimeout))
+		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(g.writeTimeout)) }()
+		// A path that is not in clean form gets the API's 404, not the
+		// mux's redirect, which no API client follows for a POST.
 		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
 			notFound(w, r)
 			return

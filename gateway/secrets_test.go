@@ -149,3 +149,35 @@ type responseRecorder struct {
 func (r *responseRecorder) Header() http.Header         { return r.header }
 func (r *responseRecorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *responseRecorder) WriteHeader(s int)           { r.status = s }
+
+// A credential the operator sets as a header (Azure's api-key, say) is a
+// secret like the provider's key: scrubbed from what comes back. And the
+// provider's request id, which the log keeps, is scrubbed and cut to an
+// id's shape before it is logged.
+func TestOperatorCredentialsAndRequestIDsAreScrubbed(t *testing.T) {
+	const azureKey = "0123456789abcdef0123456789abcdef"
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Providers[0].Headers = map[string]string{"Api-Key": azureKey}
+	}, func(o *gateway.Options) {
+		o.Transport = idTransport{}
+	})
+	status, hdr, body := s.do("/v1/chat/completions", chatBody, nil)
+	waitFor(t, "the log line", func() bool { return strings.Contains(s.logText(), "msg=request") })
+	for name, text := range map[string]string{"answer": string(body), "headers": headerText(hdr), "log": s.logText()} {
+		if strings.Contains(text, azureKey) || strings.Contains(text, "\n\t") {
+			t.Errorf("status %d; the %s carries the operator's credential or a raw request id:\n%s", status, name, text)
+		}
+	}
+}
+
+// idTransport echoes the credential it received in a header, the request
+// id and the body.
+type idTransport struct{}
+
+func (idTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := r.Header.Get("Api-Key")
+	resp := jsonResponse(r, 200, `{"choices":[{"message":{"content":"key `+key+`"}}],"usage":{"completion_tokens":2}}`)
+	resp.Header.Set("X-Request-Id", "req-"+key+"\n\tinjected=1")
+	resp.Header.Set("X-Echo", key)
+	return resp, nil
+}

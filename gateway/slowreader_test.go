@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +104,48 @@ func TestStreamIdleTimeout(t *testing.T) {
 		t.Fatalf("status %d after %v: %s", status, took, body)
 	}
 	waitFor(t, "the quiet call to be cancelled", func() bool { return s.mock.Stats().InFlight == 0 })
+}
+
+// deadlineRecorder is a ResponseWriter that records the write deadlines
+// a handler sets through http.ResponseController.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+func (d *deadlineRecorder) SetReadDeadline(time.Time) error { return nil }
+
+// Every answer has write_timeout to be accepted, errors and the last
+// flush after the handler returns included (net/http flushes after the
+// handler, so the deadline in force then must not be "none"): a client
+// that never reads cannot pin its connection, and with it a slot under
+// server.max_connections.
+func TestEveryAnswerHasAWriteDeadline(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) { c.Server.WriteTimeout = config.Duration(3 * time.Second) })
+	h := s.gw.Handler()
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/chat/completions", `{"model":"nope"}`},
+		{"POST", "/v1/chat/completions", chatBody},
+		{"GET", "/v1/models", ""},
+		{"GET", "/v1/chat/completions", ""},
+		{"GET", "/nowhere", ""},
+	} {
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		if len(rec.deadlines) == 0 {
+			t.Fatalf("%s %s: no write deadline set", c.method, c.path)
+		}
+		last := rec.deadlines[len(rec.deadlines)-1]
+		if last.Before(start.Add(3*time.Second)) || last.After(time.Now().Add(3*time.Second)) {
+			t.Errorf("%s %s: the deadline in force after the handler is %v from its start; want write_timeout (3 s) from its end",
+				c.method, c.path, last.Sub(start))
+		}
+	}
 }

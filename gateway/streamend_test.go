@@ -101,3 +101,57 @@ func TestAnthropicStreamCutBeforeMessageStop(t *testing.T) {
 		t.Fatalf("status %d: %q", status, body)
 	}
 }
+
+// An event larger than the relay's small buffer still reaches the client
+// whole; a stream that breaks inside an event too large to hold is
+// aborted rather than have an error event glued to half an event; and a
+// last event sent without its blank line (the terminator, or the
+// provider's own error event) gets one.
+func TestStreamEventFraming(t *testing.T) {
+	const token = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+	big := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", 20_000) + "\"}}]}\n\n"
+	huge := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("y", 100_000)
+	cases := []struct {
+		name    string
+		pieces  []string
+		want    string // the whole body, when it must be exact
+		aborted bool
+	}{
+		{name: "a 20 KB event", pieces: []string{token, big[:7000], big[7000:], "data: [DONE]\n\n"}, want: token + big + "data: [DONE]\n\n"},
+		{name: "DONE without its blank line", pieces: []string{token, "data: [DONE]"}, want: token + "data: [DONE]\n\n"},
+		{name: "cut inside an event too large to hold", pieces: []string{token, huge}, aborted: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) { o.Transport = chunkedTransport{c.pieces} })
+			resp, err := s.post(t.Context(), "/v1/chat/completions", streamReq, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if c.aborted {
+				if rerr == nil || strings.Contains(string(body), `"error"`) {
+					t.Fatalf("read %d bytes, err %v; want the connection aborted, no error event glued on", len(body), rerr)
+				}
+				return
+			}
+			if rerr != nil || string(body) != c.want {
+				t.Fatalf("err %v, body %d bytes; want %d bytes exactly", rerr, len(body), len(c.want))
+			}
+		})
+	}
+	t.Run("the provider's error event at the end", func(t *testing.T) {
+		s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) {
+			o.Transport = chunkedTransport{[]string{
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+				"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n",
+			}}
+		})
+		status, _, body := s.do("/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`,
+			map[string]string{"anthropic-version": "2023-06-01"})
+		if status != 200 || !strings.HasSuffix(string(body), "\"overloaded_error\",\"message\":\"x\"}}\n\n") || strings.Count(string(body), "event: error") != 1 {
+			t.Fatalf("status %d: %q; want the provider's error event relayed once, with its blank line", status, body)
+		}
+	})
+}

@@ -110,7 +110,7 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 	fs.Float64Var(&c.opts.TimeScale, "time-scale", 1, "multiply every time in the scenario and divide every rate: 0.1 replays it ten times faster")
 	fs.IntVar(&c.opts.MaxRequests, "max-requests", DefaultMaxRequests, "stop issuing after this many unique requests")
 	fs.StringVar(&c.opts.Metrics, "metrics", "", "the gateway's admin `URL` for /metrics, e.g. http://127.0.0.1:9090/metrics: report its hedges, retries, rescues and probes as extra calls")
-	fs.StringVar(&c.opts.CriticalKey, "critical-key", os.Getenv("SLUICE_LOAD_CRITICAL_KEY"), "client `key` sent with the scenario's critical requests, which the gateway must declare critical (default $SLUICE_LOAD_CRITICAL_KEY)")
+	fs.StringVar(&c.opts.CriticalKey, "critical-key", "", "client `key` sent with the scenario's critical requests, which the gateway must declare critical (default: $SLUICE_LOAD_CRITICAL_KEY)")
 	fs.StringVar(&c.csv, "csv", "", "also write the outcome counts as CSV to `FILE`")
 	fs.StringVar(&c.json, "json", "", "also write the report as JSON to `FILE`")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines on stderr")
@@ -142,6 +142,10 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 	c.path = pos[0]
 	if _, err := targetURL(c.opts.Target); err != nil {
 		return nil, err
+	}
+	if c.opts.CriticalKey == "" {
+		// Read after parsing, so the key never shows in --help.
+		c.opts.CriticalKey = os.Getenv("SLUICE_LOAD_CRITICAL_KEY")
 	}
 	return c, nil
 }

@@ -62,8 +62,9 @@ type Sources struct {
 	Breakers func() []*breaker.Stats
 	// Refused counts the second calls the budgets turned down.
 	Refused func() Refusals
-	// BodyBytes reports the request-body bytes held now, and the budget.
-	BodyBytes func() (held, limit int64)
+	// BodyBytes reports the request-body bytes held now, the budget, and
+	// the requests reading their bodies.
+	BodyBytes func() (held, limit, reading int64)
 }
 
 // SetSources points the gauges at a configuration's live state.
@@ -159,6 +160,8 @@ var (
 		"Bytes of request-body buffer the gateway holds now, counted as bodies arrive (server.max_body_bytes_in_flight is the budget).", nil, nil)
 	bodyLimitDesc = prometheus.NewDesc("sluice_request_body_bytes_limit",
 		"The request-body budget, server.max_body_bytes_in_flight.", nil, nil)
+	bodyReadingDesc = prometheus.NewDesc("sluice_requests_reading_body",
+		"Requests whose bodies are still arriving (a crowd of slow senders shows here).", nil, nil)
 )
 
 // gateCollector exports admission's live state at scrape time: in-flight
@@ -173,6 +176,7 @@ func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 	ch <- bodyHeldDesc
 	ch <- bodyLimitDesc
+	ch <- bodyReadingDesc
 }
 
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -197,9 +201,10 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestWait.Seconds())
 	if src.BodyBytes != nil {
-		held, limit := src.BodyBytes()
+		held, limit, reading := src.BodyBytes()
 		ch <- prometheus.MustNewConstMetric(bodyHeldDesc, prometheus.GaugeValue, float64(held))
 		ch <- prometheus.MustNewConstMetric(bodyLimitDesc, prometheus.GaugeValue, float64(limit))
+		ch <- prometheus.MustNewConstMetric(bodyReadingDesc, prometheus.GaugeValue, float64(reading))
 	}
 }
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs Sluice's benchmark harness (bench/, documented in docs/BENCHMARKS.md).
 #
-#   scripts/bench.sh              # full run, about 4 minutes; rewrites docs/BENCHMARKS.md figures
+#   scripts/bench.sh              # full run, about 5 minutes; rewrites docs/BENCHMARKS.md figures
 #   scripts/bench.sh --quick      # smoke run, about a minute; leaves the doc alone
 #   scripts/bench.sh --portkey    # also benchmark the Portkey gateway (npm install into a temp dir)
+#   scripts/bench.sh --phases latency,hostile --sluice-baseline /tmp/sluice-before-bin
+#                                 # some phases only, with an earlier sluice binary beside the current one;
+#                                 # only those phases' figures are replaced in the doc
 #   scripts/bench.sh --help       # every flag
 #
 # It builds sluice into ./bin, installs HAProxy from the Debian archive when
