@@ -128,15 +128,23 @@ func (k keyScrub) mayHold(v string) bool {
 // logSafe makes a provider's value fit for the log: secrets redacted,
 // only the characters an id uses, and at most 128 of them.
 func (k keyScrub) logSafe(v string) string {
-	v = string(k.text([]byte(v)))
-	v = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:[]", r) {
-			return r
-		}
-		return '_'
-	}, v)
+	if k.mayHold(v) {
+		v = string(k.text([]byte(v)))
+	}
 	if len(v) > 128 {
 		v = v[:128]
 	}
-	return v
+	if strings.IndexFunc(v, notIDChar) < 0 {
+		return v // the usual case: nothing to change, nothing to allocate
+	}
+	return strings.Map(func(r rune) rune {
+		if notIDChar(r) {
+			return '_'
+		}
+		return r
+	}, v)
+}
+
+func notIDChar(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:[]", r))
 }

@@ -53,11 +53,16 @@ func (g *Gateway) clientWriter(w http.ResponseWriter, x *exchange) clientWriter 
 }
 
 // write sends p and flushes it.
-func (c clientWriter) write(p []byte) (int, error) {
+func (c clientWriter) write(p []byte) (int, error) { return c.send(p, true) }
+
+// send writes p, flushed or left to net/http to flush when the handler
+// returns (a whole answer: one write either way, and none inside the
+// time the request log calls the gateway's own).
+func (c clientWriter) send(p []byte, flush bool) (int, error) {
 	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
 	n, err := c.w.Write(p)
 	c.x.bytesOut += int64(n)
-	if err == nil {
+	if err == nil && flush {
 		err = c.rc.Flush()
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -294,8 +299,8 @@ func (s *streamRelay) endWith(k protocol.Kind, msg string) {
 func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	resp, p := a.resp, a.t.provider
 	defer resp.Body.Close()
-	idle := g.watchIdle(a.cancel)
-	defer idle.stop()
+	// The first 64 KiB come within the request's deadline; a provider
+	// quiet past that, in a larger answer, meets the idle timeout.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, wholeBodyLimit+1))
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	x.ttft = x.upstreamDur
@@ -308,7 +313,9 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 			fmt.Sprintf("provider %s sent a response that is not JSON", p.name), 0)
 		return
 	}
-	if len(data) > wholeBodyLimit {
+		if len(data) > wholeBodyLimit {
+		idle := g.watchIdle(a.cancel)
+		defer idle.stop()
 		g.relayLarge(ctx, w, r, x, a, data, idle)
 		return
 	}
@@ -321,9 +328,9 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	p.scrub.scrub(data)
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	x.wroteHeader, x.status = true, resp.StatusCode
+		x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
-	if _, err := g.clientWriter(w, x).write(data); err != nil {
+	if _, err := g.clientWriter(w, x).send(data, false); err != nil {
 		g.clientGone(w, r, x)
 		return
 	}

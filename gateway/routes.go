@@ -35,13 +35,12 @@ func (g *Gateway) Handler() http.Handler {
 		notFound(w, r)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Every answer, an error or the last flush after the handler
-		// returns included, has server.write_timeout to be accepted; the
-		// relays renew it before each write. A client that never reads
-		// cannot pin its connection.
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(time.Now().Add(g.writeTimeout))
-		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(g.writeTimeout)) }()
+				// Every answer, an error or the last flush after the handler
+		// returns included, has server.write_timeout to be accepted: the
+		// relays (and fail) set it before each write, and this before
+		// net/http's final flush. A client that never reads cannot pin
+		// its connection.
+		defer func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout)) }()
 		// A path that is not in clean form gets the API's 404, not the
 		// mux's redirect, which no API client follows for a POST.
 		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {

@@ -51,7 +51,8 @@ func ParseBody(raw []byte) (*Body, error) {
 		return nil, malformed("body must be a JSON object")
 	}
 	b := &Body{raw: raw, modelStart: -1}
-	var seen []string // top-level keys: a request has a handful
+	var seenBuf [16]string // top-level keys: a request has a handful
+	seen := seenBuf[:0]
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
