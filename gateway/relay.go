@@ -313,7 +313,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 			fmt.Sprintf("provider %s sent a response that is not JSON", p.name), 0)
 		return
 	}
-		if len(data) > wholeBodyLimit {
+	if len(data) > wholeBodyLimit {
 		idle := g.watchIdle(a.cancel)
 		defer idle.stop()
 		g.relayLarge(ctx, w, r, x, a, data, idle)
@@ -328,7 +328,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	p.scrub.scrub(data)
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		x.wroteHeader, x.status = true, resp.StatusCode
+	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	if _, err := g.clientWriter(w, x).send(data, false); err != nil {
 		g.clientGone(w, r, x)

@@ -35,7 +35,7 @@ func (g *Gateway) Handler() http.Handler {
 		notFound(w, r)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				// Every answer, an error or the last flush after the handler
+		// Every answer, an error or the last flush after the handler
 		// returns included, has server.write_timeout to be accepted: the
 		// relays (and fail) set it before each write, and this before
 		// net/http's final flush. A client that never reads cannot pin
