@@ -176,16 +176,10 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 		a.resp.Body.Close()
 	}
 	a.release()
-	finishAttempt(call, a.n, o)
+	call.End(a.n, o)
 }
 
-func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
-	if n == 0 {
-		call.Finish(o)
-	} else {
-		call.FinishHedge(o)
-	}
-}
+
 
 // forward makes the request's upstream calls and relays the winner's
 // answer. Without hedging there is one call, made on this goroutine.
@@ -193,7 +187,7 @@ func finishAttempt(call *lifecycle.Call, n int, o lifecycle.Outcome) {
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
-	races := m.hedgeAfter > 0 || m.hedgeAtP95 || m.rescues
+		races := m.route.Races
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	if !races {
 		a := first
@@ -206,7 +200,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 			call.Commit(a.n)
 		}
 		g.respond(call, w, r, x, a)
-		finishAttempt(call, a.n, outcomeOf(x))
+		call.End(a.n, outcomeOf(x))
 		a.cancel()
 		return
 	}
@@ -230,10 +224,10 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	go run(first)
 	attempts := [2]*attempt{first}
 	live := 1
-	second := func(hs lifecycle.HedgeStart) {
+	second := func(hs lifecycle.SecondCall) {
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
-		if hs.Rescue {
+		if hs.Kind == lifecycle.Rescue {
 			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
 		} else {
 			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
@@ -244,7 +238,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	var failed *attempt
 	for live > 0 {
 		select {
-		case hs := <-call.Hedges():
+		case hs := <-call.Seconds():
 			second(hs)
 		case a := <-results:
 			live--
@@ -263,7 +257,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 					g.metrics.Hedges.WithLabelValues(m.name, "won").Inc()
 				}
 				g.respond(call, w, r, x, a)
-				finishAttempt(call, a.n, outcomeOf(x))
+				call.End(a.n, outcomeOf(x))
 				a.cancel()
 				return
 			}
@@ -273,7 +267,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 			failed = a // wait for the other call, if there is one
 			if live == 0 {
 				select {
-				case hs := <-call.Hedges():
+				case hs := <-call.Seconds():
 					// The engine sent a second call as this one failed.
 					second(hs)
 					continue
@@ -289,7 +283,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	}
 	// Every call failed: the client gets the last failure.
 	g.respond(call, w, r, x, failed)
-	finishAttempt(call, failed.n, outcomeOf(x))
+	call.End(failed.n, outcomeOf(x))
 	failed.cancel()
 }
 
@@ -321,12 +315,7 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 // provider said it is at capacity (429, 503, 529), or failed otherwise,
 // with its Retry-After either way.
 func refusal(resp *http.Response) lifecycle.Outcome {
-	o := lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
-		o.Kind = lifecycle.Overloaded
-	}
-	return o
+	return lifecycle.StatusOutcome(resp.StatusCode, retryAfter(resp.Header))
 }
 
 // respond relays an attempt's answer, or maps its failure, to the client.

@@ -107,9 +107,10 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch {
 	case x.reason == "upstream_connect":
 		return lifecycle.Outcome{Kind: lifecycle.ConnError}
-	case x.upstreamStatus == http.StatusTooManyRequests, x.upstreamStatus == http.StatusServiceUnavailable, x.upstreamStatus == 529:
-		return lifecycle.Outcome{Kind: lifecycle.Overloaded}
+	case x.upstreamStatus/100 != 2:
+		return lifecycle.StatusOutcome(x.upstreamStatus, 0)
 	}
+	// A 2xx that broke: a malformed answer or stream.
 	return lifecycle.Outcome{Kind: lifecycle.Failed}
 }
 

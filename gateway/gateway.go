@@ -88,10 +88,8 @@ type provider struct {
 	// authWarned: a refusal of the gateway's key was logged, and is not
 	// again until a call succeeds.
 	authWarned atomic.Bool
-	// probeModel is the upstream model a synthetic breaker probe asks for.
+		// probeModel is the upstream model a synthetic breaker probe asks for.
 	probeModel string
-	// rescues: its breaker moves stranded calls to a model's next target.
-	rescues bool
 	// probeCompletionTokens: probes ask for max_completion_tokens (the
 	// provider refused max_tokens); probeWarned: a rejected probe was
 	// logged, and is not again until one passes.
@@ -99,15 +97,12 @@ type provider struct {
 }
 
 type model struct {
-	name       string
-	timeout    time.Duration
-	hedgeAfter time.Duration
-	hedgeAtP95 bool
-	// rescues: a target before the last may have its calls rescued, so
-	// every request may get a second call.
-	rescues bool
+	name string
+	// route is how the engine routes and times the model's requests
+	// (lifecycle.FromConfig); targets are its targets as the gateway
+	// calls them.
+	route   lifecycle.Route
 	targets []target
-	scopes  []int // each target's provider scope, for routing
 }
 
 type target struct {
@@ -185,37 +180,30 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		p.scrub = newKeyScrub(secrets...)
-		if b := pc.Breaker; b != nil {
-			p.probeModel, p.rescues = b.ProbeModel, b.Rescues()
+				if b := pc.Breaker; b != nil {
+			p.probeModel = b.ProbeModel
 		}
 		g.providers[pc.Name] = p
 		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name
 	}
-	for i := range cfg.Models {
-		mc := &cfg.Models[i]
-		m := &model{name: mc.Name, timeout: cfg.Timeout(mc), hedgeAfter: mc.HedgeAfter.Fixed.D(), hedgeAtP95: mc.HedgeAfter.P95}
-		for j, t := range mc.Targets {
-			p, ok := g.providers[t.Provider]
-			if !ok {
-				return nil, fmt.Errorf("models[%d].targets[%d].provider: unknown provider %q", i, j, t.Provider)
-			}
-			m.targets = append(m.targets, target{provider: p, model: t.Model})
-			m.scopes = append(m.scopes, p.scope)
-			m.rescues = m.rescues || (p.rescues && j < len(mc.Targets)-1)
+		ec, err := lifecycle.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, mc := range cfg.Models {
+		m := &model{name: mc.Name, route: ec.Routes[mc.Name]}
+		for j, s := range m.route.Targets {
+			p := g.byScope[s]
+			m.targets = append(m.targets, target{provider: p, model: m.route.Models[j]})
 			if p.probeModel == "" {
-				p.probeModel = t.Model // the first target that names it
+				p.probeModel = m.route.Models[j] // the first target that names it
 			}
 		}
 		g.models[mc.Name] = m
 		g.modelNames = append(g.modelNames, mc.Name)
 	}
 	sort.Strings(g.modelNames)
-
-	ec, err := lifecycle.FromConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	// Replicas must not jitter their Retry-After (or retry backoff) in
 	// step, so each process seeds its own.
 	ec.Seed = rand.Uint64()
@@ -227,7 +215,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Scopes:    scopeNames,
 		Breakers:  g.runner.BreakerStats,
 		Refused: func() metrics.Refusals {
-			s := g.runner.HedgeStats()
+			s := g.runner.SecondStats()
 			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 		},
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },

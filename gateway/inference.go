@@ -114,15 +114,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
-	timeout := m.timeout
-	if clientTimeout > 0 && clientTimeout < timeout {
-		timeout = clientTimeout
-	}
-	deadline := x.start.Add(timeout)
+		req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
+	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
-	call, err := g.runner.Acquire(ctx, lifecycle.Request{Priority: x.priority, Targets: m.scopes, Stream: body.Stream, Deadline: deadline, HedgeAfter: m.hedgeAfter, HedgeAtP95: m.hedgeAtP95})
+	call, err := g.runner.Acquire(ctx, req)
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
@@ -131,8 +128,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		case r.Context().Err() != nil:
 			g.clientGone(w, r, x)
 		default:
-			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
-				fmt.Sprintf("the request's %s deadline passed while it waited for admission", timeout), 0)
+						g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		}
 		return
 	}
@@ -141,7 +138,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// The hedge is ended too (a panic mid-race would otherwise leave the
 	// request waiting for it, its slot held).
 	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
-	defer call.FinishHedge(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	defer call.FinishSecond(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 	x.waited = call.Waited
 	t := m.targets[call.Target]
 	x.provider = t.provider.name

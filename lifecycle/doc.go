@@ -8,14 +8,21 @@
 // provider's adaptive concurrency limit and breaker.
 //
 // A request has at most two upstream calls: its first (attempt 0) and a
-// second (attempt 1), which is a hedge (Ready.Hedge, fired by a timer), a
-// rescue (Ready.Hedge with Rescue set: the first call is slow on a
-// provider whose breaker is open or recovering; see rescue.go) or a retry (Engine.Retry,
-// asked by the host after a failure). Synthetic probes (Ready.Probe,
-// FinishProbe; see probe.go) belong to no request.
-// The first call to report a first byte wins (Commit); nothing is hedged
-// or retried after that. The request completes when both calls have
-// finished (Finish, FinishHedge).
+// second (attempt 1). The second is one of three kinds (SecondKind): a
+// hedge (Ready.Second, fired by a timer when the first has no first byte
+// in time; hedge.go), a rescue (Ready.Second: the first call is slow on a
+// provider whose breaker is open or recovering; rescue.go) or a retry
+// (Engine.Retry, asked by the host after a safe failure; retry.go).
+// Synthetic probes (Ready.Probe, FinishProbe; probe.go) belong to no
+// request. The first call to report a first byte wins (Commit); nothing
+// is hedged or retried after that. The host reports every call's end
+// with End and its attempt number, and the request completes when both
+// calls have ended.
+//
+// Policy lives here, not in the hosts: what an HTTP status means
+// (StatusOutcome), where a model routes and how long its requests may
+// take (Route, built by FromConfig), and which call an ending belongs to
+// (End). The gateway and the simulator only carry out what it decides.
 //
 // # Organisation
 //

@@ -81,6 +81,40 @@ type Config struct {
 	// jitter on Retry-After), so a simulation replays exactly. A gateway
 	// seeds it at random, so a fleet's replicas do not jitter in step.
 	Seed uint64
+	// Routes maps each client-facing model to its Route; the engine does
+	// not read it, its hosts do (Route.Request), so the gateway and the
+	// simulator route a model alike.
+	Routes map[string]Route
+}
+
+// Route is how a model's requests are routed and timed: its targets in
+// failover order, the upstream model name at each, its deadline and its
+// hedging.
+type Route struct {
+	// Targets are scope indices in failover order; Models the upstream
+	// model name at each.
+	Targets []int
+	Models  []string
+	// Timeout is the request's deadline from its arrival.
+	Timeout    time.Duration
+	HedgeAfter time.Duration
+	HedgeAtP95 bool
+	// Races: a request may get a second call that races its first (a
+	// hedge, or a rescue from a target before the last), so a host
+	// must be ready to run two calls at once.
+	Races bool
+}
+
+// Request is the engine's request for one of the route's: its deadline
+// is the route's timeout from now, or the client's own when shorter
+// (zero: none asked).
+func (rt Route) Request(p admission.Priority, stream bool, now time.Time, clientTimeout time.Duration) Request {
+	timeout := rt.Timeout
+	if clientTimeout > 0 && clientTimeout < timeout {
+		timeout = clientTimeout
+	}
+	return Request{Priority: p, Targets: rt.Targets, Stream: stream, Deadline: now.Add(timeout),
+		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95}
 }
 
 // Request is what the engine needs to know about a request.
@@ -148,9 +182,10 @@ type Ready struct {
 	// Transitions are breaker state changes, each reported once, for the
 	// host to log and count.
 	Transitions []Transition
-	// Hedge: start a second call for these requests, to the given target;
-	// the host reports it with Commit(…, 1) and FinishHedge.
-	Hedge []HedgeStart
+	// Second: start a second call (a hedge, a rescue or a retry) for
+	// these requests, to the given target; the host reports it with
+	// Commit(…, 1) and End(…, 1, …).
+	Second []SecondCall
 	// Probe: send these synthetic probes, each ended by its Deadline, and
 	// report each with FinishProbe.
 	Probe []ProbeStart
@@ -169,7 +204,7 @@ func (r *Ready) Merge(o Ready) {
 	r.Refuse = append(r.Refuse, o.Refuse...)
 	r.Expire = append(r.Expire, o.Expire...)
 	r.Transitions = append(r.Transitions, o.Transitions...)
-	r.Hedge = append(r.Hedge, o.Hedge...)
+	r.Second = append(r.Second, o.Second...)
 	r.Probe = append(r.Probe, o.Probe...)
 }
 
@@ -214,7 +249,7 @@ type request struct {
 	timerAt  [3]time.Time
 	timerIdx [3]int
 	// The second call, when one was sent (see hedge.go).
-	hedge       *hedgeCall
+	second      *secondCall
 	primaryDone bool
 	committed   int8 // the call whose answer the client gets; -1: none yet
 	// expired: the request is in a Ready's Expire; the host is ending it,
@@ -540,8 +575,8 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.slow.remove(q)
 	e.hedgeT.remove(q)
 	q.primaryDone = true
-	if q.hedge != nil && q.hedge.live {
-		// The request goes on in its hedge; it ends with FinishHedge.
+	if q.second != nil && q.second.live {
+		// The request goes on in its hedge; it ends with FinishSecond.
 		e.settle(now, &rd)
 		return rd, true
 	}

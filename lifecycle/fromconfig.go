@@ -22,8 +22,16 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		}
 		scopes[i] = sc
 	}
+	routes := make(map[string]Route, len(cfg.Models))
+	for i := range cfg.Models {
+		r, err := route(cfg, &cfg.Models[i], scopes)
+		if err != nil {
+			return Config{}, fmt.Errorf("models[%d]: %w", i, err)
+		}
+		routes[cfg.Models[i].Name] = r
+	}
 	a := cfg.Admission
-	return Config{Scopes: scopes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
+	return Config{Scopes: scopes, Routes: routes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
 		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: admission.Config{
 			Global:   admission.Fixed(a.MaxInFlight),
 			MaxDepth: a.Queue.MaxDepth,
@@ -34,6 +42,29 @@ func FromConfig(cfg *config.Config) (Config, error) {
 				admission.Background:  a.Priorities.Background.MaxQueued,
 			},
 		}}, nil
+}
+
+// route resolves a model's targets to scopes and reads its timeout and
+// hedging.
+func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, error) {
+	r := Route{Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
+	for j, t := range m.Targets {
+		s := -1
+		for i := range cfg.Providers {
+			if cfg.Providers[i].Name == t.Provider {
+				s = i
+			}
+		}
+		if s < 0 {
+			return r, fmt.Errorf("targets[%d].provider: unknown provider %q", j, t.Provider)
+		}
+		r.Targets = append(r.Targets, s)
+		r.Models = append(r.Models, t.Model)
+		// A call on a target before the last may be rescued onto the next.
+		r.Races = r.Races || (scopes[s].Rescue && j < len(m.Targets)-1)
+	}
+	r.Races = r.Races || r.HedgeAfter > 0 || r.HedgeAtP95
+	return r, nil
 }
 
 // scopeConfig builds a provider's scope: its fixed or adaptive limit, the

@@ -28,8 +28,8 @@ func TestHedging(t *testing.T) {
 			t.Fatalf("next timer %v, want the hedge at 1s", next.Sub(t0))
 		}
 		rd := e.Tick(at(time.Second))
-		if len(rd.Hedge) != 1 || rd.Hedge[0] != (HedgeStart{ID: a.ID, Target: 1}) {
-			t.Fatalf("hedge %+v, want the request to target 1", rd.Hedge)
+		if len(rd.Second) != 1 || rd.Second[0] != (SecondCall{ID: a.ID, Target: 1}) {
+			t.Fatalf("hedge %+v, want the request to target 1", rd.Second)
 		}
 		if s := e.Snapshot(at(time.Second)); s.ScopeInFlight[1] != 1 || s.InFlight != 1 {
 			t.Errorf("in flight %d, scope 1 %d: the hedge holds a scope slot, not a second global one", s.InFlight, s.ScopeInFlight[1])
@@ -39,8 +39,8 @@ func TestHedging(t *testing.T) {
 		e := hedgeEngine(1, 2)
 		a, _ := e.Arrive(at(0), two)
 		e.FirstByte(at(500*time.Millisecond), a.ID)
-		if rd := e.Tick(at(2 * time.Second)); len(rd.Hedge) != 0 {
-			t.Fatalf("hedged after a first byte: %+v", rd.Hedge)
+		if rd := e.Tick(at(2 * time.Second)); len(rd.Second) != 0 {
+			t.Fatalf("hedged after a first byte: %+v", rd.Second)
 		}
 	})
 	t.Run("the budget caps hedges at its share of requests", func(t *testing.T) {
@@ -49,11 +49,11 @@ func TestHedging(t *testing.T) {
 		for i := range 30 {
 			now := time.Duration(i) * 100 * time.Millisecond
 			e.Arrive(at(now), two)
-			fired += len(e.Tick(at(now)).Hedge)
+			fired += len(e.Tick(at(now)).Second)
 		}
-		fired += len(e.Tick(at(10 * time.Second)).Hedge)
+		fired += len(e.Tick(at(10 * time.Second)).Second)
 		// 30 requests earn 3 hedges, but the bucket holds one at a time.
-		if st := e.HedgeStats(); fired > 3 || fired < 1 || st.NoBudget == 0 {
+		if st := e.SecondStats(); fired > 3 || fired < 1 || st.NoBudget == 0 {
 			t.Errorf("fired %d hedges for 30 requests at a 10%% budget; stats %+v", fired, st)
 		}
 	})
@@ -71,13 +71,13 @@ func TestHedging(t *testing.T) {
 		if s := e.Snapshot(at(0)); s.InFlight != 1 {
 			t.Fatalf("in flight %d: the request goes on in its hedge", s.InFlight)
 		}
-		if _, ok := e.FinishHedge(at(2*time.Second), a.ID, Outcome{Kind: OK}); !ok {
-			t.Fatal("FinishHedge")
+		if _, ok := e.FinishSecond(at(2*time.Second), a.ID, Outcome{Kind: OK}); !ok {
+			t.Fatal("FinishSecond")
 		}
 		if s := e.Snapshot(at(0)); s.InFlight != 0 || s.ScopeInFlight[0] != 0 || s.ScopeInFlight[1] != 0 || len(e.reqs) != 0 {
 			t.Fatalf("after both calls: %+v, %d requests", s, len(e.reqs))
 		}
-		if st := e.HedgeStats(); st.Fired != 1 || st.Won != 1 {
+		if st := e.SecondStats(); st.Fired != 1 || st.Won != 1 {
 			t.Errorf("stats %+v", st)
 		}
 	})
@@ -85,8 +85,8 @@ func TestHedging(t *testing.T) {
 		e := hedgeEngine(1, 1)
 		a, _ := e.Arrive(at(0), Request{Targets: []int{0}, HedgeAfter: time.Second})
 		rd := e.Tick(at(time.Second))
-		if len(rd.Hedge) != 1 || rd.Hedge[0].Target != 0 || rd.Hedge[0].ID != a.ID {
-			t.Fatalf("hedge %+v, want the same target", rd.Hedge)
+		if len(rd.Second) != 1 || rd.Second[0].Target != 0 || rd.Second[0].ID != a.ID {
+			t.Fatalf("hedge %+v, want the same target", rd.Second)
 		}
 	})
 	t.Run("no hedge into a full scope", func(t *testing.T) {
@@ -97,8 +97,8 @@ func TestHedging(t *testing.T) {
 		e.Arrive(at(0), Request{Targets: []int{0, 1}, HedgeAfter: time.Second})
 		rd := e.Tick(at(time.Second))
 		// Scope 1 is full, so the hedge goes to the same target, 0.
-		if len(rd.Hedge) != 1 || rd.Hedge[0].Target != 0 {
-			t.Fatalf("hedge %+v, want target 0 (scope 1 is full)", rd.Hedge)
+		if len(rd.Second) != 1 || rd.Second[0].Target != 0 {
+			t.Fatalf("hedge %+v, want target 0 (scope 1 is full)", rd.Second)
 		}
 	})
 }
@@ -124,7 +124,7 @@ func TestRetry(t *testing.T) {
 		}
 		e.Finish(at(time.Second), a.ID, Outcome{Kind: ConnError})
 		e.Commit(at(2*time.Second), a.ID, 1)
-		e.FinishHedge(at(2*time.Second), a.ID, Outcome{Kind: OK})
+		e.FinishSecond(at(2*time.Second), a.ID, Outcome{Kind: OK})
 		if len(e.reqs) != 0 || e.Snapshot(at(0)).InFlight != 0 {
 			t.Fatal("the request did not complete")
 		}
@@ -178,8 +178,8 @@ func TestRetry(t *testing.T) {
 			}
 		}
 		// A burst of one plus 10% of 20 requests.
-		if retried > 3 || e.HedgeStats().RetryNoBudget == 0 {
-			t.Errorf("retried %d of 20 at a 10%% budget; stats %+v", retried, e.HedgeStats())
+		if retried > 3 || e.SecondStats().RetryNoBudget == 0 {
+			t.Errorf("retried %d of 20 at a 10%% budget; stats %+v", retried, e.SecondStats())
 		}
 	})
 }

@@ -79,7 +79,7 @@ func (e *Engine) onScope(s int, keep func(*request) bool) []*request {
 // rescuable: q's first call is in flight with nothing sent to the client,
 // no second call, and time left.
 func (e *Engine) rescuable(q *request) bool {
-	return !q.started.IsZero() && !q.primaryDone && !q.expired && q.hedge == nil && q.committed < 0 && q.firstByte.IsZero()
+	return !q.started.IsZero() && !q.primaryDone && !q.expired && q.second == nil && q.committed < 0 && q.firstByte.IsZero()
 }
 
 // rescueSlow rescues q, just flagged slow, if its scope's breaker is
@@ -102,7 +102,7 @@ func (e *Engine) rescue(now time.Time, q *request, rd *Ready) bool {
 	}
 	e.hedgeT.remove(q)
 	e.hedges.stats.Rescued++
-	rd.Hedge = append(rd.Hedge, HedgeStart{ID: q.id, Target: i, Rescue: true})
+	rd.Second = append(rd.Second, SecondCall{ID: q.id, Target: i, Kind: Rescue})
 	return true
 }
 
@@ -118,7 +118,7 @@ func (e *Engine) outliveProbe(now time.Time, q *request, rd *Ready) bool {
 	if d := q.req.Deadline; !d.IsZero() && !now.Before(d) {
 		return false
 	}
-	if q.hedge == nil || !q.hedge.live {
+	if q.second == nil || !q.second.live {
 		if sc := e.scope(q.scope); !sc.cfg.Rescue || !e.rescue(now, q, rd) {
 			return false
 		}

@@ -22,8 +22,8 @@ func arriveAll(t *testing.T, e *Engine, now time.Time, n int, targets []int, wan
 	return ids
 }
 
-func hedgeIDs(hs []HedgeStart) map[ID]HedgeStart {
-	m := make(map[ID]HedgeStart)
+func hedgeIDs(hs []SecondCall) map[ID]SecondCall {
+	m := make(map[ID]SecondCall)
 	for _, h := range hs {
 		m[h.ID] = h
 	}
@@ -41,9 +41,9 @@ func TestRescueMovesStrandedCallsWhenTheBreakerTrips(t *testing.T) {
 	if len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open {
 		t.Fatalf("want the primary to trip, got %+v", rd.Transitions)
 	}
-	got := hedgeIDs(rd.Hedge)
+	got := hedgeIDs(rd.Second)
 	for _, id := range early {
-		if h, ok := got[id]; !ok || h.Target != 1 || !h.Rescue {
+		if h, ok := got[id]; !ok || h.Target != 1 || h.Kind != Rescue {
 			t.Errorf("stranded call %d: second call %+v (found %v), want a rescue on the backup", id, h, ok)
 		}
 	}
@@ -52,13 +52,13 @@ func TestRescueMovesStrandedCallsWhenTheBreakerTrips(t *testing.T) {
 	}
 	// The younger calls are rescued the moment they, too, are slow.
 	rd = e.Tick(at(1600 * time.Millisecond))
-	got = hedgeIDs(rd.Hedge)
+	got = hedgeIDs(rd.Second)
 	for _, id := range late {
-		if h, ok := got[id]; !ok || !h.Rescue {
-			t.Errorf("call %d slow after the trip: not rescued (%+v)", id, rd.Hedge)
+		if h, ok := got[id]; !ok || h.Kind != Rescue {
+			t.Errorf("call %d slow after the trip: not rescued (%+v)", id, rd.Second)
 		}
 	}
-	if st := e.HedgeStats(); st.Rescued != 6 || st.Fired != 0 {
+	if st := e.SecondStats(); st.Rescued != 6 || st.Fired != 0 {
 		t.Errorf("stats %+v: want 6 rescues and no hedges", st)
 	}
 	// A rescue races like a hedge: the backup answers first and wins.
@@ -70,8 +70,8 @@ func TestRescueMovesStrandedCallsWhenTheBreakerTrips(t *testing.T) {
 func TestRescueOffLeavesCallsWhereTheyAre(t *testing.T) {
 	e := routeEngine(t, 0)
 	arriveAll(t, e, at(0), 4, []int{0, 1}, 0)
-	if rd := e.Tick(at(1100 * time.Millisecond)); len(rd.Hedge) != 0 {
-		t.Fatalf("rescue is off, yet second calls were sent: %+v", rd.Hedge)
+	if rd := e.Tick(at(1100 * time.Millisecond)); len(rd.Second) != 0 {
+		t.Fatalf("rescue is off, yet second calls were sent: %+v", rd.Second)
 	}
 }
 
@@ -80,8 +80,8 @@ func TestRescueNeedsSomewhereToGo(t *testing.T) {
 	e.scopes[0].cfg.Rescue = true
 	arriveAll(t, e, at(0), 4, []int{0}, 0) // no second target
 	rd := e.Tick(at(1100 * time.Millisecond))
-	if len(rd.Hedge) != 0 {
-		t.Fatalf("nothing to rescue onto, yet: %+v", rd.Hedge)
+	if len(rd.Second) != 0 {
+		t.Fatalf("nothing to rescue onto, yet: %+v", rd.Second)
 	}
 	// And a call already answering is never moved.
 	e2 := routeEngine(t, 0)
@@ -90,7 +90,7 @@ func TestRescueNeedsSomewhereToGo(t *testing.T) {
 	e2.FirstByte(at(900*time.Millisecond), ids[0])
 	arriveAll(t, e2, at(100*time.Millisecond), 1, []int{0, 1}, 0)
 	rd = e2.Tick(at(1100 * time.Millisecond))
-	if _, ok := hedgeIDs(rd.Hedge)[ids[0]]; ok {
+	if _, ok := hedgeIDs(rd.Second)[ids[0]]; ok {
 		t.Error("a call with its first byte was rescued")
 	}
 }
@@ -107,8 +107,8 @@ func TestRescueSavesTheUserOfAFailedProbe(t *testing.T) {
 	if len(rd.Expire) != 0 {
 		t.Fatalf("the probe's user was expired: %+v", rd)
 	}
-	if h, ok := hedgeIDs(rd.Hedge)[ids[0]]; !ok || h.Target != 1 {
-		t.Fatalf("the probe's user was not moved to the backup: %+v", rd.Hedge)
+	if h, ok := hedgeIDs(rd.Second)[ids[0]]; !ok || h.Target != 1 {
+		t.Fatalf("the probe's user was not moved to the backup: %+v", rd.Second)
 	}
 	// Its own deadline still holds.
 	if rd := e.Tick(at(7*time.Second + 15*time.Second)); len(rd.Expire) != 1 || rd.Expire[0] != ids[0] {
@@ -146,8 +146,8 @@ func TestRescueWhileRecovering(t *testing.T) {
 		t.Fatal("no request went to the recovering primary")
 	}
 	rd := e.Tick(at(8300 * time.Millisecond)) // past its 1 s slow threshold
-	if h, ok := hedgeIDs(rd.Hedge)[onPrimary]; !ok || !h.Rescue || h.Target != 1 {
-		t.Fatalf("a slow call on the recovering primary was not rescued: %+v", rd.Hedge)
+	if h, ok := hedgeIDs(rd.Second)[onPrimary]; !ok || h.Kind != Rescue || h.Target != 1 {
+		t.Fatalf("a slow call on the recovering primary was not rescued: %+v", rd.Second)
 	}
 }
 
@@ -168,7 +168,7 @@ func TestExpiredRequestIsNotRescued(t *testing.T) {
 	if len(rd.Expire) != 1 || rd.Expire[0] != a.ID {
 		t.Fatalf("expired %v, want the request at its deadline", rd.Expire)
 	}
-	if _, rescued := hedgeIDs(rd.Hedge)[a.ID]; rescued {
+	if _, rescued := hedgeIDs(rd.Second)[a.ID]; rescued {
 		t.Fatal("the expired request was rescued too")
 	}
 	e.Finish(at(2100*time.Millisecond), a.ID, Outcome{Kind: TimedOut})

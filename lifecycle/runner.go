@@ -86,10 +86,10 @@ type Call struct {
 	finished atomic.Bool
 	// hedges delivers the request's second call (a hedge or a rescue),
 	// once, if the engine sends one.
-	hedges        chan HedgeStart
-	hedgeLive     bool        // guarded by the Runner's lock
-	hedgeSent     atomic.Bool // hedgeLive, readable without the lock
-	hedgeFinished atomic.Bool
+	seconds        chan SecondCall
+	secondLive     bool        // guarded by the Runner's lock
+	secondSent     atomic.Bool // secondLive, readable without the lock
+	secondFinished atomic.Bool
 	// Target indexes the request's Targets: where the engine routed it.
 	Target int
 	// Waited is how long the request spent in the queue.
@@ -124,12 +124,12 @@ func (c *Call) Finish(o Outcome) {
 	rd, _ := r.e.Finish(now, c.id, o)
 	r.applyLocked(now, rd)
 	select {
-	case <-c.hedges:
+	case <-c.seconds:
 		// The engine sent a hedge the host never took (it fired as the
 		// first call was finishing): it never ran, so end it here, or the
 		// request would wait for it forever.
-		c.hedgeFinished.Store(true)
-		rd, _ := r.e.FinishHedge(now, c.id, Outcome{Kind: Cancelled})
+		c.secondFinished.Store(true)
+		rd, _ := r.e.FinishSecond(now, c.id, Outcome{Kind: Cancelled})
 		r.applyLocked(now, rd)
 	default:
 	}
@@ -143,7 +143,7 @@ func (c *Call) Finish(o Outcome) {
 // doneLocked reports whether every call of the request has finished, and
 // if so forgets it. REQUIRES: the Runner's lock.
 func (c *Call) doneLocked() bool {
-	if !c.finished.Load() || (c.hedgeLive && !c.hedgeFinished.Load()) {
+	if !c.finished.Load() || (c.secondLive && !c.secondFinished.Load()) {
 		return false
 	}
 	delete(c.r.calls, c.id)
@@ -154,7 +154,7 @@ func (c *Call) doneLocked() bool {
 // because the first has no first byte yet: a hedge, or a rescue from a
 // provider whose breaker opened. Its Target indexes the request's
 // Targets. The host sends it and races the two (Commit).
-func (c *Call) Hedges() <-chan HedgeStart { return c.hedges }
+func (c *Call) Seconds() <-chan SecondCall { return c.seconds }
 
 // Commit reports the first byte of attempt 0 (the first call) or 1 (the
 // hedge) and says whether that call's answer goes to the client: the
@@ -168,32 +168,43 @@ func (c *Call) Commit(attempt int) bool {
 
 // Retry asks for a second call after the first failed with o before any
 // byte reached the client (see Engine.Retry). On true the host sends it
-// to the target returned, after delay, and ends it with FinishHedge.
+// to the target returned, after delay, and ends it with FinishSecond.
 func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	target, delay, ok = r.e.Retry(r.now(), c.id, o)
 	if ok {
-		c.hedgeLive = true
-		c.hedgeSent.Store(true)
+		c.secondLive = true
+		c.secondSent.Store(true)
 	}
 	return target, delay, ok
 }
 
-// FinishHedge ends the hedge and reports its outcome. Only the first call
+// End reports how one of the request's calls ended, by its attempt
+// number: 0 the first call, 1 the second. Only the first report of each
+// has an effect, so a deferred End after an explicit one is safe.
+func (c *Call) End(attempt int, o Outcome) {
+	if attempt == 0 {
+		c.Finish(o)
+	} else {
+		c.FinishSecond(o)
+	}
+}
+
+// FinishSecond ends the hedge and reports its outcome. Only the first call
 // has an effect.
-func (c *Call) FinishHedge(o Outcome) {
+func (c *Call) FinishSecond(o Outcome) {
 	// Most requests never have a second call: no lock for them. A hedge
 	// fired after this check is one the host never took, and Finish ends
 	// it.
-	if !c.hedgeSent.Load() || !c.hedgeFinished.CompareAndSwap(false, true) {
+	if !c.secondSent.Load() || !c.secondFinished.CompareAndSwap(false, true) {
 		return
 	}
 	r := c.r
 	r.mu.Lock()
 	now := r.now()
-	rd, _ := r.e.FinishHedge(now, c.id, o)
+	rd, _ := r.e.FinishSecond(now, c.id, o)
 	r.applyLocked(now, rd)
 	done := c.doneLocked()
 	r.mu.Unlock()
@@ -276,7 +287,7 @@ func (r *Runner) claim(id ID) *Call {
 
 func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, hedges: make(chan HedgeStart, 1)}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan SecondCall, 1)}
 	r.calls[id] = c
 	return c
 }
@@ -305,11 +316,11 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 			c.cancel(ErrDeadline)
 		}
 	}
-	for _, h := range rd.Hedge {
-		if c, ok := r.calls[h.ID]; ok && !c.hedgeLive {
-			c.hedgeLive = true
-			c.hedgeSent.Store(true)
-			c.hedges <- h // buffered: one second call per request
+	for _, h := range rd.Second {
+		if c, ok := r.calls[h.ID]; ok && !c.secondLive {
+			c.secondLive = true
+			c.secondSent.Store(true)
+			c.seconds <- h // buffered: one second call per request
 		}
 	}
 	for _, p := range rd.Probe {
@@ -365,11 +376,11 @@ func (r *Runner) probe(p ProbeStart, timeout time.Duration) {
 	r.applyLocked(now, rd)
 }
 
-// HedgeStats reports the engine's hedging counters.
-func (r *Runner) HedgeStats() HedgeStats {
+// SecondStats reports the engine's hedging counters.
+func (r *Runner) SecondStats() SecondStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.e.HedgeStats()
+	return r.e.SecondStats()
 }
 
 // BreakerStats reports each scope's breaker, nil where a scope has none.

@@ -106,22 +106,23 @@ type run struct {
 	rng     *rand.Rand
 	arr     *arrivals
 	ups     []*upstream
-	scope   int   // the model's first target's provider, for the series
+		scope   int   // the model's first target's provider, for the series
 	targets []int // the model's targets' providers, in failover order
-	timeout time.Duration
+	// route is the model's route, as lifecycle.FromConfig builds it for
+	// the gateway too.
+	route   lifecycle.Route
 	down    time.Duration // refusing arrivals until then
 	nextUID uint64
 	shares  [3]float64
 	// extraBefore carries second calls counted by engines lost to crashes.
 	extraBefore int
-	retry       scenario.Retry
-	hedge       time.Duration // the model's hedge_after
-	hedgeP95    bool          // hedge_after: p95
+		retry       scenario.Retry
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
-	// probes are the synthetic probes in flight.
+		// probes are the synthetic probes in flight.
 	probes []*upCall
+	routes map[string]lifecycle.Route
 }
 
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
@@ -131,33 +132,26 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	if p.Retry != nil {
 		retry = *p.Retry
 	}
-	m, _ := cfg.Model(sc.Clients.Model)
-	r := &run{
+		r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
-		row:      &report.Row{Name: name, Duration: sc.Duration},
-		rng:      rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
-		tickAt:   -1,
-		timeout:  cfg.Timeout(m),
-		hedge:    m.HedgeAfter.Fixed.D(),
-		hedgeP95: m.HedgeAfter.P95,
-		retry:    retry,
+		row:    &report.Row{Name: name, Duration: sc.Duration},
+		rng:    rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
+		tickAt: -1,
+		retry:  retry,
 	}
 	r.series = newSeries(name)
 	r.shares = sc.Clients.PriorityShares()
 	for _, p := range cfg.Providers {
 		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
 	}
-	for _, t := range m.Targets {
-		for i, p := range cfg.Providers {
-			if p.Name == t.Provider {
-				r.targets = append(r.targets, i)
-			}
-		}
-	}
-	r.scope = r.targets[0]
 	if err := r.restartEngine(); err != nil {
 		return nil, err
 	}
+	rt, ok := r.routes[sc.Clients.Model]
+	if !ok {
+		return nil, fmt.Errorf("scenario.clients.model: %q is not a configured model", sc.Clients.Model)
+	}
+	r.route, r.targets, r.scope = rt, rt.Targets, rt.Targets[0]
 	r.arr = &arrivals{
 		segs:    schedule(sc.Clients.Rate, o.RPSScale, sc.Duration),
 		end:     sc.Duration,
@@ -181,8 +175,9 @@ func (r *run) restartEngine() error {
 	}
 	// The scenario's seed owns the engine's draws too; a restarted engine
 	// draws afresh, as a restarted process would.
-	ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
+		ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
 	r.eng = lifecycle.New(ec)
+	r.routes = ec.Routes
 	r.byID = make(map[lifecycle.ID]*request)
 	r.tickAt = -1
 	return nil
@@ -356,14 +351,7 @@ func (r *run) arrive(q *request) {
 		r.fail(q, report.Lost, 0)
 		return
 	}
-	a, rd := r.eng.Arrive(r.clock(r.now), lifecycle.Request{
-		Priority:   q.pri,
-		Targets:    r.targets,
-		Stream:     r.sc.Clients.Stream,
-		Deadline:   r.clock(r.now + r.timeout),
-		HedgeAfter: r.hedge,
-		HedgeAtP95: r.hedgeP95,
-	})
+		a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), 0))
 	if a.Verdict == admission.Rejected {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
 		r.fail(q, report.Shed, a.Refusal.RetryAfter)
@@ -402,13 +390,13 @@ func (r *run) apply(rd lifecycle.Ready) {
 			r.apply(next)
 		}
 	}
-	for _, h := range rd.Hedge {
+	for _, h := range rd.Second {
 		if q := r.byID[h.ID]; q != nil {
 			r.startCall(q, 1, r.targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
 			// expires, so this is a safety net): end the call unsent.
-			next, _ := r.eng.FinishHedge(r.clock(r.now), h.ID, lifecycleCancelled)
+			next, _ := r.eng.FinishSecond(r.clock(r.now), h.ID, lifecycleCancelled)
 			r.apply(next)
 		}
 	}
@@ -455,6 +443,6 @@ func (r *run) checkMemory() {
 // extraCalls counts the current engine's second calls (hedges, retries
 // and rescues) and synthetic probes: the calls beyond one per attempt.
 func (r *run) extraCalls() int {
-	st := r.eng.HedgeStats()
+	st := r.eng.SecondStats()
 	return int(st.Fired+st.Retries+st.Rescued) + int(r.eng.ProbesSent())
 }

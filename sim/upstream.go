@@ -102,8 +102,13 @@ func (r *run) launch(c *upCall) {
 	switch {
 	case u.cfg.MaxRunning == 0 || u.running < u.cfg.MaxRunning:
 		r.generate(c)
-	case u.cfg.MaxWaiting < 0 || (u.cfg.MaxWaiting > 0 && len(u.waiting) >= u.cfg.MaxWaiting):
-		c.outcome = lifecycle.Overloaded // 503/529 at once
+		case u.cfg.MaxWaiting < 0 || (u.cfg.MaxWaiting > 0 && len(u.waiting) >= u.cfg.MaxWaiting):
+		// Refused at once, as the mock refuses: 503 (529 on Anthropic's API).
+		c.status = 503
+		if u.anthropic {
+			c.status = 529
+		}
+		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
 		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
@@ -132,12 +137,8 @@ func (r *run) generate(c *upCall) {
 	c.outcome = lifecycle.OK
 	if f := p.Fail; f != nil {
 		switch f.Kind {
-		case mock.FailStatus:
-			c.outcome = lifecycle.Failed
-			c.status = f.Status
-			if f.Status == 429 || f.Status == 503 || f.Status == 529 {
-				c.outcome = lifecycle.Overloaded
-			}
+				case mock.FailStatus:
+			c.outcome, c.status = lifecycle.StatusOutcome(f.Status, 0).Kind, f.Status
 			first, end = r.now+f.Delay, r.now+f.Delay
 		case mock.FailHang:
 			return // never answers: the deadline or the client ends it
@@ -216,12 +217,7 @@ func (r *run) upstreamDone(c *upCall) {
 
 // finishCall reports a call's end to the engine.
 func (r *run) finishCall(c *upCall, o lifecycle.Outcome) lifecycle.Ready {
-	var rd lifecycle.Ready
-	if c.attempt == 0 {
-		rd, _ = r.eng.Finish(r.clock(r.now), c.q.id, o)
-	} else {
-		rd, _ = r.eng.FinishHedge(r.clock(r.now), c.q.id, o)
-	}
+	rd, _ := r.eng.End(r.clock(r.now), c.q.id, c.attempt, o)
 	return rd
 }
 
@@ -252,15 +248,13 @@ func (r *run) cancelCalls(q *request, o lifecycle.Outcome, tellEngine bool) life
 		if c == nil || c.done {
 			continue
 		}
-		r.cancelCall(c)
+				r.cancelCall(c)
 		if tellEngine {
+			co := lifecycleCancelled // a second call is only ever cancelled here
 			if c.attempt == 0 {
-				next, _ := r.eng.Finish(r.clock(r.now), q.id, o)
-				rd.Merge(next)
-			} else {
-				next, _ := r.eng.FinishHedge(r.clock(r.now), q.id, lifecycleCancelled)
-				rd.Merge(next)
+				co = o
 			}
+			rd.Merge(r.finishCall(c, co))
 		}
 	}
 	return rd
