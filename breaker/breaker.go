@@ -17,9 +17,9 @@ const maxLog = 256
 // Breaker is one provider's breaker. See the package comment; it is not
 // safe for concurrent use.
 type Breaker struct {
-	cfg settings
-	win window
-	lat latencies
+		cfg  settings
+	hist history
+	lat  latencies
 
 	started bool
 	last    time.Time // latest now seen: time never runs backwards here
@@ -56,8 +56,7 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight)}
-	b.win = window{width: s.bucketWidth, buckets: make([]bucket, s.Buckets)}
+		b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory()}
 	return b, nil
 }
 
@@ -65,7 +64,7 @@ func New(cfg Config) (*Breaker, error) {
 // applies every transition due by it.
 func (b *Breaker) advance(now time.Time) time.Time {
 	if !b.started {
-		b.started, b.last, b.win.origin = true, now, now
+				b.started, b.last, b.hist.origin = true, now, now
 	}
 	if now.Before(b.last) {
 		now = b.last
@@ -90,9 +89,9 @@ func (b *Breaker) fire(now time.Time) {
 		if b.cfg.ProbeInterval > 0 {
 			b.expireTrickleProbes(now)
 		}
-		if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
+				if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
 			b.trip(now, ReasonProbeTimeout, b.round(vSlow))
-		} else if !now.Before(b.halfOpenUntil) {
+		} else if !b.cfg.Steady && !now.Before(b.halfOpenUntil) {
 			b.trip(now, ReasonHalfOpenTimeout, b.round(vOK))
 		}
 	case Closed, Recovering:
@@ -115,28 +114,43 @@ func (b *Breaker) expireTrickleProbes(now time.Time) {
 	})
 }
 
-// judge checks the window for a trip and, while Recovering, for a step.
+// errorEvidence is what the error rate judges: the calls started within
+// the last Window whose verdict is in. An error is known when the call
+// ends, like a success, so recent starts bias neither way.
+func (b *Breaker) errorEvidence(now time.Time) counts {
+	return b.hist.sum(now.Add(-b.cfg.Window), now)
+}
+
+// slowEvidence is what the slow rate judges: the calls started within a
+// Window that ends a slow threshold ago. Every call started by then has
+// its verdict (it answered, or was flagged slow as it passed the
+// threshold), so the share is exact; a later start is known only if it
+// answered fast, which would bias the share towards health.
+func (b *Breaker) slowEvidence(now time.Time) counts {
+	edge := now.Add(-b.SlowThreshold())
+	return b.hist.sum(edge.Add(-b.cfg.Window), edge)
+}
+
+// judge checks the evidence for a trip and, while Recovering, for a step.
 func (b *Breaker) judge(now time.Time) {
-	c := b.win.totals(now)
-	if c.calls >= b.cfg.MinCalls {
-		if c.errorRate() >= b.cfg.ErrorRate {
-			b.trip(now, ReasonErrorRate, c)
-			return
-		}
-		if c.slowRate() >= b.cfg.SlowRate {
-			b.trip(now, ReasonSlowRate, c)
-			return
-		}
+	e, sl := b.errorEvidence(now), b.slowEvidence(now)
+	if e.calls >= b.cfg.MinCalls && e.errorRate() >= b.cfg.ErrorRate {
+		b.trip(now, ReasonErrorRate, e)
+		return
+	}
+	if sl.calls >= b.cfg.MinCalls && sl.slowRate() >= b.cfg.SlowRate {
+		b.trip(now, ReasonSlowRate, sl)
+		return
 	}
 	if b.state != Recovering {
 		return
 	}
-	if c.errorRate() >= calmFraction*b.cfg.ErrorRate || c.slowRate() >= calmFraction*b.cfg.SlowRate {
+	if e.errorRate() >= calmFraction*b.cfg.ErrorRate || sl.slowRate() >= calmFraction*b.cfg.SlowRate {
 		b.calmSince = now
 		return
 	}
 	if b.stepCalls >= b.cfg.Probes && now.Sub(b.calmSince) >= b.cfg.StepHold {
-		b.stepTo(now, b.step+1, ReasonStepUp, c)
+		b.stepTo(now, b.step+1, ReasonStepUp, e)
 	}
 }
 
@@ -173,8 +187,12 @@ func (b *Breaker) trip(now time.Time, r Reason, c counts) {
 	b.probes, b.probesOK = b.probes[:0], 0
 }
 
-// openFor is OpenFor doubled per consecutive failed recovery, capped.
+// openFor is OpenFor doubled per consecutive failed recovery, capped; a
+// Steady breaker's is its probe interval, always.
 func (b *Breaker) openFor() time.Duration {
+	if b.cfg.Steady {
+		return b.cfg.ProbeInterval
+	}
 	d := b.cfg.OpenFor
 	for i := 0; i < b.failures && d < b.cfg.OpenForMax; i++ {
 		d = min(d, b.cfg.OpenForMax/2) * 2
@@ -233,9 +251,13 @@ func (b *Breaker) NextTimer() (time.Time, bool) {
 	switch b.state {
 	case Open:
 		return b.openUntil, true
-	case HalfOpen:
+		case HalfOpen:
+		p, ok := b.probeDeadline()
+		if b.cfg.Steady {
+			return p, ok // only probe timeouts are due; HalfOpenMaxWait does not apply
+		}
 		at := b.halfOpenUntil
-		if p, ok := b.probeDeadline(); ok && p.Before(at) {
+		if ok && p.Before(at) {
 			at = p
 		}
 		return at, true
@@ -303,12 +325,12 @@ func (b *Breaker) Transitions() []Transition {
 
 // Stats is a snapshot at now.
 func (b *Breaker) Stats(now time.Time) Stats {
-	state, step := b.State(now)
-	c := b.win.totals(b.last)
+		state, step := b.State(now)
+	c, sl := b.errorEvidence(b.last), b.slowEvidence(b.last)
 	return Stats{
 		State: state, Step: step, Weight: b.Weight(now),
 		Calls: c.calls, Errors: c.errors, Slow: c.slow, RateLimited: c.limited,
-		ErrorRate: c.errorRate(), SlowRate: c.slowRate(),
+		ErrorRate: c.errorRate(), SlowRate: sl.slowRate(),
 		SlowThreshold: b.SlowThreshold(), HealthySamples: b.lat.len(),
 		InFlight: len(b.calls), Probes: len(b.probes),
 		Trips: b.trips, ReTrips: b.reTrips, ProbeFailures: b.pfails,

@@ -123,7 +123,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	if c.probe && b.cfg.ProbeInterval > 0 {
 		switch v {
 		case vOK: // one fast answer is enough to start the cautious steps
-			b.win.reset()
+			b.hist.reset()
 			b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
 		case vError, vSlow:
 			b.pfails++ // a trickle probe's failure only frees its place
@@ -134,7 +134,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 		switch v {
 		case vOK:
 			if b.probesOK++; b.probesOK >= b.cfg.Probes {
-				b.win.reset()
+				b.hist.reset()
 				b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
 			}
 		case vError:
@@ -162,7 +162,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	default:
 		return
 	}
-	b.win.add(now, d)
+		b.hist.add(c.start, d)
 	b.stepCalls += d.calls
 	b.judge(now)
 }

@@ -5,19 +5,27 @@ import (
 	"time"
 )
 
-// Defaults for zero Config fields. The rate thresholds and the half-open
-// max wait follow resilience4j's knobs (failureRateThreshold 50%,
-// maxWaitDurationInHalfOpenState) with values for LLM traffic: calls are
-// few and slow, so the window is time-based and short, MinCalls is 20
-// rather than 100, and the open time is 10 s rather than 60 s because a
-// failover target exists. SlowRate is 50%, not resilience4j's 100%: a
-// brownout slows a growing fraction of calls, never all of them.
+// Defaults for zero Config fields, chosen to work without tuning from a
+// couple of requests a second to thousands (see the package comment, "Why
+// these defaults"):
+//
+//   - Window 12 s and both rates 20%: a provider that turns slow (or
+//     fails) for every call trips 0.2 × 12 s = 2.4 s of start times
+//     after it began, at any traffic rate, while a spike shorter than
+//     that never can: it cannot fill a fifth of the window. A partial
+//     brownout (30% of calls slow) trips once it has lasted long enough
+//     to be a fifth of the window's calls, about 8 s.
+//   - 20% is ten times the share of a healthy provider's calls that
+//     pass a threshold of twice its p95, so health does not trip it.
+//   - MinCalls 10: no verdict on fewer calls than that.
+//   - OpenFor 10 s, doubling per failed recovery up to 2 min, for a
+//     provider probed with users' calls; a provider probed with the
+//     gateway's own calls is probed every ProbeInterval instead (Steady).
 const (
-	DefaultWindow          = 30 * time.Second
-	DefaultBuckets         = 10
-	DefaultMinCalls        = 20
-	DefaultErrorRate       = 0.5
-	DefaultSlowRate        = 0.5
+	DefaultWindow          = 12 * time.Second
+	DefaultMinCalls        = 10
+	DefaultErrorRate       = 0.2
+	DefaultSlowRate        = 0.2
 	DefaultSlowHeadroom    = 2.0
 	DefaultSlowFloor       = time.Second
 	DefaultSlowDefault     = 10 * time.Second
@@ -25,7 +33,10 @@ const (
 	DefaultOpenForMax      = 2 * time.Minute
 	DefaultProbes          = 3
 	DefaultHalfOpenMaxWait = 30 * time.Second
-	DefaultStepHold        = 10 * time.Second
+		DefaultStepHold        = 10 * time.Second
+	// DefaultSteadyInterval: a Steady breaker probes twice a second, so a
+	// recovery is seen within half a second plus one healthy call.
+	DefaultSteadyInterval = 500 * time.Millisecond
 
 	// HealthySamples is how many recent healthy latencies the derived
 	// slow threshold keeps (a ring: memory is bounded).
@@ -38,10 +49,11 @@ func DefaultSteps() []float64 { return []float64{0.10, 0.25, 0.50, 1.00} }
 
 // Config configures a Breaker. Zero fields take the defaults above.
 type Config struct {
-	// Window is the sliding window of outcomes, kept as Buckets buckets:
-	// it covers the current bucket and the Buckets-1 before it.
-	Window  time.Duration
-	Buckets int
+		// Window is how much of the calls' start times the rates judge: for
+	// errors, the calls started in the last Window; for slowness, those
+	// started in the Window that ends a slow threshold ago, whose fate is
+	// all known (see the package comment).
+	Window time.Duration
 	// MinCalls is the fewest counted calls in the window for either rate
 	// to trip: one slow call in a quiet window is not a 100% slow rate.
 	// It is also how many healthy latencies the derived threshold needs
@@ -88,6 +100,15 @@ type Config struct {
 	// probes. Zero keeps the classic round: Probes at once, all must pass.
 	ProbeInterval time.Duration
 
+		// Steady: the breaker's probes are the host's own calls, which cost
+	// users nothing (synthetic probes), so it never backs off. Its open
+	// time is ProbeInterval (and OpenFor, when set, is only the first
+	// one's), failed recoveries do not lengthen it, and HalfOpen trickles
+	// probes for as long as they fail instead of giving up and reopening
+	// (HalfOpenMaxWait does not apply). ProbeInterval defaults to
+	// DefaultSteadyInterval.
+	Steady bool
+
 	// Steps are the fail-back shares of traffic, strictly increasing in
 	// (0, 1]; a final 1 is implied. StepHold is how long the provider
 	// must stay calm at a step (with at least Probes calls) to advance.
@@ -98,7 +119,6 @@ type Config struct {
 // settings is a Config with defaults applied and checked.
 type settings struct {
 	Config
-	bucketWidth time.Duration
 }
 
 func cfgErr(field, format string, args ...any) error {
@@ -131,15 +151,18 @@ func resolve(c Config) (settings, error) {
 			*d.v = d.def
 		}
 	}
-	if s.OpenForMax < s.OpenFor {
+		if s.OpenForMax < s.OpenFor {
 		return s, cfgErr("open_for_max", "must be >= open_for (%v), got %v", s.OpenFor, s.OpenForMax)
+	}
+	if s.Steady && s.ProbeInterval == 0 {
+		s.ProbeInterval = DefaultSteadyInterval
 	}
 	ints := []struct {
 		name string
 		v    *int
 		def  int
 	}{
-		{"buckets", &s.Buckets, DefaultBuckets},
+		
 		{"min_calls", &s.MinCalls, DefaultMinCalls},
 		{"probes", &s.Probes, DefaultProbes},
 	}
@@ -151,8 +174,8 @@ func resolve(c Config) (settings, error) {
 			*n.v = n.def
 		}
 	}
-	if s.bucketWidth = s.Window / time.Duration(s.Buckets); s.bucketWidth <= 0 {
-		return s, cfgErr("buckets", "window %v is too short for %d buckets", s.Window, s.Buckets)
+		if s.Window < historyWidth {
+		return s, cfgErr("window", "must be at least %v, got %v", historyWidth, s.Window)
 	}
 	for _, r := range []struct {
 		name string

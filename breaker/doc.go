@@ -39,8 +39,8 @@
 //
 // # What counts
 //
-// A time-based sliding window (Window, in Buckets buckets) counts calls,
-// each exactly once, as a success, an error or slow:
+// Every call is counted once, as a success, an error or slow, against
+// the time it started (in 250 ms buckets):
 //
 //   - Error: a 5xx (529 included), a connection error, a timeout.
 //   - Slow: an OK call whose latency is over its threshold, or any call
@@ -55,12 +55,46 @@
 //   - Cancelled (client gone, lost hedge) is not counted, unless the
 //     call was already flagged slow.
 //
-// The breaker trips when, with at least MinCalls calls in the window,
-// errors/calls >= ErrorRate ("error_rate", checked first) or
-// slow/calls >= SlowRate ("slow_rate"). MinCalls keeps one slow call in
-// a quiet window from reading as a 100% slow rate. Outcomes of calls
-// admitted before the latest trip are not counted: that period has been
-// judged, and its stragglers would only re-trip the recovery.
+// The breaker trips when errors/calls >= ErrorRate ("error_rate",
+// checked first) among the calls started in the last Window, or
+// slow/calls >= SlowRate ("slow_rate") among those started in the Window
+// that ends a slow threshold ago, each with at least MinCalls calls.
+// MinCalls keeps one slow call in a quiet window from reading as a 100%
+// slow rate. Outcomes of calls admitted before the latest trip are not
+// counted: that period has been judged, and its stragglers would only
+// re-trip the recovery.
+//
+// # Evidence, not the clock
+//
+// Counting calls by when they started, not by when their verdict came,
+// makes the rates measure what a brownout is: a stretch of time in which
+// the provider's calls went badly. The slow rate judges only start times
+// at least a slow threshold old, because only then is every call's fate
+// known: it answered, or it was flagged slow as it passed the threshold
+// in flight. (Newer starts are known only if they answered fast, and
+// counting them would bias the share towards health.)
+//
+// So the defaults (Window 12 s, both rates 20%) behave the same at 2
+// requests a second and at 2,000:
+//
+//   - a provider slow for every call trips 20% × 12 s = 2.4 s of start
+//     times after it turned, plus the slow threshold it takes to know:
+//     seed 000's brownout (1 s calls turning into 30 s ones, a 2 s
+//     threshold) opens the breaker about 4.4 s in;
+//   - a spike shorter than 2.4 s can never be a fifth of the window's
+//     calls, however many it catches, so it never trips: failover is
+//     gated behind a sustained stretch of slowness, as seed 004 asks;
+//   - a partial brownout, 30% of calls slow, trips once it is a fifth of
+//     the window's calls, about 8 s in;
+//   - a healthy provider passes a threshold of twice its p95 on a few
+//     per cent of calls at most, a tenth of the rate that trips;
+//   - at low rates MinCalls (10) is what waits: at 2 requests a second a
+//     brownout trips about 5 s in.
+//
+// An error, like a success, is known when its call ends, so the error
+// rate judges every start of the last Window, the newest included: an
+// outage (every call refused) trips 2.4 s in, or as soon as MinCalls
+// calls have failed, whichever is later.
 //
 // # The slow threshold
 //
@@ -101,7 +135,9 @@
 //     threshold) counts as slow, and the breaker reopens
 //     ("probe_timeout");
 //   - a HalfOpen without a verdict at HalfOpenMaxWait reopens
-//     ("half_open_timeout") and probes again after OpenFor;
+//     ("half_open_timeout") and probes again after OpenFor (a Steady
+//     breaker instead waits for its host's next probe: it has one every
+//     ProbeInterval);
 //   - a probe that ends in a 429 or is cancelled frees its slot for
 //     another probe: it proves nothing either way.
 //
@@ -128,7 +164,12 @@
 // few seconds is retried a handful of times in ten minutes rather than
 // every OpenFor. Reaching Closed resets the backoff; a HalfOpenMaxWait
 // timeout, which is no evidence against the provider, does not add to
-// it.
+// it. The backoff protects users, who are the probes of a breaker probed
+// with traffic. A Steady breaker's probes are its host's own one-token
+// calls, which cost users nothing, so it never backs off: it stays open
+// for one ProbeInterval and then probes every ProbeInterval, however
+// often they fail, and sees a recovery within one interval plus one
+// call.
 //
 // # What the host must do
 //
@@ -138,6 +179,6 @@
 //   - Use one latency signal throughout (TTFT for streams is best).
 //   - Tick at NextTimer, and drain Transitions to log them.
 //   - Keep one Breaker per provider. Each replica judges from its own
-//     window; a fleet-wide verdict would need a shared store, which is
+//     evidence; a fleet-wide verdict would need a shared store, which is
 //     out of this package's scope.
 package breaker

@@ -48,6 +48,23 @@ func calls(t testing.TB, b *Breaker, now time.Time, n int, o Outcome) {
 	}
 }
 
+// slowCalls admits n calls at start and reports each Slow at flag, as
+// the host does when a call passes its slow threshold in flight.
+func slowCalls(t testing.TB, b *Breaker, start, flag time.Time, n int) {
+	t.Helper()
+	tks := make([]Ticket, n)
+	for i := range tks {
+		tk, err := b.Allow(start)
+		if err != nil {
+			t.Fatalf("Allow(%v) = %v, want a ticket", start.Sub(t0), err)
+		}
+		tks[i] = tk
+	}
+	for _, tk := range tks {
+		b.Slow(flag, tk)
+	}
+}
+
 // trail renders transitions as "from>to:reason" for compact comparison.
 func trail(ts []Transition) string {
 	parts := make([]string, len(ts))
@@ -68,14 +85,14 @@ func wantState(t testing.TB, b *Breaker, now time.Time, want State, wantWeight f
 }
 
 // tripped returns a breaker with a fixed 2s slow threshold, opened by
-// errors at t0 (20 calls, all errors), its transitions drained.
+// errors at t0 (MinCalls calls, all errors), its transitions drained.
 func tripped(t testing.TB, cfg Config) *Breaker {
 	t.Helper()
 	if cfg.SlowThreshold == 0 {
 		cfg.SlowThreshold = 2 * time.Second
 	}
 	b := mustNew(t, cfg)
-	calls(t, b, t0, 20, failed)
+	untilOpen(t, b, t0, failed, 100)
 	if s, _ := b.State(t0); s != Open {
 		t.Fatalf("setup: state %v, want open", s)
 	}

@@ -105,11 +105,18 @@ func randomRun(t *testing.T, cfg Config, seed uint64, steps int) []Transition {
 		}
 		// Never stuck: Open and HalfOpen always have a deadline, bounded
 		// by OpenForMax and HalfOpenMaxWait from their start.
-		switch state {
+				switch state {
 		case Open:
 			ok = ok && !next.After(entered.Add(st.OpenForMax))
 		case HalfOpen:
-			ok = ok && !next.After(entered.Add(st.HalfOpenMaxWait))
+			if st.Steady {
+				// Steady half-open waits for the host's probes: it must
+				// always have one to grant, or one in flight to time out.
+				_, probe := b.NextProbe()
+				ok = ok || probe
+			} else {
+				ok = ok && !next.After(entered.Add(st.HalfOpenMaxWait))
+			}
 		default:
 			ok = true
 		}
@@ -124,9 +131,10 @@ func TestPropertyInvariantsAndDeterminism(t *testing.T) {
 	configs := []Config{
 		{},
 		{SlowThreshold: 3 * time.Second},
-		{Window: 5 * time.Second, Buckets: 5, MinCalls: 3, Probes: 1, OpenFor: time.Second, OpenForMax: 4 * time.Second,
+		{Window: 5 * time.Second, MinCalls: 3, Probes: 1, OpenFor: time.Second, OpenForMax: 4 * time.Second,
 			HalfOpenMaxWait: 2 * time.Second, StepHold: time.Second, Steps: []float64{0.5}, ErrorRate: 0.3, SlowRate: 0.9},
 		{MinCalls: 5, Probes: 2, ProbeTimeout: 500 * time.Millisecond, Steps: []float64{1}, SlowFloor: 100 * time.Millisecond},
+		{Steady: true, SlowThreshold: time.Second},
 	}
 	for ci, cfg := range configs {
 		t.Run(fmt.Sprintf("config %d", ci), func(t *testing.T) {

@@ -60,10 +60,11 @@ func TestFailBackLadder(t *testing.T) {
 
 func TestFailBackStep(t *testing.T) {
 	sec := func(n float64) time.Duration { return time.Duration(n * float64(time.Second)) }
-	type ev struct {
-		at time.Duration // after the probes passed
-		n  int
-		o  Outcome
+		type ev struct {
+		at   time.Duration // after the probes passed
+		n    int
+		o    Outcome
+		flag time.Duration // when set: the calls are flagged slow then instead
 	}
 	tests := []struct {
 		name   string
@@ -72,27 +73,39 @@ func TestFailBackStep(t *testing.T) {
 		weight float64
 	}{
 		{"no calls: the step holds", nil, sec(60), 0.10},
-		{"two calls are too little evidence", []ev{{sec(1), 2, fast}}, sec(60), 0.10},
-		{"late evidence advances at once", []ev{{sec(15), 3, fast}}, sec(15), 0.25},
-		{"calm for StepHold advances", []ev{{sec(1), 3, fast}}, sec(10), 0.25},
-		// 1 slow in 4 calls is 25%: half the slow-rate threshold, not
-		// calm. The hold restarts at 5s (when the next call is
-		// admitted, before its fast Done dilutes the slow one to 20%)
-		// and ends at 15s.
-		{"uneasy restarts the hold", []ev{{sec(1), 3, fast}, {sec(5), 1, slowOK}, {sec(5), 1, fast}}, sec(14.9), 0.10},
-		{"then calm for a whole hold advances", []ev{{sec(1), 3, fast}, {sec(5), 1, slowOK}, {sec(5), 1, fast}}, sec(15), 0.25},
-		// Errors at a quarter of the window, likewise.
-		{"errors at half the threshold hold", []ev{{sec(1), 3, fast}, {sec(2), 1, failed}}, sec(11.9), 0.10},
+		{"two calls are too little evidence", []ev{{sec(1), 2, fast, 0}}, sec(60), 0.10},
+		{"late evidence advances at once", []ev{{sec(15), 3, fast, 0}}, sec(15), 0.25},
+		{"calm for StepHold advances", []ev{{sec(1), 3, fast, 0}}, sec(10), 0.25},
+				// A call started at 5 s and flagged slow at 7.1 s makes 1 slow in
+		// 4: over half the slow-rate threshold, so not calm. It is seen
+		// at its flag (the hold restarts), again at the host's Tick at
+		// 17.1 s (it is still among the starts judged, until 19 s), and
+		// the hold then ends at 27.1 s.
+		{"uneasy restarts the hold", []ev{{sec(1), 3, fast, 0}, {sec(5), 1, fast, sec(7.1)}}, sec(27), 0.10},
+		{"then calm for a whole hold advances", []ev{{sec(1), 3, fast, 0}, {sec(5), 1, fast, sec(7.1)}}, sec(27.2), 0.25},
+		// Errors at a quarter of the calls, likewise: seen at 2 s and at
+		// the Tick at 12 s, gone from the window by 14 s, calm at 22 s.
+		{"errors at half the threshold hold", []ev{{sec(1), 3, fast, 0}, {sec(2), 1, failed, 0}}, sec(21.9), 0.10},
+		{"and then advance", []ev{{sec(1), 3, fast, 0}, {sec(2), 1, failed, 0}}, sec(22.1), 0.25},
 		// 429s and cancellations are not evidence of health.
-		{"429s are not evidence", []ev{{sec(1), 10, limited}, {sec(1), 10, gone}}, sec(60), 0.10},
+		{"429s are not evidence", []ev{{sec(1), 10, limited, 0}, {sec(1), 10, gone, 0}}, sec(60), 0.10},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, start := recovering(t, Config{})
+						b, start := recovering(t, Config{})
 			for _, e := range tc.events {
+				if e.flag > 0 {
+					slowCalls(t, b, start.Add(e.at), start.Add(e.flag), e.n)
+					continue
+				}
 				calls(t, b, start.Add(e.at), e.n, e.o)
 			}
-			b.Tick(start.Add(tc.check))
+			// The host ticks at every NextTimer, then at the check.
+			end := start.Add(tc.check)
+			for next, ok := b.NextTimer(); ok && !next.After(end); next, ok = b.NextTimer() {
+				b.Tick(next)
+			}
+			b.Tick(end)
 			if w := b.Weight(start.Add(tc.check)); w != tc.weight {
 				t.Errorf("weight %v at %v, want %v (%q)", w, tc.check, tc.weight, trail(b.Transitions()))
 			}
@@ -107,8 +120,10 @@ func TestReTripRestartsFromFirstStep(t *testing.T) {
 	calls(t, b, now.Add(time.Second), 3, fast)
 	b.Tick(now.Add(DefaultStepHold))
 	wantState(t, b, now.Add(DefaultStepHold), Recovering, 0.25)
-	now = now.Add(DefaultStepHold + time.Second)
-	calls(t, b, now, 17, slowOK) // with the step's 3 fast calls: 20 calls, 85% slow
+		now = now.Add(DefaultStepHold + time.Second)
+	// Seven calls flagged slow: with the step's 3 fast ones, MinCalls at 70% slow.
+	slowCalls(t, b, now, now.Add(2100*time.Millisecond), 7)
+	now = now.Add(2100 * time.Millisecond)
 	wantState(t, b, now, Open, 0)
 	st := b.Stats(now)
 	if st.ReTrips != 1 || st.OpenFor != 2*DefaultOpenFor {
@@ -151,10 +166,10 @@ func TestOpenBackoff(t *testing.T) {
 		b.Tick(now)
 	}
 	wantState(t, b, now, Closed, 1)
-	// The window still holds 6 of the fail-back calls: 14 errors make
-	// the 20 calls MinCalls needs.
-	if n := untilOpen(t, b, now, failed, 20); n != 14 {
-		t.Errorf("opened after %d errors, want 14", n)
+		// The window still holds the last step's 3 fail-back calls: 7
+	// errors make the 10 calls MinCalls needs.
+	if n := untilOpen(t, b, now, failed, 20); n != 7 {
+		t.Errorf("opened after %d errors, want 7", n)
 	}
 	if next, _ := b.NextTimer(); next.Sub(now) != DefaultOpenFor {
 		t.Errorf("after recovery, open for %v, want %v", next.Sub(now), DefaultOpenFor)

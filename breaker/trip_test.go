@@ -1,88 +1,106 @@
 package breaker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
 func TestTrip(t *testing.T) {
+	flag := at(3 * time.Second) // a slow threshold past t0
 	tests := []struct {
 		name  string
 		run   func(t *testing.T, b *Breaker)
 		trail string // transitions, in order
-		calls int    // window calls after run (when no trip reset matters)
+		calls int    // calls started in the last window, after run
 	}{
 		{
 			name: "error rate trips at the threshold",
 			run: func(t *testing.T, b *Breaker) {
-				calls(t, b, t0, 10, fast)
+				calls(t, b, t0, 40, fast)
 				calls(t, b, t0, 10, failed)
 			},
-			trail: "closed>open:error_rate", calls: 20,
+			trail: "closed>open:error_rate", calls: 50,
 		},
 		{
 			name: "error rate just under the threshold",
 			run: func(t *testing.T, b *Breaker) {
-				calls(t, b, t0, 11, fast)
+				calls(t, b, t0, 41, fast)
 				calls(t, b, t0, 9, failed)
 			},
-			calls: 20,
+			calls: 50,
 		},
 		{
 			name:  "429s neither trip the error rate",
-			run:   func(t *testing.T, b *Breaker) { calls(t, b, t0, 19, failed); calls(t, b, t0, 50, limited) },
-			calls: 19,
+			run:   func(t *testing.T, b *Breaker) { calls(t, b, t0, 9, failed); calls(t, b, t0, 50, limited) },
+			calls: 9,
 		},
 		{
 			name: "nor dilute it",
 			run: func(t *testing.T, b *Breaker) {
 				calls(t, b, t0, 100, limited)
-				calls(t, b, t0, 10, fast)
+				calls(t, b, t0, 40, fast)
 				calls(t, b, t0, 10, failed)
 			},
-			trail: "closed>open:error_rate", calls: 20,
+			trail: "closed>open:error_rate", calls: 50,
 		},
 		{
-			name:  "MinCalls gate: 19 slow calls in a quiet window",
-			run:   func(t *testing.T, b *Breaker) { calls(t, b, t0, 19, slowOK) },
-			calls: 19,
+			name:  "MinCalls gate: 9 slow calls in a quiet window",
+			run:   func(t *testing.T, b *Breaker) { slowCalls(t, b, t0, flag, 9) },
+			calls: 9,
 		},
 		{
-			name:  "the 20th slow call trips",
-			run:   func(t *testing.T, b *Breaker) { calls(t, b, t0, 20, slowOK) },
-			trail: "closed>open:slow_rate", calls: 20,
+			name:  "the 10th slow call trips",
+			run:   func(t *testing.T, b *Breaker) { slowCalls(t, b, t0, flag, 10) },
+			trail: "closed>open:slow_rate", calls: 10,
 		},
 		{
+			name: "slow calls started less than a threshold ago are not judged yet",
+			run: func(t *testing.T, b *Breaker) {
+				// Known slow, but started 1 s ago: the calls started beside
+				// them may still answer fast, so they wait for the edge.
+				tks := make([]Ticket, 10)
+				for i := range tks {
+					tks[i], _ = b.Allow(at(2 * time.Second))
+				}
+				for _, tk := range tks {
+					b.Done(at(3*time.Second), tk, slowOK)
+				}
+			},
+			calls: 10,
+		},
+				{
 			name: "the error rate is checked first",
 			run: func(t *testing.T, b *Breaker) {
-				calls(t, b, t0, 10, slowOK)
-				calls(t, b, t0, 10, failed)
+				tk, _ := b.Allow(t0)
+				calls(t, b, t0, 9, failed)
+				b.Slow(flag, tk) // now both rates are over: 9 errors and 1 slow of 10
 			},
-			trail: "closed>open:error_rate", calls: 20,
+			trail: "closed>open:error_rate", calls: 10,
 		},
 		{
 			name: "cancelled calls do not count",
 			run: func(t *testing.T, b *Breaker) {
 				calls(t, b, t0, 40, gone)
-				calls(t, b, t0, 19, failed)
+				calls(t, b, t0, 9, failed)
 			},
-			calls: 19,
+			calls: 9,
 		},
 		{
 			name: "old failures age out of the window",
 			run: func(t *testing.T, b *Breaker) {
-				calls(t, b, t0, 15, failed)
-				calls(t, b, at(30*time.Second), 5, fast)
+				calls(t, b, t0, 9, failed)
+				calls(t, b, at(13*time.Second), 5, fast)
 			},
 			calls: 5,
 		},
 		{
 			name: "failures still in the window trip",
 			run: func(t *testing.T, b *Breaker) {
-				calls(t, b, t0, 15, failed)
-				calls(t, b, at(27*time.Second), 5, fast)
+				calls(t, b, t0, 9, failed)
+				calls(t, b, at(11*time.Second), 1, failed)
 			},
-			trail: "closed>open:error_rate", calls: 20,
+			trail: "closed>open:error_rate", calls: 10,
 		},
 	}
 	for _, tc := range tests {
@@ -94,6 +112,84 @@ func TestTrip(t *testing.T) {
 			}
 			if st := b.Stats(b.last); st.Calls != tc.calls {
 				t.Errorf("window calls %d, want %d (%+v)", st.Calls, tc.calls, st)
+			}
+		})
+	}
+}
+
+// What the defaults promise, at any rate of traffic: a provider slow for
+// every call trips about Window × SlowRate (2.4 s) of start times after
+// it turned, whatever the rate, and a spike shorter than that never
+// trips, however many calls it catches.
+func TestTripOnEvidenceNotRate(t *testing.T) {
+	const thr = 2 * time.Second
+	// run sends rps calls a second for 40 s; calls started in
+	// [slowFrom, slowTo) take 30 s (flagged at start+thr), the rest answer
+	// in 1 s. It returns when the breaker opened (0: never).
+	run := func(rps float64, slowFrom, slowTo time.Duration) time.Duration {
+		b := mustNew(t, Config{SlowThreshold: thr})
+		type pending struct {
+			at   time.Duration
+			tk   Ticket
+			slow bool
+		}
+				// Two queues, each due in start order: the slow calls' flags and
+		// the fast calls' answers.
+		var queues [2][]pending
+		step := time.Duration(float64(time.Second) / rps)
+		for now := time.Duration(0); now < 40*time.Second; now += step {
+			// Settle what is due by now, in time order.
+			for {
+				q := -1
+				for i := range queues {
+					if len(queues[i]) > 0 && queues[i][0].at <= now && (q < 0 || queues[i][0].at < queues[q][0].at) {
+						q = i
+					}
+				}
+				if q < 0 {
+					break
+				}
+				p := queues[q][0]
+				queues[q] = queues[q][1:]
+				if p.slow {
+					b.Slow(at(p.at), p.tk)
+				} else {
+					b.Done(at(p.at), p.tk, Outcome{Kind: OK, Latency: time.Second})
+				}
+				if s, _ := b.State(at(p.at)); s == Open {
+					return p.at
+				}
+			}
+			tk, err := b.Allow(at(now))
+			if err != nil {
+				return now
+			}
+						if now >= slowFrom && now < slowTo {
+				queues[0] = append(queues[0], pending{at: now + thr + time.Nanosecond, tk: tk, slow: true})
+			} else {
+				queues[1] = append(queues[1], pending{at: now + time.Second, tk: tk})
+			}
+		}
+		return 0
+	}
+	for _, rps := range []float64{2, 20, 200, 2000} {
+		t.Run(fmt.Sprint(rps, " req/s"), func(t *testing.T) {
+			if rps == 2000 && testing.Short() {
+				t.Skip("long")
+			}
+			// A brownout from 15 s: trips about 2.4 s of starts later,
+			// plus the threshold, plus at 2 req/s the wait for MinCalls.
+			opened := run(rps, 15*time.Second, time.Hour)
+			lo, hi := 15*time.Second+thr+2*time.Second, 15*time.Second+thr+3*time.Second
+			if rps == 2 {
+				hi = 15*time.Second + thr + 5*time.Second
+			}
+			if opened < lo || opened > hi {
+				t.Errorf("a brownout from 15 s opened the breaker at %v; want within [%v, %v]", opened, lo, hi)
+			}
+			// A 2 s spike never trips.
+			if opened := run(rps, 15*time.Second, 17*time.Second); opened != 0 {
+				t.Errorf("a 2 s spike opened the breaker at %v", opened)
 			}
 		})
 	}
@@ -120,12 +216,13 @@ func TestSlowRateTripsInFlight(t *testing.T) {
 			t.Fatalf("Slow refused ticket %d", i)
 		}
 	}
-	tr := b.Transitions()
+		tr := b.Transitions()
 	if trail(tr) != "closed>open:slow_rate" {
 		t.Fatalf("transitions %q, want one slow_rate trip", trail(tr))
 	}
-	if got := tr[0]; got.Calls != 20 || got.SlowRate != 0.5 || got.ErrorRate != 0 || !got.At.Equal(at(3*time.Second)) {
-		t.Errorf("trip evidence %+v, want 20 calls at 50%% slow at 3s", got)
+	// The third flag makes 3 slow of 13 calls: past 20%.
+	if got := tr[0]; got.Calls != 13 || got.SlowRate != 3.0/13 || got.ErrorRate != 0 || !got.At.Equal(at(3*time.Second)) {
+		t.Errorf("trip evidence %+v, want 13 calls at 3/13 slow at 3s", got)
 	}
 	if st := b.Stats(at(3 * time.Second)); st.InFlight != 10 || st.Trips != 1 {
 		t.Errorf("stats %+v, want 10 still in flight and 1 trip", st)

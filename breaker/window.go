@@ -29,48 +29,79 @@ func ratio(n, d int) float64 {
 func (c counts) errorRate() float64 { return ratio(c.errors, c.calls) }
 func (c counts) slowRate() float64  { return ratio(c.slow, c.calls) }
 
-type bucket struct {
-	idx int64 // which bucket-width slice of time since origin
+// history counts calls by the time they started, in fixed-width buckets
+// of a ring, so the breaker can ask what became of the calls started in
+// any recent stretch of time. Counting by start time rather than by the
+// time a verdict arrived is what tells a sustained brownout from a short
+// spike: a slow call's verdict comes a slow threshold after it started,
+// but the stretch of start times that turned out slow is exactly how
+// long the provider was slow.
+type history struct {
+	origin time.Time
+	width  time.Duration
+	ring   []slot
+}
+
+type slot struct {
+	idx int64 // which width-long slice of time since origin
 	counts
 }
 
-// window is a time-based sliding window of Buckets buckets, in the style
-// of failsafe-go's timed stats but without a clock: the bucket is found
-// from now.
-type window struct {
-	origin  time.Time
-	width   time.Duration
-	buckets []bucket
+// historyWidth is the time one bucket covers; historySlots how many the
+// ring keeps: 17 minutes, room for any window plus any slow threshold.
+const (
+	historyWidth = 250 * time.Millisecond
+	historySlots = 4096
+)
+
+func newHistory() history {
+	return history{width: historyWidth, ring: make([]slot, historySlots)}
 }
 
-func (w *window) index(now time.Time) int64 { return int64(now.Sub(w.origin) / w.width) }
-
-// add records c in now's bucket, recycling the slot if it held an older
-// bucket.
-func (w *window) add(now time.Time, c counts) {
-	idx := w.index(now)
-	b := &w.buckets[idx%int64(len(w.buckets))]
-	if b.idx != idx {
-		*b = bucket{idx: idx}
+func (h *history) index(t time.Time) int64 {
+	d := t.Sub(h.origin)
+	if d < 0 {
+		return -1 - int64((-d-1)/h.width) // floor for times before origin
 	}
-	b.add(c)
+	return int64(d / h.width)
 }
 
-// totals sums the buckets that now's window covers.
-func (w *window) totals(now time.Time) counts {
-	idx := w.index(now)
+// add records c against the bucket of start. A start older than the
+// ring keeps is dropped: no judgement reaches back that far.
+func (h *history) add(start time.Time, c counts) {
+	idx := h.index(start)
+	s := &h.ring[((idx%historySlots)+historySlots)%historySlots]
+	if s.idx != idx {
+		if s.idx > idx && s.calls+s.limited > 0 {
+			return // the slot holds a newer bucket
+		}
+		*s = slot{idx: idx}
+	}
+	s.add(c)
+}
+
+// sum totals the calls started from from to to, by bucket: the buckets
+// that hold from and to are both included.
+func (h *history) sum(from, to time.Time) counts {
 	var c counts
-	for _, b := range w.buckets {
-		if b.idx <= idx && b.idx > idx-int64(len(w.buckets)) {
-			c.add(b.counts)
+	lo, hi := h.index(from), h.index(to)
+	if hi-lo >= historySlots {
+		lo = hi - historySlots + 1
+	}
+	for i := lo; i <= hi; i++ {
+		if s := &h.ring[((i%historySlots)+historySlots)%historySlots]; s.idx == i {
+			c.add(s.counts)
 		}
 	}
 	return c
 }
 
-// reset forgets every outcome. A zero bucket counts nothing whatever its
-// index, so zeroing is enough.
-func (w *window) reset() { clear(w.buckets) }
+// reset forgets every call.
+func (h *history) reset() {
+	for i := range h.ring {
+		h.ring[i] = slot{}
+	}
+}
 
 // latencies keeps the last HealthySamples healthy latencies as a ring,
 // and the same values sorted, so the p95 is an index and a new sample
