@@ -17,7 +17,7 @@ const maxLog = 256
 // Breaker is one provider's breaker. See the package comment; it is not
 // safe for concurrent use.
 type Breaker struct {
-		cfg  settings
+	cfg  settings
 	hist history
 	lat  latencies
 
@@ -56,7 +56,7 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-		b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory()}
+	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory()}
 	return b, nil
 }
 
@@ -64,7 +64,7 @@ func New(cfg Config) (*Breaker, error) {
 // applies every transition due by it.
 func (b *Breaker) advance(now time.Time) time.Time {
 	if !b.started {
-				b.started, b.last, b.hist.origin = true, now, now
+		b.started, b.last, b.hist.origin = true, now, now
 	}
 	if now.Before(b.last) {
 		now = b.last
@@ -89,7 +89,7 @@ func (b *Breaker) fire(now time.Time) {
 		if b.cfg.ProbeInterval > 0 {
 			b.expireTrickleProbes(now)
 		}
-				if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
+		if at, ok := b.probeDeadline(); ok && !now.Before(at) && !at.After(b.halfOpenUntil) {
 			b.trip(now, ReasonProbeTimeout, b.round(vSlow))
 		} else if !b.cfg.Steady && !now.Before(b.halfOpenUntil) {
 			b.trip(now, ReasonHalfOpenTimeout, b.round(vOK))
@@ -251,7 +251,7 @@ func (b *Breaker) NextTimer() (time.Time, bool) {
 	switch b.state {
 	case Open:
 		return b.openUntil, true
-		case HalfOpen:
+	case HalfOpen:
 		p, ok := b.probeDeadline()
 		if b.cfg.Steady {
 			return p, ok // only probe timeouts are due; HalfOpenMaxWait does not apply
@@ -325,7 +325,7 @@ func (b *Breaker) Transitions() []Transition {
 
 // Stats is a snapshot at now.
 func (b *Breaker) Stats(now time.Time) Stats {
-		state, step := b.State(now)
+	state, step := b.State(now)
 	c, sl := b.errorEvidence(b.last), b.slowEvidence(b.last)
 	return Stats{
 		State: state, Step: step, Weight: b.Weight(now),

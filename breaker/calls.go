@@ -162,7 +162,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	default:
 		return
 	}
-		b.hist.add(c.start, d)
+	b.hist.add(c.start, d)
 	b.stepCalls += d.calls
 	b.judge(now)
 }

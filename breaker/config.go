@@ -33,7 +33,7 @@ const (
 	DefaultOpenForMax      = 2 * time.Minute
 	DefaultProbes          = 3
 	DefaultHalfOpenMaxWait = 30 * time.Second
-		DefaultStepHold        = 10 * time.Second
+	DefaultStepHold        = 10 * time.Second
 	// DefaultSteadyInterval: a Steady breaker probes twice a second, so a
 	// recovery is seen within half a second plus one healthy call.
 	DefaultSteadyInterval = 500 * time.Millisecond
@@ -49,7 +49,7 @@ func DefaultSteps() []float64 { return []float64{0.10, 0.25, 0.50, 1.00} }
 
 // Config configures a Breaker. Zero fields take the defaults above.
 type Config struct {
-		// Window is how much of the calls' start times the rates judge: for
+	// Window is how much of the calls' start times the rates judge: for
 	// errors, the calls started in the last Window; for slowness, those
 	// started in the Window that ends a slow threshold ago, whose fate is
 	// all known (see the package comment).
@@ -100,7 +100,7 @@ type Config struct {
 	// probes. Zero keeps the classic round: Probes at once, all must pass.
 	ProbeInterval time.Duration
 
-		// Steady: the breaker's probes are the host's own calls, which cost
+	// Steady: the breaker's probes are the host's own calls, which cost
 	// users nothing (synthetic probes), so it never backs off. Its open
 	// time is ProbeInterval (and OpenFor, when set, is only the first
 	// one's), failed recoveries do not lengthen it, and HalfOpen trickles
@@ -151,7 +151,7 @@ func resolve(c Config) (settings, error) {
 			*d.v = d.def
 		}
 	}
-		if s.OpenForMax < s.OpenFor {
+	if s.OpenForMax < s.OpenFor {
 		return s, cfgErr("open_for_max", "must be >= open_for (%v), got %v", s.OpenFor, s.OpenForMax)
 	}
 	if s.Steady && s.ProbeInterval == 0 {
@@ -162,7 +162,7 @@ func resolve(c Config) (settings, error) {
 		v    *int
 		def  int
 	}{
-		
+
 		{"min_calls", &s.MinCalls, DefaultMinCalls},
 		{"probes", &s.Probes, DefaultProbes},
 	}
@@ -174,7 +174,7 @@ func resolve(c Config) (settings, error) {
 			*n.v = n.def
 		}
 	}
-		if s.Window < historyWidth {
+	if s.Window < historyWidth {
 		return s, cfgErr("window", "must be at least %v, got %v", historyWidth, s.Window)
 	}
 	for _, r := range []struct {

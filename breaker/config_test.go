@@ -15,7 +15,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"zero config is valid", Config{}, ""},
 		{"negative window", Config{Window: -time.Second}, "window"},
-				{"window shorter than a bucket", Config{Window: 5}, "window"},
+		{"window shorter than a bucket", Config{Window: 5}, "window"},
 		{"negative min calls", Config{MinCalls: -3}, "min_calls"},
 		{"error rate above 1", Config{ErrorRate: 1.5}, "error_rate"},
 		{"negative slow rate", Config{SlowRate: -0.1}, "slow_rate"},

@@ -105,7 +105,7 @@ func randomRun(t *testing.T, cfg Config, seed uint64, steps int) []Transition {
 		}
 		// Never stuck: Open and HalfOpen always have a deadline, bounded
 		// by OpenForMax and HalfOpenMaxWait from their start.
-				switch state {
+		switch state {
 		case Open:
 			ok = ok && !next.After(entered.Add(st.OpenForMax))
 		case HalfOpen:

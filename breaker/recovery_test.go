@@ -60,7 +60,7 @@ func TestFailBackLadder(t *testing.T) {
 
 func TestFailBackStep(t *testing.T) {
 	sec := func(n float64) time.Duration { return time.Duration(n * float64(time.Second)) }
-		type ev struct {
+	type ev struct {
 		at   time.Duration // after the probes passed
 		n    int
 		o    Outcome
@@ -76,7 +76,7 @@ func TestFailBackStep(t *testing.T) {
 		{"two calls are too little evidence", []ev{{sec(1), 2, fast, 0}}, sec(60), 0.10},
 		{"late evidence advances at once", []ev{{sec(15), 3, fast, 0}}, sec(15), 0.25},
 		{"calm for StepHold advances", []ev{{sec(1), 3, fast, 0}}, sec(10), 0.25},
-				// A call started at 5 s and flagged slow at 7.1 s makes 1 slow in
+		// A call started at 5 s and flagged slow at 7.1 s makes 1 slow in
 		// 4: over half the slow-rate threshold, so not calm. It is seen
 		// at its flag (the hold restarts), again at the host's Tick at
 		// 17.1 s (it is still among the starts judged, until 19 s), and
@@ -92,7 +92,7 @@ func TestFailBackStep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-						b, start := recovering(t, Config{})
+			b, start := recovering(t, Config{})
 			for _, e := range tc.events {
 				if e.flag > 0 {
 					slowCalls(t, b, start.Add(e.at), start.Add(e.flag), e.n)
@@ -120,7 +120,7 @@ func TestReTripRestartsFromFirstStep(t *testing.T) {
 	calls(t, b, now.Add(time.Second), 3, fast)
 	b.Tick(now.Add(DefaultStepHold))
 	wantState(t, b, now.Add(DefaultStepHold), Recovering, 0.25)
-		now = now.Add(DefaultStepHold + time.Second)
+	now = now.Add(DefaultStepHold + time.Second)
 	// Seven calls flagged slow: with the step's 3 fast ones, MinCalls at 70% slow.
 	slowCalls(t, b, now, now.Add(2100*time.Millisecond), 7)
 	now = now.Add(2100 * time.Millisecond)
@@ -166,7 +166,7 @@ func TestOpenBackoff(t *testing.T) {
 		b.Tick(now)
 	}
 	wantState(t, b, now, Closed, 1)
-		// The window still holds the last step's 3 fail-back calls: 7
+	// The window still holds the last step's 3 fail-back calls: 7
 	// errors make the 10 calls MinCalls needs.
 	if n := untilOpen(t, b, now, failed, 20); n != 7 {
 		t.Errorf("opened after %d errors, want 7", n)

@@ -24,7 +24,7 @@ func TestDerivedSlowThreshold(t *testing.T) {
 		samples int
 	}{
 		{"no samples: the default", Config{}, nil, DefaultSlowDefault, 0},
-				{"9 samples: still the default", Config{}, mix(9, 100*ms), DefaultSlowDefault, 9},
+		{"9 samples: still the default", Config{}, mix(9, 100*ms), DefaultSlowDefault, 9},
 		{"configured default", Config{SlowDefault: 4 * time.Second}, mix(5, 100*ms), 4 * time.Second, 5},
 		// 90% at 1s and 10% at 3s: p95 is 3s, the median 1s. The
 		// threshold is 2 × 3s, not anything near 2 × 1s.
@@ -66,7 +66,7 @@ func TestDerivedSlowThreshold(t *testing.T) {
 // Only successful, fast calls seen while Closed teach the threshold: a
 // brownout's slow calls, errors, 429s and cancellations do not.
 func TestHealthySamplesExcludeTheUnhealthy(t *testing.T) {
-		// Rates of 1 over a minute: nothing here is meant to trip it.
+	// Rates of 1 over a minute: nothing here is meant to trip it.
 	b := mustNew(t, Config{SlowRate: 1, ErrorRate: 1, Window: time.Minute})
 	now := t0
 	for range 100 {

@@ -19,7 +19,7 @@ func TestTrickleProbes(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-		// Trip it: four calls that each pass the slow threshold in flight.
+	// Trip it: four calls that each pass the slow threshold in flight.
 	var tks []Ticket
 	for i := range 4 {
 		tk, err := b.Allow(at(time.Duration(i) * time.Millisecond))

@@ -69,7 +69,7 @@ func TestTrip(t *testing.T) {
 			},
 			calls: 10,
 		},
-				{
+		{
 			name: "the error rate is checked first",
 			run: func(t *testing.T, b *Breaker) {
 				tk, _ := b.Allow(t0)
@@ -133,7 +133,7 @@ func TestTripOnEvidenceNotRate(t *testing.T) {
 			tk   Ticket
 			slow bool
 		}
-				// Two queues, each due in start order: the slow calls' flags and
+		// Two queues, each due in start order: the slow calls' flags and
 		// the fast calls' answers.
 		var queues [2][]pending
 		step := time.Duration(float64(time.Second) / rps)
@@ -164,7 +164,7 @@ func TestTripOnEvidenceNotRate(t *testing.T) {
 			if err != nil {
 				return now
 			}
-						if now >= slowFrom && now < slowTo {
+			if now >= slowFrom && now < slowTo {
 				queues[0] = append(queues[0], pending{at: now + thr + time.Nanosecond, tk: tk, slow: true})
 			} else {
 				queues[1] = append(queues[1], pending{at: now + time.Second, tk: tk})
@@ -216,7 +216,7 @@ func TestSlowRateTripsInFlight(t *testing.T) {
 			t.Fatalf("Slow refused ticket %d", i)
 		}
 	}
-		tr := b.Transitions()
+	tr := b.Transitions()
 	if trail(tr) != "closed>open:slow_rate" {
 		t.Fatalf("transitions %q, want one slow_rate trip", trail(tr))
 	}

@@ -179,15 +179,13 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 	call.End(a.n, o)
 }
 
-
-
 // forward makes the request's upstream calls and relays the winner's
 // answer. Without hedging there is one call, made on this goroutine.
 // With it, the first call runs on its own goroutine; if the engine sends
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
-		races := m.route.Races
+	races := m.route.Races
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	if !races {
 		a := first

@@ -88,7 +88,7 @@ type provider struct {
 	// authWarned: a refusal of the gateway's key was logged, and is not
 	// again until a call succeeds.
 	authWarned atomic.Bool
-		// probeModel is the upstream model a synthetic breaker probe asks for.
+	// probeModel is the upstream model a synthetic breaker probe asks for.
 	probeModel string
 	// probeCompletionTokens: probes ask for max_completion_tokens (the
 	// provider refused max_tokens); probeWarned: a rejected probe was
@@ -180,14 +180,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		p.scrub = newKeyScrub(secrets...)
-				if b := pc.Breaker; b != nil {
+		if b := pc.Breaker; b != nil {
 			p.probeModel = b.ProbeModel
 		}
 		g.providers[pc.Name] = p
 		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name
 	}
-		ec, err := lifecycle.FromConfig(cfg)
+	ec, err := lifecycle.FromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
-		req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
+	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
 	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
@@ -128,7 +128,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		case r.Context().Err() != nil:
 			g.clientGone(w, r, x)
 		default:
-						g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
 				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		}
 		return
