@@ -51,9 +51,10 @@ type ScopeConfig struct {
 	Fixed int
 	// Signal is the latency Limit reads.
 	Signal Signal
-	// SlowThreshold flags a call as a drop the moment it is this old
-	// while still in flight. Zero leaves it to the breaker's threshold,
-	// or disables the in-flight check when there is no breaker.
+	// SlowThreshold flags a call as a drop to Limit the moment it is
+	// this old while still in flight. Zero leaves it to the breaker's
+	// own threshold, or disables the in-flight check when there is no
+	// breaker. It never changes what the breaker counts as slow.
 	SlowThreshold time.Duration
 	// Breaker, when set, takes the scope out of rotation while it is
 	// unhealthy; a request then goes to the next of its Targets.
@@ -238,16 +239,16 @@ type request struct {
 	arrived   time.Time
 	started   time.Time // zero while waiting
 	firstByte time.Time
-	flagged   bool // reported slow while in flight
+	slow      bool // reported slow to its breaker while in flight
+	dropped   bool // reported to its limit as a drop while in flight
 	scope     int  // the routed target's scope
 	target    int  // index into req.Targets
 	ticket    breaker.Ticket
 	hasTicket bool
-	// timers holds, per timer kind (slowTimer, deadTimer, hedgeTimer),
-	// when it fires and the request's index in that kind's heap (-1: not
-	// armed).
-	timerAt  [3]time.Time
-	timerIdx [3]int
+	// timers holds, per timer kind (timers.go), when it fires and the
+	// request's index in that kind's heap (-1: not armed).
+	timerAt  [numTimers]time.Time
+	timerIdx [numTimers]int
 	// The second call, when one was sent (see hedge.go).
 	second      *secondCall
 	primaryDone bool
@@ -262,7 +263,8 @@ type Engine struct {
 	adm    *admission.Core
 	scopes []*scope
 	reqs   map[ID]*request
-	slow   timerHeap // in-flight requests by slowAt
+	slow   timerHeap // in-flight requests by when their breaker calls them slow
+	dropT  timerHeap // in-flight requests by when their limit counts a drop
 	dead   timerHeap // in-flight requests by deadline
 	hedgeT timerHeap // in-flight requests by when to hedge
 	hedges budget
@@ -291,7 +293,7 @@ type Engine struct {
 // New builds an Engine.
 func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
-	e.slow.kind, e.dead.kind, e.hedgeT.kind = slowTimer, deadTimer, hedgeTimer
+	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer
 	e.hedges = newBudget(cfg.Hedge)
 	e.retryCfg = cfg.Retry
 	if e.retryCfg.Base <= 0 {
@@ -354,7 +356,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		e.settle(now, &rd)
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [3]int{-1, -1, -1}, committed: -1,
+	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [numTimers]int{-1, -1, -1, -1}, committed: -1,
 		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
 	e.reqs[q.id] = q
 	e.hedges.earn()
@@ -475,15 +477,14 @@ func (e *Engine) drop(now time.Time, id ID) {
 // start moves a request into flight and arms its timers.
 func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
-	if sc := e.scope(q.scope); sc != nil {
-		threshold := sc.cfg.SlowThreshold
-		if threshold == 0 && q.hasTicket {
-			threshold = q.ticket.SlowAfter()
-		}
-		if threshold > 0 {
-			// Slow means past the threshold, not at it.
-			e.slow.push(q, now.Add(threshold+time.Nanosecond))
-		}
+	// Slow means past a threshold, not at it. The breaker and the limit
+	// each judge by their own threshold; a limit without one hears of a
+	// call when the breaker calls it slow.
+	if q.hasTicket {
+		e.slow.push(q, now.Add(q.ticket.SlowAfter()+time.Nanosecond))
+	}
+	if sc := e.scope(q.scope); sc != nil && sc.cfg.Limit != nil && sc.cfg.SlowThreshold > 0 {
+		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
 	}
 	deadline := q.req.Deadline
 	if q.hasTicket && q.ticket.Probe() {
@@ -528,8 +529,9 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 	}
 	q.firstByte = now
 	e.hedgeT.remove(q) // an answer is coming: no hedge
-	if sc := e.scope(q.scope); sc != nil && q.timerIdx[slowTimer] >= 0 && e.signal(sc, q) == TTFT {
+	if sc := e.scope(q.scope); sc != nil && e.signal(sc, q) == TTFT {
 		e.slow.remove(q)
+		e.dropT.remove(q)
 	}
 }
 
@@ -564,7 +566,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	}
 	e.observeRefusal(now, q.scope, o)
 	sc := e.scope(q.scope)
-	if sc != nil && sc.cfg.Limit != nil && !q.flagged {
+	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
 		if s, use := e.sample(now, sc, q, o); use {
 			sc.cfg.Limit.Update(s)
 		}
@@ -573,6 +575,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o))
 	}
 	e.slow.remove(q)
+	e.dropT.remove(q)
 	e.hedgeT.remove(q)
 	q.primaryDone = true
 	if q.second != nil && q.second.live {
@@ -689,19 +692,17 @@ func (e *Engine) Tick(now time.Time) Ready {
 	moved := false
 	for e.slow.due(now) {
 		q := e.slow.pop()
-		q.flagged = true
-		sc := e.scope(q.scope)
-		if sc == nil {
-			continue
+		q.slow = true
+		sc := e.scopes[q.scope]
+		if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
+			moved = e.dropped(now, sc, q) || moved
 		}
-		if sc.cfg.Limit != nil {
-			sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)})
-			moved = true
-		}
-		if q.hasTicket {
-			sc.cfg.Breaker.Slow(now, q.ticket)
-			e.rescueSlow(now, q, sc, &rd)
-		}
+		sc.cfg.Breaker.Slow(now, q.ticket)
+		e.rescueSlow(now, q, sc, &rd)
+	}
+	for e.dropT.due(now) {
+		q := e.dropT.pop()
+		moved = e.dropped(now, e.scopes[q.scope], q) || moved
 	}
 	for _, sc := range e.scopes {
 		if t, ok := sc.cfg.Limit.(ticker); ok {
@@ -731,6 +732,16 @@ func (e *Engine) Tick(now time.Time) Ready {
 	return rd
 }
 
+// dropped tells q's limit that q, still in flight, is too slow.
+func (e *Engine) dropped(now time.Time, sc *scope, q *request) bool {
+	if q.dropped {
+		return false
+	}
+	q.dropped = true
+	sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)})
+	return true
+}
+
 // NextTimer is when the host should next call Tick, if anything is
 // pending. Windowed limits that want periodic ticks get them from the
 // host's own cadence (Runner ticks at least once a second).
@@ -743,6 +754,7 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	}
 	consider(e.adm.NextExpiry())
 	consider(e.slow.next())
+	consider(e.dropT.next())
 	consider(e.dead.next())
 	consider(e.hedgeT.next())
 	consider(e.nextProbe())

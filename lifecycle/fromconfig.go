@@ -90,6 +90,7 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 			ProbeInterval: bc.ProbeInterval.D(),
 			StepHold:      bc.StepHold.D(),
 			Steps:         bc.Steps,
+			Steady:        bc.Probe == config.ProbeSynthetic,
 		})
 		if err != nil {
 			return sc, err

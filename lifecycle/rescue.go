@@ -57,7 +57,7 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 // rescueScope rescues every slow call in flight on scope s, oldest
 // request first (the order is the request IDs', so a simulation replays).
 func (e *Engine) rescueScope(now time.Time, s int, rd *Ready) {
-	for _, q := range e.onScope(s, func(q *request) bool { return q.flagged && e.rescuable(q) }) {
+	for _, q := range e.onScope(s, func(q *request) bool { return q.slow && e.rescuable(q) }) {
 		e.rescue(now, q, rd)
 	}
 }

@@ -251,3 +251,42 @@ func TestWaitersMoveBeforeTheTrippingCallsSlotIsReused(t *testing.T) {
 		}
 	}
 }
+
+// The limit's slow threshold tells the limit only: a breaker set to 5 s
+// does not hear of calls that pass the limit's 1.1 s, and the limit
+// still hears of them then.
+func TestLimitThresholdLeavesTheBreakersAlone(t *testing.T) {
+	b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeLimit{limit: 100}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100)},
+		Scopes:    []ScopeConfig{{Name: "p", Limit: f, SlowThreshold: 1100 * time.Millisecond, Breaker: b}, {Name: "backup"}},
+	})
+	ids := arriveAll(t, e, at(0), 8, []int{0, 1}, 0)
+	rd := e.Tick(at(1200 * time.Millisecond))
+	if len(f.samples) != 8 || !f.samples[0].Dropped {
+		t.Fatalf("the limit heard %d samples at 1.2 s, want 8 drops", len(f.samples))
+	}
+	if len(rd.Transitions) != 0 || len(rd.Second) != 0 {
+		t.Fatalf("calls of 1.2 s moved a 5 s breaker: %+v", rd)
+	}
+	for _, id := range ids {
+		e.Finish(at(2*time.Second), id, Outcome{Kind: OK})
+	}
+	// The breaker judges a call's slowness once its threshold has passed
+	// since the call started.
+	if rd := e.Tick(at(6 * time.Second)); len(rd.Transitions) != 0 {
+		t.Fatalf("calls of 2 s tripped a 5 s breaker: %+v", rd.Transitions)
+	}
+	if len(f.samples) != 8 {
+		t.Errorf("a call reported as a drop was sampled again at its end: %d samples", len(f.samples))
+	}
+	// Past the breaker's own threshold, the breaker hears of them.
+	arriveAll(t, e, at(6*time.Second), 8, []int{0, 1}, 0)
+	if rd := e.Tick(at(11100 * time.Millisecond)); len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open {
+		t.Fatalf("calls past 5 s did not trip the breaker: %+v", rd.Transitions)
+	}
+}

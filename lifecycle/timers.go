@@ -4,9 +4,11 @@ import "time"
 
 // Timer kinds index request.timerAt and request.timerIdx.
 const (
-	slowTimer  = iota // the call passes its scope's slow threshold
+	slowTimer  = iota // the call passes its breaker's slow threshold
+	dropTimer         // the call passes its limit's own slow threshold
 	deadTimer         // the request's deadline
 	hedgeTimer        // time to send a hedge
+	numTimers
 )
 
 // timerHeap is a binary min-heap of requests by one kind of timer. Each
