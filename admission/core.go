@@ -68,6 +68,10 @@ const (
 	// ReasonUnavailable: every target's breaker turned the request away
 	// (decided by lifecycle, which routes before it admits).
 	ReasonUnavailable Reason = "no_healthy_target"
+	// ReasonTooSlow: the request was in flight on a provider whose
+	// breaker is open, with nowhere to move, and its deadline is out of
+	// the provider's reach at its current latency (decided by lifecycle).
+	ReasonTooSlow Reason = "provider_too_slow"
 )
 
 // Refusal reports a request refused, and when a retry is likely to be served.
@@ -118,6 +122,7 @@ type Core struct {
 	queued     [numPriorities]int
 	expiry     expiryHeap
 	drain      drainMeter
+	held       []bool // per scope: its waiters wait, whatever the room (Hold)
 	rng        *rand.Rand // RetryAfter's jitter
 }
 
@@ -126,6 +131,7 @@ func NewCore(cfg Config) *Core {
 	return &Core{
 		cfg:     cfg,
 		scopeIn: make([]int, len(cfg.Scopes)),
+		held:    make([]bool, len(cfg.Scopes)),
 		entries: make(map[Ticket]*entry),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 	}
@@ -149,11 +155,24 @@ func (c *Core) fits(r Request) bool {
 		return false
 	}
 	if s := r.Scope; s >= 0 && s < len(c.scopeIn) {
+		if c.held[s] {
+			return false
+		}
 		if l := limitOf(c.cfg.Scopes[s]); l > 0 && c.scopeIn[s] >= l+extra {
 			return false
 		}
 	}
 	return true
+}
+
+// Hold keeps the waiters bound for scope, and newcomers to it, waiting
+// however much room there is, until it is released (hold false); waiters
+// bound elsewhere are not held up by them. Lifecycle holds a provider's
+// requests while a probe decides whether it is fit to take them.
+func (c *Core) Hold(scope int, hold bool) {
+	if scope >= 0 && scope < len(c.held) {
+		c.held[scope] = hold
+	}
 }
 
 func (c *Core) start(now time.Time, e *entry) {
@@ -317,9 +336,18 @@ func (c *Core) unlink(e *entry) {
 // now fit. ok is false if t was not in flight (a double release), in which
 // case nothing changes.
 func (c *Core) Release(now time.Time, t Ticket) (granted []Ticket, ok bool) {
+	if !c.Free(now, t) {
+		return nil, false
+	}
+	return c.Pump(now), true
+}
+
+// Free is Release without starting waiters, for a host that has calls of
+// its own to place in the freed room first; it must Pump after.
+func (c *Core) Free(now time.Time, t Ticket) bool {
 	e, found := c.entries[t]
 	if !found || e.state != inFlight {
-		return nil, false
+		return false
 	}
 	delete(c.entries, t)
 	c.inFlight--
@@ -328,7 +356,7 @@ func (c *Core) Release(now time.Time, t Ticket) (granted []Ticket, ok bool) {
 		c.scopeIn[s]--
 	}
 	c.drain.record(now)
-	return c.Pump(now), true
+	return true
 }
 
 // Pump starts every waiter that fits, most important class first and
@@ -437,24 +465,37 @@ func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
 // against the global limit (the request is counted once there); it
 // reports false when the scope is full.
 func (c *Core) TakeExtra(scope int) bool {
-	if scope < 0 || scope >= len(c.scopeIn) {
-		return true
-	}
-	if l := limitOf(c.cfg.Scopes[scope]); l > 0 && c.scopeIn[scope] >= l {
+	if !c.Room(scope) {
 		return false
 	}
-	c.scopeIn[scope]++
+	if scope >= 0 && scope < len(c.scopeIn) {
+		c.scopeIn[scope]++
+	}
 	return true
 }
 
 // ReleaseExtra returns a slot TakeExtra took and starts the waiters that
 // now fit.
 func (c *Core) ReleaseExtra(now time.Time, scope int) []Ticket {
-	if scope < 0 || scope >= len(c.scopeIn) {
-		return nil
-	}
-	c.scopeIn[scope]--
+	c.FreeExtra(scope)
 	return c.Pump(now)
+}
+
+// FreeExtra is ReleaseExtra without starting waiters; the host must Pump
+// after.
+func (c *Core) FreeExtra(scope int) {
+	if scope >= 0 && scope < len(c.scopeIn) {
+		c.scopeIn[scope]--
+	}
+}
+
+// Room reports whether TakeExtra(scope) would succeed.
+func (c *Core) Room(scope int) bool {
+	if scope < 0 || scope >= len(c.scopeIn) {
+		return true
+	}
+	l := limitOf(c.cfg.Scopes[scope])
+	return l <= 0 || c.scopeIn[scope] < l
 }
 
 // InFlight is the number of requests in flight in a scope, or globally

@@ -349,7 +349,7 @@ func (b *Breaker) NextProbe() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if b.cfg.ProbeInterval > 0 {
-		if len(b.probes) >= b.cfg.Probes {
+		if b.probesFull() {
 			return time.Time{}, false
 		}
 		if b.lastProbe.IsZero() {
@@ -363,7 +363,24 @@ func (b *Breaker) NextProbe() (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// probesFull: a trickling HalfOpen has Probes probes out. A Steady
+// breaker's cadence alone bounds its probes (at most one probe timeout's
+// worth of intervals are out at once), so a recovery is seen within one
+// interval plus one call however slow the failing probes are.
+func (b *Breaker) probesFull() bool {
+	return !b.cfg.Steady && len(b.probes) >= b.cfg.Probes
+}
+
 // OpenForMax is the longest the breaker keeps its provider out of
 // rotation at a time: a host bounds other waits on the provider (a
 // Retry-After it sent) by it too.
 func (b *Breaker) OpenForMax() time.Duration { return b.cfg.OpenForMax }
+
+// ProbeTimeout is how long a probe granted now may take before it counts
+// as slow: Config.ProbeTimeout, or the slow threshold.
+func (b *Breaker) ProbeTimeout() time.Duration {
+	if b.cfg.ProbeTimeout > 0 {
+		return b.cfg.ProbeTimeout
+	}
+	return b.SlowThreshold()
+}

@@ -37,7 +37,7 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 	case b.state == Open:
 		return Ticket{}, ErrOpen
 	case probe && b.cfg.ProbeInterval > 0:
-		if len(b.probes) >= b.cfg.Probes || (!b.lastProbe.IsZero() && now.Sub(b.lastProbe) < b.cfg.ProbeInterval) {
+		if b.probesFull() || (!b.lastProbe.IsZero() && now.Sub(b.lastProbe) < b.cfg.ProbeInterval) {
 			return Ticket{}, ErrOpen
 		}
 		b.lastProbe = now

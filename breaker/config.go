@@ -104,9 +104,9 @@ type Config struct {
 	// users nothing (synthetic probes), so it never backs off. Its open
 	// time is ProbeInterval (and OpenFor, when set, is only the first
 	// one's), failed recoveries do not lengthen it, and HalfOpen trickles
-	// probes for as long as they fail instead of giving up and reopening
-	// (HalfOpenMaxWait does not apply). ProbeInterval defaults to
-	// DefaultSteadyInterval.
+	// a probe every ProbeInterval for as long as they fail, however many
+	// are still out, instead of giving up and reopening (HalfOpenMaxWait
+	// does not apply). ProbeInterval defaults to DefaultSteadyInterval.
 	Steady bool
 
 	// Steps are the fail-back shares of traffic, strictly increasing in

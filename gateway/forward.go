@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
@@ -101,7 +102,9 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens}
 	case outcomeTimeout:
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
-	case outcomeCancelled:
+	case outcomeCancelled, outcomeShed:
+		// Shed after starting: the engine answered it early (Ready.Abandon)
+		// and has already counted the call slow.
 		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
 	}
 	switch {
@@ -117,9 +120,12 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 // upstreamFailed maps a failed upstream call to the client's answer.
 func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exchange, ctx context.Context, err error) {
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	var rej *admission.Rejection
 	switch {
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
+	case errors.As(context.Cause(ctx), &rej):
+		g.shed(w, x, rej)
 	case timedOut(ctx):
 		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)

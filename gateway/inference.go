@@ -216,8 +216,11 @@ func parseTimeout(v string) (time.Duration, error) {
 // with the dialect's overloaded_error and an estimated Retry-After.
 func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
-	if rej.Reason == admission.ReasonUnavailable {
+	switch rej.Reason {
+	case admission.ReasonUnavailable:
 		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, or the provider asked for a pause); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	case admission.ReasonTooSlow:
+		msg = fmt.Sprintf("provider %s is out of rotation and too slow to answer before this request's deadline, and no other target can take it (%s); retry after %s", x.provider, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	}
 	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
 }

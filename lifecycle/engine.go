@@ -180,6 +180,10 @@ type Ready struct {
 	// Expire: these in-flight requests passed their deadline; cancel
 	// their calls, answer 504, and Finish them as TimedOut.
 	Expire []ID
+	// Abandon: these in-flight requests cannot be answered before their
+	// deadline (abandon.go); cancel their calls, answer 503/529 with the
+	// RetryAfter, and End them as Cancelled.
+	Abandon []admission.Refusal
 	// Transitions are breaker state changes, each reported once, for the
 	// host to log and count.
 	Transitions []Transition
@@ -204,6 +208,7 @@ func (r *Ready) Merge(o Ready) {
 	r.Start = append(r.Start, o.Start...)
 	r.Refuse = append(r.Refuse, o.Refuse...)
 	r.Expire = append(r.Expire, o.Expire...)
+	r.Abandon = append(r.Abandon, o.Abandon...)
 	r.Transitions = append(r.Transitions, o.Transitions...)
 	r.Second = append(r.Second, o.Second...)
 	r.Probe = append(r.Probe, o.Probe...)
@@ -223,6 +228,32 @@ type Arrival struct {
 type scope struct {
 	cfg     ScopeConfig
 	limiter admission.Limiter
+	// instant and inFlight: the scope's in-flight count at the start of
+	// the instant the last call ended (see inFlightAt).
+	instant  time.Time
+	inFlight int
+}
+
+// settling notes that a call on scope s ends at now, before its slot is
+// released, so that every sample taken at now carries the in-flight
+// count from before the first of them (inFlightAt).
+func (e *Engine) settling(now time.Time, s int) {
+	if sc := e.scope(s); sc != nil && sc.cfg.Limit != nil && !now.Equal(sc.instant) {
+		sc.instant, sc.inFlight = now, e.adm.InFlight(s)
+	}
+}
+
+// inFlightAt is the in-flight count a sample on scope s taken at now
+// carries: the count at the start of the instant, before any call that
+// ended at now left. A tick simulation settles a whole tick's calls at
+// one instant and passes each the count from before the tick's
+// settlement, as seed 000's does; calls that end at distinct instants,
+// as a gateway's do, each see the live count, their own call included.
+func (e *Engine) inFlightAt(now time.Time, s int) int {
+	if sc := e.scope(s); sc != nil && now.Equal(sc.instant) {
+		return sc.inFlight
+	}
+	return e.adm.InFlight(s)
 }
 
 // ticker is a limit that closes windows on the clock, not only on samples.
@@ -245,6 +276,12 @@ type request struct {
 	target    int  // index into req.Targets
 	ticket    breaker.Ticket
 	hasTicket bool
+	// held: waiting for a synthetic probe's verdict on its scope, with
+	// no ticket (hold.go).
+	held bool
+	// stranded: slow on an unhealthy provider, waiting for room on
+	// another target for its rescue (rescue.go).
+	stranded bool
 	// timers holds, per timer kind (timers.go), when it fires and the
 	// request's index in that kind's heap (-1: not armed).
 	timerAt  [numTimers]time.Time
@@ -267,7 +304,16 @@ type Engine struct {
 	dropT  timerHeap // in-flight requests by when their limit counts a drop
 	dead   timerHeap // in-flight requests by deadline
 	hedgeT timerHeap // in-flight requests by when to hedge
-	hedges budget
+	// abandonT: slow calls with nowhere to go, by when to judge whether
+	// their provider can still meet their deadline (abandon.go).
+	abandonT timerHeap
+	// stranded: slow calls on an unhealthy provider waiting for room on
+	// another target (rescue.go).
+	stranded []*request
+	// holding: per scope, whether its waiters are held for a probe's
+	// verdict (hold.go).
+	holding []bool
+	hedges  budget
 	// retries holds one retry budget per scope, earned by the requests
 	// routed there and spent by retries of that scope's failures.
 	retries  []budget
@@ -293,7 +339,7 @@ type Engine struct {
 // New builds an Engine.
 func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
-	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer
+	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind, e.abandonT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer, abandonTimer
 	e.hedges = newBudget(cfg.Hedge)
 	e.retryCfg = cfg.Retry
 	if e.retryCfg.Base <= 0 {
@@ -319,6 +365,7 @@ func New(cfg Config) *Engine {
 	e.share = make([]float64, len(cfg.Scopes))
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	e.paused = make([]time.Time, len(cfg.Scopes))
+	e.holding = make([]bool, len(cfg.Scopes))
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	ac.Seed = cfg.Seed ^ 0xad31
@@ -336,32 +383,40 @@ func (e *Engine) Check(now time.Time, r Request) (admission.Refusal, bool) {
 // refuses it there. Ready carries waiters that this arrival displaced.
 func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	var rd Ready
-	target, scope, ticket, hasTicket, ok := e.route(now, r)
+	p, ok := e.route(now, r)
+	if ok && p.held {
+		ok = e.holdable(now, p.scope, r)
+	}
+	unavailable := admission.Refusal{Priority: r.Priority, Reason: admission.ReasonUnavailable}
 	if !ok {
 		e.settle(now, &rd)
-		return Arrival{Verdict: admission.Rejected, Refusal: admission.Refusal{
-			Priority: r.Priority, Reason: admission.ReasonUnavailable, RetryAfter: e.untilAvailable(now, r),
-		}}, rd
+		unavailable.RetryAfter = e.untilAvailable(now, r)
+		return Arrival{Verdict: admission.Rejected, Refusal: unavailable}, rd
 	}
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: scope, Deadline: r.Deadline})
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Deadline: r.Deadline})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
 		e.drop(now, f.Ticket)
 	}
-	a := Arrival{ID: res.Ticket, Target: target, Verdict: res.Verdict, Refusal: res.Refusal}
+	a := Arrival{ID: res.Ticket, Target: p.target, Verdict: res.Verdict, Refusal: res.Refusal}
 	if res.Verdict == admission.Rejected {
-		if hasTicket {
-			e.scopes[scope].cfg.Breaker.Done(now, ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		if p.hasTicket {
+			e.scopes[p.scope].cfg.Breaker.Done(now, p.ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		}
+		if p.held {
+			// No room to wait in: the provider, not the queue, is why.
+			unavailable.RetryAfter = e.untilAvailable(now, r)
+			a.Refusal = unavailable
 		}
 		e.settle(now, &rd)
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: [numTimers]int{-1, -1, -1, -1}, committed: -1,
-		scope: scope, target: target, ticket: ticket, hasTicket: hasTicket}
+	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: unarmed, committed: -1,
+		scope: p.scope, target: p.target, ticket: p.ticket, hasTicket: p.hasTicket, held: p.held}
 	e.reqs[q.id] = q
 	e.hedges.earn()
-	if scope >= 0 && scope < len(e.retries) {
-		e.retries[scope].earn()
+	if p.scope >= 0 && p.scope < len(e.retries) {
+		e.retries[p.scope].earn()
 	}
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
@@ -386,21 +441,28 @@ func targets(r Request) []int {
 // (pause.go). ok is false when every target is turned away: when every
 // provider is unhealthy, Sluice sheds rather than search for a fast
 // provider that does not exist.
-func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.Ticket, hasTicket, ok bool) {
+func (e *Engine) route(now time.Time, r Request) (placement, bool) {
 	passed := -1 // a recovering target passed over for its share
+	hold := -1   // a target probed synthetically, to wait for (hold.go)
 	for i, s := range targets(r) {
 		if e.isPaused(now, s) {
 			continue
 		}
 		sc := e.scope(s)
 		if sc == nil || sc.cfg.Breaker == nil {
-			return i, s, t, false, true
+			return placement{target: i, scope: s}, true
 		}
 		b := sc.cfg.Breaker
 		if w := b.Weight(now); w < 1 {
 			if w <= 0 {
-				if st, _ := b.State(now); st != breaker.HalfOpen || sc.cfg.SyntheticProbes {
-					continue // open; or probing with calls of its own
+				if sc.cfg.SyntheticProbes {
+					if hold < 0 {
+						hold = i
+					}
+					continue // probing with calls of its own
+				}
+				if st, _ := b.State(now); st != breaker.HalfOpen {
+					continue // open
 				}
 			} else if e.share[s] += w; e.share[s] < 1-1e-9 { // 10 × 0.1 must make 1
 				if passed < 0 {
@@ -412,7 +474,7 @@ func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.T
 			}
 		}
 		if tk, err := b.Allow(now); err == nil {
-			return i, s, tk, true, true
+			return placement{target: i, scope: s, ticket: tk, hasTicket: true}, true
 		}
 	}
 	// Fail-back shares shift traffic between targets; with nowhere else
@@ -420,10 +482,35 @@ func (e *Engine) route(now time.Time, r Request) (target, scope int, t breaker.T
 	if passed >= 0 {
 		s := targets(r)[passed]
 		if tk, err := e.scopes[s].cfg.Breaker.Allow(now); err == nil {
-			return passed, s, tk, true, true
+			return placement{target: passed, scope: s, ticket: tk, hasTicket: true}, true
 		}
 	}
-	return 0, 0, t, false, false
+	if hold >= 0 {
+		return placement{target: hold, scope: targets(r)[hold], held: true}, true
+	}
+	return placement{}, false
+}
+
+// placement is where route sent a request: a target, its scope and the
+// scope breaker's ticket, if it has a breaker; or, held, a target whose
+// breaker decides by probes of its own, to wait for their verdict.
+type placement struct {
+	target, scope int
+	ticket        breaker.Ticket
+	hasTicket     bool
+	held          bool
+}
+
+// place moves a waiting request to p, handing back the breaker ticket
+// it held.
+func (e *Engine) place(now time.Time, q *request, p placement) {
+	if q.hasTicket {
+		e.scopes[q.scope].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
+	}
+	if p.scope != q.scope {
+		e.adm.Rescope(q.id, p.scope)
+	}
+	q.target, q.scope, q.ticket, q.hasTicket, q.held = p.target, p.scope, p.ticket, p.hasTicket, p.held
 }
 
 // untilAvailable is when the first of a request's targets will take
@@ -528,7 +615,8 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 		return
 	}
 	q.firstByte = now
-	e.hedgeT.remove(q) // an answer is coming: no hedge
+	e.hedgeT.remove(q) // an answer is coming: no hedge, and none abandoned
+	e.abandonT.remove(q)
 	if sc := e.scope(q.scope); sc != nil && e.signal(sc, q) == TTFT {
 		e.slow.remove(q)
 		e.dropT.remove(q)
@@ -565,6 +653,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 		return rd, false
 	}
 	e.observeRefusal(now, q.scope, o)
+	e.settling(now, q.scope)
 	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
 		if s, use := e.sample(now, sc, q, o); use {
@@ -577,6 +666,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.slow.remove(q)
 	e.dropT.remove(q)
 	e.hedgeT.remove(q)
+	e.abandonT.remove(q)
 	q.primaryDone = true
 	if q.second != nil && q.second.live {
 		// The request goes on in its hedge; it ends with FinishSecond.
@@ -590,6 +680,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 // slot is released and waiters that now fit are started.
 func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	e.dead.remove(q)
+	e.abandonT.remove(q)
 	delete(e.reqs, q.id)
 	// If this request's outcome tripped its provider's breaker, the
 	// waiters for that provider move on (settle) before the slot it frees
@@ -601,9 +692,17 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	// Started, that waiter would spend an upstream call it has no time
 	// for, and its TimedOut would reach the limit as a false drop.
 	rd.Refuse = append(rd.Refuse, e.expireWaiters(now)...)
-	granted, _ := e.adm.Release(now, q.id)
-	rd.Start = append(rd.Start, e.started(now, granted)...)
+	e.adm.Free(now, q.id)
+	e.pump(now, &rd)
 	return rd
+}
+
+// pump hands out room that has freed: first to the stranded calls
+// waiting to be rescued (rescue.go), which have waited longest and
+// have least time left, then to the queue.
+func (e *Engine) pump(now time.Time, rd *Ready) {
+	e.rescueStranded(now, rd)
+	rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
 }
 
 // breakerOutcome says how a call counts for its provider's breaker: a
@@ -648,7 +747,7 @@ func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
 // sample turns an outcome into a limit sample, or reports that it is not
 // one.
 func (e *Engine) sample(now time.Time, sc *scope, q *request, o Outcome) (limit.Sample, bool) {
-	s := limit.Sample{Now: now, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)}
+	s := limit.Sample{Now: now, InFlight: e.inFlightAt(now, q.scope), QueueWait: q.started.Sub(q.arrived)}
 	switch o.Kind {
 	case Overloaded, TimedOut, ConnError:
 		s.Dropped = true
@@ -698,7 +797,7 @@ func (e *Engine) Tick(now time.Time) Ready {
 			moved = e.dropped(now, sc, q) || moved
 		}
 		sc.cfg.Breaker.Slow(now, q.ticket)
-		e.rescueSlow(now, q, sc, &rd)
+		e.onSlow(now, q, sc, &rd)
 	}
 	for e.dropT.due(now) {
 		q := e.dropT.pop()
@@ -715,10 +814,13 @@ func (e *Engine) Tick(now time.Time) Ready {
 	}
 	if moved {
 		e.settle(now, &rd) // a trip moves its waiters before slots are handed out
-		rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
+		e.pump(now, &rd)
 	}
 	for e.hedgeT.due(now) {
 		e.fireHedge(now, e.hedgeT.pop(), &rd)
+	}
+	for e.abandonT.due(now) {
+		e.judgeReach(now, e.abandonT.pop(), &rd)
 	}
 	for e.dead.due(now) {
 		q := e.dead.pop()
@@ -738,7 +840,7 @@ func (e *Engine) dropped(now time.Time, sc *scope, q *request) bool {
 		return false
 	}
 	q.dropped = true
-	sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.adm.InFlight(q.scope), QueueWait: q.started.Sub(q.arrived)})
+	sc.cfg.Limit.Update(limit.Sample{Now: now, Dropped: true, InFlight: e.inFlightAt(now, q.scope), QueueWait: q.started.Sub(q.arrived)})
 	return true
 }
 
@@ -757,6 +859,7 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	consider(e.dropT.next())
 	consider(e.dead.next())
 	consider(e.hedgeT.next())
+	consider(e.abandonT.next())
 	consider(e.nextProbe())
 	for _, sc := range e.scopes {
 		if sc.cfg.Breaker != nil {

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
 )
 
@@ -71,12 +70,7 @@ func (e *Engine) settlePauses(now time.Time, rd *Ready) {
 		e.newlyPaused = e.newlyPaused[1:]
 		e.reroute(now, s, rd)
 		for _, q := range e.onScope(s, func(q *request) bool { return q.started.IsZero() }) {
-			if !e.adm.Leave(now, q.id) {
-				continue
-			}
-			e.drop(now, q.id)
-			rd.Refuse = append(rd.Refuse, admission.Refusal{Ticket: q.id, Priority: q.req.Priority,
-				Reason: admission.ReasonUnavailable, RetryAfter: e.untilAvailable(now, q.req)})
+			e.refuseWaiter(now, q, rd)
 		}
 	}
 }

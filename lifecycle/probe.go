@@ -13,9 +13,9 @@ import (
 // became a probe would wait out the probe's timeout and fail. With
 // ScopeConfig.SyntheticProbes the engine asks the host to send probes of
 // its own instead (Ready.Probe: a smallest request, one output token),
-// and routes no user request to the scope until one passes; users are
-// refused at once meanwhile, with a Retry-After at the breaker's next
-// verdict. Probes keep going without user traffic, so a recovery is
+// and routes no user request to the scope until one passes; users wait
+// meanwhile for the next probe's verdict (hold.go), and are refused with
+// a Retry-After if it fails. Probes keep going without user traffic, so a recovery is
 // noticed even when clients have stopped asking.
 //
 // A probe's latency is its whole call, which for a one-token answer is
@@ -85,6 +85,11 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	}
 	b.Done(now, p.ticket, bo)
 	e.settle(now, &rd)
+	if bo.Kind != breaker.Cancelled && e.holding[p.scope] {
+		// Still out of rotation: whoever waited through this probe has
+		// its verdict (hold.go).
+		e.refuseHeld(now, p.scope, p.started, &rd)
+	}
 	return rd, true
 }
 

@@ -25,10 +25,15 @@ import (
 // concurrency limit bounds; while it recovers, by the slow calls of its
 // fail-back share; and each request has at most two calls.
 //
-// A call is offered a rescue once: when the breaker trips, if it is slow
-// by then, or else when it is flagged slow. If no target has room at that
-// moment, it stays where it is. A request already hedged, or with a byte
-// on its way to the client, is not rescued.
+// A call is offered a rescue when the breaker trips, if it is slow by
+// then, or else when it is flagged slow. If the next target takes
+// traffic but has no room at that moment, the call is stranded: it waits
+// for room, and whenever room frees anywhere the stranded calls are
+// placed before the queue's waiters, least deadline left first, since
+// they have waited longest and have least time to spare. A call with no
+// target to move to at all may be answered early instead (abandon.go).
+// A request already hedged, or with a byte on its way to the client, is
+// not rescued.
 
 // settle drains the breakers' transitions into rd and reacts to them:
 // the calls stranded by a trip are rescued, and a half-open breaker with
@@ -41,24 +46,27 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 		for _, t := range ts {
 			if t.To == breaker.Open {
 				e.reroute(now, t.Scope, rd)
-				if e.scopes[t.Scope].cfg.Rescue {
-					e.rescueScope(now, t.Scope, rd)
-				}
+				e.tripped(now, t.Scope, rd)
 			}
 		}
+		e.syncHolds(now, rd)
 		e.settlePauses(now, rd)
 		e.sendProbes(now, rd)
 		if len(ts) == 0 {
 			return
 		}
+		// A target that recovered may take the stranded calls.
+		e.rescueStranded(now, rd)
 	}
 }
 
-// rescueScope rescues every slow call in flight on scope s, oldest
-// request first (the order is the request IDs', so a simulation replays).
-func (e *Engine) rescueScope(now time.Time, s int, rd *Ready) {
+// tripped reacts to scope s's breaker opening: every slow call in flight
+// there is rescued, stranded or judged (abandon.go), oldest request first
+// (the order is the request IDs', so a simulation replays).
+func (e *Engine) tripped(now time.Time, s int, rd *Ready) {
+	sc := e.scopes[s]
 	for _, q := range e.onScope(s, func(q *request) bool { return q.slow && e.rescuable(q) }) {
-		e.rescue(now, q, rd)
+		e.onSlow(now, q, sc, rd)
 	}
 }
 
@@ -82,28 +90,106 @@ func (e *Engine) rescuable(q *request) bool {
 	return !q.started.IsZero() && !q.primaryDone && !q.expired && q.second == nil && q.committed < 0 && q.firstByte.IsZero()
 }
 
-// rescueSlow rescues q, just flagged slow, if its scope's breaker is
-// open, or recovering: a provider on probation gets no benefit of the
-// doubt, and its share of traffic bounds the rescues.
-func (e *Engine) rescueSlow(now time.Time, q *request, sc *scope, rd *Ready) {
-	if sc.cfg.Rescue && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) < 1 {
-		e.rescue(now, q, rd)
+// onSlow reacts to q being slow on its scope while the scope's breaker
+// is open, or recovering: a provider on probation gets no benefit of the
+// doubt, and its share of traffic bounds the rescues. q is rescued or
+// stranded; or, with nowhere to go while the provider is out of
+// rotation, judged on whether it can still be answered in time.
+func (e *Engine) onSlow(now time.Time, q *request, sc *scope, rd *Ready) {
+	w := sc.cfg.Breaker.Weight(now)
+	if w >= 1 || !e.rescuable(q) {
+		return
+	}
+	if sc.cfg.Rescue && e.rescue(now, q, rd) || q.stranded {
+		return
+	}
+	if w <= 0 {
+		e.judgeReach(now, q, rd)
 	}
 }
 
-// rescue sends q's second call to its next healthy target with room.
+// rescue sends q's second call to its next healthy target with room, or
+// strands q to wait for room on one that takes traffic.
 func (e *Engine) rescue(now time.Time, q *request, rd *Ready) bool {
 	if !e.rescuable(q) {
 		return false
 	}
 	i, ok := e.second(now, q, false)
 	if !ok {
+		if !q.stranded && e.canMove(now, q) {
+			q.stranded = true
+			e.stranded = append(e.stranded, q)
+		}
 		return false
 	}
-	e.hedgeT.remove(q)
-	e.hedges.stats.Rescued++
-	rd.Second = append(rd.Second, SecondCall{ID: q.id, Target: i, Kind: Rescue})
+	e.sendRescue(q, i, rd)
 	return true
+}
+
+func (e *Engine) sendRescue(q *request, target int, rd *Ready) {
+	e.hedgeT.remove(q)
+	e.abandonT.remove(q)
+	e.hedges.stats.Rescued++
+	rd.Second = append(rd.Second, SecondCall{ID: q.id, Target: target, Kind: Rescue})
+}
+
+// canMove reports whether a target after q's own takes traffic now,
+// room or not.
+func (e *Engine) canMove(now time.Time, q *request) bool {
+	ts := targets(q.req)
+	for i := q.target + 1; i < len(ts); i++ {
+		s := ts[i]
+		if e.isPaused(now, s) {
+			continue
+		}
+		if sc := e.scope(s); sc == nil || sc.cfg.Breaker == nil || sc.cfg.Breaker.Weight(now) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rescueStranded places the stranded calls that now have room, least
+// deadline left first (no deadline last; ties by request, so a
+// simulation replays). A call that has ended, been answered, or whose
+// provider is healthy again leaves the list.
+func (e *Engine) rescueStranded(now time.Time, rd *Ready) {
+	if len(e.stranded) == 0 {
+		return
+	}
+	slices.SortFunc(e.stranded, func(a, b *request) int {
+		da, db := a.req.Deadline, b.req.Deadline
+		switch {
+		case da.Equal(db):
+			return cmp.Compare(a.id, b.id)
+		case da.IsZero():
+			return 1
+		case db.IsZero():
+			return -1
+		}
+		return da.Compare(db)
+	})
+	keep := e.stranded[:0]
+	for _, q := range e.stranded {
+		q.stranded = false
+		if e.reqs[q.id] != q || !e.rescuable(q) || e.scopes[q.scope].cfg.Breaker.Weight(now) >= 1 {
+			continue
+		}
+		if i, ok := e.second(now, q, false); ok {
+			e.sendRescue(q, i, rd)
+			continue
+		}
+		if !e.canMove(now, q) {
+			// Its last way out closed: judge it like any call with
+			// nowhere to go.
+			e.judgeReach(now, q, rd)
+			continue
+		}
+		q.stranded = true
+		keep = append(keep, q)
+	}
+	clear(e.stranded[len(keep):])
+	e.stranded = keep
 }
 
 // outliveProbe: q's call was a half-open probe, and the deadline that
@@ -138,21 +224,17 @@ func (e *Engine) reroute(now time.Time, s int, rd *Ready) {
 	waiting := e.onScope(s, func(q *request) bool { return q.started.IsZero() && len(targets(q.req)) > 1 })
 	moved := false
 	for _, q := range waiting {
-		target, scope, ticket, hasTicket, ok := e.route(now, q.req)
-		if !ok || scope == s {
-			if ok && hasTicket {
-				e.scopes[scope].cfg.Breaker.Done(now, ticket, breaker.Outcome{Kind: breaker.Cancelled})
+		p, ok := e.route(now, q.req)
+		if !ok || p.scope == s {
+			if ok && p.hasTicket {
+				e.scopes[p.scope].cfg.Breaker.Done(now, p.ticket, breaker.Outcome{Kind: breaker.Cancelled})
 			}
 			continue
 		}
-		if q.hasTicket {
-			e.scopes[s].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
-		}
-		e.adm.Rescope(q.id, scope)
-		q.target, q.scope, q.ticket, q.hasTicket = target, scope, ticket, hasTicket
+		e.place(now, q, p)
 		moved = true
 	}
 	if moved {
-		rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
+		e.pump(now, rd)
 	}
 }

@@ -290,3 +290,121 @@ func TestLimitThresholdLeavesTheBreakersAlone(t *testing.T) {
 		t.Fatalf("calls past 5 s did not trip the breaker: %+v", rd.Transitions)
 	}
 }
+
+// A stranded call is rescued as soon as the backup has room, not only
+// at the trip, and when room is short the call with the least deadline
+// left goes first, ahead of the queue.
+func TestRescueWaitsForRoom(t *testing.T) {
+	mk := func() *breaker.Breaker {
+		b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: time.Second, OpenFor: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 30 * time.Second},
+		Scopes:    []ScopeConfig{{Name: "primary", Breaker: mk(), Rescue: true}, {Name: "backup", Fixed: 2}},
+	})
+	// The backup is full with two calls of its own (a model served by
+	// the backup alone).
+	busy := arriveAll(t, e, at(0), 2, []int{1}, 0)
+	// Four calls on the primary, with deadlines far and near.
+	var stranded []ID
+	for _, d := range []time.Duration{20, 12, 16, 14} {
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0, 1}, Deadline: at(d * time.Second)})
+		stranded = append(stranded, a.ID)
+	}
+	rd := e.Tick(at(1100 * time.Millisecond))
+	if len(rd.Transitions) == 0 || rd.Transitions[0].To != breaker.Open || len(rd.Second) != 0 {
+		t.Fatalf("at the trip: %+v; want the primary open and no room for rescues", rd)
+	}
+	// A request for the backup alone waits in the queue meanwhile.
+	w, _ := e.Arrive(at(1200*time.Millisecond), Request{Targets: []int{1}})
+	if w.Verdict != admission.Queued {
+		t.Fatalf("backup-only request: %v, want queued", w.Verdict)
+	}
+	// One backup slot frees: the call with 12 s goes, not the queue's.
+	rd, _ = e.Finish(at(2*time.Second), busy[0], Outcome{Kind: OK})
+	if len(rd.Second) != 1 || rd.Second[0].ID != stranded[1] || rd.Second[0].Kind != Rescue || len(rd.Start) != 0 {
+		t.Fatalf("first free slot: second %+v start %v; want the 12 s call rescued", rd.Second, rd.Start)
+	}
+	rd, _ = e.Finish(at(2500*time.Millisecond), busy[1], Outcome{Kind: OK})
+	if len(rd.Second) != 1 || rd.Second[0].ID != stranded[3] {
+		t.Fatalf("second free slot: %+v; want the 14 s call", rd.Second)
+	}
+	if st := e.SecondStats(); st.Rescued != 2 {
+		t.Errorf("rescued %d, want 2", st.Rescued)
+	}
+}
+
+// A call slow on a provider whose breaker is open, with nowhere to go,
+// is answered early once the provider more likely than not cannot meet
+// its deadline: when the oldest unanswered call there has waited half
+// of this call's start-to-deadline time.
+func TestAnswerEarlyWhenTheDeadlineIsOutOfReach(t *testing.T) {
+	e := holdEngine(t)
+	var ids []ID
+	for i := range 4 {
+		d := time.Duration(i) * 100 * time.Millisecond
+		a, _ := e.Arrive(at(d), Request{Targets: []int{0}, Deadline: at(d + 15*time.Second)})
+		ids = append(ids, a.ID)
+	}
+	rd := e.Tick(at(1400 * time.Millisecond)) // all four slow: trip
+	if len(rd.Transitions) == 0 || len(rd.Abandon) != 0 {
+		t.Fatalf("at the trip: %+v", rd)
+	}
+	// The oldest started at 0 and each has 15 s: all are judged at 7.5 s.
+	if next, ok := e.abandonT.next(); !ok || !next.Equal(at(7500*time.Millisecond)) {
+		t.Fatalf("judged at %v, want 7.5 s", next)
+	}
+	rd = e.Tick(at(7500 * time.Millisecond))
+	if len(rd.Abandon) != 4 {
+		t.Fatalf("at 7.5 s: abandon %+v, want all four", rd.Abandon)
+	}
+	for i, f := range rd.Abandon {
+		if f.Ticket != ids[i] || f.Reason != admission.ReasonTooSlow || f.RetryAfter <= 0 {
+			t.Errorf("abandon %d: %+v", i, f)
+		}
+	}
+	if e.SecondStats().Abandoned != 4 {
+		t.Errorf("stats: %+v", e.SecondStats())
+	}
+	for _, id := range ids {
+		e.Finish(at(7600*time.Millisecond), id, Outcome{Kind: Cancelled})
+	}
+	if len(e.reqs) != 0 {
+		t.Errorf("%d requests left", len(e.reqs))
+	}
+}
+
+// The judgement follows the oldest call: when it answers, the next
+// oldest sets a later time; a call whose provider recovers, or that
+// starts answering, is left alone; and a slow provider that answers
+// within half the deadline never comes near.
+func TestAnswerEarlyFollowsTheEvidence(t *testing.T) {
+	e := holdEngine(t)
+	var ids []ID
+	for i := range 4 {
+		d := time.Duration(i) * time.Second / 4
+		a, _ := e.Arrive(at(d), Request{Targets: []int{0}, Deadline: at(d + 10*time.Second)})
+		ids = append(ids, a.ID)
+	}
+	e.Tick(at(1800 * time.Millisecond)) // trip
+	// The oldest answers at 3 s (slow, but in time): the rest are judged
+	// from the next oldest, started at 0.25 s: at 5.25 s.
+	e.Finish(at(3*time.Second), ids[0], Outcome{Kind: OK})
+	rd := e.Tick(at(5 * time.Second))
+	if len(rd.Abandon) != 0 {
+		t.Fatalf("at 5 s: %+v, want none yet", rd.Abandon)
+	}
+	e.FirstByte(at(5100*time.Millisecond), ids[1]) // it starts answering
+	rd = e.Tick(at(5250 * time.Millisecond))
+	if len(rd.Abandon) != 0 {
+		t.Fatalf("at 5.25 s: %+v; ids[1] is answering, so ids[2] (from 0.5 s) is judged at 5.5 s", rd.Abandon)
+	}
+	rd = e.Tick(at(5500 * time.Millisecond))
+	if len(rd.Abandon) != 2 || rd.Abandon[0].Ticket != ids[2] || rd.Abandon[1].Ticket != ids[3] {
+		t.Fatalf("at 5.5 s: %+v, want ids[2] and ids[3]", rd.Abandon)
+	}
+}

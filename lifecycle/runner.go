@@ -12,6 +12,8 @@ import (
 )
 
 // ErrDeadline is the cause of a Call's context when the engine expired it.
+// When the engine answers a call early instead (Ready.Abandon), the cause
+// is an *admission.Rejection saying why and when to retry.
 var ErrDeadline = errors.New("lifecycle: request deadline passed")
 
 // periodicTick is the longest the Runner lets pass between Ticks, so
@@ -314,6 +316,11 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 	for _, id := range rd.Expire {
 		if c, ok := r.calls[id]; ok {
 			c.cancel(ErrDeadline)
+		}
+	}
+	for _, f := range rd.Abandon {
+		if c, ok := r.calls[f.Ticket]; ok {
+			c.cancel(rejection(f))
 		}
 	}
 	for _, h := range rd.Second {

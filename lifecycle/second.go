@@ -54,6 +54,10 @@ type SecondStats struct {
 	// Rescued counts second calls sent for slow calls stranded on a
 	// provider whose breaker is open or recovering (rescue.go).
 	Rescued uint64
+	// Abandoned counts calls answered early: slow on a provider whose
+	// breaker is open, with nowhere to go, and their deadline out of its
+	// reach (abandon.go).
+	Abandoned uint64
 }
 
 // secondCall is a request's second call.
@@ -84,22 +88,20 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
 			continue // asked for no calls for now
 		}
 		h := &secondCall{scope: s, target: i, started: now, live: true}
+		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) <= 0 {
+			continue // open or probing: not a place for a second call
+		}
+		if !e.adm.Room(s) {
+			continue
+		}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
-			if sc.cfg.Breaker.Weight(now) <= 0 {
-				continue // open or probing: not a place for a second call
-			}
 			t, err := sc.cfg.Breaker.Allow(now)
 			if err != nil {
 				continue
 			}
 			h.ticket, h.hasTicket = t, true
 		}
-		if !e.adm.TakeExtra(s) {
-			if h.hasTicket {
-				e.scopes[s].cfg.Breaker.Done(now, h.ticket, breaker.Outcome{Kind: breaker.Cancelled})
-			}
-			continue
-		}
+		e.adm.TakeExtra(s)
 		q.second = h
 		return i, true
 	}
@@ -121,6 +123,7 @@ func (e *Engine) Commit(now time.Time, id ID, attempt int) bool {
 		q.second.firstByte = now
 	}
 	e.hedgeT.remove(q)
+	e.abandonT.remove(q)
 	if q.committed < 0 {
 		q.committed = int8(attempt)
 		if attempt == 1 {
@@ -151,6 +154,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	h := q.second
 	h.live = false
 	e.observeRefusal(now, h.scope, o)
+	e.settling(now, h.scope)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))
@@ -158,7 +162,8 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	// A trip by this outcome moves its provider's waiters before the
 	// freed slot is handed out (see complete).
 	e.settle(now, &rd)
-	rd.Start = append(rd.Start, e.started(now, e.adm.ReleaseExtra(now, h.scope))...)
+	e.adm.FreeExtra(h.scope)
+	e.pump(now, &rd)
 	if q.primaryDone {
 		rd.Merge(e.complete(now, q))
 	}

@@ -4,12 +4,21 @@ import "time"
 
 // Timer kinds index request.timerAt and request.timerIdx.
 const (
-	slowTimer  = iota // the call passes its breaker's slow threshold
-	dropTimer         // the call passes its limit's own slow threshold
-	deadTimer         // the request's deadline
-	hedgeTimer        // time to send a hedge
+	slowTimer    = iota // the call passes its breaker's slow threshold
+	dropTimer           // the call passes its limit's own slow threshold
+	deadTimer           // the request's deadline
+	hedgeTimer          // time to send a hedge
+	abandonTimer        // time to ask whether its provider can still answer in time
 	numTimers
 )
+
+// unarmed is a request's timerIdx before any timer is armed.
+var unarmed = func() (idx [numTimers]int) {
+	for i := range idx {
+		idx[i] = -1
+	}
+	return idx
+}()
 
 // timerHeap is a binary min-heap of requests by one kind of timer. Each
 // request keeps its index in the heap, so a finished request leaves at

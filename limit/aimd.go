@@ -76,10 +76,11 @@ func (a *AIMD) Update(s Sample) {
 	switch {
 	case s.Dropped || (a.timeout > 0 && s.Latency > a.timeout):
 		a.limit *= a.backoff
-	case s.InFlight*2 >= a.Limit():
+	case float64(s.InFlight*2) >= a.limit:
 		// Growing only while at least half the limit is in use stops an
 		// idle or lightly used limiter drifting up to Max and then
 		// admitting a burst the upstream never proved it could take.
+		// Half of the limit itself, fraction and all, as seed 000 has it.
 		a.limit++
 	default:
 		return

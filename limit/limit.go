@@ -13,10 +13,12 @@ type Sample struct {
 	// a fast failure is not a low RTT.
 	Latency time.Duration
 	// InFlight is how many calls are in flight in this limiter's scope
-	// as the sample is taken, the sampled call included. (Netflix passes
-	// the count when the call started; at completion the count reflects
-	// the load the call actually shared, and it is what a tick
-	// simulation such as seed 000's passes.)
+	// as the sample is taken, the sampled call included: the load the
+	// call actually shared. (Netflix passes the count when the call
+	// started.) When several calls end at one instant, as a tick
+	// simulation settles a whole tick, each carries the count from
+	// before the first of them ended: seed 000's passes every completion
+	// in a tick the count from before that tick's settlement.
 	InFlight int
 	// Dropped marks an overload signal: upstream 429/529, a timeout, a
 	// connection error, or a call flagged slow while still in flight.
