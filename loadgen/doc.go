@@ -15,11 +15,14 @@
 // happened to earlier ones, each in its own goroutine, the way independent
 // users arrive. A closed loop (a fixed pool of workers) would slow its own
 // arrivals as the gateway slowed and hide exactly the overload a gateway
-// must survive. The rate is piecewise: each step holds its rps from its
-// time on, or ramps linearly to it from the previous step's rps. Even
-// arrivals fall where the integral of the rate crosses each whole number;
-// Poisson arrivals where it has grown by an exponential draw, seeded by
-// scenario.seed, which is a Poisson process at the instantaneous rate.
+// must survive. The arrival times come from workload.Arrivals, the model
+// the simulator runs too, and the generator sleeps until each one. The
+// rate is piecewise: each step holds its rps from its time on, or ramps
+// linearly to it from the rate in force. Even arrivals fall where the
+// integral of the rate crosses each whole number, up to the duration
+// inclusive; Poisson arrivals where it has grown by an exponential draw,
+// seeded by scenario.seed, which is a Poisson process at the
+// instantaneous rate.
 //
 // Each request goes to the chat endpoint of the dialect its model's first
 // provider speaks (/v1/chat/completions or /v1/messages), with a prompt of
@@ -29,13 +32,14 @@
 //
 // A user's patience runs from the first attempt. Clients that abandon (the
 // default) cancel the HTTP request when it runs out; the others wait on and
-// an answer after it is late. Retries follow clients.retry: on a shed, a
-// 429, a 5xx other than 504, or a connection error; up to max_attempts in
-// all; never once patience has run out, and never after a 2xx status,
-// because an answer that has started cannot be taken back. "backoff"
-// waits base·2^(n−1) up to cap; "jittered" draws from [0, that) but waits
-// at least the server's Retry-After-Ms (or Retry-After), as the vendors'
-// SDKs do.
+// an answer after it is late. Retries follow clients.retry as
+// workload.Retry decides them, for the simulator too: on a shed, a 429, a
+// 5xx other than 504, or a connection error; up to max_attempts in all;
+// never once patience has run out, and never after a 2xx status, because
+// an answer that has started cannot be taken back. "backoff" waits
+// base·2^(n−1) up to cap; "jittered" draws from [0, that], both ends
+// included, but waits at least the server's Retry-After-Ms (or
+// Retry-After), as the vendors' SDKs do.
 //
 // # Classification
 //

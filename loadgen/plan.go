@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/scenario"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // DefaultMaxRequests bounds a run whose options give no cap, so that a
@@ -69,15 +71,15 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 type plan struct {
 	name        string
 	seed        uint64
-	sched       schedule
-	poisson     bool
+	sched       workload.Schedule
+	spacing     workload.Spacing
 	duration    time.Duration
 	maxRequests int
 	// patience 0 means the clients wait for ever (up to drain).
 	patience time.Duration
 	abandon  bool
 	drain    time.Duration
-	retry    retryPolicy
+	retry    workload.Retry
 	shares   [3]float64
 	url      string
 	body     *bodies
@@ -125,13 +127,13 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	p := &plan{
 		name:        s.Name,
 		seed:        s.Seed,
-		sched:       newSchedule(c.Rate, rs, ts),
-		poisson:     c.Arrivals == "poisson",
+		sched:       c.Schedule(rs, ts),
+		spacing:     c.Spacing(),
 		duration:    scale(s.Duration),
 		maxRequests: o.MaxRequests,
 		patience:    scale(c.Patience),
 		abandon:     c.AbandonOnPatience(),
-		retry:       newRetryPolicy(c.Retry, ts),
+		retry:       c.Retry.Policy(scale(c.Patience), ts),
 		shares:      c.PriorityShares(),
 		url:         base + endpointPath(dialect),
 		body:        newBodies(dialect, c, s.Seed, o.CriticalKey),
@@ -211,11 +213,17 @@ func (p *plan) priority(u float64) int {
 	return 1
 }
 
+// arrivals is the run's arrival times, from their own seeded source so
+// that Poisson gaps do not depend on anything else the run draws.
+func (p *plan) arrivals() *workload.Arrivals {
+	return workload.NewArrivals(p.sched, p.duration, p.spacing, rand.New(rand.NewPCG(p.seed, 0xa4417a15)))
+}
+
 // target is the scheduled rate at elapsed wall time, zero once issuing
 // has stopped.
 func (p *plan) target(elapsed time.Duration) float64 {
 	if elapsed > p.duration {
 		return 0
 	}
-	return p.sched.rate(elapsed)
+	return p.sched.Rate(elapsed)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/wait"
 	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // request is one user's request from its first attempt to its verdict.
@@ -29,20 +30,22 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 	for n := 1; ; n++ {
 		a = r.client.do(ctx, body, hdr)
 		r.tally.attempt(pri, &a)
-		if n >= p.retry.maxAttempts || !retryable(&a) {
-			break
+		if a.outcome == report.OK || a.abandoned {
+			break // answered, or the client itself gave up
 		}
 		if rng == nil {
 			// Per request, so the draws do not depend on how the
 			// goroutines interleave.
 			rng = rand.New(rand.NewPCG(p.seed^uint64(idx)*0x9e3779b97f4a7c15, 0x7e7))
 		}
-		d := p.retry.delay(n, a.hint, rng)
-		if p.patience > 0 && time.Since(t0)+d >= p.patience {
-			// The user would be gone before the retry went out.
-			break
-		}
-		if !wait.Sleep(ctx, d) {
+		d, again := p.retry.Next(workload.Ended{
+			Attempt:    n,
+			Elapsed:    time.Since(t0),
+			Status:     a.status,
+			Started:    a.started,
+			RetryAfter: a.hint,
+		}, rng)
+		if !again || !wait.Sleep(ctx, d) {
 			break
 		}
 	}

@@ -90,7 +90,7 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 // goroutine.
 func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration, capped bool) {
 	p := r.plan
-	arr := newArrivals(p.sched, p.poisson, p.seed)
+	arr := p.arrivals()
 	// Priorities and prompts draw from their own source so that Poisson
 	// gaps stay the same whatever the priority mix.
 	pick := rand.New(rand.NewPCG(p.seed, 0x9e10))
@@ -113,11 +113,10 @@ func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration
 		if n >= p.maxRequests {
 			return time.Since(start), true
 		}
-		at, ok := arr.next()
-		// A microsecond of slack keeps an arrival that lands exactly on
-		// the end, give or take rounding, so even arrivals number the
-		// integral of the rate.
-		if !ok || at > p.duration+time.Microsecond {
+		// Arrivals run to the duration inclusive, so even arrivals
+		// number the integral of the rate.
+		at, ok := arr.Next()
+		if !ok {
 			wait(p.duration)
 			return min(time.Since(start), p.duration), false
 		}

@@ -229,17 +229,21 @@ func parseFail(v string) (*Failure, error) {
 	return f, f.check()
 }
 
-// status is the HTTP code of a status failure.
-func (f *Failure) status() int {
+// StatusCode is the HTTP code a status failure answers with: its
+// status, 500 when it names none. The simulator plays it the same way.
+func (f *Failure) StatusCode() int {
 	if f.Status == 0 {
 		return http.StatusInternalServerError
 	}
 	return f.Status
 }
 
-// early failures happen instead of generation; the others corrupt a
-// response that is otherwise generated normally.
-func (f *Failure) early() bool {
+// Early reports whether the failure replaces the whole call (status,
+// hang, reset before any byte), after its delay. Such a call never
+// reaches the capacity model: it holds no slot, never waits and is never
+// refused. The other kinds corrupt an answer that is otherwise generated
+// normally, under capacity like any other.
+func (f *Failure) Early() bool {
 	switch f.Kind {
 	case FailStatus, FailHang:
 		return true

@@ -178,6 +178,25 @@ func TestCapacityNoQueue(t *testing.T) {
 	})
 }
 
+// A failure that replaces the whole call never reaches admission: with
+// the only slot taken and no queue, it still answers with its own status
+// (the simulator plays it the same way).
+func TestEarlyFailureSkipsCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{TTFT: time.Second, OutputTokens: TokenRange{Min: 1}, MaxRunning: 1, MaxWaiting: -1})
+		var wg sync.WaitGroup
+		wg.Go(func() { serve(s, "/v1/chat/completions", tinyChat) })
+		synctest.Wait()
+		if rec, took := serve(s, "/v1/chat/completions", tinyChat, HeaderFail, "429"); rec.Code != http.StatusTooManyRequests || took != 0 {
+			t.Errorf("got %d after %v, want the injected 429 at once", rec.Code, took)
+		}
+		if st := s.Stats(); st.Running != 1 || st.Rejected != 0 {
+			t.Errorf("stats %+v: the failure must not take a slot or count as a refusal", st)
+		}
+		wg.Wait()
+	})
+}
+
 func TestBatchSlowdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The TTFT lets both calls join the batch before either times a token.

@@ -4,23 +4,21 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // errQueueFull is the vLLM-style refusal when both the running batch and
 // the waiting queue are full.
 var errQueueFull = errors.New("mock: queue full")
 
-// scheduler models an inference server's admission: up to maxRunning
-// sequences generate at once, the rest wait in FIFO order, and beyond
-// maxWaiting new work is refused. It also counts running sequences when
-// unlimited, because the batch size drives the per-token slowdown.
+// scheduler is the concurrent shell around workload.Capacity, the
+// capacity model the simulator runs too: a mutex, and a channel per
+// waiting call that closes when the call is handed a slot.
 type scheduler struct {
-	maxRunning int // 0 = unlimited
-	maxWaiting int // 0 = unlimited, -1 = none
-
-	mu      sync.Mutex
-	running int
-	queue   []*waiter
+	mu       sync.Mutex
+	capacity *workload.Capacity[*waiter]
 }
 
 type waiter struct {
@@ -28,20 +26,23 @@ type waiter struct {
 	granted bool // set under mu when a slot is handed over
 }
 
+func newScheduler(cfg Config) *scheduler {
+	return &scheduler{capacity: workload.NewCapacity[*waiter](cfg.MaxRunning, cfg.MaxWaiting, cfg.BatchSlowdown)}
+}
+
 // acquire blocks until the call may run, the queue is full, or ctx ends.
 func (s *scheduler) acquire(ctx context.Context) error {
+	w := &waiter{}
 	s.mu.Lock()
-	if s.maxRunning == 0 || (s.running < s.maxRunning && len(s.queue) == 0) {
-		s.running++
+	switch s.capacity.Admit(w) {
+	case workload.Run:
 		s.mu.Unlock()
 		return nil
-	}
-	if s.maxWaiting < 0 || (s.maxWaiting > 0 && len(s.queue) >= s.maxWaiting) {
+	case workload.Refuse:
 		s.mu.Unlock()
 		return errQueueFull
 	}
-	w := &waiter{ready: make(chan struct{})}
-	s.queue = append(s.queue, w)
+	w.ready = make(chan struct{}) // only waiters need one; made before anyone can grant it
 	s.mu.Unlock()
 
 	select {
@@ -53,40 +54,37 @@ func (s *scheduler) acquire(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if w.granted {
 		// The slot arrived as we gave up: pass it on rather than leak it.
-		s.releaseLocked()
+		s.endLocked()
 	} else {
-		for i, q := range s.queue {
-			if q == w {
-				s.queue = append(s.queue[:i], s.queue[i+1:]...)
-				break
-			}
-		}
+		s.capacity.Withdraw(w)
 	}
 	return ctx.Err()
 }
 
 func (s *scheduler) release() {
 	s.mu.Lock()
-	s.releaseLocked()
+	s.endLocked()
 	s.mu.Unlock()
 }
 
-// releaseLocked hands the slot straight to the oldest waiter, so running
-// never dips and a newcomer cannot jump the queue.
-func (s *scheduler) releaseLocked() {
-	if len(s.queue) > 0 {
-		w := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
+// endLocked frees a running call's slot; the model hands it straight to
+// the oldest waiter, which is woken here.
+func (s *scheduler) endLocked() {
+	if w, ok := s.capacity.End(); ok {
 		w.granted = true
 		close(w.ready)
-		return
 	}
-	s.running--
+}
+
+// tpot is the time per output token with the batch as it stands now.
+func (s *scheduler) tpot(tpot time.Duration, scale float64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.capacity.TPOT(tpot, scale)
 }
 
 func (s *scheduler) counts() (running, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.running, len(s.queue)
+	return s.capacity.Running(), s.capacity.Waiting()
 }

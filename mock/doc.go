@@ -29,12 +29,14 @@
 //
 //  1. Failure: each failure rule active at arrival hits with its rate; the
 //     first hit wins. status, hang and reset (with after_tokens 0) replace
-//     the call, after the rule's delay. malformed, truncate and reset with
-//     after_tokens corrupt a response that is otherwise generated normally.
-//  2. Admission: at most max_running calls generate at once; the rest wait
-//     in FIFO order, and time queued adds to TTFT. When max_waiting calls
-//     already wait, the call is refused with 503 (OpenAI endpoints, as
-//     vLLM does) or 529 overloaded_error (Anthropic).
+//     the call, after the rule's delay, and never reach admission.
+//     malformed, truncate and reset with after_tokens corrupt a response
+//     that is otherwise generated normally.
+//  2. Admission (workload.Capacity, the model the simulator runs too): at
+//     most max_running calls generate at once; the rest wait in FIFO
+//     order, and time queued adds to TTFT. When max_waiting calls already
+//     wait, the call is refused with 503 (OpenAI endpoints, as vLLM does)
+//     or 529 overloaded_error (Anthropic).
 //  3. TTFT: ttft plus jitter, or, for a call selected by a brownout window
 //     (with probability fraction), ttft×multiplier or the window's fixed
 //     latency. Nothing, not even headers, is written until TTFT elapses.

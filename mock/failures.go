@@ -24,7 +24,7 @@ func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *
 		abort(w, true)
 		return outInjected
 	}
-	status := f.status()
+	status := f.StatusCode()
 	setRetryAfter(w.Header(), status, f.RetryAfter)
 	writeJSON(w, status, proto.errorJSON(status, failMessage(status)))
 	return outInjected

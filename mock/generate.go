@@ -84,7 +84,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	proto.setHeaders(w.Header(), p, c)
 
 	ctx := r.Context()
-	if p.fail != nil && p.fail.early() {
+	if p.fail != nil && p.fail.Early() {
 		return injectEarly(ctx, w, proto, p.fail)
 	}
 	if err := s.sched.acquire(ctx); err != nil {
@@ -134,11 +134,7 @@ type gen struct {
 }
 
 // tpot is re-read per token because the batch changes while we generate.
-func (g *gen) tpot() time.Duration {
-	running, _ := g.s.sched.counts()
-	slow := 1 + g.s.cfg.BatchSlowdown*float64(max(running-1, 0))
-	return time.Duration(float64(g.s.cfg.TPOT) * g.p.tpotScale * slow)
-}
+func (g *gen) tpot() time.Duration { return g.s.sched.tpot(g.s.cfg.TPOT, g.p.tpotScale) }
 
 func (g *gen) failKind() string {
 	if g.p.fail == nil {

@@ -83,7 +83,7 @@ func New(cfg Config) *Server {
 		now:     now,
 		start:   now(),
 		planner: NewPlanner(cfg),
-		sched:   &scheduler{maxRunning: cfg.MaxRunning, maxWaiting: cfg.MaxWaiting},
+		sched:   newScheduler(cfg),
 	}
 	m := http.NewServeMux()
 	m.HandleFunc("/v1/chat/completions", post(openAI{}, s.handleChat))

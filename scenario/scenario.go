@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/mock"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // File is a loaded scenario file.
@@ -59,7 +60,8 @@ type Clients struct {
 	// Model is the client-facing model every request names.
 	Model string     `yaml:"model"`
 	Rate  []RateStep `yaml:"rate"`
-	// Arrivals is "even" (the default: evenly spaced) or "poisson".
+	// Arrivals is "even" (the default: evenly spaced) or "poisson". Both
+	// run up to the end of the duration inclusive; see package workload.
 	Arrivals string `yaml:"arrivals"`
 	// Priorities maps class names to shares of the traffic (default all
 	// interactive).
@@ -68,7 +70,8 @@ type Clients struct {
 	// MaxTokens is the max_tokens each request asks for (0: none).
 	MaxTokens int  `yaml:"max_tokens"`
 	Stream    bool `yaml:"stream"`
-	// Patience is how long a user waits; an answer after it is late.
+	// Patience is how long a user waits; an answer after it is late, and
+	// no retry goes out after it, whether or not the client abandons.
 	Patience time.Duration `yaml:"patience"`
 	// Abandon: the client disconnects when patience runs out (default
 	// true). Seed 000's users wait; real clients usually do not.
@@ -76,8 +79,12 @@ type Clients struct {
 	Retry   Retry `yaml:"retry"`
 }
 
-// RateStep sets the arrival rate from At on. With Ramp, the rate moves
-// linearly from the previous step's rate to RPS over Ramp.
+// RateStep sets the arrival rate from At on (At itself included). With
+// Ramp, the rate moves linearly to RPS over Ramp from the rate in force at
+// At: the previous step's rate, or, when the previous step's ramp is still
+// under way, wherever it stands, since a step cuts short a ramp it
+// interrupts. Before the first step the rate is zero; the last step's
+// rate holds to the end.
 type RateStep struct {
 	At   time.Duration `yaml:"at"`
 	RPS  float64       `yaml:"rps"`
@@ -87,8 +94,10 @@ type RateStep struct {
 // Retry is the clients' retry behaviour on a shed, 429/5xx or error.
 type Retry struct {
 	// Strategy is "none" (default), "immediate", "backoff" (exponential,
-	// no jitter) or "jittered" (exponential with full jitter, honouring
-	// Retry-After).
+	// no jitter) or "jittered" (exponential with full jitter, drawn from
+	// [0, base·2^(n−1) capped], honouring Retry-After). Clients retry a
+	// shed, a 429, a 5xx other than 504 or a lost connection, never an
+	// answer that has started; see workload.Retry.
 	Strategy    string        `yaml:"strategy"`
 	MaxAttempts int           `yaml:"max_attempts"` // total, first included (default 3)
 	Base        time.Duration `yaml:"base"`         // default 500ms
@@ -181,7 +190,7 @@ func (f *File) validate() error {
 			bad("clients.rate[%d]: rps must be >= 0 and steps in time order", i)
 		}
 	}
-	if c.Arrivals != "" && c.Arrivals != "even" && c.Arrivals != "poisson" {
+	if _, ok := workload.ParseSpacing(c.Arrivals); !ok {
 		bad("clients.arrivals: %q; use even or poisson", c.Arrivals)
 	}
 	for name, share := range c.Priorities {
@@ -190,9 +199,7 @@ func (f *File) validate() error {
 		}
 	}
 	checkRetry := func(at string, r Retry) {
-		switch r.Strategy {
-		case "", "none", "immediate", "backoff", "jittered":
-		default:
+		if _, ok := workload.ParseStrategy(r.Strategy); !ok {
 			bad("%s.strategy: %q; use none, immediate, backoff or jittered", at, r.Strategy)
 		}
 	}

@@ -1,20 +1,28 @@
 package sim
 
 import (
+	"net/http"
 	"sort"
 	"time"
 
 	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // fail handles an attempt that ended in an error answer: the client
-// retries per its strategy while attempts and patience remain, or the
-// request ends with outcome.
+// retries as workload.Retry decides, or the request ends with outcome.
 func (r *run) fail(q *request, outcome report.Outcome, retryAfter time.Duration) {
 	if q.state == stDone {
 		return
 	}
-	if delay, ok := r.retryDelay(q, retryAfter); ok && outcome != report.TimedOut {
+	e := workload.Ended{
+		Attempt:    q.attempt,
+		Elapsed:    r.now - q.first,
+		Status:     clientStatus(outcome),
+		Started:    q.started,
+		RetryAfter: retryAfter,
+	}
+	if delay, ok := r.retry.Next(e, r.rng); ok {
 		q.state = stIdle
 		q.token++
 		r.push(r.now+delay, classArrival, evArrive, q)
@@ -23,36 +31,19 @@ func (r *run) fail(q *request, outcome report.Outcome, retryAfter time.Duration)
 	r.final(q, outcome)
 }
 
-// retryDelay decides whether and when the client retries.
-func (r *run) retryDelay(q *request, retryAfter time.Duration) (time.Duration, bool) {
-	rt := r.retry
-	maxAttempts := rt.MaxAttempts
-	if maxAttempts == 0 {
-		maxAttempts = 3
+// clientStatus is the HTTP status a client sees for an outcome, which is
+// what workload.Retryable judges. The simulator does not carry the status
+// of an upstream error the gateway relays: it counts as a server error.
+func clientStatus(o report.Outcome) int {
+	switch o {
+	case report.Lost:
+		return 0 // no response at all
+	case report.Shed:
+		return http.StatusServiceUnavailable
+	case report.TimedOut:
+		return http.StatusGatewayTimeout
 	}
-	if rt.Strategy == "" || rt.Strategy == "none" || q.attempt >= maxAttempts {
-		return 0, false
-	}
-	base, cap := rt.Base, rt.Cap
-	if base == 0 {
-		base = 500 * time.Millisecond
-	}
-	if cap == 0 {
-		cap = 30 * time.Second
-	}
-	backoff := min(cap, base<<min(q.attempt-1, 30))
-	var d time.Duration
-	switch rt.Strategy {
-	case "backoff":
-		d = backoff
-	case "jittered":
-		d = time.Duration(r.rng.Int64N(int64(backoff) + 1))
-		d = max(d, retryAfter)
-	}
-	if p := r.sc.Clients.Patience; p > 0 && r.sc.Clients.AbandonOnPatience() && r.now+d >= q.first+p {
-		return 0, false // the user will be gone before the retry
-	}
-	return d, true
+	return http.StatusBadGateway
 }
 
 // final records a request's outcome.

@@ -8,7 +8,9 @@
 // arrivals, a priority mix, patience, retries), the gateway process (a
 // memory budget that crashes it, as in seed 000) and upstreams (latency,
 // brownouts, failures, a running/waiting capacity model). Everything the
-// gateway decides, the engine decides here too.
+// gateway decides, the engine decides here too; the arrival times, the
+// clients' retry decisions and the upstreams' capacity come from package
+// workload, the models sluice load and sluice mock run on the wall clock.
 package sim
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // Options tune a run without editing the scenario.
@@ -87,6 +90,9 @@ type request struct {
 	calls   [2]*upCall    // this attempt's first call and its hedge
 	scope   int           // the provider this attempt was routed to
 	ttft    time.Duration // client-observed first byte, from first
+	// started: this attempt's answer reached the client's first byte, so
+	// the client will not retry it (workload.Retryable).
+	started bool
 }
 
 type run struct {
@@ -104,9 +110,9 @@ type run struct {
 	events  eventHeap
 	seq     uint64
 	rng     *rand.Rand
-	arr     *arrivals
+	arr     *workload.Arrivals
 	ups     []*upstream
-		scope   int   // the model's first target's provider, for the series
+	scope   int   // the model's first target's provider, for the series
 	targets []int // the model's targets' providers, in failover order
 	// route is the model's route, as lifecycle.FromConfig builds it for
 	// the gateway too.
@@ -116,11 +122,11 @@ type run struct {
 	shares  [3]float64
 	// extraBefore carries second calls counted by engines lost to crashes.
 	extraBefore int
-		retry       scenario.Retry
+	retry       workload.Retry
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
-		// probes are the synthetic probes in flight.
+	// probes are the synthetic probes in flight.
 	probes []*upCall
 	routes map[string]lifecycle.Route
 }
@@ -132,12 +138,13 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	if p.Retry != nil {
 		retry = *p.Retry
 	}
-		r := &run{
+	r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
 		row:    &report.Row{Name: name, Duration: sc.Duration},
 		rng:    rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
 		tickAt: -1,
-		retry:  retry,
+		// Patience bounds retries whether or not clients abandon.
+		retry: retry.Policy(sc.Clients.Patience, 1),
 	}
 	r.series = newSeries(name)
 	r.shares = sc.Clients.PriorityShares()
@@ -152,15 +159,11 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		return nil, fmt.Errorf("scenario.clients.model: %q is not a configured model", sc.Clients.Model)
 	}
 	r.route, r.targets, r.scope = rt, rt.Targets, rt.Targets[0]
-	r.arr = &arrivals{
-		segs:    schedule(sc.Clients.Rate, o.RPSScale, sc.Duration),
-		end:     sc.Duration,
-		poisson: sc.Clients.Arrivals == "poisson",
-		rng:     rand.New(rand.NewPCG(sc.Seed^0xa771, sc.Seed)),
-	}
+	r.arr = workload.NewArrivals(sc.Clients.Schedule(o.RPSScale, 1), sc.Duration, sc.Clients.Spacing(),
+		rand.New(rand.NewPCG(sc.Seed^0xa771, sc.Seed)))
 	if sc.Tick > 0 {
 		r.push(0, classArrival, evArrivals, nil)
-	} else if t, ok := r.arr.next(); ok {
+	} else if t, ok := r.arr.Next(); ok {
 		r.push(t, classArrival, evArrive, nil)
 	}
 	r.push(0, classSample, evSample, nil)
@@ -175,7 +178,7 @@ func (r *run) restartEngine() error {
 	}
 	// The scenario's seed owns the engine's draws too; a restarted engine
 	// draws afresh, as a restarted process would.
-		ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
+	ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
 	r.eng = lifecycle.New(ec)
 	r.routes = ec.Routes
 	r.byID = make(map[lifecycle.ID]*request)
@@ -245,14 +248,14 @@ func (r *run) loop() {
 			q := e.req
 			if q == nil {
 				q = r.newRequest()
-				if t, ok := r.arr.next(); ok {
+				if t, ok := r.arr.Next(); ok {
 					r.push(t, classArrival, evArrive, nil)
 				}
 			}
 			r.arrive(q)
 			r.checkMemory()
 		case evArrivals:
-			for range r.arr.perTick(r.now, r.sc.Tick) {
+			for range r.arr.PerTick(r.now, r.sc.Tick) {
 				r.arrive(r.newRequest())
 			}
 			r.checkMemory()
@@ -346,12 +349,13 @@ func (r *run) arrive(q *request) {
 	q.attempt++
 	q.sent = r.now
 	q.calls = [2]*upCall{} // a new attempt starts with no calls
+	q.started = false
 	r.row.Attempts++
 	if r.now < r.down {
 		r.fail(q, report.Lost, 0)
 		return
 	}
-		a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), 0))
+	a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), 0))
 	if a.Verdict == admission.Rejected {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
 		r.fail(q, report.Shed, a.Refusal.RetryAfter)

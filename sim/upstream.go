@@ -7,21 +7,24 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/mock"
 	"github.com/sluice-gw/sluice/report"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // upstream models one provider: per-call behaviour from mock.Planner (the
-// same draws sluice mock makes for the same seed) and the mock's capacity
-// model, a number of running calls and a FIFO of waiting ones.
+// same draws sluice mock makes for the same seed) and the capacity model
+// sluice mock runs, workload.Capacity, driven here on the virtual clock.
 type upstream struct {
 	cfg       mock.Config
 	planner   *mock.Planner
 	anthropic bool
-	running   int
-	waiting   []*upCall
+	capacity  *workload.Capacity[*upCall]
 }
 
 func newUpstream(cfg mock.Config, anthropic bool) *upstream {
-	return &upstream{cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic}
+	return &upstream{
+		cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic,
+		capacity: workload.NewCapacity[*upCall](cfg.MaxRunning, cfg.MaxWaiting, cfg.BatchSlowdown),
+	}
 }
 
 // upCall is one call at an upstream: a request's first call (attempt 0)
@@ -99,10 +102,14 @@ func (r *run) launch(c *upCall) {
 	u := c.u
 	c.delayed = false
 	c.plan = u.planner.Next(r.now)
-	switch {
-	case u.cfg.MaxRunning == 0 || u.running < u.cfg.MaxRunning:
+	if f := c.plan.Fail; f != nil && f.Early() {
+		r.replaced(c, f)
+		return
+	}
+	switch u.capacity.Admit(c) {
+	case workload.Run:
 		r.generate(c)
-		case u.cfg.MaxWaiting < 0 || (u.cfg.MaxWaiting > 0 && len(u.waiting) >= u.cfg.MaxWaiting):
+	case workload.Refuse:
 		// Refused at once, as the mock refuses: 503 (529 on Anthropic's API).
 		c.status = 503
 		if u.anthropic {
@@ -112,8 +119,23 @@ func (r *run) launch(c *upCall) {
 		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
-		u.waiting = append(u.waiting, c)
 	}
+}
+
+// replaced plays a failure that takes the whole call's place, as the
+// mock plays it: before admission, so it holds no slot, never waits and
+// is never refused.
+func (r *run) replaced(c *upCall, f *mock.Failure) {
+	switch f.Kind {
+	case mock.FailHang:
+		return // never answers: the deadline or the client ends it
+	case mock.FailStatus:
+		c.status = f.StatusCode()
+		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
+	default: // a reset before any byte
+		c.outcome = lifecycle.ConnError
+	}
+	r.pushCall(r.now+f.Delay, evDone, c)
 }
 
 // generate starts producing c's answer and schedules its first byte and
@@ -121,7 +143,6 @@ func (r *run) launch(c *upCall) {
 func (r *run) generate(c *upCall) {
 	u := c.u
 	c.queued, c.running = false, true
-	u.running++
 	p := c.plan
 	tokens := max(1, p.Tokens)
 	if mt := r.sc.Clients.MaxTokens; mt > 0 {
@@ -130,25 +151,19 @@ func (r *run) generate(c *upCall) {
 	if c.probe != 0 {
 		tokens = 1
 	}
-	slow := 1 + u.cfg.BatchSlowdown*float64(u.running-1)
-	tpot := time.Duration(float64(u.cfg.TPOT) * p.TPOTScale * slow)
+	// The batch as it stands when the call starts; the mock re-reads it
+	// per token, which would cost an event per token here.
+	tpot := u.capacity.TPOT(u.cfg.TPOT, p.TPOTScale)
 	first := r.now + p.TTFT
 	end := first + time.Duration(tokens-1)*tpot
 	c.outcome = lifecycle.OK
 	if f := p.Fail; f != nil {
+		// Only failures that corrupt a generated answer get here (see
+		// replaced).
 		switch f.Kind {
-				case mock.FailStatus:
-			c.outcome, c.status = lifecycle.StatusOutcome(f.Status, 0).Kind, f.Status
-			first, end = r.now+f.Delay, r.now+f.Delay
-		case mock.FailHang:
-			return // never answers: the deadline or the client ends it
 		case mock.FailReset:
 			c.outcome = lifecycle.ConnError
-			if f.AfterTokens == 0 {
-				first, end = r.now+f.Delay, r.now+f.Delay
-			} else {
-				end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
-			}
+			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 		default: // malformed, truncate: a broken answer
 			c.outcome = lifecycle.Failed
 		}
@@ -171,6 +186,7 @@ func (r *run) firstByte(c *upCall) {
 		return
 	}
 	q.ttft = r.now - q.first
+	q.started = true
 	r.cancelOther(c)
 }
 
@@ -248,7 +264,7 @@ func (r *run) cancelCalls(q *request, o lifecycle.Outcome, tellEngine bool) life
 		if c == nil || c.done {
 			continue
 		}
-				r.cancelCall(c)
+		r.cancelCall(c)
 		if tellEngine {
 			co := lifecycleCancelled // a second call is only ever cancelled here
 			if c.attempt == 0 {
@@ -269,32 +285,21 @@ func (r *run) cancelCall(c *upCall) {
 	}
 	c.done = true
 	if c.queued {
-		w := c.u.waiting
-		for i, x := range w {
-			if x == c {
-				c.u.waiting = append(w[:i], w[i+1:]...)
-				break
-			}
-		}
+		c.queued = false
+		c.u.capacity.Withdraw(c)
 		return
 	}
 	r.release(c)
 }
 
-// release frees a running call's place and starts the next waiter.
+// release frees a running call's place; the capacity model hands it to
+// the oldest waiter, which starts now.
 func (r *run) release(c *upCall) {
 	if !c.running {
 		return
 	}
 	c.running = false
-	u := c.u
-	u.running--
-	for len(u.waiting) > 0 {
-		next := u.waiting[0]
-		u.waiting = u.waiting[1:]
-		if !next.done {
-			r.generate(next)
-			return
-		}
+	if next, ok := c.u.capacity.End(); ok {
+		r.generate(next)
 	}
 }
