@@ -21,6 +21,11 @@ type Request struct {
 	// Deadline is when the request's own time runs out; zero means none.
 	// A waiter is refused no later than this, even if MaxWait is longer.
 	Deadline time.Time
+	// Held: the request waits however much room there is, until the host
+	// releases it (Hold); waiters behind it are not held up by it.
+	// Lifecycle holds a request while a probe decides whether its
+	// provider is fit to take it.
+	Held bool
 }
 
 // Config sets Core's limits.
@@ -64,7 +69,10 @@ const (
 	ReasonQueueFull   Reason = "queue_full"   // no place in the waiting room
 	ReasonClassFull   Reason = "class_full"   // this class used its share of the waiting room
 	ReasonDisplaced   Reason = "displaced"    // a more important newcomer took the place
-	ReasonWaitTimeout Reason = "wait_timeout" // waited MaxWait or until its deadline
+	ReasonWaitTimeout Reason = "wait_timeout" // waited MaxWait
+	// ReasonDeadline: the request's own deadline came while it waited;
+	// the host answers it as a timeout (504), not as a refusal.
+	ReasonDeadline Reason = "deadline"
 	// ReasonUnavailable: every target's breaker turned the request away
 	// (decided by lifecycle, which routes before it admits).
 	ReasonUnavailable Reason = "no_healthy_target"
@@ -122,7 +130,6 @@ type Core struct {
 	queued     [numPriorities]int
 	expiry     expiryHeap
 	drain      drainMeter
-	held       []bool // per scope: its waiters wait, whatever the room (Hold)
 	rng        *rand.Rand // RetryAfter's jitter
 }
 
@@ -131,7 +138,6 @@ func NewCore(cfg Config) *Core {
 	return &Core{
 		cfg:     cfg,
 		scopeIn: make([]int, len(cfg.Scopes)),
-		held:    make([]bool, len(cfg.Scopes)),
 		entries: make(map[Ticket]*entry),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 	}
@@ -154,25 +160,15 @@ func (c *Core) fits(r Request) bool {
 	if l := limitOf(c.cfg.Global); l > 0 && c.inFlight >= l+extra {
 		return false
 	}
+	if r.Held {
+		return false
+	}
 	if s := r.Scope; s >= 0 && s < len(c.scopeIn) {
-		if c.held[s] {
-			return false
-		}
 		if l := limitOf(c.cfg.Scopes[s]); l > 0 && c.scopeIn[s] >= l+extra {
 			return false
 		}
 	}
 	return true
-}
-
-// Hold keeps the waiters bound for scope, and newcomers to it, waiting
-// however much room there is, until it is released (hold false); waiters
-// bound elsewhere are not held up by them. Lifecycle holds a provider's
-// requests while a probe decides whether it is fit to take them.
-func (c *Core) Hold(scope int, hold bool) {
-	if scope >= 0 && scope < len(c.held) {
-		c.held[scope] = hold
-	}
 }
 
 func (c *Core) start(now time.Time, e *entry) {
@@ -394,6 +390,17 @@ func (c *Core) Rescope(t Ticket, scope int) bool {
 	return true
 }
 
+// Hold holds a waiter (see Request.Held) or releases it; the host should
+// Pump after releasing waiters. It reports false if t is not waiting.
+func (c *Core) Hold(t Ticket, held bool) bool {
+	e, found := c.entries[t]
+	if !found || e.state != waiting {
+		return false
+	}
+	e.req.Held = held
+	return true
+}
+
 // Leave withdraws a waiter whose client gave up. It reports false if t was
 // not waiting (already started or refused).
 func (c *Core) Leave(now time.Time, t Ticket) bool {
@@ -411,7 +418,11 @@ func (c *Core) Expire(now time.Time) []Refusal {
 	for len(c.expiry) > 0 && !c.expiry[0].expires.After(now) {
 		e := c.expiry[0]
 		c.unlink(e)
-		out = append(out, c.refusal(now, e, ReasonWaitTimeout))
+		why := ReasonWaitTimeout
+		if d := e.req.Deadline; !d.IsZero() && !e.expires.Before(d) {
+			why = ReasonDeadline
+		}
+		out = append(out, c.refusal(now, e, why))
 	}
 	return out
 }

@@ -558,7 +558,7 @@ func TestExpire(t *testing.T) {
 						if !ok || got[i] {
 							t.Fatalf("at %v: refused unknown or repeated ticket %d", c.at, f.Ticket)
 						}
-						if f.Reason != ReasonWaitTimeout || f.Priority != tc.waiters[i].req.Priority {
+						if (f.Reason != ReasonWaitTimeout && f.Reason != ReasonDeadline) || f.Priority != tc.waiters[i].req.Priority {
 							t.Fatalf("at %v: refusal %+v", c.at, f)
 						}
 						got[i] = true
@@ -1024,5 +1024,22 @@ func TestRescope(t *testing.T) {
 	h.release(w)
 	if sn := h.snap(); sn.ScopeInFlight[1] != 0 {
 		t.Fatalf("the moved request released the wrong scope: %+v", sn)
+	}
+}
+
+// A waiter refused at its own deadline is told so (deadline: the host
+// answers a timeout); one refused at MaxWait is told wait_timeout.
+func TestExpireSaysWhy(t *testing.T) {
+	h := newHarness(t, Config{Global: Fixed(1), MaxDepth: 10, MaxWait: 2 * time.Second})
+	h.admit(inter, Admitted)
+	h.c.Admit(h.now, Request{Priority: Interactive, Scope: NoScope, Deadline: h.now.Add(time.Second)})
+	h.c.Admit(h.now, Request{Priority: Interactive, Scope: NoScope, Deadline: h.now.Add(time.Minute)})
+	h.at(time.Second)
+	if got := h.c.Expire(h.now); len(got) != 1 || got[0].Reason != ReasonDeadline {
+		t.Fatalf("at the first waiter's deadline: %+v, want one refusal for its deadline", got)
+	}
+	h.at(2 * time.Second)
+	if got := h.c.Expire(h.now); len(got) != 1 || got[0].Reason != ReasonWaitTimeout {
+		t.Fatalf("at MaxWait: %+v, want one wait_timeout", got)
 	}
 }

@@ -509,7 +509,7 @@ func (r *run) step() {
 		got := r.c.Expire(r.now)
 		var ts []Ticket
 		for _, f := range got {
-			if f.Reason != ReasonWaitTimeout {
+			if f.Reason != ReasonWaitTimeout && f.Reason != ReasonDeadline {
 				r.fail("Expire refused %+v", f)
 			}
 			ts = append(ts, f.Ticket)

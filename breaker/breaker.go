@@ -302,7 +302,7 @@ func (b *Breaker) SlowThreshold() time.Duration {
 	if b.lat.len() < min(b.cfg.MinCalls, HealthySamples) {
 		return b.cfg.SlowDefault
 	}
-	return max(b.cfg.SlowFloor, time.Duration(float64(b.lat.p95())*b.cfg.SlowHeadroom))
+	return max(b.cfg.SlowFloor, time.Duration(float64(b.lat.baseline(b.last))*b.cfg.SlowHeadroom))
 }
 
 // HealthyP95 is the 95th percentile of the provider's recent healthy

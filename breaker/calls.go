@@ -77,7 +77,9 @@ func (b *Breaker) Slow(now time.Time, t Ticket) bool {
 // Done reports how a call ended. A call already flagged Slow counts
 // once, as slow, whatever its outcome. Otherwise Error counts as an
 // error (even if slow), OK as slow if Latency > SlowAfter and as a
-// success if not, and RateLimited and Cancelled not at all. Done reports
+// success if not, TimedOut as slow if Latency >= SlowAfter (or it was a
+// probe) and not at all if not, and RateLimited and Cancelled not at
+// all. Done reports
 // false for an unknown ticket (a second Done changes nothing).
 func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 	now = b.advance(now)
@@ -108,6 +110,10 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 		v = vError
 	case RateLimited:
 		v = vLimited
+	case TimedOut:
+		if c.probe || lat >= c.slowAfter {
+			v = vSlow
+		}
 	}
 	b.count(now, c, v, lat)
 	return true
@@ -151,6 +157,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	case vOK:
 		d.calls = 1
 		if c.full && b.state == Closed { // at full weight throughout
+			b.lat.mark(now, min(b.cfg.MinCalls, HealthySamples))
 			b.lat.add(lat)
 		}
 	case vError:

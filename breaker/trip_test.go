@@ -299,3 +299,25 @@ func TestDoneClassifies(t *testing.T) {
 		})
 	}
 }
+
+// A timeout short of the slow threshold is a deadline the client chose:
+// a client that asks for a millisecond, call after call, trips nothing.
+// A timeout past the threshold is slow.
+func TestTimeoutsJudgedByTheirAge(t *testing.T) {
+	b := mustNew(t, Config{SlowThreshold: 2 * time.Second})
+	for i := range 100 {
+		calls(t, b, at(time.Duration(i)*100*time.Millisecond), 1, Outcome{Kind: TimedOut, Latency: time.Millisecond})
+	}
+	if st, _ := b.State(at(30 * time.Second)); st != Closed {
+		t.Fatalf("after 100 calls the client timed out at 1 ms: %v, want closed", st)
+	}
+	for i := range 100 {
+		now := at(30*time.Second + time.Duration(i)*100*time.Millisecond)
+		tk, err := b.Allow(now)
+		if err != nil {
+			return // tripped
+		}
+		b.Done(now, tk, Outcome{Kind: TimedOut, Latency: 2 * time.Second})
+	}
+	t.Fatal("100 calls timed out at the slow threshold did not trip it")
+}

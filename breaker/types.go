@@ -48,7 +48,7 @@ const (
 	// OK: the provider answered (any 2xx). It is slow if its Latency is
 	// over the ticket's SlowAfter.
 	OK Kind = iota
-	// Error: a 5xx (529 included), a connection error or a timeout.
+	// Error: a 5xx (529 included) or a connection error.
 	Error
 	// RateLimited: a 429. It says the provider is limiting this client,
 	// not that it is sick, so it is not a call for either rate: it
@@ -58,6 +58,13 @@ const (
 	// Cancelled: the client went away, or the call lost a hedge. It says
 	// nothing about the provider and is not counted.
 	Cancelled
+	// TimedOut: the host gave up on the call at its deadline, Latency
+	// after it started. Past the ticket's SlowAfter it is slow; short of
+	// it, the deadline was the client's own choice and says nothing
+	// about the provider, so one client asking for a millisecond cannot
+	// trip the breaker for everyone. A probe that times out always
+	// counts as slow: its deadline is the breaker's.
+	TimedOut
 )
 
 // Outcome is how a call ended.

@@ -106,10 +106,55 @@ func (h *history) reset() {
 // latencies keeps the last HealthySamples healthy latencies as a ring,
 // and the same values sorted, so the p95 is an index and a new sample
 // costs two binary searches and a small memmove rather than a sort.
+//
+// It also marks the ring's p95 once a minute, for BaselineMemory, so the
+// derived threshold can rest on the lowest of them (baseline): a ring of
+// recent samples alone follows a slow ramp up, each sample under twice
+// the p95 of those before it, and a provider sliding from 1 s to 20 s
+// over five minutes would never pass its own threshold.
 type latencies struct {
 	ring   []time.Duration
 	next   int // the oldest sample once the ring is full
 	sorted []time.Duration
+	marks  []mark
+	markAt time.Time // when the current minute began
+}
+
+type mark struct {
+	at  time.Time
+	p95 time.Duration
+}
+
+// BaselineMemory is how long a minute's p95 can hold the derived slow
+// threshold down: a drift slower than this, the threshold follows.
+const BaselineMemory = 10 * time.Minute
+
+// mark records the ring's p95 once a minute has passed since the last
+// mark, if the ring holds at least enough samples to trust, and forgets
+// marks older than BaselineMemory.
+func (l *latencies) mark(now time.Time, enough int) {
+	switch {
+	case l.markAt.IsZero():
+		l.markAt = now
+	case now.Sub(l.markAt) >= time.Minute:
+		if l.len() >= enough {
+			l.marks = append(l.marks, mark{now, l.p95()})
+		}
+		l.markAt = now
+	}
+	l.marks = slices.DeleteFunc(l.marks, func(m mark) bool { return now.Sub(m.at) > BaselineMemory })
+}
+
+// baseline is the lowest of the current p95 and the p95s marked within
+// BaselineMemory of now.
+func (l *latencies) baseline(now time.Time) time.Duration {
+	b := l.p95()
+	for _, m := range l.marks {
+		if now.Sub(m.at) <= BaselineMemory {
+			b = min(b, m.p95)
+		}
+	}
+	return b
 }
 
 func (l *latencies) add(d time.Duration) {

@@ -76,21 +76,27 @@ func (c *Config) CriticalKeys() []string {
 // --check prints them.
 func (c *Config) Warnings() []string {
 	var out []string
-	soleTarget := map[string]string{} // provider -> a model it alone serves
 	for _, m := range c.Models {
-		if len(m.Targets) == 1 {
-			soleTarget[m.Targets[0].Provider] = m.Name
-		}
 		for _, t := range m.Targets[:max(len(m.Targets)-1, 0)] {
 			if p, ok := c.Provider(t.Provider); ok && p.Breaker == nil {
-				out = append(out, fmt.Sprintf("model %s: provider %s has no breaker, so requests fail over past it only after a call fails, never while it is slow; give provider %s a breaker: block", m.Name, p.Name, p.Name))
+				out = append(out, fmt.Sprintf("model %s: provider %s has breaker: off, so requests fail over past it only after a call fails, never while it is slow; remove breaker: off from provider %s", m.Name, p.Name, p.Name))
 			}
 		}
 	}
 	for _, p := range c.Providers {
-		if m, ok := soleTarget[p.Name]; ok && p.Breaker != nil && p.Breaker.Probe != ProbeSynthetic {
-			out = append(out, fmt.Sprintf("provider %s: it alone serves model %s, so while its breaker is half-open that model's users are its probes and fail at the probe timeout; set breaker.probe: synthetic", p.Name, m))
+		if p.Breaker != nil && p.Breaker.Probe == ProbeTraffic && c.soleTarget(p.Name) {
+			out = append(out, fmt.Sprintf("provider %s: it alone serves a model, so while its breaker is half-open that model's users are its probes and fail at the probe timeout; remove breaker.probe, or set it to synthetic", p.Name))
 		}
 	}
 	return out
+}
+
+// soleTarget reports whether provider is some model's only target.
+func (c *Config) soleTarget(provider string) bool {
+	for _, m := range c.Models {
+		if len(m.Targets) == 1 && m.Targets[0].Provider == provider {
+			return true
+		}
+	}
+	return false
 }

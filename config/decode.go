@@ -156,6 +156,12 @@ const errTooComplex = "the document expands to too many values (anchors and alia
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
+// switchable is a section that is on by default and may be written as a
+// bare "off" (breaker: off) instead of a mapping of its fields.
+type switchable interface {
+	switchOff(value string) bool
+}
+
 // decode stores n into v, which must be addressable.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if d.spent() {
@@ -248,9 +254,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(m)
 	case reflect.Pointer:
 		// A present key allocates its section even when every field is
-		// left to its default ("breaker: {}" turns a breaker on).
+		// left to its default ("breaker: {}").
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
+		}
+		if s, ok := v.Interface().(switchable); ok && n.Kind == yaml.ScalarNode {
+			if !s.switchOff(n.Value) {
+				d.fail(n, path, "want a mapping of fields, or off, got %s; valid fields are %s", describe(n), fieldNames(fieldsOf(v.Type().Elem())))
+			}
+			return
 		}
 		d.decode(n, v.Elem(), path)
 	case reflect.Float64:

@@ -90,10 +90,21 @@ func (c *Config) applyDefaults() {
 		// Client paths are appended to base_url; a trailing slash would
 		// double up.
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		// Every provider has a breaker unless the file says off, and
+		// it probes with the gateway's own calls (see Breaker.Probe).
+		switch {
+		case p.Breaker == nil:
+			p.Breaker = &Breaker{}
+		case p.Breaker.off:
+			p.Breaker = nil
+		}
+		if p.Breaker != nil && p.Breaker.Probe == "" {
+			p.Breaker.Probe = ProbeSynthetic
+		}
 	}
 	a := &c.Admission
 	if unset("admission.max_in_flight", a.MaxInFlight == 0) {
-		a.MaxInFlight = DefaultMaxInFlight
+		a.MaxInFlight = c.defaultMaxInFlight()
 	}
 	if unset("admission.queue.max_depth", a.Queue.MaxDepth == 0) {
 		a.Queue.MaxDepth = DefaultQueueDepth
@@ -116,6 +127,23 @@ func (c *Config) applyDefaults() {
 	if c.Retries.Burst == 0 {
 		c.Retries.Burst = DefaultHedgeBurst
 	}
+}
+
+// defaultMaxInFlight is the global limit a config that names none gets:
+// DefaultMaxInFlight, or, when every provider declares its own
+// max_in_flight, their sum if that is larger. The operator has said how
+// much each provider takes; the gateway should not quietly take less,
+// least of all in a brownout, when calls stranded on a slow provider
+// hold their slots until they are rescued onto another.
+func (c *Config) defaultMaxInFlight() int {
+	sum := 0
+	for _, p := range c.Providers {
+		if p.MaxInFlight <= 0 {
+			return DefaultMaxInFlight
+		}
+		sum += p.MaxInFlight
+	}
+	return max(sum, DefaultMaxInFlight)
 }
 
 // fill sets each field that unset says to default: a file's explicit zero

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -53,9 +54,9 @@ func TestValidFullConfig(t *testing.T) {
 		Log: Log{Format: "json", Level: "debug"},
 		Providers: []Provider{
 			{Name: "openai", Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY",
-				Timeout: Duration(90 * time.Second), MaxInFlight: 10},
+				Timeout: Duration(90 * time.Second), MaxInFlight: 10, Breaker: &Breaker{Probe: ProbeSynthetic}},
 			{Name: "anthropic", Kind: "anthropic", BaseURL: "https://api.anthropic.com/v1", APIKeyEnv: "ANTHROPIC_API_KEY",
-				Timeout: Duration(45 * time.Second)},
+				Timeout: Duration(45 * time.Second), Breaker: &Breaker{Probe: ProbeSynthetic}},
 		},
 		Models: []Model{
 			{Name: "gpt-4o", Timeout: Duration(20 * time.Second), Targets: []Target{
@@ -273,10 +274,78 @@ func TestWarnings(t *testing.T) {
 	vllm, _ := c.Provider("vllm")
 	vllm.Breaker = nil
 	openai, _ := c.Provider("openai")
-	openai.Breaker.Probe = ""
+	openai.Breaker.Probe = ProbeTraffic
 	w := c.Warnings()
-	if len(w) != 2 || !strings.Contains(w[0], "model chat-default: provider vllm has no breaker") ||
-		!strings.Contains(w[1], "provider openai: it alone serves model") || !strings.Contains(w[1], "probe: synthetic") {
+	if len(w) != 2 || !strings.Contains(w[0], "model chat-default: provider vllm has breaker: off") ||
+		!strings.Contains(w[1], "provider openai: it alone serves a model") || !strings.Contains(w[1], "set it to synthetic") {
 		t.Errorf("warnings:\n%s", strings.Join(w, "\n"))
+	}
+}
+
+// Every provider has a breaker unless the file says off, probing with the
+// gateway's own calls unless it says traffic.
+func TestBreakerOnByDefault(t *testing.T) {
+	const head = `
+providers:
+  - {name: a, kind: openai, base_url: "http://127.0.0.1:1/v1"%s}
+  - {name: b, kind: openai, base_url: "http://127.0.0.1:2/v1"}
+models:
+  - {name: solo, targets: [{provider: a, model: m}]}
+  - {name: chain, targets: [{provider: b, model: m}, {provider: a, model: m}]}
+`
+	for _, tc := range []struct {
+		breaker string
+		want    *Breaker
+	}{
+		{"", &Breaker{Probe: ProbeSynthetic}},
+		{", breaker: {}", &Breaker{Probe: ProbeSynthetic}},
+		{", breaker: on", &Breaker{Probe: ProbeSynthetic}},
+		{", breaker: {probe: traffic}", &Breaker{Probe: ProbeTraffic}},
+		{", breaker: off", nil},
+		{", breaker: false", nil},
+		{", breaker: Off", nil},
+	} {
+		c, err := Parse([]byte(fmt.Sprintf(head, tc.breaker)), "b.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.breaker, err)
+		}
+		a, _ := c.Provider("a")
+		if !reflect.DeepEqual(a.Breaker, tc.want) {
+			t.Errorf("%q: breaker = %+v, want %+v", tc.breaker, a.Breaker, tc.want)
+		}
+		if b, _ := c.Provider("b"); b.Breaker == nil || b.Breaker.Probe != ProbeSynthetic {
+			t.Errorf("%q: provider b breaker = %+v, want the default breaker", tc.breaker, b.Breaker)
+		}
+	}
+	_, err := Parse([]byte(fmt.Sprintf(head, ", breaker: sometimes")), "b.yaml")
+	if err == nil || !strings.Contains(err.Error(), `providers[0].breaker: want a mapping of fields, or off, got string "sometimes"; valid fields are window,`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// The global limit defaults to the providers' own declared limits when
+// they add up to more than the default.
+func TestDefaultGlobalLimitFollowsProviders(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{", max_in_flight: 200", ", max_in_flight: 300", 500},
+		{", max_in_flight: 100", ", max_in_flight: 100", DefaultMaxInFlight},
+		{", max_in_flight: 1000", "", DefaultMaxInFlight}, // b unlimited: no sum to take
+	} {
+		c, err := Parse([]byte(fmt.Sprintf(`
+providers:
+  - {name: a, kind: openai, base_url: "http://127.0.0.1:1/v1"%s}
+  - {name: b, kind: openai, base_url: "http://127.0.0.1:2/v1"%s}
+models:
+  - {name: m, targets: [{provider: a, model: m}, {provider: b, model: m}]}
+`, tc.a, tc.b)), "g.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Admission.MaxInFlight; got != tc.want {
+			t.Errorf("providers %q %q: admission.max_in_flight = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

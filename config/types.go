@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -109,10 +110,12 @@ type Provider struct {
 	// Limit makes this provider's concurrency limit adaptive. Without
 	// it the limit is fixed at MaxInFlight.
 	Limit Limit `yaml:"limit"`
-	// Breaker, when present, watches this provider for errors and
-	// slowness and takes it out of rotation while it is unhealthy, so a
-	// model's next target gets its traffic. Zero fields take the breaker
-	// package's defaults.
+	// Breaker watches this provider for errors and slowness and takes it
+	// out of rotation while it is unhealthy, so a model's next target
+	// gets its traffic. Every provider has one: left out, or written
+	// "breaker: {}", it takes the defaults (see package breaker, "Why
+	// these defaults"); "breaker: off" turns it off. After parsing, nil
+	// means off.
 	Breaker *Breaker `yaml:"breaker"`
 	// Headers are set on every call to the provider (an organization or
 	// project id, a gateway-side beta flag). Values may use ${VAR}.
@@ -128,29 +131,38 @@ type Provider struct {
 
 // Breaker configures a provider's circuit breaker.
 type Breaker struct {
-	Window    Duration `yaml:"window"`     // sliding window (default 30s)
-	MinCalls  int      `yaml:"min_calls"`  // calls before either rate judges (default 20)
-	ErrorRate float64  `yaml:"error_rate"` // trip at this error share (default 0.5)
-	SlowRate  float64  `yaml:"slow_rate"`  // trip at this slow share (default 0.5)
+	Window    Duration `yaml:"window"`     // start times the rates judge (default 12s)
+	MinCalls  int      `yaml:"min_calls"`  // calls before either rate judges (default 10)
+	ErrorRate float64  `yaml:"error_rate"` // trip at this error share (default 0.2)
+	SlowRate  float64  `yaml:"slow_rate"`  // trip at this slow share (default 0.2)
 	// SlowThreshold makes a call slow once it is this old in flight;
 	// zero derives it from twice the provider's healthy p95.
 	SlowThreshold Duration `yaml:"slow_threshold"`
-	OpenFor       Duration `yaml:"open_for"`      // before probing (default 10s)
-	OpenForMax    Duration `yaml:"open_for_max"`  // backoff cap after failed recoveries (default 2m)
-	Probes        int      `yaml:"probes"`        // half-open probes (default 3)
-	ProbeTimeout  Duration `yaml:"probe_timeout"` // default: the slow threshold
+	// OpenFor is the time open before probing (default 10s for traffic
+	// probes, doubling per failed recovery up to OpenForMax, default 2m;
+	// synthetic probes start after ProbeInterval and never back off).
+	OpenFor      Duration `yaml:"open_for"`
+	OpenForMax   Duration `yaml:"open_for_max"`
+	Probes       int      `yaml:"probes"`        // half-open probes (default 3)
+	ProbeTimeout Duration `yaml:"probe_timeout"` // default: the slow threshold
 	// ProbeInterval makes half-open trickle: one probe per interval, a
 	// failed probe only frees its place, the first fast one starts
-	// fail-back. Zero: a classic round of Probes at once.
+	// fail-back. Zero: 500ms for synthetic probes; for traffic probes, a
+	// classic round of Probes at once.
 	ProbeInterval Duration  `yaml:"probe_interval"`
 	StepHold      Duration  `yaml:"step_hold"` // each fail-back step (default 10s)
 	Steps         []float64 `yaml:"steps"`     // fail-back shares (default 0.1, 0.25, 0.5, 1)
-	// Probe says what a half-open breaker probes with: "traffic" (the
-	// default: routed user requests; one still waiting at the probe
-	// timeout goes on in a rescue on the model's next target, if there
-	// is one) or "synthetic" (Sluice's own one-token request, while users
-	// are refused at once with a Retry-After). Synthetic suits a provider
-	// that is some model's only target.
+	// Probe says what a half-open breaker probes with: "synthetic" (the
+	// default: Sluice's own one-token request, every probe_interval for
+	// as long as the provider is out, with no backoff, since it costs
+	// users nothing) or "traffic" (routed user requests, backing off
+	// after each failed recovery; one still waiting at the probe timeout
+	// goes on in a rescue on the model's next target, if there is one).
+	// Traffic probes test the real request path, but when every target
+	// of a model is out its users have nowhere to be rescued to, and the
+	// backoff leaves a recovered provider unused for up to open_for_max:
+	// in scenarios/brownouts/all-slow.yaml synthetic probes answer 3,708
+	// requests to traffic probes' 2,514.
 	Probe string `yaml:"probe"`
 	// ProbeModel is the upstream model a synthetic probe asks for
 	// (default: the model of the first target that names this provider).
@@ -159,6 +171,24 @@ type Breaker struct {
 	// call still waiting on this provider past the slow threshold gets a
 	// second call on the model's next target; the first answer wins.
 	Rescue *bool `yaml:"rescue"`
+
+	// off records "breaker: off" until defaults turn it into a nil
+	// Breaker.
+	off bool
+}
+
+// switchOff reads a scalar written where a breaker's settings go:
+// "off" (or false) turns the breaker off, "on" (or true) keeps the
+// defaults. It reports false for anything else.
+func (b *Breaker) switchOff(v string) bool {
+	switch strings.ToLower(v) {
+	case "off", "false":
+		b.off = true
+	case "on", "true":
+	default:
+		return false
+	}
+	return true
 }
 
 // Breaker.Probe values.
@@ -222,7 +252,9 @@ type Target struct {
 
 // Admission configures the concurrency limit and the waiting queue.
 type Admission struct {
-	// MaxInFlight is the global cap on admitted requests (default 256).
+	// MaxInFlight is the global cap on admitted requests (default 256,
+	// or the sum of the providers' max_in_flight when every provider
+	// declares one and that is more).
 	MaxInFlight int   `yaml:"max_in_flight"`
 	Queue       Queue `yaml:"queue"`
 	// DefaultPriority applies when a request has no X-Sluice-Priority

@@ -77,6 +77,32 @@ func TestClientTimeoutHeader(t *testing.T) {
 	}
 }
 
+// The official SDKs send their per-attempt timeout in seconds as
+// X-Stainless-Timeout; without X-Sluice-Timeout it is the deadline.
+// Neither can lengthen the route's timeout, and nonsense is a 400.
+func TestSDKTimeoutHeader(t *testing.T) {
+	s := newStack(t, mock.Config{}, nil)
+	start := time.Now()
+	status, _, body := s.do("/v1/chat/completions", chatBody, map[string]string{
+		"X-Stainless-Timeout": "0.2", "X-Mock-Latency": "5s"})
+	if took := time.Since(start); status != 504 || took > 2*time.Second {
+		t.Fatalf("status %d after %v: %s; want a 504 at the SDK's 200 ms", status, took, body)
+	}
+	// X-Sluice-Timeout wins over the SDK's.
+	start = time.Now()
+	status, _, _ = s.do("/v1/chat/completions", chatBody, map[string]string{
+		"X-Stainless-Timeout": "600", "X-Sluice-Timeout": "150ms", "X-Mock-Latency": "5s"})
+	if took := time.Since(start); status != 504 || took > 2*time.Second {
+		t.Fatalf("status %d after %v; want X-Sluice-Timeout's 150 ms", status, took)
+	}
+	for _, v := range []string{"soon", "-1", "NaN", "1e300"} {
+		status, _, body := s.do("/v1/chat/completions", chatBody, map[string]string{"X-Stainless-Timeout": v})
+		if status != 400 || !strings.Contains(string(body), "X-Stainless-Timeout") {
+			t.Errorf("X-Stainless-Timeout %q: status %d: %s; want a 400 naming the header", v, status, body)
+		}
+	}
+}
+
 // Streams that break after the headers went out end with an error event
 // in the client's dialect, and release their slot.
 func TestStreamCutMidway(t *testing.T) {

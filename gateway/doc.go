@@ -10,7 +10,7 @@
 //
 //  1. route: the path picks the endpoint and its dialect (OpenAI or Anthropic);
 //  2. classify: priority and timeout from X-Sluice-Priority and
-//     X-Sluice-Timeout;
+//     X-Sluice-Timeout (or the SDKs' X-Stainless-Timeout);
 //  3. early shed: if the global limit and the queue leave no room for this
 //     priority, answer 503/529 now, before reading the body;
 //  4. read and scan the body (bounded by max_body_bytes), resolve the model

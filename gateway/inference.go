@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
 		return
 	}
-	clientTimeout, err := parseTimeout(r.Header.Get("X-Sluice-Timeout"))
+	clientTimeout, err := clientDeadline(r.Header)
 	if err != nil {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_timeout", err.Error(), 0)
 		return
@@ -123,6 +124,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
+		case errors.As(err, &rej) && rej.Reason == admission.ReasonDeadline:
+			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		case errors.As(err, &rej):
 			g.shed(w, x, rej)
 		case r.Context().Err() != nil:
@@ -192,25 +196,44 @@ func clientKey(r *http.Request) string {
 	return r.Header.Get("Api-Key")
 }
 
-// parseTimeout reads X-Sluice-Timeout: a Go duration ("2.5s", "800ms") or
-// a number of seconds. Empty means none.
-func parseTimeout(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
+// clientDeadline is how long the client will wait for this attempt, when
+// it says: X-Sluice-Timeout, or else X-Stainless-Timeout, the per-attempt
+// timeout in seconds that the official OpenAI and Anthropic SDKs send.
+// Zero: it did not say. Knowing it, Sluice stops waiting on an answer
+// that cannot come in time (lifecycle's answering early), and the
+// request's own deadline is never longer than the route's timeout, so a
+// client can only shorten its own wait, never anyone else's.
+func clientDeadline(h http.Header) (time.Duration, error) {
+	if v := h.Get("X-Sluice-Timeout"); v != "" {
+		return parseTimeout("X-Sluice-Timeout", v)
 	}
+	if v := h.Get("X-Stainless-Timeout"); v != "" {
+		return parseTimeout("X-Stainless-Timeout", v)
+	}
+	return 0, nil
+}
+
+// parseTimeout reads a timeout header: a Go duration ("2.5s", "800ms")
+// or a number of seconds.
+func parseTimeout(name, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(v, 64)
-		if ferr != nil {
-			return 0, fmt.Errorf("X-Sluice-Timeout: %q is not a duration; write e.g. 30s or 1500ms", v)
+		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > maxClientTimeout.Seconds() {
+			return 0, fmt.Errorf("%s: %q is not a duration; write e.g. 30s or 1500ms", name, v)
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("X-Sluice-Timeout: %q must be positive", v)
+		return 0, fmt.Errorf("%s: %q must be positive", name, v)
 	}
 	return d, nil
 }
+
+// maxClientTimeout bounds a timeout header's seconds before they are
+// converted, so that a huge number cannot overflow into a negative
+// duration. The route's timeout caps the deadline anyway.
+const maxClientTimeout = 24 * time.Hour
 
 // shed answers a refusal from admission: 503 (OpenAI) or 529 (Anthropic)
 // with the dialect's overloaded_error and an estimated Retry-After.

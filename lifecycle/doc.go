@@ -19,6 +19,16 @@
 // with End and its attempt number, and the request completes when both
 // calls have ended.
 //
+// When a provider's breaker opens, the engine acts for the requests it
+// holds there: waiters move to the next target (reroute); slow calls are
+// rescued onto it, or, when it has no room, stranded until room frees,
+// least deadline left first (rescue.go); with no target to move to, a
+// slow call is answered early once its provider more likely than not
+// misses its deadline (Ready.Abandon; reach.go). A new request whose
+// every target is out of rotation is served through a provider open for
+// slowness that can still answer it in time (reach.go), waits for a
+// synthetic probe's verdict (hold.go), or is refused.
+//
 // Policy lives here, not in the hosts: what an HTTP status means
 // (StatusOutcome), where a model routes and how long its requests may
 // take (Route, built by FromConfig), and which call an ending belongs to
@@ -30,8 +40,9 @@
 // RawNode: not safe for concurrent use, it never reads the clock (every
 // method takes now), never sleeps, starts no goroutines and does no I/O.
 // Outcomes come in as method calls; decisions come out as a Ready value
-// listing the requests to start, refuse, expire or hedge, and the breaker
-// transitions to log. Time passes only when the host calls Tick, at or
+// listing the requests to start, refuse, expire, answer early or send a
+// second call for, the probes to send, and the breaker transitions to
+// log. Time passes only when the host calls Tick, at or
 // after NextTimer.
 //
 // Two hosts drive the same Engine:
@@ -48,15 +59,22 @@
 // that admission enforces. The engine feeds it one sample per call:
 //
 //   - a call still in flight at SlowThreshold (for the ttft signal: with
-//     no first byte yet) is reported as a drop right then, and its later
-//     completion is not reported again: with a 30 s brownout, a
-//     completion-based signal would arrive 28 s too late;
-//   - upstream 429/529/503, timeouts and connection errors are drops;
+//     no first byte yet; without one, at its breaker's slow threshold) is
+//     reported as a drop right then, and its later completion is not
+//     reported again: with a 30 s brownout, a completion-based signal
+//     would arrive 28 s too late;
+//   - upstream 429/529/503 and connection errors are drops, and so is a
+//     timeout past the slow threshold; a shorter deadline was the
+//     client's own choice, and one client asking for a millisecond must
+//     not shrink the limit for everyone;
 //   - other upstream errors, and calls the client abandoned, are not
 //     samples at all: a fast failure is not a low latency;
 //   - a success reports the configured latency signal: time to first
 //     token (the default for streams, since end-to-end time mostly tracks
-//     output length), time per output token, or end-to-end time.
+//     output length), time per output token, or end-to-end time;
+//   - every sample carries the scope's in-flight count from the start of
+//     its instant, so calls a tick simulation settles at one instant all
+//     see the count from before the tick, as seed 000's do.
 //
 // Health checks (/healthz, /readyz) never reach the engine: the gateway
 // answers them itself. Synthetic breaker probes (probe.go) are not

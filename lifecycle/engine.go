@@ -232,6 +232,13 @@ type scope struct {
 	// the instant the last call ended (see inFlightAt).
 	instant  time.Time
 	inFlight int
+	// What the scope's calls show of its latency (reach.go): the last
+	// answer's, the age at which calls were answered early for being out
+	// of reach, and the estimate as of estAt. outForSlowness: its breaker
+	// is open for slowness, not errors.
+	latest, floor, est time.Duration
+	estAt              time.Time
+	outForSlowness     bool
 }
 
 // settling notes that a call on scope s ends at now, before its slot is
@@ -277,8 +284,9 @@ type request struct {
 	ticket    breaker.Ticket
 	hasTicket bool
 	// held: waiting for a synthetic probe's verdict on its scope, with
-	// no ticket (hold.go).
-	held bool
+	// no ticket (hold.go). through: routed to a scope out of rotation
+	// that can still answer it in time, with no ticket (reach.go).
+	held, through bool
 	// stranded: slow on an unhealthy provider, waiting for room on
 	// another target for its rescue (rescue.go).
 	stranded bool
@@ -393,7 +401,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		unavailable.RetryAfter = e.untilAvailable(now, r)
 		return Arrival{Verdict: admission.Rejected, Refusal: unavailable}, rd
 	}
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Deadline: r.Deadline})
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Deadline: r.Deadline, Held: p.held})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
 		e.drop(now, f.Ticket)
@@ -412,7 +420,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		return a, rd
 	}
 	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: unarmed, committed: -1,
-		scope: p.scope, target: p.target, ticket: p.ticket, hasTicket: p.hasTicket, held: p.held}
+		scope: p.scope, target: p.target, ticket: p.ticket, hasTicket: p.hasTicket, held: p.held, through: p.through}
 	e.reqs[q.id] = q
 	e.hedges.earn()
 	if p.scope >= 0 && p.scope < len(e.retries) {
@@ -485,6 +493,13 @@ func (e *Engine) route(now time.Time, r Request) (placement, bool) {
 			return placement{target: passed, scope: s, ticket: tk, hasTicket: true}, true
 		}
 	}
+	// Every target is out of rotation. One whose provider can still
+	// answer before the request's deadline serves it anyway (reach.go);
+	// else the request waits for a synthetic probe's verdict (hold.go),
+	// or is refused.
+	if i, ok := e.reachable(now, r); ok {
+		return placement{target: i, scope: targets(r)[i], through: true}, true
+	}
 	if hold >= 0 {
 		return placement{target: hold, scope: targets(r)[hold], held: true}, true
 	}
@@ -492,13 +507,15 @@ func (e *Engine) route(now time.Time, r Request) (placement, bool) {
 }
 
 // placement is where route sent a request: a target, its scope and the
-// scope breaker's ticket, if it has a breaker; or, held, a target whose
-// breaker decides by probes of its own, to wait for their verdict.
+// scope breaker's ticket, if it has a breaker. Out of rotation, it is
+// held (a target whose breaker decides by probes of its own, to wait for
+// their verdict) or through (a target that can still answer in time,
+// without a ticket: its breaker is open).
 type placement struct {
 	target, scope int
 	ticket        breaker.Ticket
 	hasTicket     bool
-	held          bool
+	held, through bool
 }
 
 // place moves a waiting request to p, handing back the breaker ticket
@@ -510,7 +527,10 @@ func (e *Engine) place(now time.Time, q *request, p placement) {
 	if p.scope != q.scope {
 		e.adm.Rescope(q.id, p.scope)
 	}
-	q.target, q.scope, q.ticket, q.hasTicket, q.held = p.target, p.scope, p.ticket, p.hasTicket, p.held
+	if p.held != q.held {
+		e.adm.Hold(q.id, p.held)
+	}
+	q.target, q.scope, q.ticket, q.hasTicket, q.held, q.through = p.target, p.scope, p.ticket, p.hasTicket, p.held, p.through
 }
 
 // untilAvailable is when the first of a request's targets will take
@@ -569,6 +589,8 @@ func (e *Engine) start(now time.Time, q *request) {
 	// call when the breaker calls it slow.
 	if q.hasTicket {
 		e.slow.push(q, now.Add(q.ticket.SlowAfter()+time.Nanosecond))
+	} else if sc := e.scope(q.scope); q.through && sc != nil && sc.cfg.Breaker != nil {
+		e.slow.push(q, now.Add(sc.cfg.Breaker.SlowThreshold()+time.Nanosecond))
 	}
 	if sc := e.scope(q.scope); sc != nil && sc.cfg.Limit != nil && sc.cfg.SlowThreshold > 0 {
 		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
@@ -654,6 +676,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	}
 	e.observeRefusal(now, q.scope, o)
 	e.settling(now, q.scope)
+	e.heard(now, q.scope, q.started, q.firstByte, o)
 	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
 		if s, use := e.sample(now, sc, q, o); use {
@@ -712,13 +735,17 @@ func (e *Engine) pump(now time.Time, rd *Ready) {
 // any other 4xx is the request's own fault and says nothing about the
 // provider. The latency is the scope's signal, like the limit's.
 func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome) breaker.Outcome {
+	lat := now.Sub(started)
+	if sig == TTFT && !firstByte.IsZero() {
+		lat = firstByte.Sub(started)
+	}
 	switch o.Kind {
 	case OK:
-		lat := now.Sub(started)
-		if sig == TTFT && !firstByte.IsZero() {
-			lat = firstByte.Sub(started)
-		}
 		return breaker.Outcome{Kind: breaker.OK, Latency: lat}
+	case TimedOut:
+		// Slow if it ran past the slow threshold; a shorter deadline was
+		// the client's choice.
+		return breaker.Outcome{Kind: breaker.TimedOut, Latency: lat}
 	case Cancelled:
 		return breaker.Outcome{Kind: breaker.Cancelled}
 	case Overloaded:
@@ -749,7 +776,13 @@ func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
 func (e *Engine) sample(now time.Time, sc *scope, q *request, o Outcome) (limit.Sample, bool) {
 	s := limit.Sample{Now: now, InFlight: e.inFlightAt(now, q.scope), QueueWait: q.started.Sub(q.arrived)}
 	switch o.Kind {
-	case Overloaded, TimedOut, ConnError:
+	case TimedOut:
+		// A deadline shorter than the slow threshold is the client's own
+		// choice, not a sign of overload: one client asking for a
+		// millisecond must not shrink the limit for everyone.
+		s.Dropped = true
+		return s, now.Sub(q.started) >= e.dropAfter(sc, q)
+	case Overloaded, ConnError:
 		s.Dropped = true
 		return s, true
 	case OK:
@@ -796,7 +829,9 @@ func (e *Engine) Tick(now time.Time) Ready {
 		if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
 			moved = e.dropped(now, sc, q) || moved
 		}
-		sc.cfg.Breaker.Slow(now, q.ticket)
+		if q.hasTicket {
+			sc.cfg.Breaker.Slow(now, q.ticket)
+		}
 		e.onSlow(now, q, sc, &rd)
 	}
 	for e.dropT.due(now) {
@@ -832,6 +867,18 @@ func (e *Engine) Tick(now time.Time) Ready {
 	}
 	e.settle(now, &rd)
 	return rd
+}
+
+// dropAfter is the age past which q's call is too slow for its limit:
+// the limit's own slow threshold, or else the breaker's.
+func (e *Engine) dropAfter(sc *scope, q *request) time.Duration {
+	if sc.cfg.SlowThreshold > 0 {
+		return sc.cfg.SlowThreshold
+	}
+	if q.hasTicket {
+		return q.ticket.SlowAfter()
+	}
+	return 0
 }
 
 // dropped tells q's limit that q, still in flight, is too slow.

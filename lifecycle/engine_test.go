@@ -410,7 +410,9 @@ func TestEngineOutcomes(t *testing.T) {
 	}{
 		{kind: OK, sampled: true},
 		{kind: Overloaded, sampled: true, dropped: true},
-		{kind: TimedOut, sampled: true, dropped: true},
+		// 0.5 s in flight, short of the 1 min slow threshold: the
+		// deadline was the client's, and says nothing of overload.
+		{kind: TimedOut},
 		{kind: ConnError, sampled: true, dropped: true},
 		{kind: Failed},
 		{kind: Cancelled},
@@ -443,6 +445,19 @@ func TestEngineOutcomes(t *testing.T) {
 			wantSamples(t, f, want)
 		})
 	}
+
+	t.Run("a timeout past the slow threshold is a drop", func(t *testing.T) {
+		f := &fakeLimit{limit: 3}
+		h := newHarness(t, oneScope(f, Auto, time.Second, admission.Config{}))
+		id, _ := h.arrive(req(admission.Interactive, 0), admission.Admitted)
+		h.at(800 * time.Millisecond)
+		h.finish(id, Outcome{Kind: TimedOut})
+		wantSamples(t, f)
+		id, _ = h.arrive(req(admission.Interactive, 0), admission.Admitted)
+		h.at(800*time.Millisecond + time.Second)
+		h.finish(id, Outcome{Kind: TimedOut})
+		wantSamples(t, f, limit.Sample{Now: h.now, InFlight: 1, Dropped: true})
+	})
 
 	t.Run("InFlight counts the sampled call's own scope", func(t *testing.T) {
 		f0, f1 := &fakeLimit{limit: 10}, &fakeLimit{limit: 10}
@@ -495,13 +510,13 @@ func TestEngineDeadlines(t *testing.T) {
 		h.wantNext(2 * time.Second)
 		h.at(2 * time.Second)
 		rd := h.tick()
-		if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != b || rd.Refuse[0].Reason != admission.ReasonWaitTimeout || len(rd.Start)+len(rd.Expire) != 0 {
+		if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != b || rd.Refuse[0].Reason != admission.ReasonDeadline || len(rd.Start)+len(rd.Expire) != 0 {
 			t.Fatalf("Tick at b's deadline = %+v", rd)
 		}
 		// Critical waits past MaxWait but not past its own deadline.
 		h.at(3 * time.Second)
 		rd = h.tick()
-		if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != c || rd.Refuse[0].Reason != admission.ReasonWaitTimeout {
+		if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != c || rd.Refuse[0].Reason != admission.ReasonDeadline {
 			t.Fatalf("Tick at c's deadline = %+v", rd)
 		}
 		wantReady(t, h.finish(a, Outcome{Kind: OK}), Ready{})
@@ -522,8 +537,8 @@ func TestEngineDeadlines(t *testing.T) {
 				c, _ := h.arrive(req(admission.Background, 0), admission.Queued)
 				h.at(2*time.Second + late)
 				rd := h.finish(a, Outcome{Kind: OK})
-				if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != b || rd.Refuse[0].Reason != admission.ReasonWaitTimeout {
-					t.Fatalf("Finish after b's deadline: refused %+v, want b (%d) wait_timeout", rd.Refuse, b)
+				if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != b || rd.Refuse[0].Reason != admission.ReasonDeadline {
+					t.Fatalf("Finish after b's deadline: refused %+v, want b (%d) refused at its deadline", rd.Refuse, b)
 				}
 				if !slices.Equal(rd.Start, []ID{c}) {
 					t.Fatalf("Finish after b's deadline started %v, want the next waiter %d", rd.Start, c)

@@ -59,36 +59,30 @@ func latest(ts ...time.Time) time.Time {
 	return out
 }
 
-// syncHolds holds each synthetically probed scope's waiters while its
-// breaker takes no traffic, and routes them again when it does. At a
-// trip, reroute has already moved the waiters that had somewhere else
-// to go; the rest wait for the verdict too, their tickets handed back.
+// syncHolds routes again the waiters of each synthetically probed scope
+// whose breaker has just stopped or started taking traffic. At a trip,
+// reroute has already moved the waiters that had somewhere else to go;
+// the rest go through, if the provider can still answer them in time
+// (reach.go), or are held for the verdict, their tickets handed back.
+// When it takes traffic again, the held waiters are routed and start.
 func (e *Engine) syncHolds(now time.Time, rd *Ready) {
 	for s, sc := range e.scopes {
 		if !sc.cfg.SyntheticProbes || sc.cfg.Breaker == nil {
 			continue
 		}
-		hold := sc.cfg.Breaker.Weight(now) <= 0
-		if hold == e.holding[s] {
+		out := sc.cfg.Breaker.Weight(now) <= 0
+		if out == e.holding[s] {
 			continue
 		}
-		e.holding[s] = hold
-		e.adm.Hold(s, hold)
-		waiting := e.onScope(s, func(q *request) bool { return q.started.IsZero() })
-		for _, q := range waiting {
-			if hold {
-				e.place(now, q, placement{target: q.target, scope: s, held: true})
-				continue
-			}
-			if p, ok := e.route(now, q.req); ok {
+		e.holding[s] = out
+		for _, q := range e.onScope(s, func(q *request) bool { return q.started.IsZero() && (out || q.held) }) {
+			if p, ok := e.route(now, q.req); ok && (!p.held || e.holdable(now, p.scope, q.req)) {
 				e.place(now, q, p)
 			} else {
 				e.refuseWaiter(now, q, rd)
 			}
 		}
-		if !hold {
-			e.pump(now, rd)
-		}
+		e.pump(now, rd)
 	}
 }
 

@@ -45,10 +45,11 @@ func refused(rd Ready) map[ID]admission.Refusal {
 	return m
 }
 
-// A request that arrives while the provider is out waits for the verdict
-// of a probe sent after it: a failing probe sent before it does not
-// refuse it, a failing one sent after does, and a passing one starts
-// the requests still held.
+// A request that arrives while the provider is out, and that it cannot be
+// judged able to answer in time (here: no deadline to judge by), waits
+// for the verdict of a probe sent after it: a failing probe sent before
+// it does not refuse it, a failing one sent after does, and a passing
+// one starts the requests still held.
 func TestHeldForTheNextProbesVerdict(t *testing.T) {
 	e := holdEngine(t)
 	tripSolo(t, e)
@@ -57,7 +58,7 @@ func TestHeldForTheNextProbesVerdict(t *testing.T) {
 		t.Fatalf("want a probe at 1.3 s, got %+v", rd.Probe)
 	}
 	p1 := rd.Probe[0].ID
-	early, _ := e.Arrive(at(1400*time.Millisecond), Request{Targets: []int{0}, Deadline: at(16 * time.Second)})
+	early, _ := e.Arrive(at(1400*time.Millisecond), Request{Targets: []int{0}})
 	if early.Verdict != admission.Queued {
 		t.Fatalf("a request while the provider is out: %v, want held in the queue", early.Verdict)
 	}
@@ -66,7 +67,7 @@ func TestHeldForTheNextProbesVerdict(t *testing.T) {
 		t.Fatalf("want a probe at 1.5 s, got %+v", rd.Probe)
 	}
 	p2 := rd.Probe[0].ID
-	late, _ := e.Arrive(at(1600*time.Millisecond), Request{Targets: []int{0}, Deadline: at(16 * time.Second)})
+	late, _ := e.Arrive(at(1600*time.Millisecond), Request{Targets: []int{0}})
 	// p1 was sent before either arrived: its failure refuses nobody.
 	rd, _ = e.FinishProbe(at(1700*time.Millisecond), p1, Outcome{Kind: TimedOut})
 	if len(rd.Refuse) != 0 || len(rd.Start) != 0 {
@@ -140,5 +141,49 @@ func TestWaitersAtTheTripAreHeld(t *testing.T) {
 	rd, _ := e.Finish(at(1200*time.Millisecond), ids[0], Outcome{Kind: Cancelled})
 	if len(rd.Start) != 0 {
 		t.Fatalf("a waiter started on the tripped provider: %+v", rd.Start)
+	}
+}
+
+// A provider out of rotation for slowness still serves the requests it
+// can answer in time: here its calls answer in 3 s, so a request with
+// 15 s to spare goes through (with no breaker ticket) and one with 2 s
+// does not. Open for errors, it serves nobody.
+func TestThroughAnOpenBreaker(t *testing.T) {
+	e := holdEngine(t)
+	ids := arriveAll(t, e, at(0), 4, []int{0}, 0)
+	e.Tick(at(1100 * time.Millisecond)) // trip: all four slow
+	for _, id := range ids {
+		e.Finish(at(3*time.Second), id, Outcome{Kind: OK}) // they answer in 3 s
+	}
+	a, _ := e.Arrive(at(3*time.Second), Request{Targets: []int{0}, Deadline: at(18 * time.Second)})
+	if a.Verdict != admission.Admitted {
+		t.Fatalf("a request with 15 s left, provider answering in 3 s: %v, want admitted", a.Verdict)
+	}
+	if q := e.reqs[a.ID]; !q.through || q.hasTicket {
+		t.Errorf("through %v ticket %v, want through with no ticket", q.through, q.hasTicket)
+	}
+	b, _ := e.Arrive(at(3*time.Second), Request{Targets: []int{0}, Deadline: at(5 * time.Second)})
+	if b.Verdict == admission.Admitted {
+		t.Fatal("a request with 2 s left went to a provider answering in 3 s")
+	}
+	// Its answer, slow, neither counts against the breaker nor lets it
+	// recover: the probes decide that.
+	e.Finish(at(6*time.Second), a.ID, Outcome{Kind: OK})
+	if st, _ := e.scopes[0].cfg.Breaker.State(at(6 * time.Second)); st == breaker.Closed || st == breaker.Recovering {
+		t.Errorf("breaker %v after a call through it", st)
+	}
+
+	// Open for errors: nothing goes through.
+	f := holdEngine(t)
+	for i := range 4 {
+		id := arriveAll(t, f, at(time.Duration(i)*time.Millisecond), 1, []int{0}, 0)[0]
+		f.Finish(at(10*time.Millisecond), id, Outcome{Kind: Failed, Status: 500})
+	}
+	if st, _ := f.scopes[0].cfg.Breaker.State(at(20 * time.Millisecond)); st != breaker.Open {
+		t.Fatalf("breaker %v after four errors", st)
+	}
+	c, _ := f.Arrive(at(20*time.Millisecond), Request{Targets: []int{0}, Deadline: at(15 * time.Second)})
+	if c.Verdict == admission.Admitted || f.reqs[c.ID] != nil && f.reqs[c.ID].through {
+		t.Fatalf("a provider open for errors took a request through: %v", c.Verdict)
 	}
 }

@@ -44,9 +44,13 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 		ts := e.transitions()
 		rd.Transitions = append(rd.Transitions, ts...)
 		for _, t := range ts {
-			if t.To == breaker.Open {
+			switch t.To {
+			case breaker.Open:
+				e.outOfRotation(t.Scope, true, t.Reason)
 				e.reroute(now, t.Scope, rd)
 				e.tripped(now, t.Scope, rd)
+			case breaker.Recovering, breaker.Closed:
+				e.outOfRotation(t.Scope, false, t.Reason)
 			}
 		}
 		e.syncHolds(now, rd)
@@ -68,15 +72,25 @@ func (e *Engine) tripped(now time.Time, s int, rd *Ready) {
 	for _, q := range e.onScope(s, func(q *request) bool { return q.slow && e.rescuable(q) }) {
 		e.onSlow(now, q, sc, rd)
 	}
+	// Requests rescued or hedged onto s, now out of rotation too, may be
+	// out of reach everywhere.
+	for _, q := range e.requests(func(q *request) bool { return q.second != nil && q.second.live && q.second.scope == s }) {
+		e.judgeReach(now, q, rd)
+	}
 }
 
 // onScope lists the requests routed to scope s that match keep, oldest
 // first: a trip's reactions take them in request order, so a simulation
 // replays exactly (the map's own order is random).
 func (e *Engine) onScope(s int, keep func(*request) bool) []*request {
+	return e.requests(func(q *request) bool { return q.scope == s && keep(q) })
+}
+
+// requests lists the requests that match keep, oldest first.
+func (e *Engine) requests(keep func(*request) bool) []*request {
 	var out []*request
 	for _, q := range e.reqs {
-		if q.scope == s && keep(q) {
+		if keep(q) {
 			out = append(out, q)
 		}
 	}

@@ -340,8 +340,9 @@ func TestRescueWaitsForRoom(t *testing.T) {
 
 // A call slow on a provider whose breaker is open, with nowhere to go,
 // is answered early once the provider more likely than not cannot meet
-// its deadline: when the oldest unanswered call there has waited half
-// of this call's start-to-deadline time.
+// its deadline: when the estimate L + 2(A - L) reaches this call's
+// start-to-deadline time D, L the last answer's latency (at least the
+// slow threshold) and A the oldest unanswered call's age.
 func TestAnswerEarlyWhenTheDeadlineIsOutOfReach(t *testing.T) {
 	e := holdEngine(t)
 	var ids []ID
@@ -354,13 +355,14 @@ func TestAnswerEarlyWhenTheDeadlineIsOutOfReach(t *testing.T) {
 	if len(rd.Transitions) == 0 || len(rd.Abandon) != 0 {
 		t.Fatalf("at the trip: %+v", rd)
 	}
-	// The oldest started at 0 and each has 15 s: all are judged at 7.5 s.
-	if next, ok := e.abandonT.next(); !ok || !next.Equal(at(7500*time.Millisecond)) {
-		t.Fatalf("judged at %v, want 7.5 s", next)
+	// No answer yet, so L is the 1 s threshold; the oldest started at 0
+	// and each has 15 s: all are judged at A = (15 + 1) / 2 = 8 s.
+	if next, ok := e.abandonT.next(); !ok || !next.Equal(at(8*time.Second)) {
+		t.Fatalf("judged at %v, want 8 s", next)
 	}
-	rd = e.Tick(at(7500 * time.Millisecond))
+	rd = e.Tick(at(8 * time.Second))
 	if len(rd.Abandon) != 4 {
-		t.Fatalf("at 7.5 s: abandon %+v, want all four", rd.Abandon)
+		t.Fatalf("at 8 s: abandon %+v, want all four", rd.Abandon)
 	}
 	for i, f := range rd.Abandon {
 		if f.Ticket != ids[i] || f.Reason != admission.ReasonTooSlow || f.RetryAfter <= 0 {
@@ -371,17 +373,16 @@ func TestAnswerEarlyWhenTheDeadlineIsOutOfReach(t *testing.T) {
 		t.Errorf("stats: %+v", e.SecondStats())
 	}
 	for _, id := range ids {
-		e.Finish(at(7600*time.Millisecond), id, Outcome{Kind: Cancelled})
+		e.Finish(at(8100*time.Millisecond), id, Outcome{Kind: Cancelled})
 	}
 	if len(e.reqs) != 0 {
 		t.Errorf("%d requests left", len(e.reqs))
 	}
 }
 
-// The judgement follows the oldest call: when it answers, the next
-// oldest sets a later time; a call whose provider recovers, or that
-// starts answering, is left alone; and a slow provider that answers
-// within half the deadline never comes near.
+// The judgement follows the evidence: an answer sets L, the next oldest
+// call sets a later time, and a call that starts answering is left
+// alone.
 func TestAnswerEarlyFollowsTheEvidence(t *testing.T) {
 	e := holdEngine(t)
 	var ids []ID
@@ -391,20 +392,21 @@ func TestAnswerEarlyFollowsTheEvidence(t *testing.T) {
 		ids = append(ids, a.ID)
 	}
 	e.Tick(at(1800 * time.Millisecond)) // trip
-	// The oldest answers at 3 s (slow, but in time): the rest are judged
-	// from the next oldest, started at 0.25 s: at 5.25 s.
+	// The oldest answers at 3 s (slow, but in time): L = 3 s, and the
+	// rest, with D = 10 s, are judged once the next oldest (from 0.25 s)
+	// has waited (10 + 3) / 2 = 6.5 s: at 6.75 s.
 	e.Finish(at(3*time.Second), ids[0], Outcome{Kind: OK})
-	rd := e.Tick(at(5 * time.Second))
+	rd := e.Tick(at(6500 * time.Millisecond))
 	if len(rd.Abandon) != 0 {
-		t.Fatalf("at 5 s: %+v, want none yet", rd.Abandon)
+		t.Fatalf("at 6.5 s: %+v, want none yet", rd.Abandon)
 	}
-	e.FirstByte(at(5100*time.Millisecond), ids[1]) // it starts answering
-	rd = e.Tick(at(5250 * time.Millisecond))
+	e.FirstByte(at(6600*time.Millisecond), ids[1]) // it starts answering
+	rd = e.Tick(at(6750 * time.Millisecond))
 	if len(rd.Abandon) != 0 {
-		t.Fatalf("at 5.25 s: %+v; ids[1] is answering, so ids[2] (from 0.5 s) is judged at 5.5 s", rd.Abandon)
+		t.Fatalf("at 6.75 s: %+v; ids[1] is answering, so ids[2] (from 0.5 s) is judged at 7 s", rd.Abandon)
 	}
-	rd = e.Tick(at(5500 * time.Millisecond))
+	rd = e.Tick(at(7 * time.Second))
 	if len(rd.Abandon) != 2 || rd.Abandon[0].Ticket != ids[2] || rd.Abandon[1].Ticket != ids[3] {
-		t.Fatalf("at 5.5 s: %+v, want ids[2] and ids[3]", rd.Abandon)
+		t.Fatalf("at 7 s: %+v, want ids[2] and ids[3]", rd.Abandon)
 	}
 }

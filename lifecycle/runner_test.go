@@ -125,7 +125,11 @@ func TestRunnerWaitTimeout(t *testing.T) {
 				if got := time.Since(start); got != tc.want {
 					t.Errorf("refused after %v, want %v", got, tc.want)
 				}
-				wantRejection(t, err, admission.ReasonWaitTimeout, tc.p)
+				why := admission.ReasonWaitTimeout
+				if tc.deadline != 0 && tc.deadline <= tc.maxWait {
+					why = admission.ReasonDeadline
+				}
+				wantRejection(t, err, why, tc.p)
 				wantState(t, r, 1, [3]int{})
 				hold.Finish(Outcome{Kind: OK})
 				wantIdle(t, r)
@@ -157,7 +161,7 @@ func TestRunnerTimerFollowsEarliestExpiry(t *testing.T) {
 		}
 
 		o := <-short
-		wantRejection(t, o.err, admission.ReasonWaitTimeout, admission.Background)
+		wantRejection(t, o.err, admission.ReasonDeadline, admission.Background)
 		if at := time.Since(start); at != 3*time.Second || o.elapsed != 2*time.Second {
 			t.Errorf("short waiter refused at %v after %v, want 3s after 2s", at, o.elapsed)
 		}

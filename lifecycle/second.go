@@ -155,6 +155,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	h.live = false
 	e.observeRefusal(now, h.scope, o)
 	e.settling(now, h.scope)
+	e.heard(now, h.scope, h.started, h.firstByte, o)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))

@@ -117,7 +117,7 @@ func (pl *Planner) decide(at time.Duration, p *plan) {
 		if p.rng.Float64() < orOne(w.Fraction) && !hit {
 			hit = true
 			if w.Latency > 0 {
-				p.ttft = w.Latency
+				p.ttft = w.latencyAt(at)
 			} else {
 				p.ttft = time.Duration(float64(p.ttft) * w.Multiplier)
 				p.tpotScale = w.Multiplier

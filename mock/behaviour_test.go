@@ -76,6 +76,23 @@ func TestBrownoutByStartNotEnd(t *testing.T) {
 	})
 }
 
+// A ramp moves a call's latency linearly with when it starts.
+func TestBrownoutRamp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{
+			TTFT: 100 * ms, OutputTokens: TokenRange{Min: 1},
+			Brownouts: []Brownout{{Start: time.Second, End: 5 * time.Second, Latency: time.Second, LatencyTo: 5 * time.Second}},
+		})
+		time.Sleep(3 * time.Second) // halfway: 3 s
+		if _, took := serve(s, "/v1/chat/completions", tinyChat); took != 3*time.Second {
+			t.Errorf("call begun halfway up the ramp took %v, want 3s", took)
+		}
+	})
+	if err := (Config{Brownouts: []Brownout{{Start: time.Second, Multiplier: 2, LatencyTo: time.Second}}}).Validate(); err == nil {
+		t.Error("a ramp without latency and end was accepted")
+	}
+}
+
 func TestBrownoutFraction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(Config{Seed: 7, OutputTokens: TokenRange{Min: 1},

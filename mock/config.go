@@ -83,6 +83,19 @@ type Brownout struct {
 	// (TPOT unchanged). Exactly one must be set.
 	Multiplier float64       `yaml:"multiplier"`
 	Latency    time.Duration `yaml:"latency"`
+	// LatencyTo makes the window a ramp: a call's TTFT moves linearly
+	// from Latency at Start to LatencyTo at End, by when the call starts
+	// (a brownout is often a ramp, not a step). Needs Latency and End.
+	LatencyTo time.Duration `yaml:"latency_to"`
+}
+
+// latencyAt is the TTFT the window gives a call that starts at at.
+func (b Brownout) latencyAt(at time.Duration) time.Duration {
+	if b.LatencyTo == 0 || b.End <= b.Start {
+		return b.Latency
+	}
+	f := float64(at-b.Start) / float64(b.End-b.Start)
+	return b.Latency + time.Duration(f*float64(b.LatencyTo-b.Latency))
 }
 
 // Failure kinds.
@@ -163,6 +176,9 @@ func (c Config) Validate() error {
 		}
 		if (b.Multiplier > 0) == (b.Latency > 0) || b.Multiplier < 0 || b.Latency < 0 {
 			bad("brownouts[%d]: set exactly one of multiplier or latency, positive", i)
+		}
+		if b.LatencyTo < 0 || (b.LatencyTo > 0 && (b.Latency == 0 || b.End == 0)) {
+			bad("brownouts[%d].latency_to: a ramp needs latency (where it starts) and end, and a positive latency_to", i)
 		}
 	}
 	for i, f := range c.Failures {

@@ -69,6 +69,9 @@ type Row struct {
 	// knows them: the simulator from its engine, sluice load from the
 	// gateway's metrics (--metrics).
 	Extra int
+	// Trips counts breaker openings, when the runner knows them (the
+	// simulator does).
+	Trips int
 	// Duration is the measured span, for goodput.
 	Duration time.Duration
 	// Latency of OK answers, TTFT of OK answers, time to a shed answer,
@@ -190,6 +193,7 @@ type Summary struct {
 	GoodputPerSec float64                   `json:"goodput_per_sec"`
 	Amplification float64                   `json:"retry_amplification"`
 	ExtraCalls    int                       `json:"extra_calls"`
+	Trips         int                       `json:"trips,omitempty"`
 	LatencyMs     map[string]float64        `json:"latency_ms"`
 	TTFTMs        map[string]float64        `json:"ttft_ms"`
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
@@ -219,7 +223,7 @@ func Summarise(rows []*Row) []Summary {
 	var out []Summary
 	for _, r := range rows {
 		s := Summary{Name: r.Name, Counts: countMap(r.Counts), ByPriority: map[string]map[string]int{},
-			Crashes: r.Crashes, Peak: r.Peak, GoodputPerSec: r.Goodput(), Amplification: r.Amplification(), ExtraCalls: r.Extra,
+			Crashes: r.Crashes, Peak: r.Peak, GoodputPerSec: r.Goodput(), Amplification: r.Amplification(), ExtraCalls: r.Extra, Trips: r.Trips,
 			LatencyMs: quantiles(all(r.Latency)), TTFTMs: quantiles(all(r.TTFT)), RejectionMs: quantiles(all(r.Rejection))}
 		for p, pc := range r.ByPriority {
 			if pc.Total() > 0 {

@@ -76,7 +76,13 @@ type Clients struct {
 	// Abandon: the client disconnects when patience runs out (default
 	// true). Seed 000's users wait; real clients usually do not.
 	Abandon *bool `yaml:"abandon"`
-	Retry   Retry `yaml:"retry"`
+	// SendDeadline: a client that abandons at patience tells the gateway
+	// how long it has left with each attempt (X-Sluice-Timeout), as the
+	// official SDKs send their timeout as X-Stainless-Timeout (default
+	// true). With it the gateway stops waiting on an answer that cannot
+	// come in time. Clients that wait have no deadline to send.
+	SendDeadline *bool `yaml:"send_deadline"`
+	Retry        Retry `yaml:"retry"`
 }
 
 // RateStep sets the arrival rate from At on (At itself included). With
@@ -127,6 +133,12 @@ type Policy struct {
 
 // AbandonOnPatience reports whether clients disconnect at patience.
 func (c Clients) AbandonOnPatience() bool { return c.Abandon == nil || *c.Abandon }
+
+// SendsDeadline reports whether each attempt tells the gateway the
+// client's remaining patience.
+func (c Clients) SendsDeadline() bool {
+	return c.Patience > 0 && c.AbandonOnPatience() && (c.SendDeadline == nil || *c.SendDeadline)
+}
 
 // Load reads and validates a scenario file.
 func Load(path string) (*File, error) {

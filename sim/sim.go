@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/report"
@@ -199,7 +200,14 @@ func (r *run) quantise(t time.Duration) time.Duration {
 // pushCall schedules an upstream event of one call.
 func (r *run) pushCall(at time.Duration, kind eventKind, c *upCall) {
 	r.seq++
-	r.events.push(event{at: r.quantise(at), order: order(classUpstream, r.seq), kind: kind, call: c})
+	at = r.quantise(at)
+	switch kind {
+	case evDone:
+		c.doneAt = at
+	case evFirstByte:
+		c.firstAt = at
+	}
+	r.events.push(event{at: at, order: order(classUpstream, r.seq), kind: kind, call: c})
 }
 
 func (r *run) push(at time.Duration, class uint8, kind eventKind, q *request) {
@@ -355,7 +363,11 @@ func (r *run) arrive(q *request) {
 		r.fail(q, report.Lost, 0)
 		return
 	}
-	a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), 0))
+	var deadline time.Duration // what the client says it has left
+	if r.sc.Clients.SendsDeadline() {
+		deadline = max(q.first+r.sc.Clients.Patience-r.now, time.Millisecond)
+	}
+	a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), deadline))
 	if a.Verdict == admission.Rejected {
 		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
 		r.fail(q, report.Shed, a.Refusal.RetryAfter)
@@ -371,6 +383,11 @@ func (r *run) arrive(q *request) {
 
 // apply carries out an engine Ready.
 func (r *run) apply(rd lifecycle.Ready) {
+	for _, t := range rd.Transitions {
+		if t.To == breaker.Open {
+			r.row.Trips++
+		}
+	}
 	for _, id := range rd.Start {
 		if q := r.byID[id]; q != nil {
 			if t, ok := r.eng.Target(id); ok {
@@ -382,12 +399,32 @@ func (r *run) apply(rd lifecycle.Ready) {
 	for _, f := range rd.Refuse {
 		if q := r.byID[f.Ticket]; q != nil {
 			r.leaveGateway(q)
+			if f.Reason == admission.ReasonDeadline {
+				r.fail(q, report.TimedOut, 0) // the gateway answers 504
+				continue
+			}
 			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
 			r.fail(q, report.Shed, f.RetryAfter)
 		}
 	}
+	for _, f := range rd.Abandon {
+		// Answered early: its provider cannot meet its deadline.
+		if q := r.byID[f.Ticket]; q != nil {
+			next := r.cancelCalls(q, lifecycleCancelled, true)
+			r.leaveGateway(q)
+			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
+			r.fail(q, report.Shed, f.RetryAfter)
+			r.apply(next)
+		}
+	}
 	for _, id := range rd.Expire {
 		if q := r.byID[id]; q != nil {
+			if r.answersNow(q) {
+				// A tie goes to the answer: a tick settles what is done
+				// before what is due, and so does a call whose answer
+				// and deadline land on one instant.
+				continue
+			}
 			next := r.cancelCalls(q, lifecycle.Outcome{Kind: lifecycle.TimedOut}, true)
 			r.leaveGateway(q)
 			r.final(q, report.TimedOut)
@@ -407,6 +444,16 @@ func (r *run) apply(rd lifecycle.Ready) {
 	for _, p := range rd.Probe {
 		r.startProbe(p)
 	}
+}
+
+// answersNow reports whether one of q's calls answers at this instant.
+func (r *run) answersNow(q *request) bool {
+	for _, c := range q.calls {
+		if c != nil && c.running && c.outcome == lifecycle.OK && (c.doneAt == r.now || c.firstAt == r.now) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) leaveGateway(q *request) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
@@ -147,67 +146,6 @@ func TestAbandonedRequestsAreNeverLate(t *testing.T) {
 			}
 		}
 	}
-}
-
-// The brownout scenarios, each "no breaker" against "slow-call breaker +
-// failover".
-func TestBrownoutScenarios(t *testing.T) {
-	run := func(name string) (none, breaker *report.Row) {
-		res := simulate(t, "../scenarios/brownouts/"+name+".yaml", Options{})
-		return res.Rows[0], res.Rows[1]
-	}
-	t.Run("flapping: failover serves more, and far fewer wait out the deadline", func(t *testing.T) {
-		none, br := run("flapping")
-		if br.Counts[report.OK] <= none.Counts[report.OK] || br.Counts[report.TimedOut]*4 > none.Counts[report.TimedOut] {
-			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
-		}
-	})
-	t.Run("everything slow: shed fast instead of timing out, losing no answers", func(t *testing.T) {
-		none, br := run("all-slow")
-		if br.Counts[report.Shed] == 0 || br.Counts[report.TimedOut]*4 > none.Counts[report.TimedOut] || br.Counts[report.OK] < none.Counts[report.OK] {
-			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
-		}
-	})
-	t.Run("429 bursts are pacing: the breaker never trips", func(t *testing.T) {
-		none, br := run("rate-limited")
-		if none.Counts != br.Counts {
-			t.Errorf("no breaker %v, breaker %v: a 429 must not trip it", none.Counts, br.Counts)
-		}
-	})
-	t.Run("a thin tail: hedging at p95 fixes p99 for a few percent more calls", func(t *testing.T) {
-		none, hedged := run("thin-tail")
-		p99 := func(r *report.Row) time.Duration { return append(report.Samples(nil), r.Latency[1]...).Quantile(.99) }
-		if p99(hedged)*3 > p99(none) || hedged.Extra == 0 || float64(hedged.Extra) > 0.1*float64(hedged.Unique) {
-			t.Errorf("p99 %v without hedging, %v with, for %d extra calls in %d requests", p99(none), p99(hedged), hedged.Extra, hedged.Unique)
-		}
-	})
-	t.Run("a 30% partial brownout stays under the default slow rate: that breaker cannot help", func(t *testing.T) {
-		// The breaker rightly stays closed at its default 50%, and the
-		// two rows are the same.
-		none, br := run("partial")
-		if none.Counts != br.Counts || none.Counts[report.TimedOut] == 0 {
-			t.Errorf("no breaker %v, breaker %v", none.Counts, br.Counts)
-		}
-	})
-	t.Run("a 30% partial brownout: a breaker at 20%, or hedging with the budget for it, answers everyone", func(t *testing.T) {
-		rows := policyRows(t, "../scenarios/brownouts/partial.yaml", 1)
-		for _, name := range []string{"breaker at 20 % slow", "hedging at 2 s, 35 % budget"} {
-			r := rows[name]
-			if r == nil {
-				t.Fatalf("no row %q", name)
-			}
-			if c := r.Counts; c[report.TimedOut] != 0 || c[report.Shed] != 0 || c[report.Failed] != 0 {
-				t.Errorf("%s: %v", name, c)
-			}
-		}
-	})
-	t.Run("everything slow: synthetic probes spare the users made into probes", func(t *testing.T) {
-		rows := policyRows(t, "../scenarios/brownouts/all-slow.yaml", 1)
-		traffic, synthetic := rows["slow-call breaker + failover"], rows["same, synthetic probes"]
-		if synthetic.Counts[report.TimedOut]*2 > traffic.Counts[report.TimedOut] {
-			t.Errorf("timedOut: %d with users as probes, %d with synthetic probes", traffic.Counts[report.TimedOut], synthetic.Counts[report.TimedOut])
-		}
-	})
 }
 
 // simulate loads a scenario file and runs every policy in it.

@@ -38,8 +38,10 @@ type upCall struct {
 	queued  bool
 	delayed bool // a retry waiting out its delay, not yet sent
 	done    bool // finished or cancelled: its pending events are stale
-	outcome lifecycle.OutcomeKind
-	status  int // the HTTP status of a failure, if any
+	// firstAt and doneAt: when its first byte and its end are due.
+	firstAt, doneAt time.Duration
+	outcome         lifecycle.OutcomeKind
+	status          int // the HTTP status of a failure, if any
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe.
 	probe lifecycle.ProbeID
