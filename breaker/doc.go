@@ -106,10 +106,14 @@
 // slow, seen while Closed (at full weight: a provider at a 10% share is
 // lightly loaded and would teach a threshold that is too tight). The
 // last HealthySamples such latencies are kept, so memory is bounded.
-// Since slow calls never enter the sample, a brownout cannot raise the
-// threshold that detects it; a ramp gentle enough to stay under the
-// threshold at every step is followed, and a fixed SlowThreshold is the
-// answer where that matters.
+// Since slow calls never enter the sample, a step brownout cannot raise
+// the threshold that detects it. A ramp could: each call a little slower
+// than the last stays under twice the p95 of the calls before it, and a
+// ring of recent samples follows the provider from 1 s to 20 s without
+// ever calling it slow. So the p95 is marked once a minute and the
+// threshold rests on the lowest mark of the last BaselineMemory (10
+// minutes): a ramp faster than that trips, a drift slower than that is
+// followed.
 //
 // # The in-flight slow signal
 //

@@ -159,7 +159,7 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 		waitHTTP(t, "http://"+addrs[p]+"/stats")
 	}
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), f.Scenario.Duration+2*time.Minute)
 	defer cancel()
 	load := exec.CommandContext(ctx, bin, "load", path, "--target", "http://"+listen, "--json", jsonPath, "--quiet",
 		"--metrics", "http://"+admin+"/metrics")

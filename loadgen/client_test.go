@@ -351,3 +351,37 @@ func TestStreamingTTFT(t *testing.T) {
 		})
 	}
 }
+
+// A client that abandons at patience tells the gateway how much is left
+// with each attempt; one that waits, or is told not to, sends nothing.
+func TestDeadlineHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		set    func(*scenario.Clients)
+		header bool
+	}{
+		{"abandoning", func(c *scenario.Clients) { c.Patience = 2 * time.Second }, true},
+		{"waiting", func(c *scenario.Clients) { c.Patience, c.Abandon = 2*time.Second, new(false) }, false},
+		{"told not to", func(c *scenario.Clients) { c.Patience, c.SendDeadline = 2*time.Second, new(false) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerOK(w) })
+			mustRun(t, loadScenario(t, "basic.yaml", func(s *scenario.Scenario) { one(s); tc.set(&s.Clients) }), Options{Target: g.url})
+			h := g.seen()
+			if len(h) != 1 {
+				t.Fatalf("%d requests", len(h))
+			}
+			v := h[0].hdr.Get("X-Sluice-Timeout")
+			if !tc.header {
+				if v != "" {
+					t.Errorf("X-Sluice-Timeout %q, want none", v)
+				}
+				return
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= time.Second || d > 2*time.Second {
+				t.Errorf("X-Sluice-Timeout %q, want the 2 s patience less the time to send", v)
+			}
+		})
+	}
+}

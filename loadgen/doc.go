@@ -31,8 +31,11 @@
 // X-Sluice-Priority.
 //
 // A user's patience runs from the first attempt. Clients that abandon (the
-// default) cancel the HTTP request when it runs out; the others wait on and
-// an answer after it is late. Retries follow clients.retry as
+// default) cancel the HTTP request when it runs out, and tell the gateway
+// with each attempt how much of it is left (X-Sluice-Timeout, as the
+// official SDKs send their timeout in X-Stainless-Timeout), unless
+// clients.send_deadline is false; the others wait on and an answer after
+// it is late. Retries follow clients.retry as
 // workload.Retry decides them, for the simulator too: on a shed, a 429, a
 // 5xx other than 504, or a connection error; up to max_attempts in all;
 // never once patience has run out, and never after a 2xx status, because

@@ -78,11 +78,14 @@ type plan struct {
 	// patience 0 means the clients wait for ever (up to drain).
 	patience time.Duration
 	abandon  bool
-	drain    time.Duration
-	retry    workload.Retry
-	shares   [3]float64
-	url      string
-	body     *bodies
+	// sendDeadline: each attempt tells the gateway the patience it has
+	// left, in X-Sluice-Timeout (scenario clients.send_deadline).
+	sendDeadline bool
+	drain        time.Duration
+	retry        workload.Retry
+	shares       [3]float64
+	url          string
+	body         *bodies
 }
 
 func newPlan(f *scenario.File, o Options) (*plan, error) {
@@ -125,18 +128,19 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	}
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
 	p := &plan{
-		name:        s.Name,
-		seed:        s.Seed,
-		sched:       c.Schedule(rs, ts),
-		spacing:     c.Spacing(),
-		duration:    scale(s.Duration),
-		maxRequests: o.MaxRequests,
-		patience:    scale(c.Patience),
-		abandon:     c.AbandonOnPatience(),
-		retry:       c.Retry.Policy(scale(c.Patience), ts),
-		shares:      c.PriorityShares(),
-		url:         base + endpointPath(dialect),
-		body:        newBodies(dialect, c, s.Seed, o.CriticalKey),
+		name:         s.Name,
+		seed:         s.Seed,
+		sched:        c.Schedule(rs, ts),
+		spacing:      c.Spacing(),
+		duration:     scale(s.Duration),
+		maxRequests:  o.MaxRequests,
+		patience:     scale(c.Patience),
+		abandon:      c.AbandonOnPatience(),
+		sendDeadline: c.SendsDeadline(),
+		retry:        c.Retry.Policy(scale(c.Patience), ts),
+		shares:       c.PriorityShares(),
+		url:          base + endpointPath(dialect),
+		body:         newBodies(dialect, c, s.Seed, o.CriticalKey),
 	}
 	if p.name == "" {
 		p.name = "load"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/wait"
@@ -28,7 +29,15 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 		rng *rand.Rand
 	)
 	for n := 1; ; n++ {
-		a = r.client.do(ctx, body, hdr)
+		h := hdr
+		if p.sendDeadline {
+			// The patience left, as the official SDKs send their timeout
+			// (X-Stainless-Timeout), to the millisecond.
+			h = hdr.Clone()
+			left := max(time.Until(t0.Add(p.patience)), time.Millisecond)
+			h.Set("X-Sluice-Timeout", strconv.FormatInt(left.Milliseconds(), 10)+"ms")
+		}
+		a = r.client.do(ctx, body, h)
 		r.tally.attempt(pri, &a)
 		if a.outcome == report.OK || a.abandoned {
 			break // answered, or the client itself gave up
