@@ -50,8 +50,9 @@ func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 // primary is slow and probes it with the gateway's own one-token calls,
 // so its recovery is noticed within a fraction of a second: answered
 // within 1% of the theoretical maximum (every request that arrives
-// outside the slow window, 2,400), nothing lost or failed, and the only
-// users who wait out their patience are those admitted before the trip.
+// outside the slow window, 2,400), nothing lost or failed, and nobody
+// waits out their patience: the calls admitted before the trip are
+// answered early, since the clients say how long they will wait.
 func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 35 s")
@@ -62,12 +63,13 @@ func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
 	if float64(ok) < 0.99*answerable {
 		t.Errorf("answered %d; want within 1%% of the %d that could be", ok, answerable)
 	}
-	// The breaker judges a call slow at 333 ms and needs 10 calls in its
-	// window: it trips well within a second of the onset, so at most a
-	// second's arrivals (120) are admitted before it. Users made into
-	// probes would add one timedOut per probe (hundreds).
-	if timedOut > 120 {
-		t.Errorf("timedOut %d; more than were admitted before the trip (the simulator predicts %d)", timedOut, simRow.Counts[report.TimedOut])
+	// The breaker trips well within a second of the onset; the calls
+	// admitted before it (up to 120) are answered early, not timed out.
+	// Users made into probes would add one timedOut per probe (hundreds).
+	// A few are allowed for a machine too busy to run the gateway's
+	// timers on time (0.5 % of the answerable).
+	if timedOut > 12 {
+		t.Errorf("timedOut %d; the calls stranded by the brownout should be answered early (the simulator predicts %d)", timedOut, simRow.Counts[report.TimedOut])
 	}
 	if real[report.Shed.String()] == 0 || real[report.Failed.String()] != 0 || real[report.Lost.String()] != 0 {
 		t.Errorf("want the slow minute shed, and nothing failed or lost: %v", real)
