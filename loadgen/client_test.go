@@ -174,10 +174,13 @@ func TestNoRetryPastPatience(t *testing.T) {
 	g := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerShed(w, 0) })
 	row := mustRun(t, loadScenario(t, "basic.yaml", func(s *scenario.Scenario) {
 		one(s)
-		s.Clients.Patience = 200 * ms
-		s.Clients.Retry = scenario.Retry{Strategy: "backoff", MaxAttempts: 5, Base: 150 * ms}
+		s.Clients.Patience = time.Second
+		s.Clients.Retry = scenario.Retry{Strategy: "backoff", MaxAttempts: 5, Base: 600 * ms}
 	}), Options{Target: g.url})
-	// 0 ms, then 150 ms; the next would go out at 450 ms, past patience.
+	// 0 ms, then 600 ms; the next would go out at 1.8 s, past patience.
+	// The second answer has 400 ms to come back before patience ends,
+	// room enough for a busy machine (50 ms was not, under -race -count=20
+	// beside a CPU hog).
 	if row.Attempts != 2 || row.Counts[report.Shed] != 1 {
 		t.Errorf("attempts %d, counts %v; want 2 attempts then give up shed", row.Attempts, row.Counts)
 	}

@@ -60,6 +60,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, proto protoco
 
 func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol, parse func([]byte) (*call, error)) outcome {
 	body, err := readAll(w, r)
+	if err != nil && r.Context().Err() != nil {
+		return outCancelled // the client left while sending the body
+	}
 	if err != nil {
 		s.record(r, body, "")
 		status := http.StatusBadRequest

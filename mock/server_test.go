@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,6 +83,32 @@ func TestCancelWhileQueuedOrWaitingForFirstToken(t *testing.T) {
 	eventually(t, "both cancels counted", func() bool {
 		st := s.Stats()
 		return st.CancelledByClient == 2 && st.Running == 0 && st.Waiting == 0 && st.InFlight == 0
+	})
+}
+
+// A client that leaves while still sending its body is a cancel, not a
+// bad request.
+func TestCancelWhileSendingTheBody(t *testing.T) {
+	s, url := startMock(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", pr)
+	req.ContentLength = int64(len(tinyChat)) // the body never finishes
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	pw.Write([]byte(tinyChat[:5]))
+	eventually(t, "the call to begin", func() bool { return s.Stats().InFlight == 1 })
+	cancel()
+	pw.Close()
+	<-done
+	eventually(t, "the cancel counted", func() bool {
+		st := s.Stats()
+		return st.CancelledByClient == 1 && st.BadRequests == 0 && st.InFlight == 0
 	})
 }
 
