@@ -42,6 +42,11 @@ type Breaker struct {
 	calmSince time.Time // Recovering: start of the current calm stretch
 	stepCalls int       // Recovering: counted calls at this step
 
+	// judged is what the last judgement while Closed looked at: nothing
+	// counted since, the same bucket and the same threshold mean the same
+	// evidence, and a breaker is asked on every call it routes.
+	judged judgement
+
 	nextID uint64
 	calls  map[uint64]*inflight
 
@@ -99,6 +104,12 @@ func (b *Breaker) fire(now time.Time) {
 	}
 }
 
+type judgement struct {
+	bucket    int64
+	threshold time.Duration
+	changes   uint64
+}
+
 // expireTrickleProbes frees the places of trickle probes past their
 // timeout: each is a failed probe, flagged so its eventual Done is not
 // counted again, and HalfOpen goes on.
@@ -118,7 +129,7 @@ func (b *Breaker) expireTrickleProbes(now time.Time) {
 // the last Window whose verdict is in. An error is known when the call
 // ends, like a success, so recent starts bias neither way.
 func (b *Breaker) errorEvidence(now time.Time) counts {
-	return b.hist.sum(now.Add(-b.cfg.Window), now)
+	return b.hist.sum(0, now.Add(-b.cfg.Window), now)
 }
 
 // slowEvidence is what the slow rate judges: the calls started within a
@@ -128,11 +139,16 @@ func (b *Breaker) errorEvidence(now time.Time) counts {
 // answered fast, which would bias the share towards health.
 func (b *Breaker) slowEvidence(now time.Time) counts {
 	edge := now.Add(-b.SlowThreshold())
-	return b.hist.sum(edge.Add(-b.cfg.Window), edge)
+	return b.hist.sum(1, edge.Add(-b.cfg.Window), edge)
 }
 
 // judge checks the evidence for a trip and, while Recovering, for a step.
 func (b *Breaker) judge(now time.Time) {
+	j := judgement{b.hist.index(now), b.SlowThreshold(), b.hist.changes}
+	if b.state == Closed && j == b.judged {
+		return // the same evidence as last time
+	}
+	b.judged = j
 	e, sl := b.errorEvidence(now), b.slowEvidence(now)
 	if e.calls >= b.cfg.MinCalls && e.errorRate() >= b.cfg.ErrorRate {
 		b.trip(now, ReasonErrorRate, e)

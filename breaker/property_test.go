@@ -166,3 +166,30 @@ func TestPropertyInvariantsAndDeterminism(t *testing.T) {
 		})
 	}
 }
+
+// The memoised, sliding sums agree with a full pass over the ring
+// whatever the order of counts and queries.
+func TestHistorySumsMatchAFullPass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	h := newHistory()
+	h.origin = t0
+	now := t0
+	for range 20000 {
+		switch rng.IntN(4) {
+		case 0:
+			now = now.Add(time.Duration(rng.IntN(400)) * time.Millisecond)
+		case 1:
+			start := now.Add(-time.Duration(rng.IntN(30_000)) * time.Millisecond)
+			h.add(start, counts{calls: 1, slow: rng.IntN(2)})
+		default:
+			which := rng.IntN(2)
+			to := now.Add(-time.Duration(which*rng.IntN(3000)) * time.Millisecond)
+			from := to.Add(-12 * time.Second)
+			got := h.sum(which, from, to)
+			want := h.span(h.index(from), h.index(to), 1)
+			if got != want {
+				t.Fatalf("sum(%v, %v) = %+v, a full pass says %+v", from.Sub(t0), to.Sub(t0), got, want)
+			}
+		}
+	}
+}

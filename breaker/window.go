@@ -40,6 +40,20 @@ type history struct {
 	origin time.Time
 	width  time.Duration
 	ring   []slot
+	// memo keeps the last sum of each kind of evidence, kept current as
+	// calls are counted and slid a bucket at a time as time passes: a
+	// breaker asks for its evidence on every call it routes and every
+	// outcome, which would otherwise each cost a pass over the window.
+	memo [2]memoSum
+	// changes counts adds and resets, so a judgement can tell it has
+	// nothing new to look at.
+	changes uint64
+}
+
+type memoSum struct {
+	valid  bool
+	lo, hi int64
+	c      counts
 }
 
 type slot struct {
@@ -78,26 +92,52 @@ func (h *history) add(start time.Time, c counts) {
 		*s = slot{idx: idx}
 	}
 	s.add(c)
+	h.changes++
+	for i := range h.memo {
+		if m := &h.memo[i]; m.valid && m.lo <= idx && idx <= m.hi {
+			m.c.add(c)
+		}
+	}
 }
 
 // sum totals the calls started from from to to, by bucket: the buckets
-// that hold from and to are both included.
-func (h *history) sum(from, to time.Time) counts {
-	var c counts
+// that hold from and to are both included. which names one of two
+// memos, one per kind of evidence.
+func (h *history) sum(which int, from, to time.Time) counts {
 	lo, hi := h.index(from), h.index(to)
 	if hi-lo >= historySlots {
 		lo = hi - historySlots + 1
 	}
+	m := &h.memo[which]
+	if !m.valid || lo < m.lo || hi < m.hi || lo > m.hi {
+		// First use, time went back, or the window moved past the last
+		// one: a full pass.
+		*m = memoSum{valid: true, lo: lo, hi: hi, c: h.span(lo, hi, 1)}
+		return m.c
+	}
+	// Slide: drop the buckets that left, add those that came in.
+	m.c.add(h.span(m.lo, lo-1, -1))
+	m.c.add(h.span(m.hi+1, hi, 1))
+	m.lo, m.hi = lo, hi
+	return m.c
+}
+
+// span totals the buckets lo..hi, times sign.
+func (h *history) span(lo, hi int64, sign int) counts {
+	var c counts
 	for i := lo; i <= hi; i++ {
 		if s := &h.ring[((i%historySlots)+historySlots)%historySlots]; s.idx == i {
 			c.add(s.counts)
 		}
 	}
+	c.calls, c.errors, c.slow, c.limited = sign*c.calls, sign*c.errors, sign*c.slow, sign*c.limited
 	return c
 }
 
 // reset forgets every call.
 func (h *history) reset() {
+	h.memo = [2]memoSum{}
+	h.changes++
 	for i := range h.ring {
 		h.ring[i] = slot{}
 	}
@@ -141,8 +181,8 @@ func (l *latencies) mark(now time.Time, enough int) {
 			l.marks = append(l.marks, mark{now, l.p95()})
 		}
 		l.markAt = now
+		l.marks = slices.DeleteFunc(l.marks, func(m mark) bool { return now.Sub(m.at) > BaselineMemory })
 	}
-	l.marks = slices.DeleteFunc(l.marks, func(m mark) bool { return now.Sub(m.at) > BaselineMemory })
 }
 
 // baseline is the lowest of the current p95 and the p95s marked within

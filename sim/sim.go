@@ -160,8 +160,19 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		return nil, fmt.Errorf("scenario.clients.model: %q is not a configured model", sc.Clients.Model)
 	}
 	r.route, r.targets, r.scope = rt, rt.Targets, rt.Targets[0]
-	r.arr = workload.NewArrivals(sc.Clients.Schedule(o.RPSScale, 1), sc.Duration, sc.Clients.Spacing(),
+	sched := sc.Clients.Schedule(o.RPSScale, 1)
+	r.arr = workload.NewArrivals(sched, sc.Duration, sc.Clients.Spacing(),
 		rand.New(rand.NewPCG(sc.Seed^0xa771, sc.Seed)))
+	// Room for the latencies of the requests the schedule will send, so
+	// an hour's millions of samples are not copied as they grow.
+	total := r.shares[0] + r.shares[1] + r.shares[2]
+	for p, s := range r.shares {
+		if total <= 0 {
+			break
+		}
+		n := int(sched.Integral(0, sc.Duration)*s/total*1.05) + 16
+		r.row.Latency[p], r.row.TTFT[p] = make(report.Samples, 0, n), make(report.Samples, 0, n)
+	}
 	if sc.Tick > 0 {
 		r.push(0, classArrival, evArrivals, nil)
 	} else if t, ok := r.arr.Next(); ok {
