@@ -26,6 +26,9 @@ type Request struct {
 	// Lifecycle holds a request while a probe decides whether its
 	// provider is fit to take it.
 	Held bool
+	// Lane, from 1, names Config.Lanes[Lane-1], a share of capacity the
+	// request draws on as well; 0 is none.
+	Lane int
 }
 
 // Config sets Core's limits.
@@ -46,6 +49,16 @@ type Config struct {
 	// MaxQueued caps the waiters of each class; zero leaves a class bound
 	// only by MaxDepth.
 	MaxQueued [numPriorities]int
+	// MaxWaitFor, when set for a class, replaces MaxWait for it: a batch
+	// (background) class may wait minutes for leftover capacity.
+	MaxWaitFor [numPriorities]time.Duration
+	// Headroom is how many global slots a class leaves free for the
+	// classes above it: background work uses only what interactive
+	// leaves.
+	Headroom [numPriorities]int
+	// Lanes cap the requests of a lane in flight (Request.Lane): a share
+	// of capacity for large-context work, so that it cannot take all.
+	Lanes []Limiter
 	// Seed owns the jitter RetryAfter adds, so a simulation replays.
 	Seed uint64
 }
@@ -123,6 +136,7 @@ type Core struct {
 	cfg      Config
 	inFlight int
 	scopeIn  []int
+	laneIn   []int
 	entries  map[Ticket]*entry
 	last     Ticket
 	// One FIFO per class: head is the oldest waiter.
@@ -138,6 +152,7 @@ func NewCore(cfg Config) *Core {
 	return &Core{
 		cfg:     cfg,
 		scopeIn: make([]int, len(cfg.Scopes)),
+		laneIn:  make([]int, len(cfg.Lanes)),
 		entries: make(map[Ticket]*entry),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 	}
@@ -157,11 +172,16 @@ func (c *Core) fits(r Request) bool {
 	if r.Priority == Critical {
 		extra = c.cfg.Reserved
 	}
-	if l := limitOf(c.cfg.Global); l > 0 && c.inFlight >= l+extra {
+	if l := limitOf(c.cfg.Global); l > 0 && c.inFlight >= l+extra-c.cfg.Headroom[r.Priority] {
 		return false
 	}
 	if r.Held {
 		return false
+	}
+	if i := r.Lane - 1; i >= 0 && i < len(c.laneIn) {
+		if l := limitOf(c.cfg.Lanes[i]); l > 0 && c.laneIn[i] >= l {
+			return false
+		}
 	}
 	if s := r.Scope; s >= 0 && s < len(c.scopeIn) {
 		if l := limitOf(c.cfg.Scopes[s]); l > 0 && c.scopeIn[s] >= l+extra {
@@ -177,6 +197,9 @@ func (c *Core) start(now time.Time, e *entry) {
 	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]++
+	}
+	if i := e.req.Lane - 1; i >= 0 && i < len(c.laneIn) {
+		c.laneIn[i]++
 	}
 }
 
@@ -199,13 +222,21 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 		c.unlink(victim)
 		res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
 	}
-	e.expires = now.Add(c.cfg.MaxWait)
+	e.expires = now.Add(c.maxWait(r.Priority))
 	if !r.Deadline.IsZero() && r.Deadline.Before(e.expires) {
 		e.expires = r.Deadline
 	}
 	c.enqueue(now, e)
 	res.Verdict = Queued
 	return res
+}
+
+// maxWait is how long a waiter of class p may wait.
+func (c *Core) maxWait(p Priority) time.Duration {
+	if d := c.cfg.MaxWaitFor[p]; d > 0 {
+		return d
+	}
+	return c.cfg.MaxWait
 }
 
 // room finds a place in the queue for a request that does not fit now:
@@ -216,7 +247,7 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok bool) {
 	p := r.Priority
 	switch {
-	case c.cfg.MaxWait <= 0 || c.depth(p) == 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)):
+	case c.maxWait(p) <= 0 || c.depth(p) == 0 || (!r.Deadline.IsZero() && !now.Before(r.Deadline)):
 		return nil, ReasonQueueFull, false
 	case c.cfg.MaxQueued[p] > 0 && c.queued[p] >= c.cfg.MaxQueued[p]:
 		return nil, ReasonClassFull, false
@@ -350,6 +381,9 @@ func (c *Core) Free(now time.Time, t Ticket) bool {
 	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]--
+	}
+	if i := e.req.Lane - 1; i >= 0 && i < len(c.laneIn) {
+		c.laneIn[i]--
 	}
 	c.drain.record(now)
 	return true

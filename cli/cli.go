@@ -4,6 +4,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/sluice-gw/sluice/loadgen"
 	"github.com/sluice-gw/sluice/mock"
@@ -18,6 +19,7 @@ Usage:
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
   sluice sim SCENARIO [flags]              simulate a scenario's policies on a virtual clock
   sluice load SCENARIO --target URL [flags] replay a scenario's traffic against a running gateway
+  sluice keys new|hash                     make a virtual key and the config entry for it
   sluice version                           print the version and build
   sluice help                              show this help
 
@@ -40,6 +42,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return sim.Main(args[1:], stdout, stderr)
 	case "load":
 		return loadgen.Main(args[1:], stdout, stderr)
+	case "keys":
+		return Keys(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, Version())
 		return 0

@@ -115,6 +115,24 @@ func (c *Config) applyDefaults() {
 	if a.DefaultPriority == "" {
 		a.DefaultPriority = DefaultPriority
 	}
+	if l := &c.Lanes.LargeContext; l.MinInputTokens > 0 {
+		if l.MaxInFlight == 0 {
+			l.MaxInFlight = max(1, a.MaxInFlight/4)
+		}
+		if l.MaxWait == 0 {
+			l.MaxWait = a.Queue.MaxWait
+		}
+	}
+	for i := range c.Models {
+		if d := c.Models[i].Degrade; d != nil {
+			if unset(fmt.Sprintf("models[%d].degrade.queue_age", i), d.QueueAge == 0) {
+				d.QueueAge = Duration(DefaultDegradeQueueAge)
+			}
+			if unset(fmt.Sprintf("models[%d].degrade.budget_below", i), d.BudgetBelow == 0) {
+				d.BudgetBelow = DefaultDegradeBudgetBelow
+			}
+		}
+	}
 	if unset("hedging.budget", c.Hedging.Budget == 0) {
 		c.Hedging.Budget = DefaultHedgeBudget
 	}

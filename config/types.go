@@ -31,6 +31,14 @@ type Config struct {
 	// retries of a provider's failures stay within budget (default 0.1)
 	// of the requests sent to it.
 	Retries Budget `yaml:"retries"`
+	// Keys are the virtual keys clients send (keys.go); with any defined,
+	// a request needs one (auth).
+	Keys []Key `yaml:"keys"`
+	Auth Auth  `yaml:"auth"`
+	// Lanes keep large-context and batch work apart from interactive.
+	Lanes Lanes `yaml:"lanes"`
+	// Prices, per upstream model, give the cost of each request.
+	Prices map[string]Price `yaml:"prices"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`
@@ -120,6 +128,11 @@ type Provider struct {
 	// Headers are set on every call to the provider (an organization or
 	// project id, a gateway-side beta flag). Values may use ${VAR}.
 	Headers map[string]string `yaml:"headers"`
+	// Limits are the provider's per-minute budgets across all its models
+	// (the account's quota); ModelLimits, per upstream model. A target
+	// over its budget is passed over for the next, as a paused one is.
+	Limits      Limits            `yaml:"limits"`
+	ModelLimits map[string]Limits `yaml:"model_limits"`
 	// ForwardHeaders names client request headers passed on to the
 	// provider beyond those its API needs (for OpenAI: OpenAI-Beta; for
 	// Anthropic: anthropic-version, anthropic-beta). Every other client
@@ -242,6 +255,9 @@ type Model struct {
 	// first to answer wins and the other is cancelled. hedging.budget
 	// bounds how many requests may be hedged.
 	HedgeAfter HedgeDelay `yaml:"hedge_after"`
+	// Degrade, when set, serves the model's background requests under
+	// pressure in a cheaper way instead of refusing them.
+	Degrade *Degrade `yaml:"degrade"`
 }
 
 // Target is one {provider, upstream model name} pair.

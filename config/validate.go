@@ -52,6 +52,12 @@ func (c *Config) validate() []*Error {
 	known := c.validateProviders(v)
 	c.validateModels(v, known)
 	c.validateAdmission(v)
+	c.validateKeys(v)
+	c.validateLanes(v)
+	validatePrices(v, c.Prices)
+	for i := range c.Models {
+		c.validateDegrade(v, i, &c.Models[i])
+	}
 	return v.errs
 }
 
@@ -140,6 +146,10 @@ func (c *Config) validateProviders(v *checker) []string {
 			v.add(at("max_in_flight"), "%d is negative; write 0 for no per-provider limit, or a positive number", p.MaxInFlight)
 		}
 		validateLimit(v, at("limit"), p.Limit)
+		validateLimits(v, at("limits"), p.Limits)
+		for m, l := range p.ModelLimits {
+			validateLimits(v, at("model_limits."+m), l)
+		}
 		validateHeaders(v, at, p)
 		if b := p.Breaker; b != nil && b.Probe != "" {
 			v.oneOf(at("breaker.probe"), b.Probe, ProbeTraffic, ProbeSynthetic)

@@ -43,13 +43,13 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
 	url := p.baseURL + ep.UpstreamPath()
-	br := body.Reader(t.model)
+	br := body.Reader(protocol.Edit{Model: t.model})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength = br.Len()
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader(t.model)), nil }
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader(protocol.Edit{Model: t.model})), nil }
 	copyRequestHeaders(req.Header, r.Header, p.forward)
 	for k, vv := range p.headers {
 		req.Header[k] = vv

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -20,9 +21,21 @@ type Body struct {
 	Model string
 	// Stream is the body's "stream" flag.
 	Stream bool
-	// span of the model value, quotes included
-	modelStart, modelEnd int
+	// MaxTokens is the output allowance the body asks for: max_tokens,
+	// or max_completion_tokens (OpenAI's newer name); 0 when neither is
+	// set.
+	MaxTokens int64
+	// StreamOptions: the body sets stream_options.
+	StreamOptions bool
+	// spans of values, quotes included: model, the max-tokens field,
+	// messages; -1 when absent
+	model, maxTokens, messages span
 }
+
+// span is where a top-level value lies in the raw body.
+type span struct{ start, end int }
+
+func (s span) ok() bool { return s.start >= 0 }
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
@@ -50,7 +63,7 @@ func ParseBody(raw []byte) (*Body, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, malformed("body must be a JSON object")
 	}
-	b := &Body{raw: raw, modelStart: -1}
+	b := &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}}
 	var seenBuf [16]string // top-level keys: a request has a handful
 	seen := seenBuf[:0]
 	for dec.More() {
@@ -73,11 +86,24 @@ func ParseBody(raw []byte) (*Body, error) {
 			if err := json.Unmarshal(v, &b.Model); err != nil {
 				return nil, malformed(`"model" must be a string`)
 			}
-			b.modelStart, b.modelEnd = end-len(v), end
+			b.model = span{end - len(v), end}
 		case "stream":
 			if err := json.Unmarshal(v, &b.Stream); err != nil {
 				return nil, malformed(`"stream" must be true or false`)
 			}
+		case "max_tokens", "max_completion_tokens":
+			var n int64
+			if err := json.Unmarshal(v, &n); err != nil || n < 0 {
+				return nil, malformed("%q must be a whole number of tokens", key)
+			}
+			if b.maxTokens.ok() {
+				return nil, malformed(`send one of "max_tokens" and "max_completion_tokens", not both`)
+			}
+			b.MaxTokens, b.maxTokens = n, span{end - len(v), end}
+		case "stream_options":
+			b.StreamOptions = true
+		case "messages":
+			b.messages = span{end - len(v), end}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -87,7 +113,7 @@ func ParseBody(raw []byte) (*Body, error) {
 	if len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
 		return nil, malformed("unexpected data after the JSON object")
 	}
-	if b.modelStart < 0 || b.Model == "" {
+	if !b.model.ok() || b.Model == "" {
 		return nil, malformed(`"model" is required`)
 	}
 	return b, nil
@@ -109,24 +135,100 @@ func checkKey(seen []string, key string) error {
 	return nil
 }
 
+// Messages is the raw "messages" array, or nil.
+func (b *Body) Messages() []byte {
+	if !b.messages.ok() {
+		return nil
+	}
+	return b.raw[b.messages.start:b.messages.end]
+}
+
+// Raw is the body as the client sent it.
+func (b *Body) Raw() []byte { return b.raw }
+
 // WithModel returns the body with model's value replaced by name, every
 // other byte unchanged.
 func (b *Body) WithModel(name string) []byte {
-	out, _ := io.ReadAll(b.Reader(name))
+	out, _ := io.ReadAll(b.Reader(Edit{Model: name}))
 	return out
 }
 
-// Reader returns the body with model's value replaced by name, every
-// other byte unchanged, without copying the body: each upstream call of a
-// request reads the one buffer the request holds.
-func (b *Body) Reader(name string) *BodyReader {
-	q, _ := json.Marshal(name) // a string always marshals
-	return &BodyReader{parts: [3][]byte{b.raw[:b.modelStart], q, b.raw[b.modelEnd:]}}
+// Edit is what the gateway changes in a body before it goes upstream.
+type Edit struct {
+	// Model replaces the model's value (the target's upstream name).
+	Model string
+	// MaxTokens, when positive, caps the output allowance: a larger
+	// max_tokens (or max_completion_tokens) is lowered to it, and a body
+	// without one gets max_tokens.
+	MaxTokens int64
+	// IncludeUsage adds stream_options {"include_usage": true}, so an
+	// OpenAI-style stream ends with its token counts.
+	IncludeUsage bool
+	// Messages, when set, replaces the messages array.
+	Messages []byte
+}
+
+// Reader returns the body with e applied, every other byte unchanged,
+// without copying the body: each upstream call of a request reads the
+// one buffer the request holds.
+func (b *Body) Reader(e Edit) *BodyReader {
+	q, _ := json.Marshal(e.Model) // a string always marshals
+	r := &BodyReader{}
+	r.parts = r.buf[:0]
+	var edits [3]splice
+	n := addSplice(&edits, 0, b.model, q)
+	var extra []byte // new fields, inserted after the opening brace
+	if e.MaxTokens > 0 {
+		limit := strconv.AppendInt(nil, e.MaxTokens, 10)
+		switch {
+		case !b.maxTokens.ok():
+			extra = append(append(append(extra, `"max_tokens":`...), limit...), ',')
+		case b.MaxTokens > e.MaxTokens:
+			n = addSplice(&edits, n, b.maxTokens, limit)
+		}
+	}
+	if e.IncludeUsage && !b.StreamOptions {
+		extra = append(extra, `"stream_options":{"include_usage":true},`...)
+	}
+	if e.Messages != nil && b.messages.ok() {
+		n = addSplice(&edits, n, b.messages, e.Messages)
+	}
+	// The body is a JSON object, so its first non-space byte is '{'.
+	open := bytes.IndexByte(b.raw, '{') + 1
+	prev := 0
+	if len(extra) > 0 {
+		r.parts = append(r.parts, b.raw[:open], extra)
+		prev = open
+	}
+	for _, s := range edits[:n] {
+		r.parts = append(r.parts, b.raw[prev:s.at.start], s.with)
+		prev = s.at.end
+	}
+	r.parts = append(r.parts, b.raw[prev:])
+	return r
+}
+
+type splice struct {
+	at   span
+	with []byte
+}
+
+// addSplice puts a splice among the first n, kept in body order, and
+// returns the new count.
+func addSplice(edits *[3]splice, n int, at span, with []byte) int {
+	i := n
+	for i > 0 && edits[i-1].at.start > at.start {
+		edits[i] = edits[i-1]
+		i--
+	}
+	edits[i] = splice{at, with}
+	return n + 1
 }
 
 // BodyReader reads a rewritten body (see Body.Reader).
 type BodyReader struct {
-	parts [3][]byte
+	buf   [9][]byte // room for every part an Edit makes
+	parts [][]byte
 	i     int
 }
 

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,63 @@ func TestErrorShapes(t *testing.T) {
 		if got := string(c.d.ErrorBody(c.k, "m")); got != c.want {
 			t.Errorf("%s body %s, want %s", c.d, got, c.want)
 		}
+	}
+}
+
+func TestBodyEdits(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		edit       Edit
+		want       string
+	}{
+		{"model only", `{"model":"a","x":1}`, Edit{Model: "up"}, `{"model":"up","x":1}`},
+		{"cap lowers max_tokens", `{"model":"a","max_tokens":900}`, Edit{Model: "up", MaxTokens: 100}, `{"model":"up","max_tokens":100}`},
+		{"cap keeps a smaller one", `{"model":"a","max_completion_tokens":50}`, Edit{Model: "up", MaxTokens: 100}, `{"model":"up","max_completion_tokens":50}`},
+		{"cap adds max_tokens", `{"model":"a"}`, Edit{Model: "up", MaxTokens: 100}, `{"max_tokens":100,"model":"up"}`},
+		{"usage asked for", `{"model":"a","stream":true}`, Edit{Model: "up", IncludeUsage: true}, `{"stream_options":{"include_usage":true},"model":"up","stream":true}`},
+		{"usage already set", `{"model":"a","stream_options":{"include_usage":false}}`, Edit{Model: "up", IncludeUsage: true}, `{"model":"up","stream_options":{"include_usage":false}}`},
+		{"messages replaced", `{"messages":[1,2,3],"model":"a"}`, Edit{Model: "up", Messages: []byte(`[3]`)}, `{"messages":[3],"model":"up"}`},
+		{"everything", ` {"messages":[1,2],"max_tokens":9,"model":"a"}`, Edit{Model: "up", MaxTokens: 5, IncludeUsage: true, Messages: []byte(`[2]`)},
+			` {"max_tokens"`[:0] + `{"stream_options":{"include_usage":true},"messages":[2],"max_tokens":5,"model":"up"}`},
+	} {
+		b, err := ParseBody([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, _ := io.ReadAll(b.Reader(tc.edit))
+		want := tc.want
+		if strings.HasPrefix(tc.body, " ") {
+			want = " " + want
+		}
+		if string(got) != want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: not JSON: %s", tc.name, got)
+		}
+	}
+	if _, err := ParseBody([]byte(`{"model":"a","max_tokens":1,"max_completion_tokens":2}`)); err == nil {
+		t.Error("both max_tokens and max_completion_tokens were accepted")
+	}
+	if _, err := ParseBody([]byte(`{"model":"a","max_tokens":"lots"}`)); err == nil {
+		t.Error(`max_tokens "lots" was accepted`)
+	}
+}
+
+func TestBodyReaderAllocs(t *testing.T) {
+	b, err := ParseBody([]byte(`{"model":"a","max_tokens":900,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf [256]byte
+	if n := testing.AllocsPerRun(100, func() {
+		r := b.Reader(Edit{Model: "up"})
+		for {
+			if _, err := r.Read(buf[:]); err != nil {
+				break
+			}
+		}
+	}); n > 3 {
+		t.Errorf("%.0f allocations per body read, want at most 3 (the reader, and quoting the model: the boxed string and its bytes)", n)
 	}
 }

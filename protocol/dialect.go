@@ -70,6 +70,8 @@ const (
 	RequestTimeout               // 408: the client was too slow sending its request
 	MethodNotAllowed             // 405
 	HeadersTooLarge              // 431: too many header fields
+	Unauthorized                 // 401: no key, or a key the gateway does not know
+	Forbidden                    // 403: the key may not use this model
 )
 
 // Status is the HTTP status for an error of kind k in dialect d. Only
@@ -99,6 +101,10 @@ func (d Dialect) Status(k Kind) int {
 		return http.StatusMethodNotAllowed
 	case HeadersTooLarge:
 		return http.StatusRequestHeaderFieldsTooLarge
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }
@@ -124,6 +130,16 @@ func (k Kind) typeName(d Dialect) string {
 		return "rate_limit_exceeded"
 	case Overloaded:
 		return "overloaded_error"
+	case Unauthorized:
+		if d == Anthropic {
+			return "authentication_error"
+		}
+		return "invalid_request_error"
+	case Forbidden:
+		if d == Anthropic {
+			return "permission_error"
+		}
+		return "invalid_request_error"
 	case Timeout:
 		return "timeout_error"
 	case Upstream:

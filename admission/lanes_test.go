@@ -1,0 +1,44 @@
+package admission
+
+import (
+	"testing"
+	"time"
+)
+
+// A lane caps its own requests in flight: with the large-context lane
+// full, another large request waits, and a small one behind it starts.
+func TestLaneCapsItsRequests(t *testing.T) {
+	h := newHarness(t, Config{Global: Fixed(10), MaxDepth: 10, MaxWait: time.Minute, Lanes: []Limiter{Fixed(2)}})
+	large := Request{Priority: Interactive, Scope: NoScope, Lane: 1}
+	a := h.admit(large, Admitted)
+	h.admit(large, Admitted)
+	c := h.admit(large, Queued)
+	h.admit(Request{Priority: Interactive, Scope: NoScope}, Admitted) // not in the lane
+	if s := h.snap(); s.InFlight != 3 {
+		t.Fatalf("in flight %d, want 3", s.InFlight)
+	}
+	h.wantGranted(h.release(a.Ticket), c.Ticket)
+}
+
+// Background leaves Headroom slots for the classes above it, and waits
+// its own, longer, MaxWaitFor.
+func TestBatchUsesLeftoverCapacity(t *testing.T) {
+	cfg := Config{Global: Fixed(4), MaxDepth: 10, MaxWait: time.Second}
+	cfg.Headroom[Background] = 1
+	cfg.MaxWaitFor[Background] = 5 * time.Minute
+	h := newHarness(t, cfg)
+	bg := Request{Priority: Background, Scope: NoScope}
+	for range 3 {
+		h.admit(bg, Admitted)
+	}
+	w := h.admit(bg, Queued) // the fourth slot is interactive's
+	h.admit(Request{Priority: Interactive, Scope: NoScope}, Admitted)
+	h.at(time.Minute)
+	if got := h.c.Expire(h.now); len(got) != 0 {
+		t.Fatalf("a background waiter expired after a minute: %+v", got)
+	}
+	h.at(5*time.Minute + time.Millisecond)
+	if got := h.c.Expire(h.now); len(got) != 1 || got[0].Ticket != w.Ticket {
+		t.Fatalf("after five minutes: %+v, want the background waiter refused", got)
+	}
+}
