@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -83,12 +84,29 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
+	if !c.AuthRequired() && !loopback(c.Listen) {
+		out = append(out, fmt.Sprintf("OPEN GATEWAY: listen %s is reachable beyond this machine and no keys are required, so anyone who can reach the port spends the providers' keys; define keys: (sluice keys new), or listen on 127.0.0.1", c.Listen))
+	}
 	for _, p := range c.Providers {
 		if p.Breaker != nil && p.Breaker.Probe == ProbeTraffic && c.soleTarget(p.Name) {
 			out = append(out, fmt.Sprintf("provider %s: it alone serves a model, so while its breaker is half-open that model's users are its probes and fail at the probe timeout; remove breaker.probe, or set it to synthetic", p.Name))
 		}
 	}
 	return out
+}
+
+// loopback reports whether a listen address is reachable from this
+// machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // soleTarget reports whether provider is some model's only target.

@@ -212,7 +212,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		default:
 			d.fail(n, path, "want a string, got %s; remove the tag or quote the value", describe(n))
 		}
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			if _, err := parseInt(n.Value); err == nil && n.Kind == yaml.ScalarNode {
 				d.fail(n, path, "%s is quoted; write %s without quotes", short(n.Value), bare(n.Value))
@@ -222,7 +222,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		i, err := parseInt(n.Value)
-		if err != nil || int64(int(i)) != i {
+		if err != nil || v.OverflowInt(i) {
 			d.fail(n, path, "%s is not a usable whole number; write a smaller one", short(n.Value))
 			return
 		}

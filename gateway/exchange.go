@@ -26,11 +26,14 @@ type exchange struct {
 	start    time.Time
 	endpoint protocol.Endpoint
 	priority admission.Priority
-	// downgraded: the client asked for critical without a declared key.
+	// downgraded: the client asked for a class its key does not allow.
 	downgraded bool
-	model      string
-	provider   string
-	stream     bool
+	// key is the client's virtual key, when keys are configured and it
+	// sent a known one.
+	key      *virtualKey
+	model    string
+	provider string
+	stream   bool
 
 	status         int // sent to the client; 499 when the client left first
 	wroteHeader    bool

@@ -57,6 +57,10 @@ type Gateway struct {
 	// criticalKeys holds the SHA-256 of each declared critical client
 	// key; nil when none are declared, and then nobody is critical.
 	criticalKeys map[[sha256.Size]byte]struct{}
+	// keys are the virtual keys by the SHA-256 of the key; authRequired:
+	// a request needs one.
+	keys         map[[sha256.Size]byte]*virtualKey
+	authRequired bool
 	ready        atomic.Bool
 
 	// What a client may hold and for how long (config.Server).
@@ -147,6 +151,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)
 	}
 	g.defaultPri = pri
+	keys, err := keyTable(cfg, pri)
+	if err != nil {
+		return nil, err
+	}
+	g.keys = keys
+	g.authRequired = cfg.AuthRequired()
 	if keys := cfg.CriticalKeys(); keys != nil {
 		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
 		for _, k := range keys {

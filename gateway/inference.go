@@ -50,6 +50,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
+	if !g.authenticate(w, r, x) {
+		return
+	}
 	if err := g.classify(r, x); err != nil {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
 		return
@@ -108,6 +111,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	x.model = m.name
+	if !g.mayUse(w, x, m.name) {
+		return
+	}
 	// Every target of a model speaks the same API (config checks it).
 	if p := m.targets[0].provider; p.dialect != d {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
@@ -170,6 +176,14 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 			return fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
 		}
 		x.priority = pri
+	}
+	if x.key != nil {
+		// A key's class is its ceiling: the header can only lower it.
+		if h == "" || x.priority < x.key.priority {
+			x.downgraded = h != "" && x.priority < x.key.priority
+			x.priority = x.key.priority
+		}
+		return nil
 	}
 	declared := false
 	if g.criticalKeys != nil {

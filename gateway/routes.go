@@ -81,13 +81,17 @@ func dialectOf(r *http.Request) protocol.Dialect {
 	return protocol.OpenAI
 }
 
-// serveModels lists, in the caller's dialect, the models the caller's API
-// can call: those whose providers speak it.
+// serveModels lists, in the caller's dialect, the models the caller can
+// call: those whose providers speak its API, and that its key may use.
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	d := dialectOf(r)
+	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
+	if !g.authenticate(w, r, x) {
+		return
+	}
 	var names []string
 	for _, n := range g.modelNames {
-		if g.models[n].targets[0].provider.dialect == d {
+		if g.models[n].targets[0].provider.dialect == d && (x.key == nil || x.key.models == nil || x.key.models[n]) {
 			names = append(names, n)
 		}
 	}

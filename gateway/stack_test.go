@@ -108,6 +108,28 @@ func (s *stack) do(path, body string, hdr map[string]string) (int, http.Header, 
 	return resp.StatusCode, resp.Header, b
 }
 
+// get sends a GET and reads the whole answer.
+func (s *stack) get(path string, hdr map[string]string) (int, http.Header, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
 // waitFor polls cond until it holds or a second passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
