@@ -93,6 +93,12 @@ const (
 	// breaker is open, with nowhere to move, and its deadline is out of
 	// the provider's reach at its current latency (decided by lifecycle).
 	ReasonTooSlow Reason = "provider_too_slow"
+	// ReasonKeyBudget: the client's key is out of its per-minute budget
+	// (a 429 the client's own pacing can fix).
+	ReasonKeyBudget Reason = "key_budget"
+	// ReasonLaneBudget: large-context work as a whole is out of its
+	// per-minute budget.
+	ReasonLaneBudget Reason = "large_context_budget"
 )
 
 // Refusal reports a request refused, and when a retry is likely to be served.
@@ -575,12 +581,20 @@ func (c *Core) Snapshot(now time.Time) Snapshot {
 	for i, l := range c.cfg.Scopes {
 		s.ScopeLimits[i] = limitOf(l)
 	}
+	s.OldestWait = c.OldestWait(now)
+	return s
+}
+
+// OldestWait is the age of the oldest waiter of any class (zero with
+// nobody waiting).
+func (c *Core) OldestWait(now time.Time) time.Duration {
+	var d time.Duration
 	for p := range Priority(numPriorities) {
 		if h := c.head[p]; h != nil {
-			s.OldestWait = max(s.OldestWait, now.Sub(h.enqueued))
+			d = max(d, now.Sub(h.enqueued))
 		}
 	}
-	return s
+	return d
 }
 
 // expiryHeap orders waiters by when their wait runs out.

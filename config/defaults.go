@@ -119,9 +119,6 @@ func (c *Config) applyDefaults() {
 		if l.MaxInFlight == 0 {
 			l.MaxInFlight = max(1, a.MaxInFlight/4)
 		}
-		if l.MaxWait == 0 {
-			l.MaxWait = a.Queue.MaxWait
-		}
 	}
 	for i := range c.Models {
 		if d := c.Models[i].Degrade; d != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/limit"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // ID names a request from Arrive until Finish or refusal. It is the
@@ -86,6 +87,9 @@ type Config struct {
 	// not read it, its hosts do (Route.Request), so the gateway and the
 	// simulator route a model alike.
 	Routes map[string]Route
+	// Budgets are the token budgets of keys, the large-context lane,
+	// providers and models (budgets.go).
+	Budgets Budgets
 }
 
 // Route is how a model's requests are routed and timed: its targets in
@@ -104,6 +108,9 @@ type Route struct {
 	// hedge, or a rescue from a target before the last), so a host
 	// must be ready to run two calls at once.
 	Races bool
+	// Degrade, when set, says how the model's background requests are
+	// served under pressure (Engine.ShouldDegrade).
+	Degrade *Degradation
 }
 
 // Request is the engine's request for one of the route's: its deadline
@@ -114,7 +121,7 @@ func (rt Route) Request(p admission.Priority, stream bool, now time.Time, client
 	if clientTimeout > 0 && clientTimeout < timeout {
 		timeout = clientTimeout
 	}
-	return Request{Priority: p, Targets: rt.Targets, Stream: stream, Deadline: now.Add(timeout),
+	return Request{Priority: p, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
 		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95}
 }
 
@@ -127,7 +134,15 @@ type Request struct {
 	// Targets are scopes in failover order: the engine routes the
 	// request to the first whose breaker takes it (see route).
 	Targets []int
-	Stream  bool
+	// Models are the upstream model at each target, for model budgets.
+	Models []string
+	Stream bool
+	// Key, from 1, is the client's key in Budgets.Keys; 0: none.
+	Key int
+	// InputTokens is the request's input, as counted before the call;
+	// MaxOutput its max_tokens (0: none named). They set what the
+	// request reserves of its budgets, and its lane.
+	InputTokens, MaxOutput int64
 	// Deadline is when the request's time runs out; zero means never.
 	Deadline time.Time
 	// HedgeAfter, when positive, sends a second call (a hedge) if the
@@ -167,8 +182,12 @@ type Outcome struct {
 	// counts 429 as pacing, not as an error.
 	Status int
 	// OutputTokens, when known, lets the TPOT signal divide generation
-	// time by tokens.
+	// time by tokens; with InputTokens it settles the request's budgets.
+	// UsageKnown says the provider reported both; otherwise OutputTokens
+	// is what the host counted of a partial or unreported answer.
 	OutputTokens int
+	InputTokens  int64
+	UsageKnown   bool
 }
 
 // Ready lists what the host must do after a call into the engine.
@@ -223,6 +242,10 @@ type Arrival struct {
 	Verdict admission.Verdict
 	// Refusal is set when Verdict is admission.Rejected.
 	Refusal admission.Refusal
+	// Budget is the refusing budget's verdict when Refusal's reason is
+	// a key's or the lane's budget: its dimension, and Never for a
+	// request larger than the budget's burst, which no wait lets through.
+	Budget quota.Verdict
 }
 
 type scope struct {
@@ -301,6 +324,10 @@ type request struct {
 	// expired: the request is in a Ready's Expire; the host is ending it,
 	// so it gets no second call.
 	expired bool
+	// usage holds how each call (first, second) ended, for settling its
+	// budgets; charged, from 1, the target each call was charged to.
+	usage   [2]Outcome
+	charged [2]int
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -342,6 +369,8 @@ type Engine struct {
 	// since the last settle.
 	paused      []time.Time
 	newlyPaused []int
+	// books are the token budgets (budgets.go).
+	books books
 }
 
 // New builds an Engine.
@@ -374,6 +403,7 @@ func New(cfg Config) *Engine {
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	e.paused = make([]time.Time, len(cfg.Scopes))
 	e.holding = make([]bool, len(cfg.Scopes))
+	e.books = newBooks(cfg.Budgets)
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	ac.Seed = cfg.Seed ^ 0xad31
@@ -391,23 +421,29 @@ func (e *Engine) Check(now time.Time, r Request) (admission.Refusal, bool) {
 // refuses it there. Ready carries waiters that this arrival displaced.
 func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	var rd Ready
+	if refusal, v, ok := e.books.reserveFor(now, r); !ok {
+		e.settle(now, &rd)
+		return Arrival{Verdict: admission.Rejected, Refusal: refusal, Budget: v}, rd
+	}
 	p, ok := e.route(now, r)
 	if ok && p.held {
 		ok = e.holdable(now, p.scope, r)
 	}
 	unavailable := admission.Refusal{Priority: r.Priority, Reason: admission.ReasonUnavailable}
 	if !ok {
+		e.books.refund(now, r)
 		e.settle(now, &rd)
 		unavailable.RetryAfter = e.untilAvailable(now, r)
 		return Arrival{Verdict: admission.Rejected, Refusal: unavailable}, rd
 	}
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Deadline: r.Deadline, Held: p.held})
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Lane: e.books.lane(r), Deadline: r.Deadline, Held: p.held})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
 		e.drop(now, f.Ticket)
 	}
 	a := Arrival{ID: res.Ticket, Target: p.target, Verdict: res.Verdict, Refusal: res.Refusal}
 	if res.Verdict == admission.Rejected {
+		e.books.refund(now, r)
 		if p.hasTicket {
 			e.scopes[p.scope].cfg.Breaker.Done(now, p.ticket, breaker.Outcome{Kind: breaker.Cancelled})
 		}
@@ -453,7 +489,7 @@ func (e *Engine) route(now time.Time, r Request) (placement, bool) {
 	passed := -1 // a recovering target passed over for its share
 	hold := -1   // a target probed synthetically, to wait for (hold.go)
 	for i, s := range targets(r) {
-		if e.isPaused(now, s) {
+		if e.closed(now, r, i) {
 			continue
 		}
 		sc := e.scope(s)
@@ -543,7 +579,11 @@ func (e *Engine) untilAvailable(now time.Time, r Request) time.Duration {
 			soonest = d
 		}
 	}
-	for _, s := range targets(r) {
+	for i, s := range targets(r) {
+		if w := e.books.targetWait(now, r, i); w > 0 {
+			consider(w)
+			continue
+		}
 		if e.isPaused(now, s) {
 			consider(e.paused[s].Sub(now))
 			continue
@@ -577,6 +617,7 @@ func (e *Engine) drop(now time.Time, id ID) {
 		if q.hasTicket {
 			e.scopes[q.scope].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
 		}
+		e.books.refund(now, q.req)
 		delete(e.reqs, id)
 	}
 }
@@ -584,6 +625,8 @@ func (e *Engine) drop(now time.Time, id ID) {
 // start moves a request into flight and arms its timers.
 func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
+	e.books.charge(now, q.req, q.target)
+	q.charged[0] = q.target + 1
 	// Slow means past a threshold, not at it. The breaker and the limit
 	// each judge by their own threshold; a limit without one hears of a
 	// call when the breaker calls it slow.
@@ -677,6 +720,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.observeRefusal(now, q.scope, o)
 	e.settling(now, q.scope)
 	e.heard(now, q.scope, q.started, q.firstByte, o)
+	q.usage[0] = o
 	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
 		if s, use := e.sample(now, sc, q, o); use {
@@ -702,6 +746,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 // complete ends a request whose calls have all finished: its admission
 // slot is released and waiters that now fit are started.
 func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
+	e.settleBudgets(now, q)
 	e.dead.remove(q)
 	e.abandonT.remove(q)
 	delete(e.reqs, q.id)

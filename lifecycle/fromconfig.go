@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/limit"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // FromConfig builds the engine configuration a gateway config describes:
@@ -31,17 +32,46 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		routes[cfg.Models[i].Name] = r
 	}
 	a := cfg.Admission
+	ac := admission.Config{
+		Global:   admission.Fixed(a.MaxInFlight),
+		MaxDepth: a.Queue.MaxDepth,
+		MaxWait:  a.Queue.MaxWait.D(),
+		Reserved: a.Priorities.Critical.Reserved,
+		MaxQueued: [3]int{
+			admission.Interactive: a.Priorities.Interactive.MaxQueued,
+			admission.Background:  a.Priorities.Background.MaxQueued,
+		},
+	}
+	ac.MaxWaitFor[admission.Background] = cfg.Lanes.Batch.MaxWait.D()
+	ac.Headroom[admission.Background] = cfg.Lanes.Batch.Headroom
+	large := cfg.Lanes.LargeContext
+	if large.MinInputTokens > 0 {
+		ac.Lanes = []admission.Limiter{admission.Fixed(large.MaxInFlight)}
+	}
+	b := Budgets{LargeMinInput: large.MinInputTokens, Large: Limits(large.Limits)}
+	for _, k := range cfg.Keys {
+		b.Keys = append(b.Keys, Limits(k.Limits))
+	}
+	for _, p := range cfg.Providers {
+		b.Scopes = append(b.Scopes, Limits(p.Limits))
+		m := make(map[string]quota.Limits, len(p.ModelLimits))
+		for name, l := range p.ModelLimits {
+			m[name] = Limits(l)
+		}
+		b.Models = append(b.Models, m)
+	}
 	return Config{Scopes: scopes, Routes: routes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: admission.Config{
-			Global:   admission.Fixed(a.MaxInFlight),
-			MaxDepth: a.Queue.MaxDepth,
-			MaxWait:  a.Queue.MaxWait.D(),
-			Reserved: a.Priorities.Critical.Reserved,
-			MaxQueued: [3]int{
-				admission.Interactive: a.Priorities.Interactive.MaxQueued,
-				admission.Background:  a.Priorities.Background.MaxQueued,
-			},
-		}}, nil
+		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b}, nil
+}
+
+// Limits converts a config's per-minute limits to a budget's: each with
+// the default burst, a minute's allowance.
+func Limits(l config.Limits) quota.Limits {
+	return quota.Limits{
+		quota.Requests:     {PerMinute: l.RPM},
+		quota.InputTokens:  {PerMinute: l.ITPM},
+		quota.OutputTokens: {PerMinute: l.OTPM},
+	}
 }
 
 // route resolves a model's targets to scopes and reads its timeout and
@@ -64,6 +94,10 @@ func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, er
 		r.Races = r.Races || (scopes[s].Rescue && j < len(m.Targets)-1)
 	}
 	r.Races = r.Races || r.HedgeAfter > 0 || r.HedgeAtP95
+	if d := m.Degrade; d != nil {
+		r.Degrade = &Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
+			QueueAge: d.QueueAge.D(), BudgetBelow: d.BudgetBelow}
+	}
 	return r, nil
 }
 

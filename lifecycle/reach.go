@@ -61,7 +61,7 @@ func (e *Engine) reachable(now time.Time, r Request) (int, bool) {
 	best, bestEst := -1, time.Duration(0)
 	for i, s := range targets(r) {
 		sc := e.scope(s)
-		if sc == nil || sc.cfg.Breaker == nil || e.isPaused(now, s) || !sc.outForSlowness {
+		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness {
 			continue
 		}
 		if est := e.latencyEstimate(now, s); best < 0 || est < bestEst {

@@ -87,6 +87,9 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
 		if e.isPaused(now, s) && i != q.target {
 			continue // asked for no calls for now
 		}
+		if e.books.targetWait(now, q.req, i) > 0 {
+			continue // out of budget for now
+		}
 		h := &secondCall{scope: s, target: i, started: now, live: true}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) <= 0 {
 			continue // open or probing: not a place for a second call
@@ -102,6 +105,8 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
 			h.ticket, h.hasTicket = t, true
 		}
 		e.adm.TakeExtra(s)
+		e.books.charge(now, q.req, i)
+		q.charged[1] = i + 1
 		q.second = h
 		return i, true
 	}
@@ -153,6 +158,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	}
 	h := q.second
 	h.live = false
+	q.usage[1] = o
 	e.observeRefusal(now, h.scope, o)
 	e.settling(now, h.scope)
 	e.heard(now, h.scope, h.started, h.firstByte, o)

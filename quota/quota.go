@@ -178,6 +178,23 @@ func (b *Budget) advance(now time.Time) {
 // whose limit is zero takes anything; a zero cost in a limited dimension
 // passes unless that dimension is in debt.
 func (b *Budget) Take(now time.Time, cost Cost) Verdict {
+	return b.take(now, cost, true)
+}
+
+// Check is Take's verdict without taking anything: whether cost would
+// pass at now, and if not, why and when.
+func (b *Budget) Check(now time.Time, cost Cost) Verdict {
+	return b.take(now, cost, false)
+}
+
+// Charge takes cost unconditionally, into debt if need be: for use that
+// has already happened (a call sent before its budget was consulted, or
+// one a budget cannot refuse).
+func (b *Budget) Charge(now time.Time, cost Cost) {
+	b.Settle(now, Cost{}, cost)
+}
+
+func (b *Budget) take(now time.Time, cost Cost, commit bool) Verdict {
 	b.advance(now)
 	n := cost.amounts()
 	var after [numDimensions]span
@@ -202,7 +219,7 @@ func (b *Budget) Take(now time.Time, cost Cost) Verdict {
 			v = Verdict{Dimension: Dimension(d), RetryAfter: w}
 		}
 	}
-	if v.OK {
+	if v.OK && commit {
 		for d := range b.dims {
 			if b.dims[d].per != 0 {
 				b.dims[d].backlog = after[d]

@@ -446,3 +446,21 @@ func TestNegativeCosts(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+func TestCheckAndCharge(t *testing.T) {
+	b := mustNew(t, one(InputTokens, 600, 100))
+	now := time.Unix(0, 0)
+	if v := b.Check(now, costIn(InputTokens, 100)); !v.OK {
+		t.Fatalf("a full burst should fit an idle budget: %+v", v)
+	}
+	if v := b.Check(now, costIn(InputTokens, 100)); !v.OK {
+		t.Fatal("Check took something: a second check of a full burst was refused")
+	}
+	b.Charge(now, costIn(InputTokens, 150)) // 50 into debt
+	if s := b.Status(now)[InputTokens]; s.Remaining != 0 {
+		t.Fatalf("after a charge past the burst, remaining is %d, want 0", s.Remaining)
+	}
+	// 50 tokens of debt at 10 a second take 5 s to pay, then a token 0.1 s.
+	refused(t, b.Check(now, costIn(InputTokens, 1)), InputTokens, 5100*time.Millisecond, "a token in debt")
+	ok(t, b.Take(now.Add(5100*time.Millisecond), costIn(InputTokens, 1)), "a token once the debt is paid")
+}

@@ -1,0 +1,330 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/quota"
+)
+
+// Tokens, not requests, are what a provider meters and bills. The engine
+// keeps per-minute budgets (package quota) in requests, input tokens and
+// output tokens for each virtual key, for the large-context lane as a
+// whole, and for each provider and upstream model (the account's quota),
+// and charges every request against them:
+//
+//   - A request reserves {1 request, its input tokens, its max_tokens}
+//     when it arrives, from its key and (if large) the lane. Refused
+//     there, it is answered at once (429 for its key, with the exact
+//     wait; 503 for the lane) and never queues.
+//   - A provider or model whose budget cannot take the reservation is
+//     passed over, as a paused one is; with every target out, the
+//     request is refused with the wait for the first to come back.
+//     Each call (a hedge, a rescue or a retry too) is charged to its
+//     provider when it starts, into debt if the budget moved meanwhile:
+//     the call is going out either way, and the debt makes the next
+//     ones wait.
+//   - When the request ends, every reservation is settled with what was
+//     used (the provider's usage, or the host's count of what it
+//     relayed), so a key that asked for 4,000 tokens and got 300 pays
+//     for 300. A request that never started is refunded whole.
+
+// DefaultOutputReserve is the output reservation of a request that names
+// no max_tokens: a typical chat answer's allowance. Its settlement
+// charges what it used, either way.
+const DefaultOutputReserve = 1024
+
+// Budgets configures the engine's token budgets. Zero limits are none.
+type Budgets struct {
+	// Keys[k-1] is the budget of key k (Request.Key).
+	Keys []quota.Limits
+	// LargeMinInput: requests with at least this many input tokens join
+	// the large-context lane, admission lane 1 (Admission.Lanes[0]), and
+	// take from Large, its budget across keys. Zero: no lane.
+	LargeMinInput int64
+	Large         quota.Limits
+	// Scopes[s] is provider s's budget across its models; Models[s] maps
+	// an upstream model on provider s to its own.
+	Scopes []quota.Limits
+	Models []map[string]quota.Limits
+	// OutputReserve replaces DefaultOutputReserve when positive.
+	OutputReserve int64
+}
+
+// books holds the budgets themselves. A nil budget is no limit.
+type books struct {
+	keys     []*quota.Budget
+	large    *quota.Budget
+	largeMin int64
+	scopes   []*quota.Budget
+	models   []map[string]*quota.Budget
+	reserve  int64
+}
+
+// budgetOf builds a budget, or nil for limits that limit nothing. The
+// limits were validated with the config, so New cannot fail on them;
+// should it, the budget is left out rather than the engine refused.
+func budgetOf(l quota.Limits) *quota.Budget {
+	if l == (quota.Limits{}) {
+		return nil
+	}
+	b, err := quota.New(l)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func newBooks(c Budgets) books {
+	bk := books{large: budgetOf(c.Large), largeMin: c.LargeMinInput, reserve: c.OutputReserve}
+	if bk.reserve <= 0 {
+		bk.reserve = DefaultOutputReserve
+	}
+	for _, l := range c.Keys {
+		bk.keys = append(bk.keys, budgetOf(l))
+	}
+	for _, l := range c.Scopes {
+		bk.scopes = append(bk.scopes, budgetOf(l))
+	}
+	for _, ms := range c.Models {
+		m := make(map[string]*quota.Budget, len(ms))
+		for name, l := range ms {
+			if b := budgetOf(l); b != nil {
+				m[name] = b
+			}
+		}
+		bk.models = append(bk.models, m)
+	}
+	return bk
+}
+
+// key returns key k's budget, or nil.
+func (bk *books) key(k int) *quota.Budget {
+	if k >= 1 && k <= len(bk.keys) {
+		return bk.keys[k-1]
+	}
+	return nil
+}
+
+// large reports whether r belongs to the large-context lane.
+func (bk *books) isLarge(r Request) bool {
+	return bk.largeMin > 0 && r.InputTokens >= bk.largeMin
+}
+
+// lane is r's admission lane: 1 for large-context work, else none.
+func (bk *books) lane(r Request) int {
+	if bk.isLarge(r) {
+		return 1
+	}
+	return 0
+}
+
+// cost is what r reserves.
+func (bk *books) cost(r Request) quota.Cost {
+	out := r.MaxOutput
+	if out <= 0 {
+		out = bk.reserve
+	}
+	return quota.Cost{Requests: 1, InputTokens: max(r.InputTokens, 0), OutputTokens: out}
+}
+
+// targetBudgets returns the budgets of target i of r: its provider's and
+// its upstream model's, either nil.
+func (bk *books) targetBudgets(r Request, i int) (prov, model *quota.Budget) {
+	ts := targets(r)
+	if i < 0 || i >= len(ts) {
+		return nil, nil
+	}
+	s := ts[i]
+	if s >= 0 && s < len(bk.scopes) {
+		prov = bk.scopes[s]
+	}
+	if s >= 0 && s < len(bk.models) && i < len(r.Models) {
+		model = bk.models[s][r.Models[i]]
+	}
+	return prov, model
+}
+
+// targetWait is how long until target i's budgets take r's reservation:
+// zero if they do now.
+func (bk *books) targetWait(now time.Time, r Request, i int) time.Duration {
+	var wait time.Duration
+	prov, model := bk.targetBudgets(r, i)
+	for _, b := range [2]*quota.Budget{prov, model} {
+		if b == nil {
+			continue
+		}
+		if v := b.Check(now, bk.cost(r)); !v.OK {
+			if v.Never {
+				return time.Hour // no wait lets it through; others may
+			}
+			wait = max(wait, v.RetryAfter)
+		}
+	}
+	return wait
+}
+
+// reserve takes r's reservation from its key and, if large, the lane,
+// in both or neither. The refusal says which refused, with its verdict.
+func (bk *books) reserveFor(now time.Time, r Request) (admission.Refusal, quota.Verdict, bool) {
+	c := bk.cost(r)
+	kb := bk.key(r.Key)
+	if kb != nil {
+		if v := kb.Take(now, c); !v.OK {
+			return admission.Refusal{Priority: r.Priority, Reason: admission.ReasonKeyBudget, RetryAfter: v.RetryAfter}, v, false
+		}
+	}
+	if bk.isLarge(r) && bk.large != nil {
+		if v := bk.large.Take(now, c); !v.OK {
+			if kb != nil {
+				kb.Refund(now, c)
+			}
+			return admission.Refusal{Priority: r.Priority, Reason: admission.ReasonLaneBudget, RetryAfter: v.RetryAfter}, v, false
+		}
+	}
+	return admission.Refusal{}, quota.Verdict{OK: true}, true
+}
+
+// refund returns r's reservation to its key and lane: it never ran.
+func (bk *books) refund(now time.Time, r Request) {
+	c := bk.cost(r)
+	if kb := bk.key(r.Key); kb != nil {
+		kb.Refund(now, c)
+	}
+	if bk.isLarge(r) && bk.large != nil {
+		bk.large.Refund(now, c)
+	}
+}
+
+// charge takes a call's reservation from target i's budgets as it
+// starts, into debt if need be.
+func (bk *books) charge(now time.Time, r Request, i int) {
+	prov, model := bk.targetBudgets(r, i)
+	for _, b := range [2]*quota.Budget{prov, model} {
+		if b != nil {
+			b.Charge(now, bk.cost(r))
+		}
+	}
+}
+
+// used is what a call that ended with o used, for settlement: the
+// provider's count when it gave one; else, for an answer, the input
+// estimate and the whole output reservation (nothing was counted, so
+// nothing less can be assumed); else what the host counted.
+func (bk *books) used(r Request, o Outcome) quota.Cost {
+	c := bk.cost(r)
+	u := quota.Cost{Requests: 1, OutputTokens: int64(o.OutputTokens)}
+	switch {
+	case o.UsageKnown:
+		u.InputTokens = o.InputTokens
+		if u.InputTokens <= 0 {
+			u.InputTokens = c.InputTokens
+		}
+	case o.Kind == OK:
+		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
+	case o.OutputTokens > 0:
+		u.InputTokens = c.InputTokens // it was read: the answer began
+	}
+	return u
+}
+
+// settleCall settles one call's charge on target i with what it used.
+func (bk *books) settleCall(now time.Time, r Request, i int, o Outcome) {
+	prov, model := bk.targetBudgets(r, i)
+	for _, b := range [2]*quota.Budget{prov, model} {
+		if b != nil {
+			b.Settle(now, bk.cost(r), bk.used(r, o))
+		}
+	}
+}
+
+// settleRequest settles the reservations of a request that ran: its
+// key's and lane's with what the answer the client got used.
+func (bk *books) settleRequest(now time.Time, r Request, o Outcome) {
+	c, u := bk.cost(r), bk.used(r, o)
+	if kb := bk.key(r.Key); kb != nil {
+		kb.Settle(now, c, u)
+	}
+	if bk.isLarge(r) && bk.large != nil {
+		bk.large.Settle(now, c, u)
+	}
+}
+
+// KeyStatus reports key k's budget in each dimension (indexed by
+// quota.Dimension), for the rate-limit headers of its answers; ok is
+// false if the key has no budget.
+func (e *Engine) KeyStatus(now time.Time, k int) (s [3]quota.Status, ok bool) {
+	if kb := e.books.key(k); kb != nil {
+		return kb.Status(now), true
+	}
+	return s, false
+}
+
+// Degradation says how a model's background requests are served under
+// pressure: see Engine.ShouldDegrade.
+type Degradation struct {
+	// To is the client-facing model to serve them with (empty: the
+	// same model).
+	To string
+	// MaxTokens caps max_tokens (0: no cap); TrimTo trims the input to
+	// this many tokens (0: no trim). The host applies both.
+	MaxTokens, TrimTo int64
+	// QueueAge and BudgetBelow define pressure (ShouldDegrade).
+	QueueAge    time.Duration
+	BudgetBelow float64
+}
+
+// ShouldDegrade reports whether r, a background request of a model
+// with Degradation d, should be served degraded rather than as asked:
+// when the oldest waiter has waited d.QueueAge, when r would be refused
+// at once, or when its key has less than d.BudgetBelow of its budget
+// left in some dimension (or not enough for r). Degrading is cheaper
+// than refusing: the client gets an answer, from a smaller model or with
+// a shorter allowance, that the degraded headers mark as such.
+func (e *Engine) ShouldDegrade(now time.Time, r Request, d Degradation) bool {
+	if r.Priority != admission.Background {
+		return false
+	}
+	if d.QueueAge > 0 && e.adm.OldestWait(now) >= d.QueueAge {
+		return true
+	}
+	if _, refused := e.Check(now, r); refused {
+		return true
+	}
+	kb := e.books.key(r.Key)
+	if kb == nil {
+		return false
+	}
+	if v := kb.Check(now, e.books.cost(r)); !v.OK {
+		return true
+	}
+	for _, s := range kb.Status(now) {
+		if s.Limit > 0 && float64(s.Remaining) < d.BudgetBelow*float64(s.Burst) {
+			return true
+		}
+	}
+	return false
+}
+
+// closed reports whether target i of r takes no calls for now: its
+// provider asked for a pause, or its budgets cannot take r.
+func (e *Engine) closed(now time.Time, r Request, i int) bool {
+	ts := targets(r)
+	return e.isPaused(now, ts[i]) || e.books.targetWait(now, r, i) > 0
+}
+
+// settleBudgets settles a finished request's charges: each call's on its
+// target, and the request's on its key and lane, with the usage of the
+// call whose answer the client got (the first, if none was committed).
+func (e *Engine) settleBudgets(now time.Time, q *request) {
+	for call, t := range q.charged {
+		if t > 0 {
+			e.books.settleCall(now, q.req, t-1, q.usage[call])
+		}
+	}
+	won := q.usage[0]
+	if q.committed == 1 {
+		won = q.usage[1]
+	}
+	e.books.settleRequest(now, q.req, won)
+}
