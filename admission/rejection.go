@@ -16,6 +16,12 @@ type Rejection struct {
 	Reason     Reason
 	Priority   Priority
 	RetryAfter time.Duration
+	// Dimension names the budget dimension that refused ("requests",
+	// "input_tokens", "output_tokens") when Reason is a budget's.
+	Dimension string
+	// TooLarge: the request is larger than that budget's burst, so no
+	// wait lets it through; the answer says so instead of Retry-After.
+	TooLarge bool
 }
 
 func (r *Rejection) Error() string {

@@ -53,7 +53,7 @@ func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
 }
 
 // send makes the upstream call and waits for its first byte.
-func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
+func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	req, err := g.upstreamRequest(a.ctx, r, a.t, ep, body, deadline)
 	if err != nil {
 		a.err = err
@@ -184,7 +184,7 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 // With it, the first call runs on its own goroutine; if the engine sends
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
-func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) {
+func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	races := m.route.Races
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	if !races {

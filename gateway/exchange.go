@@ -47,6 +47,16 @@ type exchange struct {
 	requestID      string // the provider's request id, safe to log
 	bytesOut       int64
 	outputTokens   int // from the answer's usage, or estimated from SSE events
+	// usageKnown: outputTokens is the provider's own count.
+	usageKnown bool
+	// inputTokens is the request's input as counted before admission
+	// (budgets.go); zero when nothing needs it counted.
+	inputTokens int64
+	// requested is the model the client asked for; model the one that
+	// served it, which differs when degraded names how.
+	requested, degraded string
+	upstreamModel       string
+	cost                float64 // dollars, at the configured prices
 	// retryAfter is the provider's Retry-After on a refusal, for the
 	// engine (which bounds it).
 	retryAfter time.Duration
@@ -60,6 +70,7 @@ type exchange struct {
 // finish records the exchange in metrics and writes its log line.
 func (g *Gateway) finish(x *exchange) {
 	dur := g.now().Sub(x.start)
+	g.account(x)
 	model, provider := x.model, x.provider
 	if model == "" {
 		model = "-"
@@ -113,8 +124,20 @@ func (g *Gateway) finish(x *exchange) {
 	if x.bytesOut > 0 {
 		attrs = append(attrs, slog.Int64("bytes_out", x.bytesOut))
 	}
+	if x.inputTokens > 0 {
+		attrs = append(attrs, slog.Int64("input_tokens", x.inputTokens))
+	}
 	if x.outputTokens > 0 {
 		attrs = append(attrs, slog.Int("output_tokens", x.outputTokens))
+	}
+	if x.cost > 0 {
+		attrs = append(attrs, slog.Float64("cost_dollars", x.cost))
+	}
+	if x.key != nil {
+		attrs = append(attrs, slog.String("key", x.key.name), slog.String("tenant", x.key.tenant))
+	}
+	if x.degraded != "" {
+		attrs = append(attrs, slog.String("requested_model", x.requested), slog.String("degraded", x.degraded))
 	}
 	g.log.LogAttrs(context.Background(), level, "request", attrs...)
 }

@@ -37,19 +37,19 @@ const (
 // API needs and nothing else (headers.go), the operator's own headers,
 // the provider's key, the body with its model rewritten (read from the
 // request's one buffer, not copied), and the time left.
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, body *protocol.Body, deadline time.Time) (*http.Request, error) {
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
 	url := p.baseURL + ep.UpstreamPath()
-	br := body.Reader(protocol.Edit{Model: t.model})
+	br := out.reader(t)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength = br.Len()
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader(protocol.Edit{Model: t.model})), nil }
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(out.reader(t)), nil }
 	copyRequestHeaders(req.Header, r.Header, p.forward)
 	for k, vv := range p.headers {
 		req.Header[k] = vv
@@ -99,13 +99,14 @@ func outcomeOf(x *exchange) lifecycle.Outcome {
 func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch x.outcome {
 	case outcomeOK:
-		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens}
+		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown}
 	case outcomeTimeout:
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
 	case outcomeCancelled, outcomeShed:
 		// Shed after starting: the engine answered it early (Ready.Abandon)
-		// and has already counted the call slow.
-		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
+		// and has already counted the call slow. What was relayed of the
+		// answer is charged to the key.
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown}
 	}
 	switch {
 	case x.reason == "upstream_connect":

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/metrics"
 	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/tokens"
 )
 
 // Options are the gateway's collaborators. Every field may be left zero.
@@ -61,6 +62,11 @@ type Gateway struct {
 	// a request needs one.
 	keys         map[[sha256.Size]byte]*virtualKey
 	authRequired bool
+	// counter counts input tokens when countTokens (budgets.go); prices
+	// are per upstream model.
+	counter     *tokens.Counter
+	countTokens bool
+	prices      map[string]config.Price
 	ready        atomic.Bool
 
 	// What a client may hold and for how long (config.Server).
@@ -157,6 +163,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.keys = keys
 	g.authRequired = cfg.AuthRequired()
+	if g.countTokens = usesTokens(cfg); g.countTokens {
+		g.counter = tokens.NewCounter(0)
+		g.prices = cfg.Prices
+	}
 	if keys := cfg.CriticalKeys(); keys != nil {
 		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
 		for _, k := range keys {

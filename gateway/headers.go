@@ -57,7 +57,16 @@ var hopHeaders = []string{
 // with its secrets and anything bearer-shaped redacted. Retry-After is
 // never copied as sent: a refusal's is set from the bounded value.
 func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
+	// A key's own rate-limit headers, when Sluice set them, stand: the
+	// provider's describe the gateway's account, not the client's.
+	ours := false
+	for k := range dst {
+		ours = ours || isRateLimitHeader(k)
+	}
 	for k, vv := range src {
+		if ours && isRateLimitHeader(k) {
+			continue
+		}
 		dst[k] = vv
 	}
 	removeHopHeaders(dst)

@@ -110,7 +110,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
 		return
 	}
-	x.model = m.name
+	x.model, x.requested = m.name, m.name
 	if !g.mayUse(w, x, m.name) {
 		return
 	}
@@ -122,14 +122,30 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
+	req.MaxOutput = body.MaxTokens
+	if x.key != nil {
+		req.Key = x.key.index
+	}
+	out := &outgoing{body: body}
+	if g.countTokens {
+		req.InputTokens = g.countInput(m, body.Raw())
+		x.inputTokens = req.InputTokens
+	}
+	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && g.runner.ShouldDegrade(req, *d) {
+		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
+		x.inputTokens = req.InputTokens
+	}
 	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 
 	call, err := g.runner.Acquire(ctx, req)
+	g.setRateHeaders(w.Header(), x)
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
+		case errors.As(err, &rej) && (rej.Reason == admission.ReasonKeyBudget || rej.Reason == admission.ReasonLaneBudget):
+			g.budgetRefused(w, x, rej)
 		case errors.As(err, &rej) && rej.Reason == admission.ReasonDeadline:
 			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
 				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
@@ -151,7 +167,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	defer call.FinishSecond(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 	x.waited = call.Waited
 	t := m.targets[call.Target]
-	x.provider = t.provider.name
+	x.provider, x.upstreamModel = t.provider.name, t.model
 	if call.Target > 0 {
 		g.metrics.Failovers.WithLabelValues(m.name, t.provider.name).Inc()
 	}
@@ -159,7 +175,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
 	}
 
-	g.forward(call, w, r, x, m, ep, body, deadline)
+	g.forward(call, w, r, x, m, ep, out, deadline)
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the

@@ -144,7 +144,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	s.cw = g.clientWriter(w, x)
 	s.idle = g.watchIdle(a.cancel)
 	defer s.idle.stop()
-	defer func() { x.outputTokens, _ = s.usage.Tokens() }()
+	defer func() { x.outputTokens, x.usageKnown = s.usage.Tokens() }()
 
 	s.buf = *s.bp
 	s.n, s.ready = a.first, a.ready
@@ -319,7 +319,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		g.relayLarge(ctx, w, r, x, a, data, idle)
 		return
 	}
-	tokens, _, valid := protocol.OutputTokens(data)
+	tokens, found, valid := protocol.OutputTokens(data)
 	if !valid {
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
@@ -334,7 +334,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		g.clientGone(w, r, x)
 		return
 	}
-	x.outcome, x.outputTokens = outcomeOK, tokens
+	x.outcome, x.outputTokens, x.usageKnown = outcomeOK, tokens, found
 	p.authWarned.Store(false)
 }
 
@@ -393,7 +393,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 		readErr = err
 	}
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	x.outputTokens, _ = usage.Tokens()
+	x.outputTokens, x.usageKnown = usage.Tokens()
 	switch {
 	case errors.Is(readErr, io.EOF) && js.Done():
 		// Whole and well-formed: the held bytes complete it.

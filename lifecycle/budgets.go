@@ -208,9 +208,10 @@ func (bk *books) charge(now time.Time, r Request, i int) {
 }
 
 // used is what a call that ended with o used, for settlement: the
-// provider's count when it gave one; else, for an answer, the input
-// estimate and the whole output reservation (nothing was counted, so
-// nothing less can be assumed); else what the host counted.
+// provider's count when it gave one; else what the host counted of the
+// answer, with the input estimate; else, for an answer with nothing
+// counted, the whole output reservation (nothing less can be assumed);
+// else, a call that failed before answering, nothing but the request.
 func (bk *books) used(r Request, o Outcome) quota.Cost {
 	c := bk.cost(r)
 	u := quota.Cost{Requests: 1, OutputTokens: int64(o.OutputTokens)}
@@ -220,10 +221,10 @@ func (bk *books) used(r Request, o Outcome) quota.Cost {
 		if u.InputTokens <= 0 {
 			u.InputTokens = c.InputTokens
 		}
-	case o.Kind == OK:
-		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
 	case o.OutputTokens > 0:
 		u.InputTokens = c.InputTokens // it was read: the answer began
+	case o.Kind == OK:
+		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
 	}
 	return u
 }
@@ -288,7 +289,9 @@ func (e *Engine) ShouldDegrade(now time.Time, r Request, d Degradation) bool {
 	if d.QueueAge > 0 && e.adm.OldestWait(now) >= d.QueueAge {
 		return true
 	}
-	if _, refused := e.Check(now, r); refused {
+	probe := r
+	probe.Scope = targets(r)[0]
+	if _, refused := e.Check(now, probe); refused {
 		return true
 	}
 	kb := e.books.key(r.Key)

@@ -184,9 +184,9 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 					in = o.InputTokens
 				}
 				out = int64(o.OutputTokens)
-			case o.Kind == OK:
 			case o.OutputTokens > 0:
 				out = int64(o.OutputTokens)
+			case o.Kind == OK:
 			default:
 				in, out = 0, int64(o.OutputTokens)
 			}

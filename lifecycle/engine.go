@@ -183,8 +183,10 @@ type Outcome struct {
 	Status int
 	// OutputTokens, when known, lets the TPOT signal divide generation
 	// time by tokens; with InputTokens it settles the request's budgets.
-	// UsageKnown says the provider reported both; otherwise OutputTokens
-	// is what the host counted of a partial or unreported answer.
+	// UsageKnown says the provider reported its usage (an InputTokens of
+	// 0 then means it reported output only); otherwise OutputTokens is
+	// what the host counted of a partial or unreported answer, 0 if
+	// nothing.
 	OutputTokens int
 	InputTokens  int64
 	UsageKnown   bool

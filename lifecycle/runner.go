@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // ErrDeadline is the cause of a Call's context when the engine expired it.
@@ -226,6 +227,21 @@ func (r *Runner) Check(req Request) *admission.Rejection {
 	return nil
 }
 
+// KeyStatus reports key k's budget (Engine.KeyStatus).
+func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.KeyStatus(r.now(), k)
+}
+
+// ShouldDegrade reports whether req should be served degraded
+// (Engine.ShouldDegrade).
+func (r *Runner) ShouldDegrade(req Request, d Degradation) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.ShouldDegrade(r.now(), req, d)
+}
+
 func rejection(f admission.Refusal) *admission.Rejection {
 	return &admission.Rejection{Reason: f.Reason, Priority: f.Priority, RetryAfter: f.RetryAfter}
 }
@@ -247,7 +263,11 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 	case admission.Rejected:
 		r.applyLocked(now, rd)
 		r.mu.Unlock()
-		return nil, rejection(a.Refusal)
+		rej := rejection(a.Refusal)
+		if a.Refusal.Reason == admission.ReasonKeyBudget || a.Refusal.Reason == admission.ReasonLaneBudget {
+			rej.Dimension, rej.TooLarge = a.Budget.Dimension.String(), a.Budget.Never
+		}
+		return nil, rej
 	}
 	// Registered before the arrival's own Ready is carried out, which may
 	// already start it (a trip settled by this arrival moves it on).

@@ -45,6 +45,18 @@ type Metrics struct {
 	Probes *prometheus.CounterVec
 	// Reloads counts configuration reloads, by result.
 	Reloads *prometheus.CounterVec
+	// Tokens counts tokens by key, model and direction (input, output),
+	// and whether the provider reported them or Sluice counted them.
+	Tokens *prometheus.CounterVec
+	// Cost is the dollar cost of answers, by key and model, at the
+	// configured prices.
+	Cost *prometheus.CounterVec
+	// Degraded counts background requests served degraded under
+	// pressure instead of refused, by model and what they were served as.
+	Degraded *prometheus.CounterVec
+	// BudgetRefusals counts requests refused by a budget, by key and
+	// dimension.
+	BudgetRefusals *prometheus.CounterVec
 
 	// src is what the gauges read at scrape time: the serving
 	// configuration's engine, which a reload replaces.
@@ -135,8 +147,25 @@ func New() *Metrics {
 			Name: "sluice_config_reloads_total",
 			Help: "Configuration reloads (SIGHUP), by result: ok, or refused (the file was invalid and the running configuration stayed).",
 		}, []string{"result"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_tokens_total",
+			Help: "Tokens of answered requests, by key, model, direction (input, output) and source (reported by the provider, or counted by Sluice).",
+		}, []string{"key", "model", "direction", "source"}),
+		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_cost_dollars_total",
+			Help: "Cost of answered requests at the configured prices, by key and upstream model.",
+		}, []string{"key", "model"}),
+		Degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_degraded_total",
+			Help: "Background requests served degraded under pressure instead of refused, by model and the model they were served with.",
+		}, []string{"model", "served_as"}),
+		BudgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_budget_refusals_total",
+			Help: "Requests refused by a per-minute budget, by key (or lane) and dimension.",
+		}, []string{"key", "dimension"}),
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
+		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals,
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -1,0 +1,114 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+func bearer(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+
+// A key's budget answers in the shape each API's clients pace
+// themselves by: the rate-limit headers on every answer, and a 429 with
+// the exact wait once it is spent; another key is untouched.
+func TestKeyBudgetAnswers(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Keys = []config.Key{
+			{Name: "small", SHA256: config.KeyHash("sk-small"), Limits: config.Limits{RPM: 2, ITPM: 60}},
+			{Name: "free", SHA256: config.KeyHash("sk-free")},
+		}
+	})
+	for i, want := range []string{"1", "0"} {
+		status, h, body := s.do("/v1/chat/completions", chatBody, bearer("sk-small"))
+		if status != 200 {
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+		if got := h.Get("X-Ratelimit-Remaining-Requests"); got != want || h.Get("X-Ratelimit-Limit-Requests") != "2" {
+			t.Errorf("request %d: x-ratelimit-remaining-requests %q, want %s (headers %v)", i, got, want, h)
+		}
+		if h.Get("X-Ratelimit-Limit-Tokens") != "60" {
+			t.Errorf("request %d: x-ratelimit-limit-tokens %q, want the input budget, 60", i, h.Get("X-Ratelimit-Limit-Tokens"))
+		}
+	}
+	status, h, body := s.do("/v1/chat/completions", chatBody, bearer("sk-small"))
+	if status != 429 || errorType(t, body) != "rate_limit_exceeded" || h.Get("Retry-After") != "30" {
+		t.Fatalf("third request: %d, Retry-After %q, %s; want 429 rate_limit_exceeded after 30 s (2 a minute)", status, h.Get("Retry-After"), body)
+	}
+	if !strings.Contains(string(body), "requests") {
+		t.Errorf("the refusal does not say which budget: %s", body)
+	}
+	if status, _, _ := s.do("/v1/chat/completions", chatBody, bearer("sk-free")); status != 200 {
+		t.Errorf("another key: %d, want 200", status)
+	}
+	// A prompt larger than the whole input budget can never pass: 413,
+	// not a Retry-After that would lie.
+	long := `{"model":"mock-gpt","messages":[{"role":"user","content":"` + strings.Repeat("tell me a story about the sea ", 30) + `"}]}`
+	status, h, body = s.do("/v1/chat/completions", long, bearer("sk-free"))
+	if status != 200 {
+		t.Fatalf("a long prompt on an unlimited key: %d %s", status, body)
+	}
+	s2 := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Keys = []config.Key{{Name: "small", SHA256: config.KeyHash("sk-small"), Limits: config.Limits{ITPM: 60}}}
+	})
+	status, h, body = s2.do("/v1/chat/completions", long, bearer("sk-small"))
+	if status != 413 || h.Get("Retry-After") != "" || !strings.Contains(string(body), "input tokens") {
+		t.Errorf("a prompt above the key's whole input budget: %d, Retry-After %q, %s; want 413 naming input tokens", status, h.Get("Retry-After"), body)
+	}
+}
+
+// Anthropic's clients read anthropic-ratelimit-*, per dimension.
+func TestKeyBudgetAnthropicHeaders(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 5, OTPM: 1000}}}
+	})
+	status, h, body := s.do("/v1/messages", anthropicBody, map[string]string{"X-Api-Key": "sk-k", "anthropic-version": "2023-06-01"})
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if h.Get("Anthropic-Ratelimit-Requests-Remaining") != "4" || h.Get("Anthropic-Ratelimit-Output-Tokens-Limit") != "1000" ||
+		h.Get("Anthropic-Ratelimit-Requests-Reset") == "" || h.Get("Anthropic-Ratelimit-Input-Tokens-Limit") != "" {
+		t.Errorf("rate-limit headers: %v", h)
+	}
+}
+
+// Under pressure, a background request of a model with degrade: is
+// served by the smaller model with a capped allowance, and says so.
+func TestDegrade(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Models = append(c.Models, config.Model{Name: "mock-gpt-small", Targets: []config.Target{{Provider: "mock-openai", Model: "mock-gpt-mini"}}})
+		for i := range c.Models {
+			if c.Models[i].Name == "mock-gpt" {
+				c.Models[i].Degrade = &config.Degrade{To: "mock-gpt-small", MaxTokens: 7, BudgetBelow: 0.999}
+			}
+		}
+		c.Keys = []config.Key{
+			{Name: "batch", SHA256: config.KeyHash("sk-batch"), Priority: config.PriorityBackground, Limits: config.Limits{RPM: 100}},
+			{Name: "chat", SHA256: config.KeyHash("sk-chat"), Limits: config.Limits{RPM: 100}},
+		}
+		c.Prices = map[string]config.Price{"mock-gpt-mini": {Input: 1, Output: 2}}
+	})
+	_, h, _ := s.do("/v1/chat/completions", chatBody, bearer("sk-batch"))
+	if h.Get("X-Sluice-Degraded") != "" {
+		t.Fatalf("degraded with the key's budget full: %q", h.Get("X-Sluice-Degraded"))
+	}
+	// 99 of 100 left is below 99.9%: pressure.
+	status, h, body := s.do("/v1/chat/completions", chatBody, bearer("sk-batch"))
+	if status != 200 || h.Get("X-Sluice-Degraded") != "model=mock-gpt-small,max_tokens=7" {
+		t.Fatalf("second background request: %d, X-Sluice-Degraded %q, %s", status, h.Get("X-Sluice-Degraded"), body)
+	}
+	up := string(s.mock.LastRequest().Body)
+	if !strings.Contains(up, `"model":"mock-gpt-mini"`) || !strings.Contains(up, `"max_tokens":7`) {
+		t.Errorf("the provider got %s; want the small model with max_tokens 7", up)
+	}
+	// Interactive work is never degraded.
+	s.do("/v1/chat/completions", chatBody, bearer("sk-chat"))
+	if _, h, _ := s.do("/v1/chat/completions", chatBody, bearer("sk-chat")); h.Get("X-Sluice-Degraded") != "" {
+		t.Errorf("an interactive request was degraded: %q", h.Get("X-Sluice-Degraded"))
+	}
+	logs := s.logText()
+	if !strings.Contains(logs, "degraded=") || !strings.Contains(logs, "cost_dollars=") || !strings.Contains(logs, "input_tokens=") {
+		t.Errorf("the log does not record the degradation, tokens and cost:\n%s", logs)
+	}
+}
