@@ -67,7 +67,7 @@ type Gateway struct {
 	counter     *tokens.Counter
 	countTokens bool
 	prices      map[string]config.Price
-	ready        atomic.Bool
+	ready       atomic.Bool
 
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
