@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/lifecycle"
+	"github.com/sluice-gw/sluice/metrics"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/quota"
 	"github.com/sluice-gw/sluice/tokens"
@@ -62,16 +63,17 @@ func (o *outgoing) reader(t target) *protocol.BodyReader {
 }
 
 // countInput counts a request's input tokens in the encoding of its
-// model's first target. A body the counter cannot read was already
-// refused as malformed; should one slip through, its byte length, which
-// a byte-level BPE never exceeds, stands in.
-func (g *Gateway) countInput(m *model, raw []byte) int64 {
-	enc, _ := tokens.EncodingFor(m.targets[0].model)
+// model's first target, and says whether that is the model's own
+// encoding (else the count is an estimate). A body the counter cannot
+// read was already refused as malformed; should one slip through, its
+// byte length, which a byte-level BPE never exceeds, stands in.
+func (g *Gateway) countInput(m *model, raw []byte) (int64, bool) {
+	enc, exact := tokens.EncodingFor(m.targets[0].model)
 	n, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
 	if err != nil {
-		return int64(len(raw))
+		return int64(len(raw)), false
 	}
-	return int64(n)
+	return int64(n), exact
 }
 
 // budgetRefused answers a request its key's budget, or the large-context
@@ -216,7 +218,8 @@ func (g *Gateway) trim(m *model, body *protocol.Body, total, limit int64) ([]byt
 			continue
 		}
 		one := append(append([]byte(`{"messages":[`), msgs[i]...), `]}`...)
-		total -= g.countInput(m, one)
+		n, _ := g.countInput(m, one)
+		total -= n
 		keep[i] = false
 		dropped++
 	}
@@ -236,6 +239,24 @@ func (g *Gateway) trim(m *model, body *protocol.Body, total, limit int64) ([]byt
 	return out, dropped, max(total, 0)
 }
 
+// quotas names the engine's budgets for the metrics.
+func (g *Gateway) quotas() []metrics.Quota {
+	stats := g.runner.BudgetStats()
+	out := make([]metrics.Quota, 0, len(stats))
+	for _, s := range stats {
+		name := "large_context"
+		switch s.Owner {
+		case "key":
+			name = g.keyNames[s.Index-1]
+		case "provider":
+			name = g.byScope[s.Index].name
+		}
+		out = append(out, metrics.Quota{Owner: s.Owner, Name: name, Dimension: s.Dimension.String(),
+			Limit: s.Limit, Remaining: s.Remaining, Reserved: s.Reserved})
+	}
+	return out
+}
+
 // account records an answered request's tokens and cost.
 func (g *Gateway) account(x *exchange) {
 	if x.outcome != outcomeOK || !g.countTokens {
@@ -245,12 +266,16 @@ func (g *Gateway) account(x *exchange) {
 	if x.key != nil {
 		key = x.key.name
 	}
-	source := "counted"
-	if x.usageKnown {
-		source = "reported"
+	in := "counted"
+	if !x.exactCount {
+		in = "estimated"
 	}
-	g.metrics.Tokens.WithLabelValues(key, x.model, "input", "counted").Add(float64(x.inputTokens))
-	g.metrics.Tokens.WithLabelValues(key, x.model, "output", source).Add(float64(x.outputTokens))
+	out := "estimated"
+	if x.usageKnown {
+		out = "reported"
+	}
+	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "input", in).Add(float64(x.inputTokens))
+	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "output", out).Add(float64(x.outputTokens))
 	if p, ok := g.prices[x.upstreamModel]; ok {
 		x.cost = (float64(x.inputTokens)*p.Input + float64(x.outputTokens)*p.Output) / 1e6
 		g.metrics.Cost.WithLabelValues(key, x.upstreamModel).Add(x.cost)

@@ -42,6 +42,21 @@ func TestKeyBudgetAnswers(t *testing.T) {
 	if status, _, _ := s.do("/v1/chat/completions", chatBody, bearer("sk-free")); status != 200 {
 		t.Errorf("another key: %d, want 200", status)
 	}
+	// The metrics show the spent budget, the refusal by dimension, and
+	// nothing left reserved once the answers settled.
+	waitFor(t, "every log line", func() bool { return strings.Count(s.logText(), "msg=request ") >= 4 })
+	m := httpGetAdmin(t, s, "/metrics")
+	for _, want := range []string{
+		`sluice_budget_remaining{dimension="requests",name="small",owner="key"} 0`,
+		`sluice_budget_reserved{dimension="input_tokens",name="small",owner="key"} 0`,
+		`sluice_budget_refusals_total{dimension="requests",key="small"} 1`,
+		`sluice_tokens_total{direction="input",key="small",model="mock-gpt",provider="mock-openai",source="estimated"}`,
+		`sluice_tokens_total{direction="output",key="small",model="mock-gpt",provider="mock-openai",source="reported"}`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	// A prompt larger than the whole input budget can never pass: 413,
 	// not a Retry-After that would lie.
 	long := `{"model":"mock-gpt","messages":[{"role":"user","content":"` + strings.Repeat("tell me a story about the sea ", 30) + `"}]}`

@@ -52,6 +52,7 @@ type exchange struct {
 	// inputTokens is the request's input as counted before admission
 	// (budgets.go); zero when nothing needs it counted.
 	inputTokens int64
+	exactCount  bool // inputTokens is in the model's own encoding
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string

@@ -61,6 +61,7 @@ type Gateway struct {
 	// keys are the virtual keys by the SHA-256 of the key; authRequired:
 	// a request needs one.
 	keys         map[[sha256.Size]byte]*virtualKey
+	keyNames     []string // by index in keys:
 	authRequired bool
 	// counter counts input tokens when countTokens (budgets.go); prices
 	// are per upstream model.
@@ -162,6 +163,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.keys = keys
+	for _, k := range cfg.Keys {
+		g.keyNames = append(g.keyNames, k.Name)
+	}
 	g.authRequired = cfg.AuthRequired()
 	if g.countTokens = usesTokens(cfg); g.countTokens {
 		g.counter = tokens.NewCounter(0)
@@ -239,6 +243,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 		},
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
+		Quotas:    g.quotas,
 	})
 	g.ready.Store(true)
 	g.handler = g.Handler()

@@ -128,7 +128,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	out := &outgoing{body: body}
 	if g.countTokens {
-		req.InputTokens = g.countInput(m, body.Raw())
+		req.InputTokens, x.exactCount = g.countInput(m, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
 	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && g.runner.ShouldDegrade(req, *d) {

@@ -53,7 +53,10 @@ type Budgets struct {
 
 // books holds the budgets themselves. A nil budget is no limit.
 type books struct {
-	keys     []*quota.Budget
+	keys []*quota.Budget
+	// reserved is, per key, what requests in the gateway hold of its
+	// budget now: taken at arrival, given back when they settle.
+	reserved [][3]int64
 	large    *quota.Budget
 	largeMin int64
 	scopes   []*quota.Budget
@@ -83,6 +86,7 @@ func newBooks(c Budgets) books {
 	for _, l := range c.Keys {
 		bk.keys = append(bk.keys, budgetOf(l))
 	}
+	bk.reserved = make([][3]int64, len(c.Keys))
 	for _, l := range c.Scopes {
 		bk.scopes = append(bk.scopes, budgetOf(l))
 	}
@@ -182,7 +186,19 @@ func (bk *books) reserveFor(now time.Time, r Request) (admission.Refusal, quota.
 			return admission.Refusal{Priority: r.Priority, Reason: admission.ReasonLaneBudget, RetryAfter: v.RetryAfter}, v, false
 		}
 	}
+	bk.hold(r, c, 1)
 	return admission.Refusal{}, quota.Verdict{OK: true}, true
+}
+
+// hold adds sign·c to what r's key holds reserved.
+func (bk *books) hold(r Request, c quota.Cost, sign int64) {
+	if bk.key(r.Key) == nil {
+		return
+	}
+	h := &bk.reserved[r.Key-1]
+	h[quota.Requests] += sign * c.Requests
+	h[quota.InputTokens] += sign * c.InputTokens
+	h[quota.OutputTokens] += sign * c.OutputTokens
 }
 
 // refund returns r's reservation to its key and lane: it never ran.
@@ -190,6 +206,7 @@ func (bk *books) refund(now time.Time, r Request) {
 	c := bk.cost(r)
 	if kb := bk.key(r.Key); kb != nil {
 		kb.Refund(now, c)
+		bk.hold(r, c, -1)
 	}
 	if bk.isLarge(r) && bk.large != nil {
 		bk.large.Refund(now, c)
@@ -245,10 +262,51 @@ func (bk *books) settleRequest(now time.Time, r Request, o Outcome) {
 	c, u := bk.cost(r), bk.used(r, o)
 	if kb := bk.key(r.Key); kb != nil {
 		kb.Settle(now, c, u)
+		bk.hold(r, c, -1)
 	}
 	if bk.isLarge(r) && bk.large != nil {
 		bk.large.Settle(now, c, u)
 	}
+}
+
+// BudgetStat is one budget's state in one dimension, for metrics.
+type BudgetStat struct {
+	// Owner is "key", "provider" or "lane"; Index the key's position
+	// from 1, or the provider's scope, or 0 for the large-context lane.
+	Owner     string
+	Index     int
+	Dimension quota.Dimension
+	quota.Status
+	// Reserved is what requests in the gateway hold now (keys only).
+	Reserved int64
+}
+
+// BudgetStats reports every budget's state in every limited dimension.
+func (e *Engine) BudgetStats(now time.Time) []BudgetStat {
+	var out []BudgetStat
+	add := func(owner string, i int, b *quota.Budget, reserved *[3]int64) {
+		if b == nil {
+			return
+		}
+		for d, s := range b.Status(now) {
+			if s.Limit == 0 {
+				continue
+			}
+			st := BudgetStat{Owner: owner, Index: i, Dimension: quota.Dimension(d), Status: s}
+			if reserved != nil {
+				st.Reserved = reserved[d]
+			}
+			out = append(out, st)
+		}
+	}
+	for k, b := range e.books.keys {
+		add("key", k+1, b, &e.books.reserved[k])
+	}
+	for s, b := range e.books.scopes {
+		add("provider", s, b, nil)
+	}
+	add("lane", 0, e.books.large, nil)
+	return out
 }
 
 // KeyStatus reports key k's budget in each dimension (indexed by

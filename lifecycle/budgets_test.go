@@ -205,6 +205,11 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 		if len(e.reqs) != 0 {
 			t.Fatalf("round %d: %d requests still open", round, len(e.reqs))
 		}
+		for _, st := range e.BudgetStats(now) {
+			if st.Reserved != 0 {
+				t.Fatalf("round %d: %s %d holds %d %s reserved with nothing in flight", round, st.Owner, st.Index, st.Reserved, st.Dimension)
+			}
+		}
 		for k := 1; k <= 2; k++ {
 			s, _ := e.KeyStatus(now, k)
 			for d, st := range s {

@@ -227,6 +227,13 @@ func (r *Runner) Check(req Request) *admission.Rejection {
 	return nil
 }
 
+// BudgetStats reports every budget (Engine.BudgetStats).
+func (r *Runner) BudgetStats() []BudgetStat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.BudgetStats(r.now())
+}
+
 // KeyStatus reports key k's budget (Engine.KeyStatus).
 func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
 	r.mu.Lock()

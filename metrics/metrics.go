@@ -45,8 +45,10 @@ type Metrics struct {
 	Probes *prometheus.CounterVec
 	// Reloads counts configuration reloads, by result.
 	Reloads *prometheus.CounterVec
-	// Tokens counts tokens by key, model and direction (input, output),
-	// and whether the provider reported them or Sluice counted them.
+	// Tokens counts tokens by key, model, provider and direction (input,
+	// output), and by source: reported by the provider, counted by Sluice
+	// with the model's own encoding, or estimated (an encoding close to,
+	// not the same as, the model's; see package tokens).
 	Tokens *prometheus.CounterVec
 	// Cost is the dollar cost of answers, by key and model, at the
 	// configured prices.
@@ -77,6 +79,18 @@ type Sources struct {
 	// BodyBytes reports the request-body bytes held now, the budget, and
 	// the requests reading their bodies.
 	BodyBytes func() (held, limit, reading int64)
+	// Quotas reports every per-minute budget (keys, providers, the
+	// large-context lane) in each limited dimension.
+	Quotas func() []Quota
+}
+
+// Quota is one per-minute budget's state in one dimension.
+type Quota struct {
+	// Owner is "key", "provider" or "lane"; Name names it.
+	Owner, Name, Dimension string
+	Limit, Remaining       int64
+	// Reserved is what admitted requests hold of it now (keys).
+	Reserved int64
 }
 
 // SetSources points the gauges at a configuration's live state.
@@ -149,11 +163,11 @@ func New() *Metrics {
 		}, []string{"result"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_tokens_total",
-			Help: "Tokens of answered requests, by key, model, direction (input, output) and source (reported by the provider, or counted by Sluice).",
-		}, []string{"key", "model", "direction", "source"}),
+			Help: "Tokens of answered requests, by key, model, provider, direction (input, output) and source: reported (by the provider), counted (by Sluice, in the model's own encoding) or estimated (in a close encoding, or counted from the relayed stream).",
+		}, []string{"key", "model", "provider", "direction", "source"}),
 		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_cost_dollars_total",
-			Help: "Cost of answered requests at the configured prices, by key and upstream model.",
+			Name: "sluice_cost_total",
+			Help: "Cost in dollars of answered requests at the configured prices (prices:), by key and upstream model.",
 		}, []string{"key", "model"}),
 		Degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_degraded_total",
@@ -166,7 +180,7 @@ func New() *Metrics {
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
 		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals,
-		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m},
+		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -307,4 +321,36 @@ func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeBudget), "budget")
 	ch <- prometheus.MustNewConstMetric(hedgeRefusedDesc, prometheus.CounterValue, float64(r.HedgeNoTarget), "no_target")
 	ch <- prometheus.MustNewConstMetric(retryRefusedDesc, prometheus.CounterValue, float64(r.RetryBudget))
+}
+
+var (
+	quotaLimitDesc = prometheus.NewDesc("sluice_budget_limit",
+		"A per-minute budget's limit, by owner (key, provider, lane), name and dimension (requests, input_tokens, output_tokens).", []string{"owner", "name", "dimension"}, nil)
+	quotaRemainingDesc = prometheus.NewDesc("sluice_budget_remaining",
+		"What a per-minute budget would let through at once now, by owner, name and dimension.", []string{"owner", "name", "dimension"}, nil)
+	quotaReservedDesc = prometheus.NewDesc("sluice_budget_reserved",
+		"What admitted requests hold reserved of a key's budget now (input tokens as counted, output tokens as max_tokens), until their usage settles it.", []string{"owner", "name", "dimension"}, nil)
+)
+
+// quotaCollector exports the per-minute budgets at scrape time.
+type quotaCollector struct{ m *Metrics }
+
+func (c quotaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- quotaLimitDesc
+	ch <- quotaRemainingDesc
+	ch <- quotaReservedDesc
+}
+
+func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
+	src := c.m.src.Load()
+	if src == nil || src.Quotas == nil {
+		return
+	}
+	for _, q := range src.Quotas() {
+		ch <- prometheus.MustNewConstMetric(quotaLimitDesc, prometheus.GaugeValue, float64(q.Limit), q.Owner, q.Name, q.Dimension)
+		ch <- prometheus.MustNewConstMetric(quotaRemainingDesc, prometheus.GaugeValue, float64(q.Remaining), q.Owner, q.Name, q.Dimension)
+		if q.Owner == "key" {
+			ch <- prometheus.MustNewConstMetric(quotaReservedDesc, prometheus.GaugeValue, float64(q.Reserved), q.Owner, q.Name, q.Dimension)
+		}
+	}
 }
