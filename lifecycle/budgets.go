@@ -243,6 +243,11 @@ func (bk *books) used(r Request, o Outcome) quota.Cost {
 	case o.Kind == OK:
 		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
 	}
+	// No answer can be longer than the max_tokens it was asked with: a
+	// count past it is the provider's error, not the key's cost.
+	if r.MaxOutput > 0 {
+		u.OutputTokens = min(u.OutputTokens, r.MaxOutput)
+	}
 	return u
 }
 

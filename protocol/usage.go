@@ -21,14 +21,18 @@ func OutputTokens(body []byte) (n int, found, valid bool) {
 		var typeErr *json.UnmarshalTypeError
 		return 0, false, errors.As(err, &typeErr) // well-formed, just not this shape
 	}
-	switch {
-	case v.Usage.CompletionTokens != nil:
-		return *v.Usage.CompletionTokens, true, true
-	case v.Usage.OutputTokens != nil:
-		return *v.Usage.OutputTokens, true, true
+	for _, n := range []*int{v.Usage.CompletionTokens, v.Usage.OutputTokens} {
+		if n != nil && *n >= 0 && *n <= MaxUsage {
+			return *n, true, true
+		}
 	}
 	return 0, false, true
 }
+
+// MaxUsage bounds a token count read from a provider's usage: a count
+// beyond it (or below zero) is taken as no count at all, so that one
+// broken or hostile answer cannot charge a key for centuries.
+const MaxUsage = 99_999_999
 
 // StreamUsage watches a relayed SSE stream, in whatever chunks it
 // arrives, for the output token count: the last completion_tokens or
@@ -51,6 +55,9 @@ var (
 	emptyContent = []byte(`"content":""`)
 	textDelta    = []byte(`"type":"text_delta"`)
 )
+
+// maxUsageDigits: MaxUsage's digits; a longer number is no count.
+const maxUsageDigits = 8
 
 // tailLen keeps enough of a chunk's end to find a key split across chunks.
 const tailLen = 40
@@ -91,10 +98,12 @@ func (u *StreamUsage) scan(buf []byte) {
 		}
 		n, k := 0, j
 		for k < len(buf) && buf[k] >= '0' && buf[k] <= '9' {
-			n = n*10 + int(buf[k]-'0')
+			if k-j < maxUsageDigits {
+				n = n*10 + int(buf[k]-'0')
+			}
 			k++
 		}
-		if k > j && k < len(buf) {
+		if k > j && k < len(buf) && k-j <= maxUsageDigits {
 			u.tokens, u.found = n, true
 		}
 	}

@@ -1,6 +1,9 @@
 package protocol
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 func TestOutputTokens(t *testing.T) {
 	for _, c := range []struct {
@@ -56,4 +59,41 @@ func TestStreamUsageSmallChunksAndNoAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per chunk, want 0", allocs)
 	}
+}
+
+// A provider's usage is read the same however its stream is cut, and a
+// count no provider could mean (negative, or past MaxUsage) is no count.
+func FuzzStreamUsage(f *testing.F) {
+	f.Add([]byte(`data: {"choices":[{"delta":{"content":"hi"}}]}`), uint32(17), uint16(5), uint16(40))
+	f.Add([]byte(`event: message_delta`), uint32(99_999_999), uint16(1), uint16(1))
+	f.Add([]byte(`"output_tokens": 12`), uint32(0), uint16(0), uint16(3))
+	f.Fuzz(func(t *testing.T, junk []byte, n uint32, a, b uint16) {
+		// Any bytes at all: no panic, no negative or out-of-bounds count.
+		var raw StreamUsage
+		raw.Write(junk)
+		if got, found := raw.Tokens(); got < 0 || (found && got > MaxUsage) {
+			t.Fatalf("count %d (found %v) from %q", got, found, junk)
+		}
+		if v, found, _ := OutputTokens(junk); v < 0 || (found && v > MaxUsage) {
+			t.Fatalf("whole-answer count %d from %q", v, junk)
+		}
+		// A well-formed stream ending in a usage event, cut at two
+		// arbitrary places: the count is the event's.
+		stream := []byte("data: " + strconv.Quote(string(junk)) + "\n\ndata: {\"usage\":{\"completion_tokens\":" + strconv.FormatUint(uint64(n), 10) + "}}\n\ndata: [DONE]\n\n")
+		i, j := int(a)%(len(stream)+1), int(b)%(len(stream)+1)
+		if i > j {
+			i, j = j, i
+		}
+		var u StreamUsage
+		u.Write(stream[:i])
+		u.Write(stream[i:j])
+		u.Write(stream[j:])
+		got, found := u.Tokens()
+		switch {
+		case n <= MaxUsage && (!found || got != int(n)):
+			t.Fatalf("cut at %d and %d: %d (found %v), want %d", i, j, got, found, n)
+		case n > MaxUsage && found && got > MaxUsage:
+			t.Fatalf("count %d past MaxUsage taken", got)
+		}
+	})
 }
