@@ -190,6 +190,9 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 			default:
 				in, out = 0, int64(o.OutputTokens)
 			}
+			if r.MaxOutput > 0 {
+				out = min(out, r.MaxOutput) // no answer is longer than it was allowed
+			}
 			used[r.Key][quota.Requests]++
 			used[r.Key][quota.InputTokens] += in
 			used[r.Key][quota.OutputTokens] += out
