@@ -185,7 +185,7 @@ func (d Dialect) WriteError(w http.ResponseWriter, k Kind, msg string, retryAfte
 	if retryAfter > 0 {
 		secs := int64((retryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		h.Set("Retry-After-Ms", strconv.FormatInt(retryAfter.Milliseconds(), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(int64((retryAfter+time.Millisecond-1)/time.Millisecond), 10)) // never early
 	}
 	body := d.ErrorBody(k, msg)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
