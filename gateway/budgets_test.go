@@ -127,3 +127,50 @@ func TestDegrade(t *testing.T) {
 		t.Errorf("the log does not record the degradation, tokens and cost:\n%s", logs)
 	}
 }
+
+// A stream's budget settles with the provider's own count: Sluice asks
+// an OpenAI-style stream for its usage, and the client, which did not
+// ask, never sees the extra chunk; a client that asked gets it.
+func TestStreamUsageInjected(t *testing.T) {
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 9}}, func(c *config.Config) {
+		c.Keys = []config.Key{
+			{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{OTPM: 1000}},
+			{Name: "k2", SHA256: config.KeyHash("sk-k2"), Limits: config.Limits{OTPM: 1000}},
+		}
+	})
+	const stream = `{"model":"mock-gpt","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
+	status, _, body := s.do("/v1/chat/completions", stream, bearer("sk-k"))
+	if status != 200 || strings.Contains(string(body), `"choices":[]`) || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("%d: the client got the usage chunk it did not ask for, or lost the end:\n%s", status, body)
+	}
+	if up := string(s.mock.LastRequest().Body); !strings.Contains(up, `"include_usage":true`) {
+		t.Errorf("the provider was not asked for usage: %s", up)
+	}
+	// A request naming no max_tokens reserves the default allowance, cut
+	// to what the key's budget could ever give (1,000, not 1,024).
+	if status, _, body := s.do("/v1/chat/completions", chatBody, bearer("sk-k2")); status != 200 {
+		t.Fatalf("a request without max_tokens on a key of 1,000 output tokens a minute: %d %s", status, body)
+	}
+	waitFor(t, "the log lines", func() bool { return strings.Count(s.logText(), "msg=request ") >= 2 })
+	if !strings.Contains(s.logText(), "output_tokens=9") {
+		t.Errorf("the stream's tokens are not the provider's 9:\n%s", s.logText())
+	}
+	m := httpGetAdmin(t, s, "/metrics")
+	if !strings.Contains(m, `sluice_tokens_total{direction="output",key="k",model="mock-gpt",provider="mock-openai",source="reported"} 9`) {
+		t.Errorf("output tokens are not reported (9):\n%s", grepLines(m, "sluice_tokens_total"))
+	}
+	asked := `{"model":"mock-gpt","stream":true,"max_tokens":50,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	if _, _, body := s.do("/v1/chat/completions", asked, bearer("sk-k")); !strings.Contains(string(body), `"choices":[]`) {
+		t.Errorf("a client that asked for the usage chunk did not get it:\n%s", body)
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -49,6 +49,9 @@ type exchange struct {
 	outputTokens   int // from the answer's usage, or estimated from SSE events
 	// usageKnown: outputTokens is the provider's own count.
 	usageKnown bool
+	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
+	// chunk, which the client did not ask for and is not sent.
+	injectedUsage bool
 	// inputTokens is the request's input as counted before admission
 	// (budgets.go); zero when nothing needs it counted.
 	inputTokens int64

@@ -127,6 +127,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		req.Key = x.key.index
 	}
 	out := &outgoing{body: body}
+	if g.countTokens && body.Stream && ep.Streams && d == protocol.OpenAI && !body.StreamOptions {
+		// Ask for the stream's usage, to settle the key's budget with the
+		// provider's count; the client, which did not ask, does not see it.
+		out.edit.IncludeUsage, x.injectedUsage = true, true
+	}
 	if g.countTokens {
 		req.InputTokens, x.exactCount = g.countInput(m, body.Raw())
 		x.inputTokens = req.InputTokens

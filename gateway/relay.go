@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -247,7 +248,11 @@ func (s *streamRelay) send(k int, whole, last bool) error {
 	p := s.a.t.provider
 	p.scrub.scrub(s.buf[:k])
 	s.idle.t.Stop() // a slow client is not a quiet provider
-	_, err := s.cw.write(s.buf[:k])
+	out := s.buf[:k]
+	if s.x.injectedUsage && (whole || last) {
+		out = dropUsageChunks(out)
+	}
+	_, err := s.cw.write(out)
 	if err == nil && last {
 		_, err = s.cw.write(blankLineFor(s.buf[:k]))
 	}
@@ -417,4 +422,47 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 		x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
 	}
 	x.abort = true // the held bytes stay held
+}
+
+var (
+	emptyChoices = []byte(`"choices":[]`)
+	usageObject  = []byte(`"usage":{`)
+)
+
+// dropUsageChunks removes, in place, the usage-only chunks (no choices,
+// a usage object) from whole SSE events: the chunk an OpenAI-style
+// stream ends with when Sluice, not the client, asked for
+// stream_options.include_usage. Every other event is kept as it came.
+func dropUsageChunks(b []byte) []byte {
+	if !bytes.Contains(b, emptyChoices) {
+		return b
+	}
+	out := b[:0]
+	for len(b) > 0 {
+		end := eventEnd(b)
+		ev := b[:end]
+		b = b[end:]
+		if bytes.Contains(ev, emptyChoices) && bytes.Contains(ev, usageObject) {
+			continue
+		}
+		out = append(out, ev...) // never ahead of what is read: in place is safe
+	}
+	return out
+}
+
+// eventEnd is the length of b's first event with its blank line
+// ("\n\n" or "\n\r\n"), or all of b.
+func eventEnd(b []byte) int {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		switch {
+		case b[i+1] == '\n':
+			return i + 2
+		case b[i+1] == '\r' && i+2 < len(b) && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return len(b)
 }

@@ -54,6 +54,9 @@ type Budgets struct {
 // books holds the budgets themselves. A nil budget is no limit.
 type books struct {
 	keys []*quota.Budget
+	// outCap is, per key, its output budget's burst (0: none): a request
+	// that names no max_tokens reserves no more than it.
+	outCap []int64
 	// reserved is, per key, what requests in the gateway hold of its
 	// budget now: taken at arrival, given back when they settle.
 	reserved [][3]int64
@@ -85,6 +88,8 @@ func newBooks(c Budgets) books {
 	}
 	for _, l := range c.Keys {
 		bk.keys = append(bk.keys, budgetOf(l))
+		o := l[quota.OutputTokens]
+		bk.outCap = append(bk.outCap, max(o.Burst, o.PerMinute))
 	}
 	bk.reserved = make([][3]int64, len(c.Keys))
 	for _, l := range c.Scopes {
@@ -123,11 +128,16 @@ func (bk *books) lane(r Request) int {
 	return 0
 }
 
-// cost is what r reserves.
+// cost is what r reserves: a request that names no max_tokens reserves
+// the default allowance, or its key's whole output budget if that is
+// less (its settlement charges what it used either way).
 func (bk *books) cost(r Request) quota.Cost {
 	out := r.MaxOutput
 	if out <= 0 {
 		out = bk.reserve
+		if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
+			out = min(out, bk.outCap[k])
+		}
 	}
 	return quota.Cost{Requests: 1, InputTokens: max(r.InputTokens, 0), OutputTokens: out}
 }
