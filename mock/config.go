@@ -26,6 +26,13 @@ type Config struct {
 	EarlyHead bool `yaml:"early_head"`
 	// OutputTokens is the length of a reply before max_tokens caps it.
 	OutputTokens TokenRange `yaml:"output_tokens"`
+	// PrefillPer1K is the time to read each 1,000 prompt tokens before
+	// the first output token: TTFT grows by the prompt's tokens × this
+	// / 1000 (0: the prompt costs nothing). The call holds its running
+	// slot (MaxRunning) while it prefills, as it does while it
+	// generates. The HTTP mock estimates the prompt's tokens from the
+	// request body (EstimateTokens); the simulator knows them exactly.
+	PrefillPer1K time.Duration `yaml:"prefill_per_1k_tokens"`
 
 	Brownouts []Brownout `yaml:"brownouts"`
 	Failures  []Failure  `yaml:"failures"`
@@ -47,6 +54,15 @@ type Config struct {
 	// Now is the clock that brownout and failure windows are judged by
 	// (default time.Now). Sleeps always use real timers.
 	Now func() time.Time `yaml:"-"`
+}
+
+// Prefill is how long a prompt of promptTokens tokens takes to read
+// before the first output token.
+func (c Config) Prefill(promptTokens int64) time.Duration {
+	if c.PrefillPer1K <= 0 || promptTokens <= 0 {
+		return 0
+	}
+	return time.Duration(int64(c.PrefillPer1K) * promptTokens / 1000)
 }
 
 // Jitter is the random part of TTFT.
@@ -143,8 +159,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if c.TTFT < 0 || c.TPOT < 0 {
-		bad("ttft and tpot must not be negative")
+	if c.TTFT < 0 || c.TPOT < 0 || c.PrefillPer1K < 0 {
+		bad("ttft, tpot and prefill_per_1k_tokens must not be negative")
 	}
 	switch c.Jitter.Kind {
 	case "", "fixed":

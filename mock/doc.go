@@ -39,7 +39,11 @@
 //     or 529 overloaded_error (Anthropic).
 //  3. TTFT: ttft plus jitter, or, for a call selected by a brownout window
 //     (with probability fraction), ttft×multiplier or the window's fixed
-//     latency. Nothing, not even headers, is written until TTFT elapses.
+//     latency; plus prefill_per_1k_tokens for each 1,000 prompt tokens
+//     (estimated at four bytes of message text per token, the rule
+//     sluice load sizes its prompts by), during which the call holds its
+//     running slot. Nothing, not even headers, is written until TTFT
+//     elapses.
 //  4. Tokens: the reply length is drawn from output_tokens and capped by
 //     max_tokens (max_completion_tokens first on OpenAI), which makes the
 //     finish reason "length" / "max_tokens". Tokens after the first each
@@ -92,6 +96,7 @@
 //	tpot: 8ms
 //	early_head: false             # true: a stream's headers and head go out at once
 //	output_tokens: 16-64          # or 32, or {min: 16, max: 64}
+//	prefill_per_1k_tokens: 40ms   # TTFT grows with the prompt (default 0)
 //	max_running: 16
 //	max_waiting: 64               # 0 unlimited, -1 no queue
 //	batch_slowdown: 0.02

@@ -106,7 +106,9 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	if c.stream && s.cfg.EarlyHead && !g.open() {
 		return outCancelled
 	}
-	if !wait.Sleep(ctx, p.ttft) {
+	// Reading the prompt holds the slot too: a long prompt delays its
+	// first token and keeps others waiting.
+	if !wait.Sleep(ctx, p.ttft+s.cfg.Prefill(int64(c.promptTokens))) {
 		return outCancelled
 	}
 	if c.noTokens {

@@ -24,11 +24,19 @@ func word(rng *rand.Rand) string {
 	return " " + words[rng.IntN(len(words))]
 }
 
-// tokensFor estimates tokens as a quarter of the bytes, rounded up: the
-// usual rule of thumb for English, and cheap to predict in tests.
-func tokensFor(bytes int) int {
-	return (bytes + 3) / 4
+// CharsPerToken is the rule of thumb the mock counts a prompt's tokens
+// by, and sluice load sizes its prompts by (one character is one byte in
+// the text it sends): EstimateTokens(CharsPerToken·n) is n.
+const CharsPerToken = 4
+
+// EstimateTokens estimates the tokens of a text of n bytes as a quarter
+// of them, rounded up: the usual rule of thumb for English, and cheap to
+// predict in tests. Prefill and the usage the mock reports both use it.
+func EstimateTokens(bytes int) int {
+	return (bytes + CharsPerToken - 1) / CharsPerToken
 }
+
+func tokensFor(bytes int) int { return EstimateTokens(bytes) }
 
 // contentBytes counts the text in a message content, which is either a
 // string or a list of parts, each a string or an object with "text".

@@ -30,10 +30,13 @@ const (
 	Lost
 	// Failed: any other error answer.
 	Failed
+	// RateLimited: refused for the client's own key budget (429) after
+	// every retry.
+	RateLimited
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"ok", "late", "timedOut", "shed", "lost", "failed"}
+var outcomeNames = [numOutcomes]string{"ok", "late", "timedOut", "shed", "lost", "failed", "rateLimited"}
 
 func (o Outcome) String() string { return outcomeNames[o] }
 
@@ -77,6 +80,21 @@ type Row struct {
 	// Latency of OK answers, TTFT of OK answers, time to a shed answer,
 	// and how long timed-out requests waited for nothing, per priority.
 	Latency, TTFT, Rejection, Timeout [3]Samples
+	// Degraded counts requests answered (ok or late) in the degraded way
+	// their model's degrade: names (X-Sluice-Degraded).
+	Degraded int
+	// Streams breaks the row down by traffic stream, when the scenario
+	// has more than its main one (scenario clients.streams).
+	Streams []*StreamRow
+}
+
+// StreamRow is one traffic stream's share of a row.
+type StreamRow struct {
+	Name     string
+	Counts   Counts
+	Degraded int
+	// Latency and TTFT of its OK answers.
+	Latency, TTFT Samples
 }
 
 // Samples collects durations for percentiles.
@@ -131,24 +149,42 @@ func pct(s Samples, q float64) string {
 
 // WriteTable prints the outcome table (one line per row, and per priority
 // where a row has more than one class), then latencies.
+//
+// The rateLimited and degraded columns appear only when some row has
+// any, and a table per row breaks it down by traffic stream when the
+// row has streams (WriteStreams), so a scenario that uses neither keys
+// nor streams prints the table it always did.
 func WriteTable(w io.Writer, rows []*Row) {
+	limited, degraded := false, false
+	for _, r := range rows {
+		limited = limited || r.Counts[RateLimited] > 0
+		degraded = degraded || r.Degraded > 0
+	}
+	opt := func(show bool, v string) string {
+		if !show {
+			return ""
+		}
+		return v + "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tok\tlate\ttimedOut\tshed\tlost\tfailed\tcrashes\tpeak\tgoodput/s\tretry amp\textra calls\t")
+	fmt.Fprintln(tw, "policy\tok\tlate\ttimedOut\tshed\t"+opt(limited, "rateLimited")+"lost\tfailed\t"+opt(degraded, "degraded")+
+		"crashes\tpeak\tgoodput/s\tretry amp\textra calls\t")
 	for _, r := range rows {
 		c := r.Counts
 		extra := "-"
 		if r.Extra > 0 && r.Unique > 0 {
 			extra = fmt.Sprintf("%.1f%%", 100*float64(r.Extra)/float64(r.Unique))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.2f\t%s\t\n", r.Name,
-			c[OK], c[Late], c[TimedOut], c[Shed], c[Lost], c[Failed], r.Crashes, r.Peak, r.Goodput(), r.Amplification(), extra)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s%d\t%d\t%.1f\t%.2f\t%s\t\n", r.Name,
+			c[OK], c[Late], c[TimedOut], c[Shed], opt(limited, fmt.Sprint(c[RateLimited])), c[Lost], c[Failed],
+			opt(degraded, fmt.Sprint(r.Degraded)), r.Crashes, r.Peak, r.Goodput(), r.Amplification(), extra)
 		if classes(r) > 1 {
 			for p, pc := range r.ByPriority {
 				if pc.Total() == 0 {
 					continue
 				}
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t\t\n", Priorities[p],
-					pc[OK], pc[Late], pc[TimedOut], pc[Shed], pc[Lost], pc[Failed])
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s\t\t\t\t\t\n", Priorities[p],
+					pc[OK], pc[Late], pc[TimedOut], pc[Shed], opt(limited, fmt.Sprint(pc[RateLimited])), pc[Lost], pc[Failed], opt(degraded, ""))
 			}
 		}
 	}
@@ -171,6 +207,53 @@ func WriteTable(w io.Writer, rows []*Row) {
 		}
 	}
 	tw.Flush()
+	WriteStreams(w, rows)
+}
+
+// WriteStreams prints, for each row with streams, a table of its
+// streams' outcomes and the latency and TTFT of their OK answers.
+func WriteStreams(w io.Writer, rows []*Row) {
+	for _, r := range rows {
+		if len(r.Streams) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, by stream:\n", r.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "stream\tok\tlate\ttimedOut\tshed\trateLimited\tlost\tfailed\tdegraded\tok share\tTTFT p50\tp99\tlatency p50\tp99\t")
+		for _, s := range r.Streams {
+			c := s.Counts
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.Name,
+				c[OK], c[Late], c[TimedOut], c[Shed], c[RateLimited], c[Lost], c[Failed], s.Degraded, share(c[OK], c.Total()),
+				pct(s.TTFT, .5), pct(s.TTFT, .99), pct(s.Latency, .5), pct(s.Latency, .99))
+		}
+		tw.Flush()
+	}
+}
+
+// share formats n of total as a percentage, or "-" of nothing.
+func share(n, total int) string {
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+}
+
+// OKShare is the fraction of a stream's requests answered in time.
+func (s *StreamRow) OKShare() float64 {
+	if t := s.Counts.Total(); t > 0 {
+		return float64(s.Counts[OK]) / float64(t)
+	}
+	return 0
+}
+
+// Stream returns the row's stream of that name, or nil.
+func (r *Row) Stream(name string) *StreamRow {
+	for _, s := range r.Streams {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 func classes(r *Row) int {
@@ -197,11 +280,27 @@ type Summary struct {
 	LatencyMs     map[string]float64        `json:"latency_ms"`
 	TTFTMs        map[string]float64        `json:"ttft_ms"`
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
+	Degraded      int                       `json:"degraded,omitempty"`
+	Streams       []StreamSummary           `json:"streams,omitempty"`
 }
 
+// StreamSummary is a stream's share of a Summary.
+type StreamSummary struct {
+	Name      string             `json:"name"`
+	Counts    map[string]int     `json:"counts"`
+	Degraded  int                `json:"degraded"`
+	LatencyMs map[string]float64 `json:"latency_ms"`
+	TTFTMs    map[string]float64 `json:"ttft_ms"`
+}
+
+// countMap names each count; rateLimited only when there are any, so a
+// run without key budgets reports what it always did.
 func countMap(c Counts) map[string]int {
 	m := map[string]int{}
 	for o, v := range c {
+		if Outcome(o) == RateLimited && v == 0 {
+			continue
+		}
 		m[outcomeNames[o]] = v
 	}
 	return m
@@ -230,6 +329,11 @@ func Summarise(rows []*Row) []Summary {
 				s.ByPriority[Priorities[p]] = countMap(pc)
 			}
 		}
+		s.Degraded = r.Degraded
+		for _, st := range r.Streams {
+			s.Streams = append(s.Streams, StreamSummary{Name: st.Name, Counts: countMap(st.Counts), Degraded: st.Degraded,
+				LatencyMs: quantiles(st.Latency), TTFTMs: quantiles(st.TTFT)})
+		}
 		out = append(out, s)
 	}
 	return out
@@ -243,12 +347,20 @@ func WriteJSON(w io.Writer, rows []*Row) error {
 }
 
 // WriteCSV writes one line per row and priority with the counts.
+//
+// The rateLimited column appears only when some row has any.
 func WriteCSV(w io.Writer, rows []*Row) {
-	fmt.Fprintln(w, "policy,class,"+strings.Join(outcomeNames[:], ",")+",crashes,peak")
+	n := int(RateLimited)
+	for _, r := range rows {
+		if r.Counts[RateLimited] > 0 {
+			n = int(numOutcomes)
+		}
+	}
+	fmt.Fprintln(w, "policy,class,"+strings.Join(outcomeNames[:n], ",")+",crashes,peak")
 	for _, r := range rows {
 		line := func(class string, c Counts, crashes, peak int) {
-			vals := make([]string, len(c))
-			for i, v := range c {
+			vals := make([]string, n)
+			for i, v := range c[:n] {
 				vals[i] = fmt.Sprint(v)
 			}
 			fmt.Fprintf(w, "%s,%s,%s,%d,%d\n", r.Name, class, strings.Join(vals, ","), crashes, peak)

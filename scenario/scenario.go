@@ -10,9 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"slices"
 	"sort"
 	"time"
 
@@ -53,10 +51,27 @@ type Scenario struct {
 	// Policies are variants of the gateway config, one table row each.
 	// Empty means one row for the gateway config as written.
 	Policies []Policy `yaml:"policies"`
+	// Keys holds the plaintext of the gateway's virtual keys (keys[] by
+	// name), which the gateway config holds only as SHA-256 hashes:
+	// sluice load sends them. They must be test keys, never real ones;
+	// each must hash to its keys[].sha256. The simulator needs none.
+	Keys map[string]string `yaml:"keys"`
 }
 
-// Clients describes the traffic.
+// Clients describes the traffic: its main stream, and the settings
+// every stream shares (patience, abandon, deadlines, retries, stream).
 type Clients struct {
+	// Name names the main stream in reports (default "main").
+	Name string `yaml:"name"`
+	// Key names the keys[] entry of the gateway config whose key the
+	// main stream's requests carry (default: none). A key with a
+	// priority sets its requests' class; otherwise the class drawn from
+	// priorities applies, never above admission.default_priority, as the
+	// gateway treats a key's header.
+	Key string `yaml:"key"`
+	// Streams are further independent traffic streams (tenants, kinds
+	// of work), each with its own arrivals and random draws: see Stream.
+	Streams []Stream `yaml:"streams"`
 	// Model is the client-facing model every request names.
 	Model string     `yaml:"model"`
 	Rate  []RateStep `yaml:"rate"`
@@ -83,6 +98,78 @@ type Clients struct {
 	// come in time. Clients that wait have no deadline to send.
 	SendDeadline *bool `yaml:"send_deadline"`
 	Retry        Retry `yaml:"retry"`
+}
+
+// Stream is one more traffic stream. Name and Key are its own (a stream
+// without a key sends none); each other field, when set, overrides the
+// main stream's; patience, abandon, send_deadline, retry and stream are
+// always the clients' own.
+type Stream struct {
+	Name         string             `yaml:"name"`
+	Key          string             `yaml:"key"`
+	Model        string             `yaml:"model"`
+	Rate         []RateStep         `yaml:"rate"`
+	Arrivals     string             `yaml:"arrivals"`
+	Priorities   map[string]float64 `yaml:"priorities"`
+	PromptTokens mock.TokenRange    `yaml:"prompt_tokens"`
+	MaxTokens    *int               `yaml:"max_tokens"`
+}
+
+// MainStream is the main stream's name when clients.name is not set.
+const MainStream = "main"
+
+// DefaultPromptTokens is a request's prompt length when prompt_tokens is
+// not set: short, like a chat turn.
+const DefaultPromptTokens = 16
+
+// All returns every stream as a Clients of its own, with its overrides
+// applied and no streams: the main stream first (named), then the
+// others in file order. Every host runs the streams from here.
+func (c Clients) All() []Clients {
+	main := c
+	main.Streams = nil
+	if main.Name == "" {
+		main.Name = MainStream
+	}
+	out := []Clients{main}
+	for _, s := range c.Streams {
+		x := main
+		x.Name, x.Key = s.Name, s.Key
+		if s.Model != "" {
+			x.Model = s.Model
+		}
+		if len(s.Rate) > 0 {
+			x.Rate = s.Rate
+		}
+		if s.Arrivals != "" {
+			x.Arrivals = s.Arrivals
+		}
+		if s.Priorities != nil {
+			x.Priorities = s.Priorities
+		}
+		if s.PromptTokens != (mock.TokenRange{}) {
+			x.PromptTokens = s.PromptTokens
+		}
+		if s.MaxTokens != nil {
+			x.MaxTokens = *s.MaxTokens
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// Prompt is the range prompt lengths are drawn from, uniformly: the
+// prompt_tokens given (Max 0 meaning exactly Min), or
+// DefaultPromptTokens.
+func (c Clients) Prompt() mock.TokenRange {
+	r := c.PromptTokens
+	if r == (mock.TokenRange{}) {
+		r = mock.TokenRange{Min: DefaultPromptTokens}
+	}
+	if r.Max < r.Min {
+		r.Max = r.Min
+	}
+	return r
 }
 
 // RateStep sets the arrival rate from At on (At itself included). With
@@ -191,25 +278,10 @@ func (f *File) validate() error {
 		bad("tick: must not be negative")
 	}
 	c := &s.Clients
-	if _, ok := f.Gateway.Model(c.Model); !ok {
-		bad("clients.model: %q is not a model of the gateway config", c.Model)
-	}
 	if len(c.Rate) == 0 {
 		bad("clients.rate: give at least one step, e.g. [{at: 0s, rps: 20}]")
 	}
-	for i, r := range c.Rate {
-		if r.RPS < 0 || math.IsNaN(r.RPS) || (i > 0 && r.At < c.Rate[i-1].At) {
-			bad("clients.rate[%d]: rps must be >= 0 and steps in time order", i)
-		}
-	}
-	if _, ok := workload.ParseSpacing(c.Arrivals); !ok {
-		bad("clients.arrivals: %q; use even or poisson", c.Arrivals)
-	}
-	for name, share := range c.Priorities {
-		if !slices.Contains([]string{"critical", "interactive", "background"}, name) || share < 0 {
-			bad("clients.priorities.%s: use critical, interactive or background with a share >= 0", name)
-		}
-	}
+	f.validateStreams(bad)
 	checkRetry := func(at string, r Retry) {
 		if _, ok := workload.ParseStrategy(r.Strategy); !ok {
 			bad("%s.strategy: %q; use none, immediate, backoff or jittered", at, r.Strategy)

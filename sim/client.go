@@ -12,17 +12,23 @@ import (
 // fail handles an attempt that ended in an error answer: the client
 // retries as workload.Retry decides, or the request ends with outcome.
 func (r *run) fail(q *request, outcome report.Outcome, retryAfter time.Duration) {
+	r.failStatus(q, outcome, clientStatus(outcome), retryAfter)
+}
+
+// failStatus is fail for an answer whose status the outcome does not
+// tell (a 413 is Failed, and not retried).
+func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAfter time.Duration) {
 	if q.state == stDone {
 		return
 	}
 	e := workload.Ended{
 		Attempt:    q.attempt,
 		Elapsed:    r.now - q.first,
-		Status:     clientStatus(outcome),
+		Status:     status,
 		Started:    q.started,
 		RetryAfter: retryAfter,
 	}
-	if delay, ok := r.retry.Next(e, r.rng); ok {
+	if delay, ok := r.retry.Next(e, q.st.rng); ok {
 		q.state = stIdle
 		q.token++
 		r.push(r.now+delay, classArrival, evArrive, q)
@@ -40,6 +46,8 @@ func clientStatus(o report.Outcome) int {
 		return 0 // no response at all
 	case report.Shed:
 		return http.StatusServiceUnavailable
+	case report.RateLimited:
+		return http.StatusTooManyRequests
 	case report.TimedOut:
 		return http.StatusGatewayTimeout
 	}
@@ -59,6 +67,16 @@ func (r *run) final(q *request, o report.Outcome) {
 	r.row.Counts[o]++
 	r.row.ByPriority[q.pri][o]++
 	r.series.count(o)
+	answered := o == report.OK || o == report.Late
+	if answered && q.degraded {
+		r.row.Degraded++
+	}
+	if s := q.st.row; s != nil {
+		s.Counts[o]++
+		if answered && q.degraded {
+			s.Degraded++
+		}
+	}
 }
 
 // answered records a complete answer.
@@ -76,6 +94,10 @@ func (r *run) answered(q *request) {
 		}
 		r.row.TTFT[q.pri] = append(r.row.TTFT[q.pri], ttft)
 		r.series.latency(took)
+		if s := q.st.row; s != nil {
+			s.Latency = append(s.Latency, took)
+			s.TTFT = append(s.TTFT, ttft)
+		}
 	}
 	r.final(q, o)
 }

@@ -35,7 +35,9 @@ type event struct {
 	// the push sequence, so one comparison orders both.
 	order uint64
 	kind  eventKind
-	req   *request
+	// flow indexes run.flows for a new arrival (evArrive with no req).
+	flow uint16
+	req  *request
 	// token must match req.token for the event to still apply; a moved-on
 	// request ignores its stale events.
 	token uint32

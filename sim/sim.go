@@ -81,7 +81,15 @@ const (
 // request is one unique client request across its attempts.
 type request struct {
 	uid     uint64
+	st      *flow // the traffic stream it belongs to
 	pri     admission.Priority
+	// inTok is its prompt's tokens; maxOut the max_tokens this attempt
+	// asks for (0: none), after degradation.
+	inTok, maxOut int64
+	// targets are this attempt's route's providers, in failover order:
+	// its model's, or those of the model it was degraded to.
+	targets  []int
+	degraded bool // this attempt is served degraded
 	first   time.Duration // first attempt: patience counts from here
 	sent    time.Duration // this attempt
 	attempt int
@@ -111,16 +119,12 @@ type run struct {
 	events  eventHeap
 	seq     uint64
 	rng     *rand.Rand
-	arr     *workload.Arrivals
 	ups     []*upstream
-	scope   int   // the model's first target's provider, for the series
-	targets []int // the model's targets' providers, in failover order
-	// route is the model's route, as lifecycle.FromConfig builds it for
-	// the gateway too.
-	route   lifecycle.Route
+	scope   int // the main stream's model's first target's provider, for the series
+	// flows are the traffic streams, the main one first.
+	flows   []*flow
 	down    time.Duration // refusing arrivals until then
 	nextUID uint64
-	shares  [3]float64
 	// extraBefore carries second calls counted by engines lost to crashes.
 	extraBefore int
 	retry       workload.Retry
@@ -148,35 +152,42 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		retry: retry.Policy(sc.Clients.Patience, 1),
 	}
 	r.series = newSeries(name)
-	r.shares = sc.Clients.PriorityShares()
 	for _, p := range cfg.Providers {
 		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
 	}
 	if err := r.restartEngine(); err != nil {
 		return nil, err
 	}
-	rt, ok := r.routes[sc.Clients.Model]
-	if !ok {
-		return nil, fmt.Errorf("scenario.clients.model: %q is not a configured model", sc.Clients.Model)
+	if err := r.newFlows(); err != nil {
+		return nil, err
 	}
-	r.route, r.targets, r.scope = rt, rt.Targets, rt.Targets[0]
-	sched := sc.Clients.Schedule(o.RPSScale, 1)
-	r.arr = workload.NewArrivals(sched, sc.Duration, sc.Clients.Spacing(),
-		rand.New(rand.NewPCG(sc.Seed^0xa771, sc.Seed)))
+	r.scope = r.flows[0].route.Targets[0]
 	// Room for the latencies of the requests the schedule will send, so
 	// an hour's millions of samples are not copied as they grow.
-	total := r.shares[0] + r.shares[1] + r.shares[2]
-	for p, s := range r.shares {
-		if total <= 0 {
-			break
+	var expect [3]float64
+	for _, fl := range r.flows {
+		sh := fl.shares
+		total := sh[0] + sh[1] + sh[2]
+		for p, s := range sh {
+			if total > 0 {
+				expect[p] += fl.sched.Integral(0, sc.Duration) * s / total
+			}
 		}
-		n := int(sched.Integral(0, sc.Duration)*s/total*1.05) + 16
-		r.row.Latency[p], r.row.TTFT[p] = make(report.Samples, 0, n), make(report.Samples, 0, n)
+	}
+	for p, e := range expect {
+		if e > 0 {
+			n := int(e*1.05) + 16
+			r.row.Latency[p], r.row.TTFT[p] = make(report.Samples, 0, n), make(report.Samples, 0, n)
+		}
 	}
 	if sc.Tick > 0 {
 		r.push(0, classArrival, evArrivals, nil)
-	} else if t, ok := r.arr.Next(); ok {
-		r.push(t, classArrival, evArrive, nil)
+	} else {
+		for _, fl := range r.flows {
+			if t, ok := fl.arr.Next(); ok {
+				r.pushArrival(t, fl)
+			}
+		}
 	}
 	r.push(0, classSample, evSample, nil)
 	return r, nil
@@ -266,16 +277,19 @@ func (r *run) loop() {
 		case evArrive:
 			q := e.req
 			if q == nil {
-				q = r.newRequest()
-				if t, ok := r.arr.Next(); ok {
-					r.push(t, classArrival, evArrive, nil)
+				fl := r.flows[e.flow]
+				q = r.newRequest(fl)
+				if t, ok := fl.arr.Next(); ok {
+					r.pushArrival(t, fl)
 				}
 			}
 			r.arrive(q)
 			r.checkMemory()
 		case evArrivals:
-			for range r.arr.PerTick(r.now, r.sc.Tick) {
-				r.arrive(r.newRequest())
+			for _, fl := range r.flows {
+				for range fl.arr.PerTick(r.now, r.sc.Tick) {
+					r.arrive(r.newRequest(fl))
+				}
 			}
 			r.checkMemory()
 			if next := r.now + r.sc.Tick; next < r.sc.Duration {
@@ -306,9 +320,9 @@ func (r *run) armEngine() {
 	r.push(at, classEngine, evEngineTick, nil)
 }
 
-func (r *run) newRequest() *request {
+func (r *run) newRequest(fl *flow) *request {
 	r.nextUID++
-	q := &request{uid: r.nextUID, first: r.now, pri: r.drawPriority()}
+	q := &request{uid: r.nextUID, st: fl, first: r.now, pri: fl.priority(), inTok: fl.promptTokens()}
 	r.row.Unique++
 	if p := r.sc.Clients.Patience; p > 0 && r.sc.Clients.AbandonOnPatience() {
 		r.pushClient(q, r.now+p)
@@ -350,19 +364,6 @@ func (r *run) patienceFirst(top *event) bool {
 	return p.at < top.at || (p.at == top.at && p.order < top.order)
 }
 
-func (r *run) drawPriority() admission.Priority {
-	shares := r.shares
-	total := shares[0] + shares[1] + shares[2]
-	x := r.rng.Float64() * total
-	for p, s := range shares {
-		if x < s {
-			return admission.Priority(p)
-		}
-		x -= s
-	}
-	return admission.Interactive
-}
-
 // arrive sends one attempt into the gateway.
 func (r *run) arrive(q *request) {
 	q.attempt++
@@ -378,12 +379,11 @@ func (r *run) arrive(q *request) {
 	if r.sc.Clients.SendsDeadline() {
 		deadline = max(q.first+r.sc.Clients.Patience-r.now, time.Millisecond)
 	}
-	a, rd := r.eng.Arrive(r.clock(r.now), r.route.Request(q.pri, r.sc.Clients.Stream, r.clock(r.now), deadline))
+	a, rd := r.eng.Arrive(r.clock(r.now), r.request(q, deadline))
 	if a.Verdict == admission.Rejected {
-		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
-		r.fail(q, report.Shed, a.Refusal.RetryAfter)
+		r.refused(q, a)
 	} else {
-		q.state, q.id, q.scope = stInGateway, a.ID, r.targets[a.Target]
+		q.state, q.id, q.scope = stInGateway, a.ID, q.targets[a.Target]
 		r.byID[a.ID] = q
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)
@@ -402,7 +402,7 @@ func (r *run) apply(rd lifecycle.Ready) {
 	for _, id := range rd.Start {
 		if q := r.byID[id]; q != nil {
 			if t, ok := r.eng.Target(id); ok {
-				q.scope = r.targets[t] // it may have been moved while it waited
+				q.scope = q.targets[t] // it may have been moved while it waited
 			}
 			r.startUpstream(q)
 		}
@@ -444,7 +444,7 @@ func (r *run) apply(rd lifecycle.Ready) {
 	}
 	for _, h := range rd.Second {
 		if q := r.byID[h.ID]; q != nil {
-			r.startCall(q, 1, r.targets[h.Target])
+			r.startCall(q, 1, q.targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
 			// expires, so this is a safety net): end the call unsent.
