@@ -276,7 +276,7 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	switch rej.Reason {
 	case admission.ReasonUnavailable:
-		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, or the provider asked for a pause); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, a provider asked for a pause, or its per-minute budget is spent); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	case admission.ReasonTooSlow:
 		msg = fmt.Sprintf("provider %s is out of rotation and too slow to answer before this request's deadline, and no other target can take it (%s); retry after %s", x.provider, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	}
