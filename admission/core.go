@@ -58,7 +58,10 @@ type Config struct {
 	Headroom [numPriorities]int
 	// Lanes cap the requests of a lane in flight (Request.Lane): a share
 	// of capacity for large-context work, so that it cannot take all.
-	Lanes []Limiter
+	// LaneMaxWait, when set for a lane, is how long its requests may wait
+	// instead of their class's MaxWait.
+	Lanes       []Limiter
+	LaneMaxWait []time.Duration
 	// Seed owns the jitter RetryAfter adds, so a simulation replays.
 	Seed uint64
 }
@@ -228,7 +231,11 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 		c.unlink(victim)
 		res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
 	}
-	e.expires = now.Add(c.maxWait(r.Priority))
+	wait := c.maxWait(r.Priority)
+	if i := r.Lane - 1; i >= 0 && i < len(c.cfg.LaneMaxWait) && c.cfg.LaneMaxWait[i] > 0 {
+		wait = c.cfg.LaneMaxWait[i]
+	}
+	e.expires = now.Add(wait)
 	if !r.Deadline.IsZero() && r.Deadline.Before(e.expires) {
 		e.expires = r.Deadline
 	}

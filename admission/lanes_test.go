@@ -42,3 +42,20 @@ func TestBatchUsesLeftoverCapacity(t *testing.T) {
 		t.Fatalf("after five minutes: %+v, want the background waiter refused", got)
 	}
 }
+
+// A lane's requests wait the lane's own MaxWait, not their class's.
+func TestLaneMaxWait(t *testing.T) {
+	h := newHarness(t, Config{Global: Fixed(10), MaxDepth: 10, MaxWait: time.Second,
+		Lanes: []Limiter{Fixed(1)}, LaneMaxWait: []time.Duration{30 * time.Second}})
+	large := Request{Priority: Interactive, Scope: NoScope, Lane: 1}
+	h.admit(large, Admitted)
+	w := h.admit(large, Queued)
+	h.at(29 * time.Second)
+	if got := h.c.Expire(h.now); len(got) != 0 {
+		t.Fatalf("a lane waiter expired at its class's max_wait: %+v", got)
+	}
+	h.at(30*time.Second + time.Millisecond)
+	if got := h.c.Expire(h.now); len(got) != 1 || got[0].Ticket != w.Ticket {
+		t.Fatalf("after the lane's max_wait: %+v, want the waiter refused", got)
+	}
+}

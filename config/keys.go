@@ -91,6 +91,10 @@ type LargeLane struct {
 	// its requests in flight at once (default: a quarter of
 	// admission.max_in_flight).
 	MaxInFlight int `yaml:"max_in_flight"`
+	// MaxWait is how long the lane's requests may wait for a slot
+	// (default: their class's, admission.queue.max_wait or
+	// lanes.batch.max_wait): a report can wait longer than a chat.
+	MaxWait Duration `yaml:"max_wait"`
 	// Limits are the lane's own budgets, across all keys.
 	Limits Limits `yaml:"limits"`
 }
@@ -202,6 +206,9 @@ func (c *Config) validateLanes(v *checker) {
 	}
 	if l.MaxInFlight < 0 {
 		v.add("lanes.large_context.max_in_flight", "%d is negative; write a positive share of admission.max_in_flight", l.MaxInFlight)
+	}
+	if l.MaxWait < 0 {
+		v.add("lanes.large_context.max_wait", "is negative; write e.g. 30s")
 	}
 	validateLimits(v, "lanes.large_context.limits", l.Limits)
 	if (l.MaxInFlight > 0 || l.Limits.Any()) && l.MinInputTokens == 0 {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
@@ -47,6 +48,7 @@ func FromConfig(cfg *config.Config) (Config, error) {
 	large := cfg.Lanes.LargeContext
 	if large.MinInputTokens > 0 {
 		ac.Lanes = []admission.Limiter{admission.Fixed(large.MaxInFlight)}
+		ac.LaneMaxWait = []time.Duration{large.MaxWait.D()}
 	}
 	b := Budgets{LargeMinInput: large.MinInputTokens, Large: Limits(large.Limits)}
 	for _, k := range cfg.Keys {
