@@ -69,7 +69,7 @@ func (o *outgoing) reader(t target) *protocol.BodyReader {
 // byte length, which a byte-level BPE never exceeds, stands in.
 func (g *Gateway) countInput(m *model, raw []byte) (int64, bool) {
 	enc, exact := tokens.EncodingFor(m.targets[0].model)
-	n, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
+	n, _, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
 	if err != nil {
 		return int64(len(raw)), false
 	}

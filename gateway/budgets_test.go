@@ -174,3 +174,16 @@ func grepLines(text, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Embeddings generate no output: they reserve none and are charged none.
+func TestEmbeddingsReserveNoOutput(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{OTPM: 100}}}
+	})
+	for range 3 {
+		status, h, body := s.do("/v1/embeddings", `{"model":"mock-embed","input":"hello there"}`, bearer("sk-k"))
+		if status != 200 || h.Get("X-Ratelimit-Remaining-Tokens") != "100" {
+			t.Fatalf("embeddings: %d, remaining output tokens %q, %s; want 200 with all 100 left", status, h.Get("X-Ratelimit-Remaining-Tokens"), body)
+		}
+	}
+}

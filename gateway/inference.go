@@ -123,6 +123,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
 	req.MaxOutput = body.MaxTokens
+	if !ep.Streams {
+		req.MaxOutput = lifecycle.NoOutput // embeddings generate no tokens
+	}
 	if x.key != nil {
 		req.Key = x.key.index
 	}

@@ -93,13 +93,13 @@ func BenchmarkTokenShare(b *testing.B) {
 		b.Run("count/"+name, func(b *testing.B) {
 			c := tokens.NewCounter(0)
 			ch := tokenstest.NewChat("mock-gpt", 1)
-			if _, err := c.Request(enc, false, ch.Body); err != nil {
+			if _, _, err := c.Request(enc, false, ch.Body); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(ch.Body)))
 			cpu := loop(b, func(i uint64) {
 				stamp(ch, i)
-				if _, err := c.Request(enc, false, ch.Body); err != nil {
+				if _, _, err := c.Request(enc, false, ch.Body); err != nil {
 					b.Fatal(err)
 				}
 			})

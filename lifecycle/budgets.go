@@ -34,6 +34,10 @@ import (
 // charges what it used, either way.
 const DefaultOutputReserve = 1024
 
+// NoOutput is Request.MaxOutput for an endpoint that generates no output
+// tokens (embeddings): it reserves none and is charged none.
+const NoOutput = -1
+
 // Budgets configures the engine's token budgets. Zero limits are none.
 type Budgets struct {
 	// Keys[k-1] is the budget of key k (Request.Key).
@@ -133,7 +137,10 @@ func (bk *books) lane(r Request) int {
 // less (its settlement charges what it used either way).
 func (bk *books) cost(r Request) quota.Cost {
 	out := r.MaxOutput
-	if out <= 0 {
+	switch {
+	case out == NoOutput:
+		out = 0
+	case out <= 0:
 		out = bk.reserve
 		if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
 			out = min(out, bk.outCap[k])
@@ -255,8 +262,8 @@ func (bk *books) used(r Request, o Outcome) quota.Cost {
 	}
 	// No answer can be longer than the max_tokens it was asked with: a
 	// count past it is the provider's error, not the key's cost.
-	if r.MaxOutput > 0 {
-		u.OutputTokens = min(u.OutputTokens, r.MaxOutput)
+	if r.MaxOutput > 0 || r.MaxOutput == NoOutput {
+		u.OutputTokens = min(u.OutputTokens, c.OutputTokens)
 	}
 	return u
 }

@@ -140,7 +140,8 @@ type Request struct {
 	// Key, from 1, is the client's key in Budgets.Keys; 0: none.
 	Key int
 	// InputTokens is the request's input, as counted before the call;
-	// MaxOutput its max_tokens (0: none named). They set what the
+	// MaxOutput its max_tokens (0: none named; NoOutput: an endpoint
+	// that generates none, such as embeddings). They set what the
 	// request reserves of its budgets, and its lane.
 	InputTokens, MaxOutput int64
 	// Deadline is when the request's time runs out; zero means never.
