@@ -258,6 +258,10 @@ type Model struct {
 	// Degrade, when set, serves the model's background requests under
 	// pressure in a cheaper way instead of refusing them.
 	Degrade *Degrade `yaml:"degrade"`
+	// DefaultMaxTokens is what a request naming no max_tokens reserves
+	// of its key's output budget until its usage settles it (default
+	// 1024; more for reasoning models, whose answers run long).
+	DefaultMaxTokens int64 `yaml:"default_max_tokens"`
 }
 
 // Target is one {provider, upstream model name} pair.

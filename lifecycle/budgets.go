@@ -142,6 +142,9 @@ func (bk *books) cost(r Request) quota.Cost {
 		out = 0
 	case out <= 0:
 		out = bk.reserve
+		if r.DefaultOutput > 0 {
+			out = r.DefaultOutput
+		}
 		if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
 			out = min(out, bk.outCap[k])
 		}

@@ -223,3 +223,23 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 		}
 	}
 }
+
+// A request naming no max_tokens reserves its route's default, else the
+// engine's, never more than its key's output budget.
+func TestDefaultOutputReservation(t *testing.T) {
+	e := budgetEngine(Budgets{Keys: []quota.Limits{perMinute(0, 0, 100000), perMinute(0, 0, 500)}})
+	for _, c := range []struct {
+		r    Request
+		want int64
+	}{
+		{Request{Targets: []int{0}, Key: 1}, DefaultOutputReserve},
+		{Request{Targets: []int{0}, Key: 1, DefaultOutput: 8000}, 8000},
+		{Request{Targets: []int{0}, Key: 1, MaxOutput: 300, DefaultOutput: 8000}, 300},
+		{Request{Targets: []int{0}, Key: 2}, 500},
+		{Request{Targets: []int{0}, Key: 1, MaxOutput: NoOutput}, 0},
+	} {
+		if got := e.books.cost(c.r).OutputTokens; got != c.want {
+			t.Errorf("%+v reserves %d output tokens, want %d", c.r, got, c.want)
+		}
+	}
+}

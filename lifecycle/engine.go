@@ -111,6 +111,9 @@ type Route struct {
 	// Degrade, when set, says how the model's background requests are
 	// served under pressure (Engine.ShouldDegrade).
 	Degrade *Degradation
+	// DefaultOutput is what a request naming no max_tokens reserves
+	// (0: Budgets.OutputReserve).
+	DefaultOutput int64
 }
 
 // Request is the engine's request for one of the route's: its deadline
@@ -122,7 +125,7 @@ func (rt Route) Request(p admission.Priority, stream bool, now time.Time, client
 		timeout = clientTimeout
 	}
 	return Request{Priority: p, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
-		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95}
+		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput}
 }
 
 // Request is what the engine needs to know about a request.
@@ -144,6 +147,9 @@ type Request struct {
 	// that generates none, such as embeddings). They set what the
 	// request reserves of its budgets, and its lane.
 	InputTokens, MaxOutput int64
+	// DefaultOutput replaces Budgets.OutputReserve for a request that
+	// names no max_tokens, when positive (Route.DefaultOutput).
+	DefaultOutput int64
 	// Deadline is when the request's time runs out; zero means never.
 	Deadline time.Time
 	// HedgeAfter, when positive, sends a second call (a hedge) if the
