@@ -63,17 +63,18 @@ func (o *outgoing) reader(t target) *protocol.BodyReader {
 }
 
 // countInput counts a request's input tokens in the encoding of its
-// model's first target, and says whether that is the model's own
-// encoding (else the count is an estimate). A body the counter cannot
+// model's first target, and says whether the count is exact: in the
+// model's own encoding, and within what the counter tokenizes exactly
+// (tokens.MaxExactBytes; past it, text is estimated). A body the counter cannot
 // read was already refused as malformed; should one slip through, its
 // byte length, which a byte-level BPE never exceeds, stands in.
 func (g *Gateway) countInput(m *model, raw []byte) (int64, bool) {
 	enc, exact := tokens.EncodingFor(m.targets[0].model)
-	n, _, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
+	n, estimated, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
 	if err != nil {
 		return int64(len(raw)), false
 	}
-	return int64(n), exact
+	return int64(n), exact && !estimated
 }
 
 // budgetRefused answers a request its key's budget, or the large-context

@@ -2,7 +2,9 @@ package tokens
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
+	"unicode/utf8"
 )
 
 // DefaultCacheEntries is the cache bound NewCounter uses when given none:
@@ -36,6 +38,13 @@ const numShards = 16
 // copied into the current.
 type Counter struct {
 	seed   maphash.Seed
+	texts  cache // counts of whole texts
+	pieces cache // counts of the pre-tokenizer's pieces
+}
+
+// cache is a bounded map from a text's key to its count: numShards
+// shards, each with two generations of at most gen entries.
+type cache struct {
 	gen    int // entries per generation in each shard
 	shards [numShards]shard
 }
@@ -67,17 +76,18 @@ func NewCounter(maxEntries int) *Counter {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
 	}
-	return &Counter{
-		seed: maphash.MakeSeed(),
-		gen:  (maxEntries + 2*numShards - 1) / (2 * numShards),
-	}
+	gen := (maxEntries + 2*numShards - 1) / (2 * numShards)
+	return &Counter{seed: maphash.MakeSeed(), texts: cache{gen: gen}, pieces: cache{gen: gen}}
 }
 
-// Bound is the most entries the cache holds.
-func (c *Counter) Bound() int { return 2 * numShards * c.gen }
+// Bound is the most entries the cache of texts holds; the cache of
+// pieces has the same bound.
+func (c *Counter) Bound() int { return 2 * numShards * c.texts.gen }
 
-// Len is the number of entries the cache holds now.
-func (c *Counter) Len() int {
+// Len is the number of entries the cache of texts holds now.
+func (c *Counter) Len() int { return c.texts.len() }
+
+func (c *cache) len() int {
 	n := 0
 	for i := range c.shards {
 		sh := &c.shards[i]
@@ -95,11 +105,14 @@ func (c *Counter) Count(enc Encoding, text string) int {
 	}
 	e := enc.index()
 	k := cacheKey{hash: maphash.String(c.seed, text), n: uint32(len(text)), enc: e, kind: kindLiteral}
-	if n, ok := c.lookup(k); ok {
+	if n, ok := c.texts.lookup(k); ok {
 		return n
 	}
-	n := countText(e, text)
-	c.store(k, n)
+	m := memos.Get().(*memo)
+	clear(m[:])
+	n, _ := c.countPieces(e, validUTF8(text), math.MaxInt, m)
+	memos.Put(m)
+	c.texts.store(k, n)
 	return n
 }
 
@@ -107,31 +120,124 @@ func (c *Counter) Count(enc Encoding, text string) int {
 // without escapes, or JSON text counted as written), or a string's raw
 // content with escapes, which is decoded first. The key is the raw
 // bytes, so a repeated message is found without decoding it.
-func (c *Counter) countRaw(e encIndex, raw []byte, escaped bool) int {
+//
+// Only the first limit bytes of the text are tokenized: if it is longer,
+// the count is exact for the pieces within limit and an estimate for
+// the rest (see estimate), estimated is true and the count is not
+// cached. The raw length is what is held against limit. *m is the
+// request's memo, taken from the pool on its first miss.
+func (c *Counter) countRaw(e encIndex, raw []byte, escaped bool, limit int, m **memo) (n int, estimated bool) {
 	if len(raw) == 0 {
-		return 0
+		return 0, false
 	}
 	k := cacheKey{hash: maphash.Bytes(c.seed, raw), n: uint32(len(raw)), enc: e, kind: kindLiteral}
 	if escaped {
 		k.kind = kindEscaped
 	}
-	if n, ok := c.lookup(k); ok {
-		return n
+	whole := len(raw) <= limit
+	if whole {
+		if n, ok := c.texts.lookup(k); ok {
+			return n, false
+		}
 	}
 	text := raw
 	if escaped {
 		text = unquote(raw)
 	}
-	n := countText(e, string(text))
-	c.store(k, n)
+	if *m == nil {
+		*m = memos.Get().(*memo)
+		clear((*m)[:])
+	}
+	n, estimated = c.countPieces(e, validUTF8(string(text)), limit, *m)
+	if whole {
+		c.texts.store(k, n)
+	}
+	return n, estimated
+}
+
+// estimate stands in for the count of b bytes of text left untokenized:
+// a third of a token per byte, rounded up, which is more than English
+// or code takes (about a quarter) and about what Chinese and Japanese
+// take in cl100k_base.
+func estimate(b int) int { return (b + 2) / 3 }
+
+// maxPiece is the longest piece the library tokenizes whole. A longer
+// piece (a run of letters, punctuation or whitespace over 1 KiB, which
+// no natural text has: a Chinese sentence of 300 characters is one
+// letter run of 900 bytes) is tokenized in chunks of at most maxPiece
+// bytes cut at rune boundaries, and the counts are summed; the sum can
+// differ from the exact count by up to about two tokens per cut, either
+// way (TestLongPieces). Tokenizing a single piece costs the library time
+// linear in its length, so the bound is not needed for speed; it keeps
+// a hostile piece from costing memory in proportion to its length.
+const maxPiece = 1024
+
+// countPieces counts s, which is valid UTF-8, as the sum of its pieces'
+// counts. Pieces that end past limit bytes are not tokenized: from the
+// first of them on, the rest of s is estimated, and estimated is true.
+// m remembers counts for the rest of the request.
+func (c *Counter) countPieces(e encIndex, s string, limit int, m *memo) (n int, estimated bool) {
+	o200k := e == encO200k
+	for i := 0; i < len(s); {
+		start, end := nextPiece(s, i, o200k)
+		if start == end {
+			break
+		}
+		if end > limit {
+			return n + estimate(len(s)-start), true
+		}
+		for p := s[start:end]; p != ""; {
+			chunk := p
+			if len(chunk) > maxPiece {
+				cut := maxPiece
+				for !utf8.RuneStart(chunk[cut]) {
+					cut--
+				}
+				chunk = chunk[:cut]
+			}
+			n += c.countPiece(e, chunk, m)
+			p = p[len(chunk):]
+		}
+		i = end
+	}
+	return n, false
+}
+
+// memo is a request's own small map from a piece's key to its count, in
+// front of the shared cache of pieces: a prompt repeats its words, and a
+// repeat found here costs neither the shared cache's lock nor its map.
+// A slot holds the last piece whose hash selected it; one memo serves
+// one encoding.
+type memo [512]struct {
+	hash uint64
+	n    uint32 // the piece's length; 0 in an empty slot
+	cnt  int32
+}
+
+var memos = sync.Pool{New: func() any { return new(memo) }}
+
+// countPiece counts one piece, from the memo or the cache of pieces when
+// it can.
+func (c *Counter) countPiece(e encIndex, p string, m *memo) int {
+	k := cacheKey{hash: maphash.String(c.seed, p), n: uint32(len(p)), enc: e, kind: kindLiteral}
+	slot := &m[k.hash%uint64(len(m))]
+	if slot.hash == k.hash && slot.n == k.n {
+		return int(slot.cnt)
+	}
+	n, ok := c.pieces.lookup(k)
+	if !ok {
+		n = countText(e, p)
+		c.pieces.store(k, n)
+	}
+	slot.hash, slot.n, slot.cnt = k.hash, k.n, int32(min(n, 1<<31-1))
 	return n
 }
 
-func (c *Counter) shard(k cacheKey) *shard {
+func (c *cache) shard(k cacheKey) *shard {
 	return &c.shards[k.hash>>60] // numShards is 16: the top 4 bits
 }
 
-func (c *Counter) lookup(k cacheKey) (int, bool) {
+func (c *cache) lookup(k cacheKey) (int, bool) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	n, ok := sh.cur[k]
@@ -144,7 +250,7 @@ func (c *Counter) lookup(k cacheKey) (int, bool) {
 	return int(n), ok
 }
 
-func (c *Counter) store(k cacheKey, n int) {
+func (c *cache) store(k cacheKey, n int) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	sh.put(k, int32(min(n, 1<<31-1)), c.gen)

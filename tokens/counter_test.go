@@ -14,7 +14,7 @@ import (
 // any lookup does).
 func cached(c *Counter, enc Encoding, text string) bool {
 	k := cacheKey{hash: maphash.String(c.seed, text), n: uint32(len(text)), enc: enc.index(), kind: kindLiteral}
-	_, ok := c.lookup(k)
+	_, ok := c.texts.lookup(k)
 	return ok
 }
 
@@ -63,7 +63,7 @@ func TestCounterEscapedKeys(t *testing.T) {
 		if literalFirst {
 			c.Count(Cl100kBase, raw)
 		}
-		if n, err := c.Request(Cl100kBase, false, body); n != wantDecoded || err != nil {
+		if n, _, err := c.Request(Cl100kBase, false, body); n != wantDecoded || err != nil {
 			t.Errorf("literal first %v: Request = %d, %v; want %d", literalFirst, n, err, wantDecoded)
 		}
 		if n := c.Count(Cl100kBase, raw); n != wantRaw {
@@ -135,7 +135,7 @@ func TestCounterConcurrent(t *testing.T) {
 						return
 					}
 				}
-				if n, err := c.Request(O200kBase, false, ch.Body); n != wantChat || err != nil {
+				if n, _, err := c.Request(O200kBase, false, ch.Body); n != wantChat || err != nil {
 					t.Errorf("goroutine %d: Request = %d, %v; want %d", g, n, err, wantChat)
 				}
 				_ = c.Len()

@@ -39,20 +39,34 @@
 //
 // # The cache and the cost
 //
-// Tokenizing is the expensive part: about 0.5 µs of CPU per token
-// (1 ms for a 2,000-token request on the 2-CPU benchmark machine, 600 kB
-// allocated), several times the gateway's own cost for the same request.
-// A chat client resends its whole conversation every turn, so a Counter
-// caches the count of every text it has tokenized, keyed by a seeded
-// hash of its bytes, bounded in entries (DefaultCacheEntries, about
-// 4 MiB). A request whose texts are all cached costs a scan of the body,
-// about 5 µs for 10 kB and no allocation; a conversation's next turn
-// pays for its new message only. docs/BENCHMARKS.md ("Token counting")
-// has the figures.
+// Tokenizing is two steps: a pre-tokenizer splits the text into pieces
+// (words with their leading space, runs of digits, punctuation or
+// whitespace), then a BPE encodes each piece on its own. Sluice does the
+// first step itself (pretok.go), in time linear in the text, splitting
+// exactly where the library's regular expressions split (the tests hold
+// it to the library piece for piece, including three quirks of the
+// library's matcher the file lists); the library's own split is
+// quadratic on a long run of whitespace mixing spaces and newlines
+// (" \n" repeated: 60 ms for 10 kB, 6 s for 100 kB). The second step is
+// the library's, one piece at a time, and a Counter caches the count of
+// every piece it has encoded, so the common words of a language are
+// encoded once per process.
 //
-// The tokenizer's pre-tokenizing regular expression is quadratic on some
-// inputs: a long run of whitespace mixing spaces and newlines (" \n"
-// repeated) costs about 75 ms for 10 kB and 190 ms for 20 kB. A caller
-// that counts untrusted bodies on the request path should bound the
-// bytes it counts.
+// A Counter also caches the count of every whole text (a message, a
+// tool result) keyed by a seeded hash of its bytes: a chat client resends
+// its whole conversation every turn, and a text seen before costs a
+// hash and a lookup. Each cache is bounded in entries (DefaultCacheEntries
+// each, about 4 MiB each). A request whose texts are all cached costs a
+// scan of the body, about 4 µs for 10 kB and no allocation; a new text
+// whose words have been seen costs about 10 µs per 1,000 tokens; text
+// never seen costs about 0.3 µs per token, most of it in the library.
+// docs/BENCHMARKS.md ("Token counting") has the figures.
+//
+// Two bounds keep a hostile body from buying much CPU. A piece longer
+// than 1 KiB (a run of one class of characters: no natural text has one)
+// is encoded in chunks of at most 1 KiB and the counts summed, which can
+// be off by up to about two tokens per cut. And Request tokenizes at most
+// MaxExactBytes (1 MiB) of a body's text, estimates the rest at a token
+// per 3 bytes, and says when it did; counting a body costs CPU linear in
+// its size, at most what tokenizing 1 MiB of new text costs.
 package tokens

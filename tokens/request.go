@@ -46,21 +46,33 @@ const (
 // duration), which a text tokenizer cannot see. Nor are fields that
 // shape the answer (response_format, tool_choice, ...).
 //
+// At most MaxExactBytes of a body's text are tokenized (held against
+// the texts' lengths as they stand in the body, in the order they come);
+// the text beyond is estimated at a token per 3 bytes, rounded up, and
+// estimated is true. So counting costs CPU linear in the body and at
+// most that of 1 MiB of text, whatever the body holds.
+//
 // The only error is ErrNotJSON. A well-formed body of another shape
 // counts what it has of the above, possibly nothing; a field of an
 // unexpected type is skipped.
-func (c *Counter) Request(enc Encoding, anthropic bool, body []byte) (int, error) {
-	w := walker{c: c, enc: enc.index(), anthropic: anthropic, s: scanner{b: body}}
+func (c *Counter) Request(enc Encoding, anthropic bool, body []byte) (n int, estimated bool, err error) {
+	w := walker{c: c, enc: enc.index(), anthropic: anthropic, s: scanner{b: body}, left: MaxExactBytes}
 	if w.s.peek() == '{' {
 		w.body()
 	} else {
 		w.s.skip()
 	}
-	if w.s.peek(); w.s.bad || w.s.i != len(body) {
-		return 0, ErrNotJSON
+	if w.memo != nil {
+		memos.Put(w.memo)
 	}
-	return w.n, nil
+	if w.s.peek(); w.s.bad || w.s.i != len(body) {
+		return 0, false, ErrNotJSON
+	}
+	return w.n, w.estimated, nil
 }
+
+// MaxExactBytes is how many bytes of a body's text Request tokenizes.
+const MaxExactBytes = 1 << 20
 
 // walker counts one body as its scanner steps through it. Each method
 // consumes exactly one JSON value, skipping what it does not count.
@@ -70,16 +82,27 @@ type walker struct {
 	anthropic bool
 	s         scanner
 	n         int
+	left      int  // bytes of text still to tokenize exactly
+	estimated bool // some text was estimated
+	memo      *memo
+}
+
+// count counts a text of the body (see countRaw) against the bytes left.
+func (w *walker) count(raw []byte, escaped bool) {
+	n, est := w.c.countRaw(w.enc, raw, escaped, w.left, &w.memo)
+	w.n += n
+	w.left = max(w.left-len(raw), 0)
+	w.estimated = w.estimated || est
 }
 
 // str counts a JSON string's text.
 func (w *walker) str(sp span) {
-	w.n += w.c.countRaw(w.enc, w.s.b[sp.start:sp.end], sp.esc)
+	w.count(w.s.b[sp.start:sp.end], sp.esc)
 }
 
 // json counts the next value's JSON text as written.
 func (w *walker) json() {
-	w.n += w.c.countRaw(w.enc, w.s.value(), false)
+	w.count(w.s.value(), false)
 }
 
 // text counts the next value if it is a string, and skips it otherwise.
@@ -232,7 +255,7 @@ func (w *walker) part(inResult bool) {
 		w.str(text)
 	case w.keyIs(typ, "tool_use"):
 		w.str(name)
-		w.n += w.c.countRaw(w.enc, input, false)
+		w.count(input, false)
 	case w.keyIs(typ, "tool_result") && content >= 0 && !s.bad:
 		// Scan the content again, now that it is known to count: it was
 		// valid the first time, so this cannot fail.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-gw/sluice/tokens/tokenstest"
 )
@@ -68,7 +69,7 @@ func TestRequestMatchesReference(t *testing.T) {
 			for _, enc := range []Encoding{O200kBase, Cl100kBase} {
 				want := refRequest(enc, tc.anthropic, body)
 				for pass := range 2 { // the second pass answers from the cache
-					got, err := c.Request(enc, tc.anthropic, body)
+					got, _, err := c.Request(enc, tc.anthropic, body)
 					if err != nil || got != want {
 						t.Errorf("%s pass %d: Request = %d, %v; reference %d", enc, pass, got, err, want)
 					}
@@ -93,7 +94,7 @@ func TestRequestCookbook(t *testing.T) {
 	{"role":"user","content":"This late pivot means we don't have time to boil the ocean for the client deliverable."}]}`
 	c := NewCounter(0)
 	for enc, want := range map[Encoding]int{Cl100kBase: 129, O200kBase: 124} {
-		if got, err := c.Request(enc, false, []byte(body)); err != nil || got != want {
+		if got, _, err := c.Request(enc, false, []byte(body)); err != nil || got != want {
 			t.Errorf("%s: Request = %d, %v; the API counted %d", enc, got, err, want)
 		}
 	}
@@ -109,11 +110,11 @@ func TestRequestChat(t *testing.T) {
 		}
 		for i := range uint64(3) {
 			ch.Stamp(i * 12345679) // same length and count, new text
-			if got, err := c.Request(enc, false, ch.Body); err != nil || got != want {
+			if got, _, err := c.Request(enc, false, ch.Body); err != nil || got != want {
 				t.Errorf("%s stamp %d: Request = %d, %v; want %d", enc, i, got, err, want)
 			}
 			ch.StampLast(i*7 + 1)
-			if got, err := c.Request(enc, false, ch.Body); err != nil || got != want {
+			if got, _, err := c.Request(enc, false, ch.Body); err != nil || got != want {
 				t.Errorf("%s stamp last %d: Request = %d, %v; want %d", enc, i, got, err, want)
 			}
 		}
@@ -147,7 +148,7 @@ func TestRequestNotJSON(t *testing.T) {
 	c := NewCounter(0)
 	for _, body := range notJSON {
 		for _, anthropic := range []bool{false, true} {
-			n, err := c.Request(Cl100kBase, anthropic, []byte(body))
+			n, _, err := c.Request(Cl100kBase, anthropic, []byte(body))
 			if valid := json.Valid([]byte(body)); valid != (err == nil) {
 				t.Errorf("%q anthropic=%v: json.Valid %v, Request = %d, %v", body, anthropic, valid, n, err)
 			} else if err != nil && (!errors.Is(err, ErrNotJSON) || n != 0) {
@@ -196,7 +197,7 @@ func TestRequestDepth(t *testing.T) {
 					t.Fatalf("%s %d: the test's depth is off (json.Valid %v)", w.name, total, valid)
 				}
 				for _, anthropic := range []bool{false, true} {
-					if _, err := c.Request(Cl100kBase, anthropic, body); (err == nil) != valid {
+					if _, _, err := c.Request(Cl100kBase, anthropic, body); (err == nil) != valid {
 						t.Errorf("%s, %d levels of %s, anthropic=%v: Request err %v, json.Valid %v", w.name, total, open, anthropic, err, valid)
 					}
 				}
@@ -211,7 +212,7 @@ func TestRequestAllocs(t *testing.T) {
 	}
 	c := NewCounter(0)
 	ch := tokenstest.NewChat("gpt-4o", 2)
-	if _, err := c.Request(O200kBase, false, ch.Body); err != nil {
+	if _, _, err := c.Request(O200kBase, false, ch.Body); err != nil {
 		t.Fatal(err)
 	}
 	if a := testing.AllocsPerRun(100, func() { c.Request(O200kBase, false, ch.Body) }); a != 0 {
@@ -243,7 +244,7 @@ func FuzzRequest(f *testing.F) {
 		if len(body)%2 == 1 {
 			enc = O200kBase
 		}
-		n, err := c.Request(enc, anthropic, body)
+		n, _, err := c.Request(enc, anthropic, body)
 		if valid := json.Valid(body); !valid {
 			if !errors.Is(err, ErrNotJSON) || n != 0 {
 				t.Fatalf("invalid JSON: Request = %d, %v; want 0, ErrNotJSON", n, err)
@@ -253,13 +254,75 @@ func FuzzRequest(f *testing.F) {
 		if err != nil || n < 0 {
 			t.Fatalf("valid JSON: Request = %d, %v", n, err)
 		}
-		if again, err := c.Request(enc, anthropic, body); again != n || err != nil {
+		if again, _, err := c.Request(enc, anthropic, body); again != n || err != nil {
 			t.Fatalf("Request = %d, then %d, %v", n, again, err)
 		}
 		if !duplicateKeys(body) {
-			if want := refRequest(enc, anthropic, body); n != want {
+			// A piece longer than maxPiece is counted in chunks, a token
+			// or so off per cut; no body that short has one.
+			want, slack := refRequest(enc, anthropic, body), len(body)/maxPiece
+			if n < want-slack || n > want+slack {
 				t.Fatalf("Request = %d; reference %d", n, want)
 			}
 		}
 	})
+}
+
+// TestRequestCap: a body's text beyond MaxExactBytes is estimated, not
+// tokenized, and Request says so; below it nothing is estimated.
+func TestRequestCap(t *testing.T) {
+	c := NewCounter(0)
+	ch := tokenstest.NewChat("gpt-4o", 1)
+	if _, est, err := c.Request(O200kBase, false, ch.Body); est || err != nil {
+		t.Fatalf("the chat: estimated %v, %v", est, err)
+	}
+	prose := tokenstest.Prose(5, 1000) + " "
+	text := strings.Repeat(strings.ReplaceAll(prose, "\n", " "), MaxExactBytes/len(prose)+1) // just over the cap
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	exact := c.Count(O200kBase, text)
+	for _, tc := range []struct {
+		name  string
+		body  string
+		extra int // text bytes past the cap
+	}{
+		{"one text", `{"prompt":` + quote(text) + `}`, len(text) - MaxExactBytes},
+		{"two texts", `{"prompt":[` + quote(text[:MaxExactBytes/2]) + `,` + quote(text) + `]}`, len(text) - MaxExactBytes/2},
+	} {
+		n, est, err := c.Request(O200kBase, false, []byte(tc.body))
+		if err != nil || !est {
+			t.Fatalf("%s: Request = %d, %v, %v; want an estimate", tc.name, n, est, err)
+		}
+		// The estimate is a third of a token per byte past the cap, where
+		// this prose takes about a fifth: the count is high, by no more
+		// than the estimate.
+		lo, hi := exact, exact+estimate(tc.extra)
+		if tc.name == "two texts" {
+			lo += c.Count(O200kBase, text[:MaxExactBytes/2])
+			hi = lo + estimate(tc.extra)
+		}
+		if n < lo || n > hi {
+			t.Errorf("%s: Request = %d; want %d to %d", tc.name, n, lo, hi)
+		}
+		if again, est2, _ := c.Request(O200kBase, false, []byte(tc.body)); again != n || !est2 {
+			t.Errorf("%s: again %d, %v; first %d", tc.name, again, est2, n)
+		}
+	}
+}
+
+// TestRequestHostile: bodies of the inputs that make the library's split
+// quadratic cost time linear in their size.
+func TestRequestHostile(t *testing.T) {
+	c := NewCounter(0)
+	size := 4 << 20
+	if raceEnabled {
+		size = 1 << 20
+	}
+	for _, unit := range []string{` \n`, ` `, `a`, `!`, `\n`, `\u00a0\n`, `\r\n \t`} {
+		body := []byte(`{"prompt":"` + strings.Repeat(unit, size/len(unit)) + `"}`)
+		start := time.Now()
+		n, est, err := c.Request(Cl100kBase, false, body)
+		if d := time.Since(start); err != nil || n <= 0 || d > 5*time.Second {
+			t.Errorf("%q × %d: Request = %d, %v, %v in %v", unit, size/len(unit), n, est, err, d)
+		}
+	}
 }
