@@ -112,6 +112,9 @@ func (c *Config) applyDefaults() {
 	if unset("admission.queue.max_wait", a.Queue.MaxWait == 0) {
 		a.Queue.MaxWait = Duration(DefaultQueueWait)
 	}
+	if c.Store != "" && c.Fleet.Timeout == 0 {
+		c.Fleet.Timeout = Duration(DefaultFleetTimeout)
+	}
 	if a.DefaultPriority == "" {
 		a.DefaultPriority = DefaultPriority
 	}

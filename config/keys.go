@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/sha256"
+	"net/url"
 	"encoding/hex"
 	"fmt"
 	"regexp"
@@ -282,4 +283,20 @@ func validatePrices(v *checker, prices map[string]Price) {
 func KeyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
+}
+
+func (c *Config) validateStore(v *checker) {
+	if c.Store != "" {
+		u, err := url.Parse(c.Store)
+		switch {
+		case err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "":
+			// The URL may carry a password: it is never echoed.
+			v.add("store", "must be a Redis URL such as redis://127.0.0.1:6379/0 (or rediss:// for TLS), or left out to keep state in this process")
+		case u.Port() == "":
+			v.add("store", "names no port; write e.g. redis://%s:6379/0", u.Hostname())
+		}
+	}
+	if c.Fleet.Timeout < 0 {
+		v.add("fleet.timeout", "is negative; write e.g. 5ms")
+	}
 }

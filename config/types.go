@@ -34,6 +34,11 @@ type Config struct {
 	// Keys are the virtual keys clients send (keys.go); with any defined,
 	// a request needs one (auth).
 	Keys []Key `yaml:"keys"`
+	// Store, a redis:// or rediss:// URL, makes the replicas that name it
+	// one fleet: key budgets exact across them, concurrency limits split
+	// between the live ones. Empty: everything stays in this process.
+	Store string `yaml:"store"`
+	Fleet Fleet  `yaml:"fleet"`
 	Auth Auth  `yaml:"auth"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
@@ -378,3 +383,17 @@ func (h HedgeDelay) MarshalYAML() (any, error) {
 
 // On reports whether hedging is configured.
 func (h HedgeDelay) On() bool { return h.P95 || h.Fixed > 0 }
+
+// Fleet tunes how a replica uses the shared store.
+type Fleet struct {
+	// Timeout is the longest a decision waits on the store; past it, or
+	// with the store down, the replica decides alone with its share of
+	// the limits (default 5ms).
+	Timeout Duration `yaml:"timeout"`
+	// ID names this replica among the live ones (default: host name and
+	// process id).
+	ID string `yaml:"id"`
+}
+
+// DefaultFleetTimeout bounds a decision's wait on the shared store.
+const DefaultFleetTimeout = 5 * time.Millisecond

@@ -53,6 +53,7 @@ func (c *Config) validate() []*Error {
 	c.validateModels(v, known)
 	c.validateAdmission(v)
 	c.validateKeys(v)
+	c.validateStore(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
 	for i := range c.Models {
