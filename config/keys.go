@@ -2,9 +2,9 @@ package config
 
 import (
 	"crypto/sha256"
-	"net/url"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"time"

@@ -39,7 +39,7 @@ type Config struct {
 	// between the live ones. Empty: everything stays in this process.
 	Store string `yaml:"store"`
 	Fleet Fleet  `yaml:"fleet"`
-	Auth Auth  `yaml:"auth"`
+	Auth  Auth   `yaml:"auth"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
 	// Prices, per upstream model, give the cost of each request.
@@ -393,6 +393,9 @@ type Fleet struct {
 	// ID names this replica among the live ones (default: host name and
 	// process id).
 	ID string `yaml:"id"`
+	// Prefix starts every name the fleet keeps in the store (default
+	// "sluice:"), so that two fleets can share one Redis.
+	Prefix string `yaml:"prefix"`
 }
 
 // DefaultFleetTimeout bounds a decision's wait on the shared store.

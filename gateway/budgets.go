@@ -115,7 +115,10 @@ func (g *Gateway) setRateHeaders(h http.Header, x *exchange) {
 	if x.key == nil {
 		return
 	}
-	st, ok := g.runner.KeyStatus(x.key.index)
+	st, ok := x.sharedStatus, x.haveShared
+	if !ok {
+		st, ok = g.runner.KeyStatus(x.key.index)
+	}
 	if !ok {
 		return
 	}
@@ -244,6 +247,9 @@ func (g *Gateway) trim(m *model, body *protocol.Body, total, limit int64) ([]byt
 func (g *Gateway) quotas() []metrics.Quota {
 	stats := g.runner.BudgetStats()
 	out := make([]metrics.Quota, 0, len(stats))
+	if g.fleet != nil {
+		out = append(out, g.sharedQuotas()...)
+	}
 	for _, s := range stats {
 		name := "large_context"
 		switch s.Owner {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // Outcomes label sluice_requests_total and the request log.
@@ -61,6 +62,14 @@ type exchange struct {
 	requested, degraded string
 	upstreamModel       string
 	cost                float64 // dollars, at the configured prices
+	// shared: the key's budget in the fleet's store holds sharedReserved
+	// for this request; sharedStatus is that budget as the store last
+	// answered (haveShared), for the rate-limit headers.
+	shared         bool
+	admitted       bool // the engine started it
+	haveShared     bool
+	sharedStatus   [3]quota.Status
+	sharedReserved quota.Cost
 	// retryAfter is the provider's Retry-After on a refusal, for the
 	// engine (which bounds it).
 	retryAfter time.Duration

@@ -60,8 +60,11 @@ type Gateway struct {
 	criticalKeys map[[sha256.Size]byte]struct{}
 	// keys are the virtual keys by the SHA-256 of the key; authRequired:
 	// a request needs one.
-	keys         map[[sha256.Size]byte]*virtualKey
-	keyNames     []string // by index in keys:
+	keys     map[[sha256.Size]byte]*virtualKey
+	keyNames []string      // by index in keys:
+	keyList  []*virtualKey // by index in keys:
+	// fleet is the shared store, when the config names one (fleet.go).
+	fleet        *fleet
 	authRequired bool
 	// counter counts input tokens when countTokens (budgets.go); prices
 	// are per upstream model.
@@ -166,6 +169,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, k := range cfg.Keys {
 		g.keyNames = append(g.keyNames, k.Name)
 	}
+	g.keyList = make([]*virtualKey, len(cfg.Keys))
+	for _, k := range keys {
+		g.keyList[k.index-1] = k
+	}
 	g.authRequired = cfg.AuthRequired()
 	if g.countTokens = usesTokens(cfg); g.countTokens {
 		g.counter = tokens.NewCounter(0)
@@ -231,6 +238,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	// Replicas must not jitter their Retry-After (or retry backoff) in
 	// step, so each process seeds its own.
 	ec.Seed = rand.Uint64()
+	if cfg.Store != "" {
+		if g.fleet, err = newFleet(cfg, g.log); err != nil {
+			return nil, err
+		}
+		ec.Replicas = g.fleet.members.Live
+		ec.Budgets.SharedKeys = true
+	}
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
 	g.runner.SetProber(g.probe)
@@ -245,6 +259,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
 		Quotas:    g.quotas,
 	})
+	if g.fleet != nil {
+		g.metrics.SetFleet(g.fleetState)
+	}
 	g.ready.Store(true)
 	g.handler = g.Handler()
 	return g, nil
@@ -287,7 +304,12 @@ func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
 
 // Close stops the gateway's timers.
-func (g *Gateway) Close() { g.runner.Close() }
+func (g *Gateway) Close() {
+	g.runner.Close()
+	if g.fleet != nil {
+		g.fleet.close()
+	}
+}
 
 // SetReady flips /readyz, e.g. to drain before shutdown.
 func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }

@@ -139,9 +139,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		req.InputTokens, x.exactCount = g.countInput(m, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
-	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && g.runner.ShouldDegrade(req, *d) {
+	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && x.priority == admission.Background &&
+		(g.runner.ShouldDegrade(req, *d) || g.sharedLow(x, d.BudgetBelow)) {
 		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
 		x.inputTokens = req.InputTokens
+	}
+	if g.shares(x) {
+		if !g.takeShared(w, x, req) {
+			return
+		}
+		defer func() { g.settleShared(x, req, x.admitted) }()
 	}
 	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
@@ -173,6 +180,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// request waiting for it, its slot held).
 	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 	defer call.FinishSecond(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	x.admitted = true
 	x.waited = call.Waited
 	t := m.targets[call.Target]
 	x.provider, x.upstreamModel = t.provider.name, t.model

@@ -10,7 +10,9 @@ import (
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // virtualKey is a configured key as the gateway matches it: by the
@@ -23,6 +25,8 @@ type virtualKey struct {
 	// models the key may use; nil: any.
 	models     map[string]bool
 	mayDegrade bool
+	// limits are the key's per-minute budgets (none: zero).
+	limits quota.Limits
 }
 
 // keyTable builds the virtual keys from the config.
@@ -38,6 +42,9 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 			return nil, fmt.Errorf("keys[%d].sha256: not a SHA-256 in hex", i)
 		}
 		k := &virtualKey{index: i + 1, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
+		if kc.Limits.Any() {
+			k.limits = lifecycle.Limits(kc.Limits)
+		}
 		if kc.Priority != "" {
 			p, ok := admission.ParsePriority(kc.Priority)
 			if !ok {

@@ -53,6 +53,10 @@ type Budgets struct {
 	Models []map[string]quota.Limits
 	// OutputReserve replaces DefaultOutputReserve when positive.
 	OutputReserve int64
+	// SharedKeys: the keys' budgets are kept by the host, in the fleet's
+	// shared store; the engine does not take from them, and reads Keys
+	// only to size reservations (Engine.Reservation).
+	SharedKeys bool
 }
 
 // books holds the budgets themselves. A nil budget is no limit.
@@ -91,7 +95,11 @@ func newBooks(c Budgets) books {
 		bk.reserve = DefaultOutputReserve
 	}
 	for _, l := range c.Keys {
-		bk.keys = append(bk.keys, budgetOf(l))
+		var b *quota.Budget
+		if !c.SharedKeys {
+			b = budgetOf(l)
+		}
+		bk.keys = append(bk.keys, b)
 		o := l[quota.OutputTokens]
 		bk.outCap = append(bk.outCap, max(o.Burst, o.PerMinute))
 	}
@@ -334,6 +342,26 @@ func (e *Engine) BudgetStats(now time.Time) []BudgetStat {
 	return out
 }
 
+// Reservation is what r reserves of its budgets, and Used what a
+// request that ended with o used of them: the rules the engine's own
+// budgets follow, for a host that keeps a key's budget in a shared
+// store. Both read only the engine's configuration.
+func (e *Engine) Reservation(r Request) quota.Cost { return e.books.cost(r) }
+
+// Used: see Reservation.
+func (e *Engine) Used(r Request, o Outcome) quota.Cost { return e.books.used(r, o) }
+
+// BudgetLow reports whether a budget's status has less than below of its
+// burst left in some limited dimension (ShouldDegrade's test).
+func BudgetLow(st [3]quota.Status, below float64) bool {
+	for _, s := range st {
+		if s.Limit > 0 && float64(s.Remaining) < below*float64(s.Burst) {
+			return true
+		}
+	}
+	return false
+}
+
 // KeyStatus reports key k's budget in each dimension (indexed by
 // quota.Dimension), for the rate-limit headers of its answers; ok is
 // false if the key has no budget.
@@ -384,12 +412,7 @@ func (e *Engine) ShouldDegrade(now time.Time, r Request, d Degradation) bool {
 	if v := kb.Check(now, e.books.cost(r)); !v.OK {
 		return true
 	}
-	for _, s := range kb.Status(now) {
-		if s.Limit > 0 && float64(s.Remaining) < d.BudgetBelow*float64(s.Burst) {
-			return true
-		}
-	}
-	return false
+	return BudgetLow(kb.Status(now), d.BudgetBelow)
 }
 
 // closed reports whether target i of r takes no calls for now: its

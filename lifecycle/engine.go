@@ -90,6 +90,10 @@ type Config struct {
 	// Budgets are the token budgets of keys, the large-context lane,
 	// providers and models (budgets.go).
 	Budgets Budgets
+	// Replicas, when set, is the number of live replicas in the fleet
+	// this engine is one of: its fixed concurrency limits (global,
+	// per provider, per lane) are split between them (fleet.go).
+	Replicas func() int
 }
 
 // Route is how a model's requests are routed and timed: its targets in
@@ -398,7 +402,7 @@ func New(cfg Config) *Engine {
 	}
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
-		s := &scope{cfg: sc, limiter: admission.Fixed(sc.Fixed)}
+		s := &scope{cfg: sc, limiter: share(admission.Fixed(sc.Fixed), cfg.Replicas)}
 		if sc.Limit != nil {
 			s.limiter = algLimiter{sc.Limit}
 			if _, ok := sc.Limit.(ticker); ok {
@@ -415,6 +419,12 @@ func New(cfg Config) *Engine {
 	e.books = newBooks(cfg.Budgets)
 	ac := cfg.Admission
 	ac.Scopes = limiters
+	ac.Global = share(ac.Global, cfg.Replicas)
+	lanes := make([]admission.Limiter, len(ac.Lanes))
+	for i, l := range ac.Lanes {
+		lanes[i] = share(l, cfg.Replicas)
+	}
+	ac.Lanes = lanes
 	ac.Seed = cfg.Seed ^ 0xad31
 	e.adm = admission.NewCore(ac)
 	return e

@@ -234,6 +234,14 @@ func (r *Runner) BudgetStats() []BudgetStat {
 	return r.e.BudgetStats(r.now())
 }
 
+// Reservation and Used apply the engine's budget rules
+// (Engine.Reservation); they read only its configuration, so they take
+// no lock.
+func (r *Runner) Reservation(req Request) quota.Cost { return r.e.Reservation(req) }
+
+// Used: see Reservation.
+func (r *Runner) Used(req Request, o Outcome) quota.Cost { return r.e.Used(req, o) }
+
 // KeyStatus reports key k's budget (Engine.KeyStatus).
 func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
 	r.mu.Lock()

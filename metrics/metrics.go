@@ -63,6 +63,9 @@ type Metrics struct {
 	// src is what the gauges read at scrape time: the serving
 	// configuration's engine, which a reload replaces.
 	src atomic.Pointer[Sources]
+	// fleet reports the live replicas and whether the shared store
+	// answers, when the gateway is one of a fleet.
+	fleet atomic.Pointer[func() (int, bool)]
 }
 
 // Sources are the live state the gauges export. A gateway sets them when
@@ -180,7 +183,7 @@ func New() *Metrics {
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
 		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals,
-		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m},
+		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -353,4 +356,37 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(quotaReservedDesc, prometheus.GaugeValue, float64(q.Reserved), q.Owner, q.Name, q.Dimension)
 		}
 	}
+}
+
+// SetFleet makes the fleet gauges read f: the live replica count, and
+// whether the shared store answers now.
+func (m *Metrics) SetFleet(f func() (replicas int, shared bool)) { m.fleet.Store(&f) }
+
+var (
+	fleetReplicasDesc = prometheus.NewDesc("sluice_fleet_replicas",
+		"Live replicas in this replica's fleet (store:), as its last heartbeat saw them.", nil, nil)
+	fleetSharedDesc = prometheus.NewDesc("sluice_fleet_store_shared",
+		"1 while the shared store answers and key budgets are the fleet's; 0 while this replica decides alone with its share.", nil, nil)
+)
+
+// fleetCollector exports the fleet's state at scrape time.
+type fleetCollector struct{ m *Metrics }
+
+func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- fleetReplicasDesc
+	ch <- fleetSharedDesc
+}
+
+func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.m.fleet.Load()
+	if f == nil {
+		return
+	}
+	n, shared := (*f)()
+	v := 0.0
+	if shared {
+		v = 1
+	}
+	ch <- prometheus.MustNewConstMetric(fleetReplicasDesc, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(fleetSharedDesc, prometheus.GaugeValue, v)
 }

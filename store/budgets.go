@@ -85,14 +85,23 @@ type Budgets struct {
 	closed chan struct{}
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	local    map[string]*localBudget
+	mu    sync.Mutex
+	local map[string]*localBudget
+	// seen is each budget as Redis last answered, so that a local budget
+	// starts from its share of what was left, not from full: a blip of
+	// Redis must not hand every replica a fresh burst.
+	seen     map[string]seenStatus
 	checking bool // the health loop runs
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
 	pin func() time.Time
 	// now is the local budgets' clock.
 	now func() time.Time
+}
+
+type seenStatus struct {
+	st [3]quota.Status
+	at time.Time
 }
 
 type localBudget struct {
@@ -113,7 +122,7 @@ func NewBudgets(rdb redis.UniversalClient, o BudgetOptions) *Budgets {
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = time.Second
 	}
-	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, now: time.Now}
+	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, now: time.Now}
 }
 
 // Mode reports where answers come from now.
@@ -203,7 +212,9 @@ func (b *Budgets) take(ctx context.Context, name string, limits quota.Limits, co
 		}
 		r, err := b.run(ctx, s, !commit, name, limits, amounts(cost))
 		if err == nil {
-			return verdict(r), statuses(r, limits), nil
+			st := statuses(r, limits)
+			b.remember(name, st)
+			return verdict(r), st, nil
 		}
 		if err := b.failed(ctx, err); err != nil {
 			return quota.Verdict{}, [3]quota.Status{}, err
@@ -238,7 +249,9 @@ func (b *Budgets) settle(ctx context.Context, name string, limits quota.Limits, 
 		res, act := amounts(reserved), amounts(actual)
 		r, err := b.run(ctx, settleScript, false, name, limits, [3]int64{act[0] - res[0], act[1] - res[1], act[2] - res[2]})
 		if err == nil {
-			return statuses(r, limits), nil
+			st := statuses(r, limits)
+			b.remember(name, st)
+			return st, nil
 		}
 		if err := b.failed(ctx, err); err != nil {
 			return [3]quota.Status{}, err
@@ -365,9 +378,28 @@ func (b *Budgets) withLocal(name string, limits quota.Limits, f func(*quota.Budg
 			q = &quota.Budget{}
 		}
 		lb = &localBudget{b: q, limits: limits, share: n}
+		if seen, ok := b.seen[name]; ok {
+			// Start from this replica's share of what the fleet had
+			// left when Redis last answered.
+			var spent [3]int64
+			for d, s := range seen.st {
+				if s.Limit > 0 {
+					spent[d] = (s.Burst - s.Remaining + int64(n) - 1) / int64(n)
+				}
+			}
+			q.Charge(seen.at, quota.Cost{Requests: spent[0], InputTokens: spent[1], OutputTokens: spent[2]})
+		}
 		b.local[name] = lb
 	}
 	f(lb.b, b.now())
+}
+
+// remember notes a budget's status as Redis answered it.
+func (b *Budgets) remember(name string, st [3]quota.Status) {
+	b.mu.Lock()
+	b.seen[name] = seenStatus{st, b.now()}
+	delete(b.local, name) // the next fallback starts from this, not from stale local state
+	b.mu.Unlock()
 }
 
 // divide is limits shared by n replicas: each rate and burst divided by

@@ -150,3 +150,28 @@ func TestCallerGone(t *testing.T) {
 		t.Fatal("a cancelled caller switched the budgets to local")
 	}
 }
+
+// A budget that falls back to local starts from this replica's share of
+// what the fleet had left, not from a fresh burst.
+func TestFallbackStartsFromShared(t *testing.T) {
+	c := testClient(t)
+	up := newProxy(t)
+	rc := NewClient(up.addr())
+	defer rc.Close()
+	b := NewBudgets(rc, BudgetOptions{Prefix: testPrefix(t, c), Timeout: 200 * time.Millisecond, HealthInterval: time.Hour, Replicas: func() int { return 2 }})
+	defer b.Close()
+	ctx := context.Background()
+	l := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 100}} // nothing comes back during the test
+	if v, _, err := b.Take(ctx, "k", l, quota.Cost{Requests: 80}); err != nil || !v.OK {
+		t.Fatalf("shared take: %+v %v", v, err)
+	}
+	up.setDown(true)
+	// The fleet had 20 left; this replica's share of that is 10.
+	v, s, err := b.Take(ctx, "k", l, quota.Cost{Requests: 11})
+	if err != nil || v.OK || b.Mode() != Local {
+		t.Fatalf("local take of 11 with 10 left: %+v %+v %v (mode %v); want refused locally", v, s, err, b.Mode())
+	}
+	if v, _, _ := b.Take(ctx, "k", l, quota.Cost{Requests: 10}); !v.OK {
+		t.Fatalf("local take of the 10 left: %+v", v)
+	}
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/lifecycle"
+	"github.com/sluice-gw/sluice/metrics"
+	"github.com/sluice-gw/sluice/quota"
+	"github.com/sluice-gw/sluice/store"
+)
+
+// A fleet is the replicas that name one store: in it, each key's budget
+// is one budget across the fleet, taken in Redis (package store) in one
+// round trip per decision, exact across replicas; the fixed concurrency
+// limits are split between the live replicas (lifecycle/fleet.go). With
+// Redis slow (past fleet.timeout) or gone, each replica decides alone
+// with its share of every limit, says so in a log line and
+// sluice_fleet_store_shared, and goes back to the shared budgets by
+// itself when Redis answers again.
+type fleet struct {
+	rdb     *redis.Client
+	budgets *store.Budgets
+	members *store.Members
+	timeout time.Duration
+	// status is the last budget status each key's Take saw, for
+	// degrading on a nearly spent budget without another round trip.
+	status sync.Map // key name -> [3]quota.Status
+}
+
+// newFleet connects to the config's store and starts this replica's
+// heartbeat. The connection is lazy: a store that does not answer yet
+// means deciding locally, not refusing to start.
+func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
+	rdb, err := store.NewClientURL(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("store: not a Redis URL: %w", err)
+	}
+	id := cfg.Fleet.ID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	prefix := cfg.Fleet.Prefix
+	f := &fleet{rdb: rdb, timeout: cfg.Fleet.Timeout.D()}
+	f.members = store.NewMembers(rdb, store.MemberOptions{Prefix: prefix, ID: id})
+	f.budgets = store.NewBudgets(rdb, store.BudgetOptions{
+		Prefix:   prefix,
+		Timeout:  f.timeout,
+		Replicas: f.members.Live,
+		OnMode: func(m store.Mode, cause error) {
+			if m == store.Local {
+				log.Warn("shared store unreachable; deciding alone with this replica's share of the fleet's budgets",
+					"cause", cause.Error(), "replicas", f.members.Live())
+				return
+			}
+			log.Info("shared store answering again; budgets are the fleet's")
+		},
+	})
+	f.members.Start()
+	return f, nil
+}
+
+func (f *fleet) close() {
+	f.members.Close()
+	f.budgets.Close()
+	f.rdb.Close()
+}
+
+// budgetName is a key's budget in the store.
+func budgetName(k *virtualKey) string { return "key:" + k.name }
+
+// shares reports whether a request's key budget lives in the store.
+func (g *Gateway) shares(x *exchange) bool {
+	return g.fleet != nil && x.key != nil && x.key.limits != (quota.Limits{})
+}
+
+// takeShared takes a request's reservation from its key's budget in the
+// store. Refused, it is answered (429, or 413 when no wait lets it
+// through) and takeShared reports false.
+func (g *Gateway) takeShared(w http.ResponseWriter, x *exchange, req lifecycle.Request) bool {
+	cost := g.runner.Reservation(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	v, st, _ := g.fleet.budgets.Take(ctx, budgetName(x.key), x.key.limits, cost)
+	x.shared, x.haveShared, x.sharedStatus = true, true, st
+	g.fleet.status.Store(x.key.name, st)
+	if v.OK {
+		x.sharedReserved = cost
+		return true
+	}
+	x.shared = false // nothing held
+	g.setRateHeaders(w.Header(), x)
+	g.budgetRefused(w, x, &admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: x.priority,
+		RetryAfter: v.RetryAfter, Dimension: v.Dimension.String(), TooLarge: v.Never})
+	return false
+}
+
+// settleShared settles what takeShared reserved: with what the request
+// used, or whole when it never ran (ran false).
+func (g *Gateway) settleShared(x *exchange, req lifecycle.Request, ran bool) {
+	if !x.shared {
+		return
+	}
+	x.shared = false
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	used := quota.Cost{}
+	if ran {
+		used = g.runner.Used(req, outcomeOf(x))
+	}
+	st, _ := g.fleet.budgets.Settle(ctx, budgetName(x.key), x.key.limits, x.sharedReserved, used)
+	g.fleet.status.Store(x.key.name, st)
+}
+
+// sharedLow reports whether a key's shared budget was nearly spent at
+// its last decision (lifecycle.BudgetLow).
+func (g *Gateway) sharedLow(x *exchange, below float64) bool {
+	if !g.shares(x) {
+		return false
+	}
+	st, ok := g.fleet.status.Load(x.key.name)
+	return ok && lifecycle.BudgetLow(st.([3]quota.Status), below)
+}
+
+// sharedQuotas reads the keys' shared budgets for the metrics.
+func (g *Gateway) sharedQuotas() []metrics.Quota {
+	var out []metrics.Quota
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	for _, k := range g.keyList {
+		if k.limits == (quota.Limits{}) {
+			continue
+		}
+		st, err := g.fleet.budgets.Status(ctx, budgetName(k), k.limits)
+		if err != nil {
+			continue
+		}
+		for d, s := range st {
+			if s.Limit > 0 {
+				out = append(out, metrics.Quota{Owner: "key", Name: k.name, Dimension: quota.Dimension(d).String(), Limit: s.Limit, Remaining: s.Remaining})
+			}
+		}
+	}
+	return out
+}
+
+// fleetState reports the live replicas and whether budgets are shared
+// now, for the metrics.
+func (g *Gateway) fleetState() (int, bool) {
+	return g.fleet.members.Live(), g.fleet.budgets.Mode() == store.Shared
+}

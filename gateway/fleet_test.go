@@ -1,0 +1,149 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// testRedis is the Redis the fleet tests share: 127.0.0.1:6379, or
+// SLUICE_TEST_REDIS. Without one they fail, saying so (under -short
+// they skip), never pass vacuously.
+func testRedis(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("SLUICE_TEST_REDIS")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
+	defer rdb.Close()
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		msg := fmt.Sprintf("the fleet tests need a Redis at %s (SLUICE_TEST_REDIS=host:port for another; start one with redis-server --save '' --appendonly no --daemonize yes): %v", addr, err)
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	return addr
+}
+
+// Three replicas sharing a store admit, together, exactly one key's
+// budget: the burst and then the rate, to the request, however the
+// load is spread between them.
+func TestFleetSharesKeyBudgets(t *testing.T) {
+	addr := testRedis(t)
+	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
+	const rpm = 300 // a burst of 300, then 5 a second
+	fleet := func(c *config.Config) {
+		c.Store = "redis://" + addr + "/0"
+		c.Fleet.Prefix = prefix
+		c.Fleet.Timeout = config.Duration(200 * time.Millisecond) // a busy test machine, not a fleet's budget
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: rpm}}}
+	}
+	var replicas []*stack
+	for i := range 3 {
+		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
+			fleet(c)
+			c.Fleet.ID = fmt.Sprintf("replica-%d", i) // one process here, three in a fleet
+		}))
+	}
+	waitFor(t, "three live replicas", func() bool {
+		return strings.Contains(httpGetAdmin(t, replicas[0], "/metrics"), "sluice_fleet_replicas 3")
+	})
+	var ok, refused, other atomic.Int64
+	var mu sync.Mutex
+	var first, last time.Time
+	deadline := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				s := replicas[(w+i)%3]
+				resp, err := s.post(context.Background(), "/v1/chat/completions", chatBody, bearer("sk-k"))
+				if err != nil {
+					other.Add(1)
+					continue
+				}
+				resp.Body.Close()
+				switch now := time.Now(); resp.StatusCode {
+				case 200:
+					ok.Add(1)
+					mu.Lock()
+					if first.IsZero() {
+						first = now
+					}
+					last = now
+					mu.Unlock()
+				case 429:
+					refused.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if other.Load() > 0 {
+		t.Fatalf("%d requests neither answered nor refused for the budget", other.Load())
+	}
+	span := last.Sub(first)
+	want := rpm + float64(rpm)*span.Minutes()
+	got := float64(ok.Load())
+	t.Logf("admitted %d, refused %d over %v: the budget allows %.1f", ok.Load(), refused.Load(), span.Round(time.Millisecond), want)
+	if refused.Load() == 0 {
+		t.Fatal("the load never reached the budget; the test measures nothing")
+	}
+	for i, r := range replicas {
+		if logs := r.logText(); strings.Contains(logs, "shared store unreachable") {
+			t.Logf("replica %d decided alone for a while:\n%s", i, grepLines(logs, "shared store"))
+		}
+	}
+	if got > want+1 || got < want*0.98 {
+		t.Errorf("the fleet admitted %.0f, want %.1f (within 2%%, never more)", got, want)
+	}
+	m := httpGetAdmin(t, replicas[0], "/metrics")
+	for _, line := range []string{"sluice_fleet_replicas 3", "sluice_fleet_store_shared 1"} {
+		if !strings.Contains(m, line) {
+			t.Errorf("metrics lack %q:\n%s", line, grepLines(m, "sluice_fleet"))
+		}
+	}
+}
+
+// With the store unreachable, each replica decides alone with its share
+// and says so; nothing is refused for want of Redis.
+func TestFleetWithoutStore(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Store = "redis://127.0.0.1:1/0" // nothing listens on port 1
+		c.Fleet.Timeout = config.Duration(20 * time.Millisecond)
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 2}}}
+	})
+	for i, want := range []int{200, 200, 429} {
+		start := time.Now()
+		status, _, body := s.do("/v1/chat/completions", chatBody, bearer("sk-k"))
+		if status != want {
+			t.Fatalf("request %d: %d %s, want %d", i, status, body, want)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("request %d took %v with the store down", i, took)
+		}
+	}
+	waitFor(t, "the log line saying the store is unreachable", func() bool {
+		return strings.Contains(s.logText(), "shared store unreachable")
+	})
+	if m := httpGetAdmin(t, s, "/metrics"); !strings.Contains(m, "sluice_fleet_store_shared 0") {
+		t.Errorf("metrics do not say the store is down:\n%s", grepLines(m, "sluice_fleet"))
+	}
+}

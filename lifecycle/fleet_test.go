@@ -1,0 +1,44 @@
+package lifecycle
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+)
+
+// In a fleet, each replica admits its share of the fixed limits, and
+// the share moves as replicas come and go.
+func TestFleetShare(t *testing.T) {
+	var live atomic.Int64
+	live.Store(3)
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: time.Second},
+		Scopes:    []ScopeConfig{{Fixed: 10}},
+		Replicas:  func() int { return int(live.Load()) },
+	})
+	admitted := func() int {
+		n := 0
+		for {
+			a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+			if a.Verdict != admission.Admitted {
+				return n
+			}
+			n++
+		}
+	}
+	if n := admitted(); n != 3 {
+		t.Fatalf("with 3 replicas, one admitted %d of a provider's 10, want 3", n)
+	}
+	live.Store(1)
+	if n := admitted(); n != 7 {
+		t.Fatalf("alone, it admitted %d more, want 7 (all 10)", n)
+	}
+	if got := share(admission.Fixed(0), func() int { return 5 }).Limit(); got != 0 {
+		t.Fatalf("an unlimited limit split: %d, want 0 (still unlimited)", got)
+	}
+	if got := share(admission.Fixed(2), func() int { return 5 }).Limit(); got != 1 {
+		t.Fatalf("2 split 5 ways: %d, want at least 1", got)
+	}
+}
