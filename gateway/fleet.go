@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/metrics"
@@ -28,10 +30,15 @@ import (
 // sluice_fleet_store_shared, and goes back to the shared budgets by
 // itself when Redis answers again.
 type fleet struct {
-	rdb     *redis.Client
-	budgets *store.Budgets
-	members *store.Members
-	timeout time.Duration
+	rdb      *redis.Client
+	budgets  *store.Budgets
+	members  *store.Members
+	channels *store.Channels
+	leases   *store.Leases
+	id       string
+	timeout  time.Duration
+	// stop ends the subscription to the fleet's breaker verdicts.
+	stop func()
 	// status is the last budget status each key's Take saw, for
 	// degrading on a nearly spent budget without another round trip.
 	status sync.Map // key name -> [3]quota.Status
@@ -51,7 +58,9 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 		id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	prefix := cfg.Fleet.Prefix
-	f := &fleet{rdb: rdb, timeout: cfg.Fleet.Timeout.D()}
+	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}}
+	f.channels = store.NewChannels(rdb, store.Options{Prefix: prefix})
+	f.leases = store.NewLeases(rdb, store.Options{Prefix: prefix})
 	f.members = store.NewMembers(rdb, store.MemberOptions{Prefix: prefix, ID: id})
 	f.budgets = store.NewBudgets(rdb, store.BudgetOptions{
 		Prefix:   prefix,
@@ -71,6 +80,7 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 }
 
 func (f *fleet) close() {
+	f.stop()
 	f.members.Close()
 	f.budgets.Close()
 	f.rdb.Close()
@@ -158,4 +168,75 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 // now, for the metrics.
 func (g *Gateway) fleetState() (int, bool) {
 	return g.fleet.members.Live(), g.fleet.budgets.Mode() == store.Shared
+}
+
+// One decision for the fleet: a replica whose breaker trips, or whose
+// probes find the provider back, tells the others on the store's
+// "breaker" channel, and they adopt the verdict (breaker.Adopt), so a
+// trip seen through one replica takes the provider out of rotation on
+// all of them at once. Only one replica probes a provider: the holder
+// of its probe lease, which another replica takes over when the holder
+// stops renewing it (it died, or its breaker closed). With the store
+// down, each replica probes and judges alone.
+
+// verdict is a breaker transition as the fleet's channel carries it.
+type verdict struct {
+	From     string        `json:"from"`
+	Provider string        `json:"provider"`
+	To       breaker.State `json:"to"`
+	Step     int           `json:"step"`
+}
+
+const verdictChannel = "breaker"
+
+// probeLease is how long a probe lease lasts without renewal: a few
+// probe rounds, so that a prober's death costs the fleet seconds, not
+// its provider's recovery.
+const probeLease = 5 * time.Second
+
+// follow subscribes to the fleet's breaker verdicts, adopting the other
+// replicas' until close.
+func (g *Gateway) follow() {
+	f := g.fleet
+	msgs, stop := f.channels.Subscribe(context.Background(), verdictChannel)
+	f.stop = stop
+	go func() {
+		for m := range msgs {
+			var v verdict
+			if json.Unmarshal(m, &v) != nil || v.From == f.id {
+				continue
+			}
+			if p, ok := g.providers[v.Provider]; ok {
+				g.runner.Adopt(p.scope, v.To, v.Step)
+			}
+		}
+	}()
+}
+
+// announce tells the fleet of a breaker transition this replica made
+// from its own evidence. It runs under the runner's lock, so the
+// message goes out from a goroutine of its own.
+func (g *Gateway) announce(provider string, t lifecycle.Transition) {
+	if g.fleet == nil || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen {
+		return
+	}
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: t.To, Step: t.Step})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
+	}()
+}
+
+// mayProbe reports whether this replica probes provider p now: it holds
+// (or takes) the provider's probe lease, or it is alone, or the store
+// does not answer and it must judge alone.
+func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
+	if g.fleet == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*g.fleet.timeout)
+	defer cancel()
+	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, probeLease)
+	return held || err != nil
 }

@@ -147,3 +147,75 @@ func TestFleetWithoutStore(t *testing.T) {
 		t.Errorf("metrics do not say the store is down:\n%s", grepLines(m, "sluice_fleet"))
 	}
 }
+
+// One decision for the fleet: a provider failing behind one replica
+// trips the breaker on all three within a second, and only one replica
+// probes it.
+func TestFleetSharesBreakerVerdicts(t *testing.T) {
+	addr := testRedis(t)
+	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
+	var replicas []*stack
+	for i := range 3 {
+		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
+			c.Store = "redis://" + addr + "/0"
+			c.Fleet.Prefix = prefix
+			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
+		}))
+	}
+	state := func(s *stack) string {
+		for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
+			if strings.HasPrefix(l, `sluice_breaker_state{provider="mock-openai"}`) {
+				return strings.TrimSpace(strings.TrimPrefix(l, `sluice_breaker_state{provider="mock-openai"}`))
+			}
+		}
+		return "?"
+	}
+	// Errors through replica 0 only: 12 calls, every one a 500.
+	for range 12 {
+		replicas[0].do("/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "500"})
+	}
+	tripped := time.Now()
+	if st := state(replicas[0]); st == "0" {
+		t.Fatalf("replica 0 did not trip on 12 errors (state %s)", st)
+	}
+	for i, s := range replicas[1:] {
+		waitFor(t, fmt.Sprintf("replica %d to adopt the trip", i+1), func() bool { return state(s) != "0" })
+	}
+	t.Logf("all three out of rotation %v after the trip", time.Since(tripped).Round(time.Millisecond))
+	if d := time.Since(tripped); d > time.Second {
+		t.Errorf("the trip took %v to reach the fleet, want under 1 s", d)
+	}
+	for i, s := range replicas[1:] {
+		if !strings.Contains(s.logText(), "reason=fleet") {
+			t.Errorf("replica %d's log does not say the verdict was the fleet's:\n%s", i+1, grepLines(s.logText(), "breaker"))
+		}
+	}
+	// The provider answers probes again: one replica probes, the others
+	// follow its verdict back into rotation.
+	for _, s := range replicas {
+		waitLong(t, "every replica back in rotation", func() bool { st := state(s); return st == "0" || st == "3" })
+	}
+	probers := 0
+	for _, s := range replicas {
+		m := httpGetAdmin(t, s, "/metrics")
+		if strings.Contains(m, `sluice_breaker_probes_total{provider="mock-openai",result="ok"}`) {
+			probers++
+		}
+	}
+	if probers != 1 {
+		t.Errorf("%d replicas probed the provider, want exactly 1", probers)
+	}
+}
+
+// waitLong is waitFor with room for a breaker's open time (15 s).
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

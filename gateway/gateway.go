@@ -246,7 +246,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.runner = lifecycle.NewRunner(ec, g.now)
-	g.runner.OnTransition(func(t lifecycle.Transition) { g.breakerTransition(scopeNames[t.Scope], t) })
+	g.runner.OnTransition(func(t lifecycle.Transition) {
+		g.breakerTransition(scopeNames[t.Scope], t)
+		g.announce(scopeNames[t.Scope], t)
+	})
 	g.runner.SetProber(g.probe)
 	g.metrics.SetSources(metrics.Sources{
 		Admission: g.runner,
@@ -261,6 +264,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	})
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleetState)
+		g.follow()
 	}
 	g.ready.Store(true)
 	g.handler = g.Handler()

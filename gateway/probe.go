@@ -49,6 +49,12 @@ func probePath(d protocol.Dialect) string {
 // with its whole (one-token) answer read before ctx's deadline.
 func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	p := g.byScope[scope]
+	if !g.mayProbe(ctx, p) {
+		// Another replica probes for the fleet; its verdict comes on the
+		// fleet's channel. Cancelled: this breaker counts nothing.
+		g.metrics.Probes.WithLabelValues(p.name, "elsewhere").Inc()
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
+	}
 	o := g.sendProbe(ctx, p)
 	result := "ok"
 	switch {

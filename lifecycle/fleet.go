@@ -1,6 +1,11 @@
 package lifecycle
 
-import "github.com/sluice-gw/sluice/admission"
+import (
+	"time"
+
+	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
+)
 
 // A fleet of replicas shares one provider. Each replica's engine admits
 // its share of a fixed concurrency limit, the limit over the live
@@ -30,4 +35,25 @@ func (s shared) Limit() int {
 		return n // unlimited stays unlimited
 	}
 	return max(1, n/max(1, s.replicas()))
+}
+
+// Adopt makes scope's breaker follow a verdict another replica of the
+// fleet reached (breaker.Adopt), and carries out what follows from it:
+// waiters for a provider now out of rotation move on, as after a trip of
+// its own.
+func (e *Engine) Adopt(now time.Time, s int, to breaker.State, step int) (rd Ready) {
+	if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
+		sc.cfg.Breaker.Adopt(now, to, step)
+		e.settle(now, &rd)
+		e.pump(now, &rd)
+	}
+	return rd
+}
+
+// Adopt follows a fleet verdict on scope s (Engine.Adopt).
+func (r *Runner) Adopt(s int, to breaker.State, step int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.applyLocked(now, r.e.Adopt(now, s, to, step))
 }
