@@ -167,7 +167,7 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 // fleetState reports the live replicas and whether budgets are shared
 // now, for the metrics.
 func (g *Gateway) fleetState() (int, bool) {
-	return g.fleet.members.Live(), g.fleet.budgets.Mode() == store.Shared
+	return g.fleet.members.Live(), g.fleet.members.Reached() && g.fleet.budgets.Mode() == store.Shared
 }
 
 // One decision for the fleet: a replica whose breaker trips, or whose

@@ -34,6 +34,7 @@ type Members struct {
 	interval time.Duration
 	timeout  time.Duration
 	live     atomic.Int64
+	reached  atomic.Bool // the last heartbeat answered
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -64,6 +65,9 @@ func NewMembers(rdb redis.UniversalClient, o MemberOptions) *Members {
 // unreachable, and at least 1.
 func (m *Members) Live() int { return int(max(m.live.Load(), 1)) }
 
+// Reached reports whether the last heartbeat answered.
+func (m *Members) Reached() bool { return m.reached.Load() }
+
 // Beat is one heartbeat, one round trip (a MULTI/EXEC pipeline): refresh
 // this replica's entry, drop entries older than 3 intervals, count the
 // rest. It returns the count, or the error leaving Live as it was.
@@ -81,8 +85,10 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 		return nil
 	})
 	if err != nil {
+		m.reached.Store(false)
 		return m.Live(), err
 	}
+	m.reached.Store(true)
 	n := max(card.Val(), 1)
 	m.live.Store(n)
 	return int(n), nil
