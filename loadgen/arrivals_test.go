@@ -58,7 +58,7 @@ func TestRunPoissonCountIsSeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 0
-	for arr := p.arrivals(); ; want++ {
+	for arr := p.arrivals(p.streams[0]); ; want++ {
 		if _, ok := arr.Next(); !ok {
 			break
 		}

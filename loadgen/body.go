@@ -11,10 +11,6 @@ import (
 	"github.com/sluice-gw/sluice/scenario"
 )
 
-// defaultPromptTokens is the prompt length when the scenario gives none:
-// short, like a chat turn.
-const defaultPromptTokens = 16
-
 // anthropicMaxTokens fills max_tokens, which the Messages API requires.
 const anthropicMaxTokens = 256
 
@@ -23,8 +19,9 @@ const anthropicMaxTokens = 256
 const promptSlack = 4096
 
 // bodies builds request bodies. Prompts are windows into one text made
-// from the seed, four characters per token as the mock and the gateway
-// estimate it, so a prompt costs a slice, not a generator run.
+// from the seed, mock.CharsPerToken characters per token, the rule the
+// mock counts a prompt's tokens by (for its usage and its prefill time),
+// so a prompt costs a slice, not a generator run.
 type bodies struct {
 	dialect   protocol.Dialect
 	model     string
@@ -32,22 +29,19 @@ type bodies struct {
 	stream    bool
 	tokens    mock.TokenRange
 	text      string
-	// criticalKey authorises critical requests as critical.
+	// criticalKey authorises critical requests as critical, for a
+	// stream with no key of its own.
 	criticalKey string
+	// key is the stream's virtual key, sent with every request.
+	key string
 }
 
 func newBodies(d protocol.Dialect, c scenario.Clients, seed uint64, criticalKey string) *bodies {
-	b := &bodies{dialect: d, model: c.Model, maxTokens: c.MaxTokens, stream: c.Stream, tokens: c.PromptTokens, criticalKey: criticalKey}
-	if b.tokens == (mock.TokenRange{}) {
-		b.tokens = mock.TokenRange{Min: defaultPromptTokens}
-	}
-	if b.tokens.Max < b.tokens.Min {
-		b.tokens.Max = b.tokens.Min
-	}
+	b := &bodies{dialect: d, model: c.Model, maxTokens: c.MaxTokens, stream: c.Stream, tokens: c.Prompt(), criticalKey: criticalKey}
 	if d == protocol.Anthropic && b.maxTokens <= 0 {
 		b.maxTokens = anthropicMaxTokens
 	}
-	b.text = promptText(seed, 4*b.tokens.Max+promptSlack)
+	b.text = promptText(seed, mock.CharsPerToken*b.tokens.Max+promptSlack)
 	return b
 }
 
@@ -88,7 +82,7 @@ func (b *bodies) build(rng *rand.Rand, priority int) ([]byte, http.Header) {
 	off := rng.IntN(promptSlack)
 	body, err := json.Marshal(chatRequest{
 		Model:     b.model,
-		Messages:  []message{{Role: "user", Content: b.text[off : off+4*n]}},
+		Messages:  []message{{Role: "user", Content: b.text[off : off+mock.CharsPerToken*n]}},
 		MaxTokens: b.maxTokens,
 		Stream:    b.stream,
 	})
@@ -102,7 +96,12 @@ func (b *bodies) build(rng *rand.Rand, priority int) ([]byte, http.Header) {
 	if b.stream {
 		h.Set("Accept", "text/event-stream")
 	}
-	if priority == 0 && b.criticalKey != "" {
+	switch {
+	case b.key != "" && b.dialect == protocol.Anthropic:
+		h.Set("X-Api-Key", b.key)
+	case b.key != "":
+		h.Set("Authorization", "Bearer "+b.key)
+	case priority == 0 && b.criticalKey != "":
 		h.Set("Authorization", "Bearer "+b.criticalKey)
 	}
 	if b.dialect == protocol.Anthropic {

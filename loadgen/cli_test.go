@@ -100,8 +100,8 @@ func TestStatusLine(t *testing.T) {
 	var tl tally
 	tl.sent.Store(42)
 	tl.begin()
-	tl.finish(1, report.OK, 0, 0)
-	tl.finish(1, report.Lost, 0, 0)
+	tl.finish(0, 1, report.OK, 0, 0, false)
+	tl.finish(0, 1, report.Lost, 0, 0, false)
 	line := statusLine(&tl, 1500*time.Millisecond, 9.5, 10)
 	for _, want := range []string{"1.5s", "sent 42", "in flight 1", "ok 1", "shed 0", "timedOut 0", "failed 0", "lost 1", "rate 9.5/s (target 10.0/s)"} {
 		if !strings.Contains(line, want) {

@@ -37,10 +37,13 @@ type attempt struct {
 	// abandoned: the client's own context ended the exchange.
 	abandoned bool
 	hint      time.Duration // server's Retry-After
-	sent      time.Time
-	first     time.Time // first content (streams) or headers
-	end       time.Time
-	err       error
+	// degraded: the gateway served the answer degraded
+	// (X-Sluice-Degraded).
+	degraded bool
+	sent     time.Time
+	first    time.Time // first content (streams) or headers
+	end      time.Time
+	err      error
 }
 
 // client sends attempts. One transport serves the whole run so that
@@ -48,11 +51,10 @@ type attempt struct {
 type client struct {
 	hc    *http.Client
 	tr    *http.Transport
-	url   string
 	tally *tally
 }
 
-func newClient(url string, t *tally) *client {
+func newClient(t *tally) *client {
 	tr := &http.Transport{
 		// A load generator behind an environment proxy would measure the
 		// proxy.
@@ -69,15 +71,15 @@ func newClient(url string, t *tally) *client {
 		// Compressed answers would hide when bytes really arrive.
 		DisableCompression: true,
 	}
-	return &client{hc: &http.Client{Transport: tr}, tr: tr, url: url, tally: t}
+	return &client{hc: &http.Client{Transport: tr}, tr: tr, tally: t}
 }
 
 func (c *client) close() { c.tr.CloseIdleConnections() }
 
 // do sends one attempt. hdr is shared by a request's attempts, which run
 // one after another, and is never written.
-func (c *client) do(ctx context.Context, body []byte, hdr http.Header) (a attempt) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Header) (a attempt) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		a.outcome, a.err, a.sent = report.Failed, err, time.Now()
 		a.end = a.sent
@@ -99,6 +101,7 @@ func (c *client) do(ctx context.Context, body []byte, hdr http.Header) (a attemp
 	switch {
 	case resp.StatusCode/100 == 2:
 		a.started = true
+		a.degraded = resp.Header.Get("X-Sluice-Degraded") != ""
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			readStream(ctx, resp.Body, &a)
 		} else {
@@ -115,9 +118,13 @@ func (c *client) do(ctx context.Context, body []byte, hdr http.Header) (a attemp
 	default:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrBody))
 		a.end = time.Now()
-		a.outcome = report.Failed
-		if resp.StatusCode == http.StatusGatewayTimeout {
+		switch resp.StatusCode {
+		case http.StatusGatewayTimeout:
 			a.outcome = report.TimedOut
+		case http.StatusTooManyRequests:
+			a.outcome = report.RateLimited // retried, as workload.Retryable says
+		default:
+			a.outcome = report.Failed // a 413 too: no budget would ever take it
 		}
 	}
 	return a

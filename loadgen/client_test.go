@@ -203,7 +203,8 @@ func TestClassification(t *testing.T) {
 		{"529 overloaded", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 529, anthropicOvl) }, report.Shed, 2},
 		{"503 not a shed", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 503, openaiErr) }, report.Failed, 2},
 		{"504", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 504, openaiErr) }, report.TimedOut, 1},
-		{"429", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 429, openaiErr) }, report.Failed, 2},
+		{"429", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 429, openaiErr) }, report.RateLimited, 2},
+		{"413", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 413, openaiErr) }, report.Failed, 1},
 		{"500", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 500, openaiErr) }, report.Failed, 2},
 		{"400", func(w http.ResponseWriter, _ *http.Request) { answerStatus(w, 400, openaiErr) }, report.Failed, 1},
 		{"stream error event", func(w http.ResponseWriter, r *http.Request) {

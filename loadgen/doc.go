@@ -30,6 +30,15 @@
 // from the seed, and a priority drawn by the configured shares, sent as
 // X-Sluice-Priority.
 //
+// clients.streams adds independent streams (tenants, kinds of work), each
+// issued from its own goroutine with its own arrivals and draws, its own
+// model, rate, priorities, prompt size and max_tokens. A stream with a key
+// (clients.key, streams[].key: a keys[] entry of the gateway config) sends
+// the key's plaintext from scenario.keys, as Authorization: Bearer on
+// OpenAI-style endpoints and x-api-key on Anthropic's; a key with a
+// priority of its own sets its requests' class. The report then breaks
+// the row down by stream.
+//
 // A user's patience runs from the first attempt. Clients that abandon (the
 // default) cancel the HTTP request when it runs out, and tell the gateway
 // with each attempt how much of it is left (X-Sluice-Timeout, as the
@@ -52,13 +61,18 @@
 //	          message_stop) within patience
 //	Late      the same, after patience (only when clients do not abandon)
 //	Shed      503 or 529 with the gateway's overloaded_error body
+//	RateLimited  429: the request's key is out of its budget
 //	TimedOut  504 from the gateway, or the client gave up at patience
 //	          (also: cut off by the end of the run's drain)
 //	Lost      no response: connection refused, reset or closed before a
 //	          status line, which is how a gateway that is down looks
-//	Failed    anything else: other 4xx/5xx, a 503 that is not a shed, an
+//	Failed    anything else: other 4xx/5xx (a 413 for a request no
+//	          budget could take), a 503 that is not a shed, an
 //	          error event or a malformed event in a stream, a stream or
 //	          body cut short
+//
+// An answer marked X-Sluice-Degraded (served by a model's degrade: under
+// pressure) counts as degraded as well as ok or late.
 //
 // Latency and TTFT, for OK answers, run from the first attempt, as the user
 // waited. TTFT is the first stream event carrying content, or the response

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/scenario"
 	"github.com/sluice-gw/sluice/workload"
@@ -69,10 +70,13 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // plan is the scenario's client side after scaling: everything the run
 // needs, in wall-clock units.
 type plan struct {
-	name        string
-	seed        uint64
-	sched       workload.Schedule
-	spacing     workload.Spacing
+	name string
+	seed uint64
+	// streams are the scenario's traffic streams, the main one first
+	// (scenario.Clients.All); perStream says the report breaks the row
+	// down by them.
+	streams     []*streamPlan
+	perStream   bool
 	duration    time.Duration
 	maxRequests int
 	// patience 0 means the clients wait for ever (up to drain).
@@ -83,9 +87,22 @@ type plan struct {
 	sendDeadline bool
 	drain        time.Duration
 	retry        workload.Retry
-	shares       [3]float64
-	url          string
-	body         *bodies
+}
+
+// streamPlan is one traffic stream: its arrivals, classes and bodies,
+// and the endpoint of its model's API.
+type streamPlan struct {
+	index   int
+	name    string
+	sched   workload.Schedule
+	spacing workload.Spacing
+	shares  [3]float64
+	// keyed: the stream's key has a class of its own, which its requests
+	// take (class), whatever the shares.
+	keyed bool
+	class int
+	url   string
+	body  *bodies
 }
 
 func newPlan(f *scenario.File, o Options) (*plan, error) {
@@ -114,33 +131,24 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	}
 	s := f.Scenario
 	c := s.Clients
-	m, ok := f.Gateway.Model(c.Model)
-	if !ok || len(m.Targets) == 0 {
-		return bad("clients.model %q has no target in the gateway config", c.Model)
-	}
-	prov, ok := f.Gateway.Provider(m.Targets[0].Provider)
-	if !ok {
-		return bad("model %q: provider %q is not in the gateway config", c.Model, m.Targets[0].Provider)
-	}
-	dialect, ok := protocol.ParseDialect(prov.Kind)
-	if !ok {
-		return bad("provider %q: kind %q has no client endpoint; want openai or anthropic", prov.Name, prov.Kind)
-	}
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
 	p := &plan{
 		name:         s.Name,
 		seed:         s.Seed,
-		sched:        c.Schedule(rs, ts),
-		spacing:      c.Spacing(),
+		perStream:    c.HasStreams(),
 		duration:     scale(s.Duration),
 		maxRequests:  o.MaxRequests,
 		patience:     scale(c.Patience),
 		abandon:      c.AbandonOnPatience(),
 		sendDeadline: c.SendsDeadline(),
 		retry:        c.Retry.Policy(scale(c.Patience), ts),
-		shares:       c.PriorityShares(),
-		url:          base + endpointPath(dialect),
-		body:         newBodies(dialect, c, s.Seed, o.CriticalKey),
+	}
+	for i, sc := range c.All() {
+		sp, err := newStreamPlan(f, sc, i, base, rs, ts, o.CriticalKey)
+		if err != nil {
+			return nil, err
+		}
+		p.streams = append(p.streams, sp)
 	}
 	if p.name == "" {
 		p.name = "load"
@@ -158,10 +166,65 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	// waits, so that is what bounds the drain.
 	wait := p.patience
 	if wait <= 0 {
-		wait = f.Gateway.Timeout(m)
+		for _, sc := range c.All() {
+			if m, ok := f.Gateway.Model(sc.Model); ok {
+				wait = max(wait, f.Gateway.Timeout(m))
+			}
+		}
 	}
 	p.drain = wait + drainSlack
 	return p, nil
+}
+
+// newStreamPlan resolves stream i: its model's API and endpoint, and the
+// key it sends. The main stream (i 0) draws from the sources the load
+// generator always used; the others from their own, derived from the
+// seed and i.
+func newStreamPlan(f *scenario.File, c scenario.Clients, i int, base string, rs, ts float64, criticalKey string) (*streamPlan, error) {
+	bad := func(format string, a ...any) (*streamPlan, error) {
+		return nil, &ConfigError{fmt.Errorf(format, a...)}
+	}
+	m, ok := f.Gateway.Model(c.Model)
+	if !ok || len(m.Targets) == 0 {
+		return bad("stream %s: model %q has no target in the gateway config", c.Name, c.Model)
+	}
+	prov, ok := f.Gateway.Provider(m.Targets[0].Provider)
+	if !ok {
+		return bad("model %q: provider %q is not in the gateway config", c.Model, m.Targets[0].Provider)
+	}
+	dialect, ok := protocol.ParseDialect(prov.Kind)
+	if !ok {
+		return bad("provider %q: kind %q has no client endpoint; want openai or anthropic", prov.Name, prov.Kind)
+	}
+	sp := &streamPlan{
+		index:   i,
+		name:    c.Name,
+		sched:   c.Schedule(rs, ts),
+		spacing: c.Spacing(),
+		shares:  c.PriorityShares(),
+		url:     base + endpointPath(dialect),
+	}
+	seed := f.Scenario.Seed
+	if i > 0 {
+		seed ^= uint64(i) * 0x9e3779b97f4a7c15
+	}
+	sp.body = newBodies(dialect, c, seed, criticalKey)
+	if c.Key != "" {
+		key, ok := f.Scenario.Keys[c.Key]
+		if !ok {
+			return bad("stream %s: sends key %q, but scenario.keys has no plaintext for it; add scenario.keys.%s: the test key whose SHA-256 is its keys[].sha256",
+				c.Name, c.Key, c.Key)
+		}
+		sp.body.key = key
+		for _, k := range f.Gateway.Keys {
+			if k.Name == c.Key && k.Priority != "" {
+				if pri, ok := admission.ParsePriority(k.Priority); ok {
+					sp.keyed, sp.class = true, int(pri)
+				}
+			}
+		}
+	}
+	return sp, nil
 }
 
 // targetURL checks the gateway base URL and drops what the endpoint path
@@ -195,8 +258,12 @@ func endpointPath(d protocol.Dialect) string {
 	panic("loadgen: protocol has no " + name + " endpoint")
 }
 
-// priority picks a class from the shares with u uniform in [0, 1).
-func (p *plan) priority(u float64) int {
+// priority picks a class from the shares with u uniform in [0, 1), or is
+// the class of the stream's key.
+func (p *streamPlan) priority(u float64) int {
+	if p.keyed {
+		return p.class
+	}
 	total := p.shares[0] + p.shares[1] + p.shares[2]
 	if total <= 0 {
 		return 1
@@ -217,17 +284,27 @@ func (p *plan) priority(u float64) int {
 	return 1
 }
 
-// arrivals is the run's arrival times, from their own seeded source so
+// arrivals is a stream's arrival times, from their own seeded source so
 // that Poisson gaps do not depend on anything else the run draws.
-func (p *plan) arrivals() *workload.Arrivals {
-	return workload.NewArrivals(p.sched, p.duration, p.spacing, rand.New(rand.NewPCG(p.seed, 0xa4417a15)))
+func (p *plan) arrivals(sp *streamPlan) *workload.Arrivals {
+	return workload.NewArrivals(sp.sched, p.duration, sp.spacing, rand.New(rand.NewPCG(p.seed+uint64(sp.index)*0x9e3779b97f4a7c15, 0xa4417a15)))
 }
 
-// target is the scheduled rate at elapsed wall time, zero once issuing
-// has stopped.
+// picker is a stream's source of classes and prompts: its own, so that
+// Poisson gaps stay the same whatever the priority mix.
+func (p *plan) picker(sp *streamPlan) *rand.Rand {
+	return rand.New(rand.NewPCG(p.seed+uint64(sp.index)*0xbf58476d1ce4e5b9, 0x9e10))
+}
+
+// target is the scheduled rate at elapsed wall time, all streams
+// together, zero once issuing has stopped.
 func (p *plan) target(elapsed time.Duration) float64 {
 	if elapsed > p.duration {
 		return 0
 	}
-	return p.sched.Rate(elapsed)
+	total := 0.0
+	for _, sp := range p.streams {
+		total += sp.sched.Rate(elapsed)
+	}
+	return total
 }

@@ -77,7 +77,7 @@ func statusLine(t *tally, elapsed time.Duration, rate, target float64) string {
 	fmt.Fprintf(&b, "%6.1fs  sent %d  in flight %d  ok %d  shed %d  timedOut %d  failed %d",
 		elapsed.Seconds(), t.sent.Load(), t.inFlight.Load(),
 		t.count(report.OK), t.count(report.Shed), t.count(report.TimedOut), t.count(report.Failed))
-	for _, o := range []report.Outcome{report.Late, report.Lost} {
+	for _, o := range []report.Outcome{report.Late, report.Lost, report.RateLimited} {
 		if n := t.count(o); n > 0 {
 			fmt.Fprintf(&b, "  %s %d", o, n)
 		}

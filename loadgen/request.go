@@ -15,7 +15,7 @@ import (
 // request is one user's request from its first attempt to its verdict.
 // Patience runs from the first attempt: that is when the user started
 // waiting, and retries spend the same patience.
-func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
+func (r *runner) request(sp *streamPlan, idx, pri int, body []byte, hdr http.Header) {
 	p := r.plan
 	t0 := time.Now()
 	ctx := r.ctx
@@ -37,7 +37,7 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 			left := max(time.Until(t0.Add(p.patience)), time.Millisecond)
 			h.Set("X-Sluice-Timeout", strconv.FormatInt(left.Milliseconds(), 10)+"ms")
 		}
-		a = r.client.do(ctx, body, h)
+		a = r.client.do(ctx, sp.url, body, h)
 		r.tally.attempt(pri, &a)
 		if a.outcome == report.OK || a.abandoned {
 			break // answered, or the client itself gave up
@@ -45,7 +45,7 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 		if rng == nil {
 			// Per request, so the draws do not depend on how the
 			// goroutines interleave.
-			rng = rand.New(rand.NewPCG(p.seed^uint64(idx)*0x9e3779b97f4a7c15, 0x7e7))
+			rng = rand.New(rand.NewPCG(p.seed^uint64(idx)*0x9e3779b97f4a7c15, 0x7e7+uint64(sp.index)))
 		}
 		d, again := p.retry.Next(workload.Ended{
 			Attempt:    n,
@@ -62,5 +62,5 @@ func (r *runner) request(idx, pri int, body []byte, hdr http.Header) {
 	if o == report.OK && p.patience > 0 && a.end.Sub(t0) > p.patience {
 		o = report.Late
 	}
-	r.tally.finish(pri, o, a.end.Sub(t0), a.first.Sub(t0))
+	r.tally.finish(sp.index, pri, o, a.end.Sub(t0), a.first.Sub(t0), a.degraded && (o == report.OK || o == report.Late))
 }

@@ -3,8 +3,8 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-gw/sluice/report"
@@ -23,7 +23,12 @@ type runner struct {
 	// ctx is every request's parent; cancelling it ends the drain.
 	ctx context.Context
 	wg  sync.WaitGroup
-	lag time.Duration // worst arrival delay behind schedule
+	// lag is the worst arrival delay behind schedule (under lagMu: each
+	// stream issues from its own goroutine).
+	lagMu sync.Mutex
+	lag   time.Duration
+	// issued counts unique requests across the streams, for MaxRequests.
+	issued atomic.Int64
 }
 
 // Run replays the scenario's clients against the gateway at opts.Target
@@ -43,8 +48,8 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 			return nil, &ConfigError{fmt.Errorf("--metrics: %w; give the gateway's admin /metrics URL, e.g. http://127.0.0.1:9090/metrics", err)}
 		}
 	}
-	t := &tally{}
-	c := newClient(p.url, t)
+	t := newTally(p)
+	c := newClient(t)
 	defer c.close()
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -52,7 +57,7 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 
 	start := time.Now()
 	stopProgress := startProgress(opts.Progress, t, start, p.target)
-	span, capped := r.issue(ctx, start)
+	span, capped := r.issueAll(ctx, start)
 	r.drain(cancel)
 	stopProgress()
 
@@ -84,16 +89,39 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 	return row, ctx.Err()
 }
 
-// issue starts requests at their arrival times until the duration, the
-// request cap or ctx ends. It returns the issuing span and whether the cap
-// cut it short. Arrivals never wait for answers: each request is its own
-// goroutine.
-func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration, capped bool) {
+// issueAll issues every stream's requests, each stream from its own
+// goroutine, and returns the longest issuing span and whether the
+// request cap cut any short.
+func (r *runner) issueAll(ctx context.Context, start time.Time) (span time.Duration, capped bool) {
+	if len(r.plan.streams) == 1 {
+		return r.issue(ctx, start, r.plan.streams[0])
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, sp := range r.plan.streams {
+		wg.Go(func() {
+			s, c := r.issue(ctx, start, sp)
+			mu.Lock()
+			span, capped = max(span, s), capped || c
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return span, capped
+}
+
+// issue starts a stream's requests at their arrival times until the
+// duration, the request cap or ctx ends. It returns the issuing span and
+// whether the cap cut it short. Arrivals never wait for answers: each
+// request is its own goroutine.
+func (r *runner) issue(ctx context.Context, start time.Time, sp *streamPlan) (span time.Duration, capped bool) {
 	p := r.plan
-	arr := p.arrivals()
+	arr := p.arrivals(sp)
 	// Priorities and prompts draw from their own source so that Poisson
 	// gaps stay the same whatever the priority mix.
-	pick := rand.New(rand.NewPCG(p.seed, 0x9e10))
+	pick := p.picker(sp)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	wait := func(at time.Duration) bool {
@@ -110,7 +138,7 @@ func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration
 		}
 	}
 	for n := 0; ; n++ {
-		if n >= p.maxRequests {
+		if r.issued.Add(1) > int64(p.maxRequests) {
 			return time.Since(start), true
 		}
 		// Arrivals run to the duration inclusive, so even arrivals
@@ -120,14 +148,16 @@ func (r *runner) issue(ctx context.Context, start time.Time) (span time.Duration
 			wait(p.duration)
 			return min(time.Since(start), p.duration), false
 		}
-		pri := p.priority(pick.Float64())
-		body, hdr := p.body.build(pick, pri)
+		pri := sp.priority(pick.Float64())
+		body, hdr := sp.body.build(pick, pri)
 		if !wait(at) {
 			return time.Since(start), false
 		}
+		r.lagMu.Lock()
 		r.lag = max(r.lag, time.Since(start.Add(at)))
+		r.lagMu.Unlock()
 		r.tally.sent.Add(1)
-		r.wg.Go(func() { r.request(n, pri, body, hdr) })
+		r.wg.Go(func() { r.request(sp, n, pri, body, hdr) })
 	}
 }
 

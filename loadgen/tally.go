@@ -14,11 +14,24 @@ import (
 type tally struct {
 	mu  sync.Mutex
 	row report.Row
+	// streams break the row down by stream, when the scenario has
+	// streams (nil otherwise).
+	streams []*report.StreamRow
 
 	sent     atomic.Int64 // unique requests issued
 	inFlight atomic.Int64 // HTTP exchanges open
 	peak     atomic.Int64
 	outcomes [len(report.Counts{})]atomic.Int64
+}
+
+func newTally(p *plan) *tally {
+	t := &tally{}
+	if p.perStream {
+		for _, sp := range p.streams {
+			t.streams = append(t.streams, &report.StreamRow{Name: sp.name})
+		}
+	}
+	return t
 }
 
 // begin and done bracket an HTTP exchange. Peak counts exchanges, not
@@ -49,16 +62,32 @@ func (t *tally) attempt(pri int, a *attempt) {
 
 // finish records a unique request's final outcome, with its latency and
 // TTFT measured from its first attempt, as its user waited.
-func (t *tally) finish(pri int, o report.Outcome, latency, ttft time.Duration) {
+// degraded: it was answered, degraded.
+func (t *tally) finish(stream, pri int, o report.Outcome, latency, ttft time.Duration, degraded bool) {
 	t.outcomes[o].Add(1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.row.Counts[o]++
 	t.row.ByPriority[pri][o]++
+	var s *report.StreamRow
+	if stream < len(t.streams) {
+		s = t.streams[stream]
+		s.Counts[o]++
+	}
+	if degraded {
+		t.row.Degraded++
+		if s != nil {
+			s.Degraded++
+		}
+	}
 	switch o {
 	case report.OK:
 		t.row.Latency[pri] = append(t.row.Latency[pri], latency)
 		t.row.TTFT[pri] = append(t.row.TTFT[pri], ttft)
+		if s != nil {
+			s.Latency = append(s.Latency, latency)
+			s.TTFT = append(s.TTFT, ttft)
+		}
 	case report.TimedOut:
 		t.row.Timeout[pri] = append(t.row.Timeout[pri], latency) // how long the user waited for nothing
 	}
@@ -75,5 +104,6 @@ func (t *tally) result(name string, span time.Duration) *report.Row {
 	r.Unique = int(t.sent.Load())
 	r.Peak = int(t.peak.Load())
 	r.Duration = span
+	r.Streams = t.streams
 	return &r
 }

@@ -11,6 +11,14 @@
 // gateway decides, the engine decides here too; the arrival times, the
 // clients' retry decisions and the upstreams' capacity come from package
 // workload, the models sluice load and sluice mock run on the wall clock.
+//
+// Clients may be several streams (scenario clients.streams): each with
+// its own arrivals and draws, its key (its budget, its class, whether it
+// may be degraded), its prompt sizes and max_tokens, which the engine
+// reserves and settles, and the upstream reads (prefill) and caps the
+// answer by. Refusals are answered as the gateway answers them: 429 for
+// a key's budget, 413 for a request no budget could ever take, a shed
+// otherwise.
 package sim
 
 import (
@@ -80,25 +88,25 @@ const (
 
 // request is one unique client request across its attempts.
 type request struct {
-	uid     uint64
-	st      *flow // the traffic stream it belongs to
-	pri     admission.Priority
+	uid uint64
+	st  *flow // the traffic stream it belongs to
+	pri admission.Priority
 	// inTok is its prompt's tokens; maxOut the max_tokens this attempt
 	// asks for (0: none), after degradation.
 	inTok, maxOut int64
 	// targets are this attempt's route's providers, in failover order:
 	// its model's, or those of the model it was degraded to.
 	targets  []int
-	degraded bool // this attempt is served degraded
-	first   time.Duration // first attempt: patience counts from here
-	sent    time.Duration // this attempt
-	attempt int
-	state   reqState
-	token   uint32
-	id      lifecycle.ID
-	calls   [2]*upCall    // this attempt's first call and its hedge
-	scope   int           // the provider this attempt was routed to
-	ttft    time.Duration // client-observed first byte, from first
+	degraded bool          // this attempt is served degraded
+	first    time.Duration // first attempt: patience counts from here
+	sent     time.Duration // this attempt
+	attempt  int
+	state    reqState
+	token    uint32
+	id       lifecycle.ID
+	calls    [2]*upCall    // this attempt's first call and its hedge
+	scope    int           // the provider this attempt was routed to
+	ttft     time.Duration // client-observed first byte, from first
 	// started: this attempt's answer reached the client's first byte, so
 	// the client will not retry it (workload.Retryable).
 	started bool
@@ -112,15 +120,15 @@ type run struct {
 	row    *report.Row
 	series *Series
 
-	eng     *lifecycle.Engine
-	byID    map[lifecycle.ID]*request
-	tickAt  time.Duration // pending engine tick, -1 if none
-	now     time.Duration
-	events  eventHeap
-	seq     uint64
-	rng     *rand.Rand
-	ups     []*upstream
-	scope   int // the main stream's model's first target's provider, for the series
+	eng    *lifecycle.Engine
+	byID   map[lifecycle.ID]*request
+	tickAt time.Duration // pending engine tick, -1 if none
+	now    time.Duration
+	events eventHeap
+	seq    uint64
+	rng    *rand.Rand
+	ups    []*upstream
+	scope  int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
 	flows   []*flow
 	down    time.Duration // refusing arrivals until then

@@ -42,11 +42,11 @@ type upCall struct {
 	firstAt, doneAt time.Duration
 	// tokens is the answer's length once generating (max_tokens
 	// applied); the first comes at tokAt, the others every tpot.
-	tokens int
-	tokAt  time.Duration
-	tpot   time.Duration
-	outcome         lifecycle.OutcomeKind
-	status          int // the HTTP status of a failure, if any
+	tokens  int
+	tokAt   time.Duration
+	tpot    time.Duration
+	outcome lifecycle.OutcomeKind
+	status  int // the HTTP status of a failure, if any
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe.
 	probe lifecycle.ProbeID
