@@ -29,6 +29,10 @@ type Request struct {
 	// Lane, from 1, names Config.Lanes[Lane-1], a share of capacity the
 	// request draws on as well; 0 is none.
 	Lane int
+	// Tenant, with Config.FairTenants, is whose request this is: a slot
+	// that frees goes to the waiter of the tenant with the fewest
+	// requests in flight (the oldest such waiter), not simply the oldest.
+	Tenant int
 }
 
 // Config sets Core's limits.
@@ -64,6 +68,11 @@ type Config struct {
 	LaneMaxWait []time.Duration
 	// Seed owns the jitter RetryAfter adds, so a simulation replays.
 	Seed uint64
+	// FairTenants: within a class, freed slots go to the tenant with the
+	// fewest requests in flight, so a tenant's backlog waits behind its
+	// own requests, not in front of everyone else's. Off, each class is
+	// served in arrival order.
+	FairTenants bool
 }
 
 // Verdict is Admit's answer.
@@ -146,6 +155,8 @@ type Core struct {
 	inFlight int
 	scopeIn  []int
 	laneIn   []int
+	// tenantIn counts each tenant's requests in flight (FairTenants).
+	tenantIn map[int]int
 	entries  map[Ticket]*entry
 	last     Ticket
 	// One FIFO per class: head is the oldest waiter.
@@ -159,11 +170,12 @@ type Core struct {
 // NewCore returns an empty Core with the given limits.
 func NewCore(cfg Config) *Core {
 	return &Core{
-		cfg:     cfg,
-		scopeIn: make([]int, len(cfg.Scopes)),
-		laneIn:  make([]int, len(cfg.Lanes)),
-		entries: make(map[Ticket]*entry),
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
+		cfg:      cfg,
+		scopeIn:  make([]int, len(cfg.Scopes)),
+		laneIn:   make([]int, len(cfg.Lanes)),
+		tenantIn: map[int]int{},
+		entries:  make(map[Ticket]*entry),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 	}
 }
 
@@ -209,6 +221,9 @@ func (c *Core) start(now time.Time, e *entry) {
 	}
 	if i := e.req.Lane - 1; i >= 0 && i < len(c.laneIn) {
 		c.laneIn[i]++
+	}
+	if c.cfg.FairTenants {
+		c.tenantIn[e.req.Tenant]++
 	}
 }
 
@@ -398,6 +413,11 @@ func (c *Core) Free(now time.Time, t Ticket) bool {
 	if i := e.req.Lane - 1; i >= 0 && i < len(c.laneIn) {
 		c.laneIn[i]--
 	}
+	if c.cfg.FairTenants {
+		if c.tenantIn[e.req.Tenant]--; c.tenantIn[e.req.Tenant] <= 0 {
+			delete(c.tenantIn, e.req.Tenant)
+		}
+	}
 	c.drain.record(now)
 	return true
 }
@@ -406,6 +426,9 @@ func (c *Core) Free(now time.Time, t Ticket) bool {
 // oldest first within a class. A waiter held back by its full scope does
 // not block waiters bound for other scopes.
 func (c *Core) Pump(now time.Time) []Ticket {
+	if c.cfg.FairTenants {
+		return c.pumpFair(now)
+	}
 	var granted []Ticket
 	for p := range Priority(numPriorities) {
 		for e := c.head[p]; e != nil; {

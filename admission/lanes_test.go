@@ -59,3 +59,17 @@ func TestLaneMaxWait(t *testing.T) {
 		t.Fatalf("after the lane's max_wait: %+v, want the waiter refused", got)
 	}
 }
+
+// With fairness between tenants, a freed slot goes to the tenant with
+// the fewest requests in flight: a flood waits behind itself.
+func TestFairTenants(t *testing.T) {
+	h := newHarness(t, Config{Global: Fixed(2), MaxDepth: 10, MaxWait: time.Minute, FairTenants: true})
+	flood := Request{Priority: Interactive, Scope: NoScope, Tenant: 1}
+	a1 := h.admit(flood, Admitted)
+	h.admit(flood, Admitted)
+	h.admit(flood, Queued)
+	h.admit(flood, Queued)
+	b := h.admit(Request{Priority: Interactive, Scope: NoScope, Tenant: 2}, Queued)
+	// Tenant 1 holds both slots and has two waiters ahead of b: b goes first.
+	h.wantGranted(h.release(a1.Ticket), b.Ticket)
+}

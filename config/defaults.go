@@ -120,7 +120,7 @@ func (c *Config) applyDefaults() {
 	}
 	if l := &c.Lanes.LargeContext; l.MinInputTokens > 0 {
 		if l.MaxInFlight == 0 {
-			l.MaxInFlight = max(1, a.MaxInFlight/4)
+			l.MaxInFlight = max(1, c.capacity()/4)
 		}
 	}
 	for i := range c.Models {
@@ -153,6 +153,25 @@ func (c *Config) applyDefaults() {
 // much each provider takes; the gateway should not quietly take less,
 // least of all in a brownout, when calls stranded on a slow provider
 // hold their slots until they are rescued onto another.
+// capacity is how many calls the gateway can really have running: the
+// global limit, or the providers' limits summed when every provider
+// declares one and that is less. A share of capacity (the large-context
+// lane's) is a share of this, not of a global limit set high above the
+// providers'.
+func (c *Config) capacity() int {
+	sum := 0
+	for _, p := range c.Providers {
+		if p.MaxInFlight <= 0 {
+			return c.Admission.MaxInFlight
+		}
+		sum += p.MaxInFlight
+	}
+	if sum > 0 && sum < c.Admission.MaxInFlight {
+		return sum
+	}
+	return c.Admission.MaxInFlight
+}
+
 func (c *Config) defaultMaxInFlight() int {
 	sum := 0
 	for _, p := range c.Providers {

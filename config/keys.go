@@ -49,11 +49,34 @@ func (k *Key) TenantName() string {
 // Limits are per-minute budgets in the three dimensions providers meter:
 // requests, input tokens and output tokens. Zero means no limit. Each is
 // enforced exactly (GCRA, package quota): a sustained load gets its limit
-// per minute, and at most a minute's allowance at once.
+// per minute. At once, a client may send Burst's worth of its requests
+// (default 10 s: a sixth of a minute's, at least one), and a minute's
+// worth of tokens, so that any single request within the minute's token
+// allowance can pass.
 type Limits struct {
-	RPM  int64 `yaml:"rpm"`  // requests per minute
-	ITPM int64 `yaml:"itpm"` // input tokens per minute
-	OTPM int64 `yaml:"otpm"` // output tokens per minute
+	RPM   int64    `yaml:"rpm"`   // requests per minute
+	ITPM  int64    `yaml:"itpm"`  // input tokens per minute
+	OTPM  int64    `yaml:"otpm"`  // output tokens per minute
+	Burst Duration `yaml:"burst"` // the requests a client may send at once, as time at its rate
+}
+
+// DefaultBurst is Limits.Burst's default: a tenant that floods after an
+// idle spell gets ten seconds of its rate at once, not a whole minute's,
+// so that the flood's first seconds do not take the capacity others
+// share (as providers do, who enforce a minute's limit over shorter
+// periods too).
+const DefaultBurst = 10 * time.Second
+
+// RequestBurst is how many requests the limits let through at once.
+func (l Limits) RequestBurst() int64 {
+	if l.RPM <= 0 {
+		return 0
+	}
+	b := l.Burst.D()
+	if b <= 0 {
+		b = DefaultBurst
+	}
+	return max(1, l.RPM*int64(b)/int64(time.Minute))
 }
 
 // Any reports whether any limit is set.
@@ -90,7 +113,8 @@ type LargeLane struct {
 	MinInputTokens int64 `yaml:"min_input_tokens"`
 	// MaxInFlight is the lane's share of capacity: at most this many of
 	// its requests in flight at once (default: a quarter of
-	// admission.max_in_flight).
+	// admission.max_in_flight, or of the providers' max_in_flight summed
+	// when every provider declares one and that is less).
 	MaxInFlight int `yaml:"max_in_flight"`
 	// MaxWait is how long the lane's requests may wait for a slot
 	// (default: their class's, admission.queue.max_wait or
@@ -197,6 +221,9 @@ func validateLimits(v *checker, at string, l Limits) {
 		if f.n < 0 {
 			v.add(at+"."+f.name, "%d is negative; write 0 (or leave it out) for no limit", f.n)
 		}
+	}
+	if l.Burst < 0 || l.Burst.D() > time.Hour {
+		v.add(at+".burst", "must be between 0 (the default, %s) and 1h; write e.g. 10s or 60s", DefaultBurst)
 	}
 }
 

@@ -33,7 +33,7 @@ models:
   - {name: chat, targets: [{provider: fast, model: m}]}
   - {name: doomed, targets: [{provider: down, model: m}]}
 keys:
-  - {name: rpm, sha256: ${RPMHASH}, limits: {rpm: 300}}
+  - {name: rpm, sha256: ${RPMHASH}, limits: {rpm: 1200}}
   - {name: itpm, sha256: ${ITPMHASH}, limits: {itpm: 3000}}
   - {name: open, sha256: ${OPENHASH}}
 `
@@ -213,7 +213,7 @@ func TestFleetInRealProcesses(t *testing.T) {
 			}
 		}
 		span := rpm.last.Sub(rpm.first)
-		want := 300 + 300*span.Minutes()
+		want := 200 + 1200*span.Minutes() // a burst of 10 s, then 20 a second
 		t.Logf("requests: admitted %d over %v, the budget allows %.1f", rpm.ok.Load(), span.Round(time.Millisecond), want)
 		if got := float64(rpm.ok.Load()); got > want+1 || got < 0.98*want {
 			t.Errorf("the fleet admitted %.0f requests, want %.1f within 2%%", got, want)
@@ -338,9 +338,10 @@ func TestFleetInRealProcesses(t *testing.T) {
 			t.Errorf("%d requests failed while Redis was away", bad.Load())
 		}
 		for i, r := range fleet {
-			if !strings.Contains(r.out.String(), "shared store unreachable") || !strings.Contains(r.out.String(), "shared store answering again") {
-				t.Errorf("replica %d's log does not tell of Redis leaving and coming back:\n%s", i, r.out)
-			}
+			// The log is buffered: wait for the lines, not for the moment.
+			waitUntil(t, 5*time.Second, fmt.Sprintf("replica %d's log to tell of Redis leaving and coming back", i), func() bool {
+				return strings.Contains(r.out.String(), "shared store unreachable") && strings.Contains(r.out.String(), "shared store answering again")
+			})
 		}
 	})
 }

@@ -16,7 +16,7 @@ func bearer(key string) map[string]string { return map[string]string{"Authorizat
 func TestKeyBudgetAnswers(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Keys = []config.Key{
-			{Name: "small", SHA256: config.KeyHash("sk-small"), Limits: config.Limits{RPM: 2, ITPM: 60}},
+			{Name: "small", SHA256: config.KeyHash("sk-small"), Limits: config.Limits{RPM: 12, ITPM: 60}}, // 2 at once
 			{Name: "free", SHA256: config.KeyHash("sk-free")},
 		}
 	})
@@ -25,7 +25,7 @@ func TestKeyBudgetAnswers(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("request %d: %d %s", i, status, body)
 		}
-		if got := h.Get("X-Ratelimit-Remaining-Requests"); got != want || h.Get("X-Ratelimit-Limit-Requests") != "2" {
+		if got := h.Get("X-Ratelimit-Remaining-Requests"); got != want || h.Get("X-Ratelimit-Limit-Requests") != "12" {
 			t.Errorf("request %d: x-ratelimit-remaining-requests %q, want %s (headers %v)", i, got, want, h)
 		}
 		if h.Get("X-Ratelimit-Limit-Tokens") != "60" {
@@ -33,8 +33,8 @@ func TestKeyBudgetAnswers(t *testing.T) {
 		}
 	}
 	status, h, body := s.do("/v1/chat/completions", chatBody, bearer("sk-small"))
-	if status != 429 || errorType(t, body) != "rate_limit_exceeded" || h.Get("Retry-After") != "30" {
-		t.Fatalf("third request: %d, Retry-After %q, %s; want 429 rate_limit_exceeded after 30 s (2 a minute)", status, h.Get("Retry-After"), body)
+	if status != 429 || errorType(t, body) != "rate_limit_exceeded" || h.Get("Retry-After") != "5" {
+		t.Fatalf("third request: %d, Retry-After %q, %s; want 429 rate_limit_exceeded after 5 s (12 a minute)", status, h.Get("Retry-After"), body)
 	}
 	if !strings.Contains(string(body), "requests") {
 		t.Errorf("the refusal does not say which budget: %s", body)
@@ -76,13 +76,13 @@ func TestKeyBudgetAnswers(t *testing.T) {
 // Anthropic's clients read anthropic-ratelimit-*, per dimension.
 func TestKeyBudgetAnthropicHeaders(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
-		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 5, OTPM: 1000}}}
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 30, OTPM: 1000}}}
 	})
 	status, h, body := s.do("/v1/messages", anthropicBody, map[string]string{"X-Api-Key": "sk-k", "anthropic-version": "2023-06-01"})
 	if status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
-	if h.Get("Anthropic-Ratelimit-Requests-Remaining") != "4" || h.Get("Anthropic-Ratelimit-Output-Tokens-Limit") != "1000" ||
+	if h.Get("Anthropic-Ratelimit-Requests-Remaining") != "4" || // a burst of 5 h.Get("Anthropic-Ratelimit-Output-Tokens-Limit") != "1000" ||
 		h.Get("Anthropic-Ratelimit-Requests-Reset") == "" || h.Get("Anthropic-Ratelimit-Input-Tokens-Limit") != "" {
 		t.Errorf("rate-limit headers: %v", h)
 	}

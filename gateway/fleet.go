@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,6 +43,27 @@ type fleet struct {
 	// status is the last budget status each key's Take saw, for
 	// degrading on a nearly spent budget without another round trip.
 	status sync.Map // key name -> [3]quota.Status
+	// reachable: Redis answered the last heartbeat or budget call.
+	reachable atomic.Bool
+	log       *slog.Logger
+}
+
+// reach notes whether Redis answers, from a heartbeat or a budget call,
+// and logs each change once.
+func (f *fleet) reach(ok bool, cause error) {
+	if f.reachable.Swap(ok) == ok {
+		return
+	}
+	if !ok {
+		msg := "unreachable"
+		if cause != nil {
+			msg = cause.Error()
+		}
+		f.log.Warn("shared store unreachable; deciding alone with this replica's share of the fleet's limits",
+			"cause", msg, "replicas", f.members.Live())
+		return
+	}
+	f.log.Info("shared store answering again; limits and verdicts are the fleet's")
 }
 
 // newFleet connects to the config's store and starts this replica's
@@ -58,22 +80,16 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 		id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	prefix := cfg.Fleet.Prefix
-	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}}
+	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
+	f.reachable.Store(true) // said otherwise only once it is not
 	f.channels = store.NewChannels(rdb, store.Options{Prefix: prefix})
 	f.leases = store.NewLeases(rdb, store.Options{Prefix: prefix})
-	f.members = store.NewMembers(rdb, store.MemberOptions{Prefix: prefix, ID: id})
+	f.members = store.NewMembers(rdb, store.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach})
 	f.budgets = store.NewBudgets(rdb, store.BudgetOptions{
 		Prefix:   prefix,
 		Timeout:  f.timeout,
 		Replicas: f.members.Live,
-		OnMode: func(m store.Mode, cause error) {
-			if m == store.Local {
-				log.Warn("shared store unreachable; deciding alone with this replica's share of the fleet's budgets",
-					"cause", cause.Error(), "replicas", f.members.Live())
-				return
-			}
-			log.Info("shared store answering again; budgets are the fleet's")
-		},
+		OnMode:   func(m store.Mode, cause error) { f.reach(m == store.Shared, cause) },
 	})
 	f.members.Start()
 	return f, nil
@@ -167,7 +183,7 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 // fleetState reports the live replicas and whether budgets are shared
 // now, for the metrics.
 func (g *Gateway) fleetState() (int, bool) {
-	return g.fleet.members.Live(), g.fleet.members.Reached() && g.fleet.budgets.Mode() == store.Shared
+	return g.fleet.members.Live(), g.fleet.reachable.Load() && g.fleet.budgets.Mode() == store.Shared
 }
 
 // One decision for the fleet: a replica whose breaker trips, or whose

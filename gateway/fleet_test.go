@@ -44,7 +44,7 @@ func testRedis(t *testing.T) string {
 func TestFleetSharesKeyBudgets(t *testing.T) {
 	addr := testRedis(t)
 	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
-	const rpm = 300 // a burst of 300, then 5 a second
+	const rpm = 1200 // a burst of 200 (10 s), then 20 a second
 	fleet := func(c *config.Config) {
 		c.Store = "redis://" + addr + "/0"
 		c.Fleet.Prefix = prefix
@@ -100,7 +100,7 @@ func TestFleetSharesKeyBudgets(t *testing.T) {
 		t.Fatalf("%d requests neither answered nor refused for the budget", other.Load())
 	}
 	span := last.Sub(first)
-	want := rpm + float64(rpm)*span.Minutes()
+	want := float64(config.Limits{RPM: rpm}.RequestBurst()) + float64(rpm)*span.Minutes()
 	got := float64(ok.Load())
 	t.Logf("admitted %d, refused %d over %v: the budget allows %.1f", ok.Load(), refused.Load(), span.Round(time.Millisecond), want)
 	if refused.Load() == 0 {
@@ -128,7 +128,7 @@ func TestFleetWithoutStore(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Store = "redis://127.0.0.1:1/0" // nothing listens on port 1
 		c.Fleet.Timeout = config.Duration(20 * time.Millisecond)
-		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 2}}}
+		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: 12}}} // 2 at once
 	})
 	for i, want := range []int{200, 200, 429} {
 		start := time.Now()

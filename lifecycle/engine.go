@@ -90,6 +90,11 @@ type Config struct {
 	// Budgets are the token budgets of keys, the large-context lane,
 	// providers and models (budgets.go).
 	Budgets Budgets
+	// KeyTenants[k-1] is key k's tenant (from 1). With any, admission is
+	// fair between tenants (admission.Config.FairTenants): within a
+	// class, a freed slot goes to the tenant with the fewest requests in
+	// flight. Requests without a key are tenant 0.
+	KeyTenants []int
 	// Replicas, when set, is the number of live replicas in the fleet
 	// this engine is one of: its fixed concurrency limits (global,
 	// per provider, per lane) are split between them (fleet.go).
@@ -384,6 +389,16 @@ type Engine struct {
 	newlyPaused []int
 	// books are the token budgets (budgets.go).
 	books books
+	// keyTenants maps a key (from 1) to its tenant.
+	keyTenants []int
+}
+
+// tenant is r's tenant for admission's fairness: its key's, or 0.
+func (e *Engine) tenant(r Request) int {
+	if k := r.Key - 1; k >= 0 && k < len(e.keyTenants) {
+		return e.keyTenants[k]
+	}
+	return 0
 }
 
 // New builds an Engine.
@@ -426,6 +441,8 @@ func New(cfg Config) *Engine {
 	}
 	ac.Lanes = lanes
 	ac.Seed = cfg.Seed ^ 0xad31
+	ac.FairTenants = len(cfg.KeyTenants) > 0
+	e.keyTenants = cfg.KeyTenants
 	e.adm = admission.NewCore(ac)
 	return e
 }
@@ -455,7 +472,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		unavailable.RetryAfter = e.untilAvailable(now, r)
 		return Arrival{Verdict: admission.Rejected, Refusal: unavailable}, rd
 	}
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Lane: e.books.lane(r), Deadline: r.Deadline, Held: p.held})
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Lane: e.books.lane(r), Tenant: e.tenant(r), Deadline: r.Deadline, Held: p.held})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
 		e.drop(now, f.Ticket)

@@ -51,8 +51,16 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		ac.LaneMaxWait = []time.Duration{large.MaxWait.D()}
 	}
 	b := Budgets{LargeMinInput: large.MinInputTokens, Large: Limits(large.Limits)}
+	var tenants []int
+	ids := map[string]int{}
 	for _, k := range cfg.Keys {
 		b.Keys = append(b.Keys, Limits(k.Limits))
+		id, ok := ids[k.TenantName()]
+		if !ok {
+			id = len(ids) + 1
+			ids[k.TenantName()] = id
+		}
+		tenants = append(tenants, id)
 	}
 	for _, p := range cfg.Providers {
 		b.Scopes = append(b.Scopes, Limits(p.Limits))
@@ -63,14 +71,15 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		b.Models = append(b.Models, m)
 	}
 	return Config{Scopes: scopes, Routes: routes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b}, nil
+		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants}, nil
 }
 
-// Limits converts a config's per-minute limits to a budget's: each with
-// the default burst, a minute's allowance.
+// Limits converts a config's per-minute limits to a budget's: requests
+// with their burst (config.Limits.RequestBurst), tokens with a minute's
+// allowance.
 func Limits(l config.Limits) quota.Limits {
 	return quota.Limits{
-		quota.Requests:     {PerMinute: l.RPM},
+		quota.Requests:     {PerMinute: l.RPM, Burst: l.RequestBurst()},
 		quota.InputTokens:  {PerMinute: l.ITPM},
 		quota.OutputTokens: {PerMinute: l.OTPM},
 	}

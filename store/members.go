@@ -21,6 +21,10 @@ type MemberOptions struct {
 	Interval time.Duration
 	// Timeout bounds one heartbeat; default Interval/2.
 	Timeout time.Duration
+	// OnReach, when set, hears each change of whether heartbeats reach
+	// Redis, with the error of the first that did not. It must not
+	// block.
+	OnReach func(reached bool, err error)
 }
 
 // Members is the fleet's membership: each replica heartbeats an entry
@@ -35,6 +39,7 @@ type Members struct {
 	timeout  time.Duration
 	live     atomic.Int64
 	reached  atomic.Bool // the last heartbeat answered
+	onReach  func(bool, error)
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -55,7 +60,7 @@ func NewMembers(rdb redis.UniversalClient, o MemberOptions) *Members {
 	if o.Timeout <= 0 {
 		o.Timeout = o.Interval / 2
 	}
-	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now}
+	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now, onReach: o.OnReach}
 	m.live.Store(1)
 	return m
 }
@@ -85,10 +90,14 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 		return nil
 	})
 	if err != nil {
-		m.reached.Store(false)
+		if m.reached.Swap(false) && m.onReach != nil {
+			m.onReach(false, err)
+		}
 		return m.Live(), err
 	}
-	m.reached.Store(true)
+	if !m.reached.Swap(true) && m.onReach != nil {
+		m.onReach(true, nil)
+	}
 	n := max(card.Val(), 1)
 	m.live.Store(n)
 	return int(n), nil
