@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/report"
 )
 
 // fleetConfig is one replica's: a fast provider for budgets, and one
@@ -36,6 +38,26 @@ keys:
   - {name: rpm, sha256: ${RPMHASH}, limits: {rpm: 1200}}
   - {name: itpm, sha256: ${ITPMHASH}, limits: {itpm: 3000}}
   - {name: open, sha256: ${OPENHASH}}
+  - {name: load, sha256: ${LOADHASH}, limits: {rpm: 600}}
+`
+
+// fleetLoad is sluice load's scenario for the fleet: one key, sent to
+// every replica in turn, at six times its budget's rate.
+const fleetLoad = `
+providers:
+  - {name: fast, kind: openai, base_url: http://127.0.0.1:1/v1}
+models:
+  - {name: chat, targets: [{provider: fast, model: m}]}
+keys:
+  - {name: load, sha256: ${LOADHASH}}
+scenario:
+  name: fleet-load
+  seed: 1
+  duration: 3s
+  keys: {load: sk-fleet-load}
+  clients: {model: chat, key: load, rate: [{at: 0s, rps: 60}], patience: 5s}
+  upstreams:
+    fast: {}
 `
 
 // replica is one sluice serve process of the fleet.
@@ -115,13 +137,13 @@ func TestFleetInRealProcesses(t *testing.T) {
 	waitHTTP(t, "http://"+fast+"/stats")
 	waitHTTP(t, "http://"+down+"/stats")
 
-	keys := map[string]string{"rpm": "sk-fleet-rpm", "itpm": "sk-fleet-itpm", "open": "sk-fleet-open"}
+	keys := map[string]string{"rpm": "sk-fleet-rpm", "itpm": "sk-fleet-itpm", "open": "sk-fleet-open", "load": "sk-fleet-load"}
 	var fleet []*replica
 	for i := range 3 {
 		r := &replica{listen: freeAddr(t), admin: freeAddr(t), out: &syncBuffer{}}
 		text := strings.NewReplacer("${LISTEN}", r.listen, "${ADMIN}", r.admin, "${REDIS}", redisAddr,
 			"${ID}", fmt.Sprintf("r%d", i), "${FAST}", fast, "${DOWN}", down,
-			"${RPMHASH}", config.KeyHash(keys["rpm"]), "${ITPMHASH}", config.KeyHash(keys["itpm"]), "${OPENHASH}", config.KeyHash(keys["open"])).Replace(fleetConfig)
+			"${RPMHASH}", config.KeyHash(keys["rpm"]), "${ITPMHASH}", config.KeyHash(keys["itpm"]), "${OPENHASH}", config.KeyHash(keys["open"]), "${LOADHASH}", config.KeyHash(keys["load"])).Replace(fleetConfig)
 		path := filepath.Join(t.TempDir(), "sluice.yaml")
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -229,6 +251,40 @@ func TestFleetInRealProcesses(t *testing.T) {
 		t.Logf("input tokens: admitted %.0f (%d requests of %.0f) over %v, the budget allows %.1f", tokens, itpm.ok.Load(), perReq, span.Round(time.Millisecond), wantTok)
 		if tokens > wantTok+perReq || tokens < 0.98*wantTok {
 			t.Errorf("the fleet admitted %.0f input tokens, want %.1f within 2%%", tokens, wantTok)
+		}
+	})
+
+	t.Run("sluice load round-robin across the fleet meets one budget", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "load.yaml")
+		text := strings.ReplaceAll(fleetLoad, "${LOADHASH}", config.KeyHash(keys["load"]))
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var targets []string
+		for _, r := range fleet {
+			targets = append(targets, "http://"+r.listen)
+		}
+		jsonPath := filepath.Join(t.TempDir(), "load.json")
+		out, err := exec.Command(bin, "load", path, "--target", strings.Join(targets, ","), "--json", jsonPath, "--quiet").CombinedOutput()
+		if err != nil {
+			t.Fatalf("sluice load: %v\n%s", err, out)
+		}
+		var rows []report.Summary
+		data, _ := os.ReadFile(jsonPath)
+		if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 1 {
+			t.Fatalf("load report: %v\n%s", err, data)
+		}
+		ok, limited := rows[0].Counts["ok"], rows[0].Counts["rateLimited"]
+		// A burst of 100 (10 s at 10 a second), then 10 a second over the
+		// 3 s run: 130, give or take the run's edges.
+		t.Logf("sluice load over three replicas: %d answered, %d rate-limited\n%s", ok, limited, out)
+		if ok < 125 || ok > 135 || limited == 0 {
+			t.Errorf("%d answered and %d rate-limited; want about 130 answered (a burst of 100, then 10 a second for 3 s)", ok, limited)
+		}
+		for i, r := range fleet {
+			if n := r.metric(t, `sluice_tokens_total{direction="input",key="load"`); n == 0 {
+				t.Errorf("replica %d answered none of the load", i)
+			}
 		}
 	})
 

@@ -104,7 +104,7 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.opts.Target, "target", "", "base URL of the gateway, e.g. http://127.0.0.1:8080 (required)")
+	fs.StringVar(&c.opts.Target, "target", "", "base URL of the gateway, e.g. http://127.0.0.1:8080 (required); several, comma-separated, are taken in turn")
 	fs.DurationVar(&c.opts.Duration, "duration", 0, "how long to issue requests, in wall-clock time (default: the scenario's duration, time-scaled)")
 	fs.Float64Var(&c.opts.RPSScale, "rps-scale", 1, "multiply every rate")
 	fs.Float64Var(&c.opts.TimeScale, "time-scale", 1, "multiply every time in the scenario and divide every rate: 0.1 replays it ten times faster")
@@ -140,7 +140,7 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 		return nil, errors.New("--max-requests must be positive")
 	}
 	c.path = pos[0]
-	if _, err := targetURL(c.opts.Target); err != nil {
+	if _, err := targetURLs(c.opts.Target); err != nil {
 		return nil, err
 	}
 	if c.opts.CriticalKey == "" {

@@ -389,3 +389,18 @@ func TestDeadlineHeader(t *testing.T) {
 		})
 	}
 }
+
+// Several targets are a fleet: attempts go to each in turn.
+func TestTargetsRoundRobin(t *testing.T) {
+	a := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerOK(w) })
+	b := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerOK(w) })
+	f := loadScenario(t, "basic.yaml", func(s *scenario.Scenario) {
+		s.Duration = 500 * time.Millisecond
+		s.Clients.Rate = []scenario.RateStep{{RPS: 200}}
+	})
+	row := mustRun(t, f, Options{Target: a.url + "," + b.url})
+	na, nb := len(a.seen()), len(b.seen())
+	if na+nb != row.Attempts || na-nb > 1 || nb-na > 1 {
+		t.Fatalf("%d and %d attempts at the two targets (of %d): want them taken in turn", na, nb, row.Attempts)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
@@ -27,7 +28,8 @@ const drainSlack = 5 * time.Second
 // Options adjust a run. Zero values take the defaults.
 type Options struct {
 	// Target is the gateway's base URL, e.g. http://127.0.0.1:8080. A
-	// trailing /v1 is accepted and dropped.
+	// trailing /v1 is accepted and dropped. Several, comma-separated,
+	// are a fleet: attempts go to them in turn (round robin).
 	Target string
 	// TimeScale multiplies every time in the scenario (rate step times,
 	// ramps, duration, patience, retry base and cap) and divides every
@@ -101,8 +103,19 @@ type streamPlan struct {
 	// take (class), whatever the shares.
 	keyed bool
 	class int
-	url   string
-	body  *bodies
+	// urls are the stream's endpoint at each target; next picks the
+	// target of the next attempt, shared by every stream of the run.
+	urls []string
+	next *atomic.Uint64
+	body *bodies
+}
+
+// url is the endpoint the next attempt goes to.
+func (sp *streamPlan) url() string {
+	if len(sp.urls) == 1 {
+		return sp.urls[0]
+	}
+	return sp.urls[(sp.next.Add(1)-1)%uint64(len(sp.urls))]
 }
 
 func newPlan(f *scenario.File, o Options) (*plan, error) {
@@ -125,10 +138,11 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	if o.Duration < 0 || o.MaxRequests < 0 {
 		return bad("duration and max requests must not be negative")
 	}
-	base, err := targetURL(o.Target)
+	bases, err := targetURLs(o.Target)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
+	next := new(atomic.Uint64)
 	s := f.Scenario
 	c := s.Clients
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
@@ -144,7 +158,7 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 		retry:        c.Retry.Policy(scale(c.Patience), ts),
 	}
 	for i, sc := range c.All() {
-		sp, err := newStreamPlan(f, sc, i, base, rs, ts, o.CriticalKey)
+		sp, err := newStreamPlan(f, sc, i, bases, next, rs, ts, o.CriticalKey)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +194,7 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 // key it sends. The main stream (i 0) draws from the sources the load
 // generator always used; the others from their own, derived from the
 // seed and i.
-func newStreamPlan(f *scenario.File, c scenario.Clients, i int, base string, rs, ts float64, criticalKey string) (*streamPlan, error) {
+func newStreamPlan(f *scenario.File, c scenario.Clients, i int, bases []string, next *atomic.Uint64, rs, ts float64, criticalKey string) (*streamPlan, error) {
 	bad := func(format string, a ...any) (*streamPlan, error) {
 		return nil, &ConfigError{fmt.Errorf(format, a...)}
 	}
@@ -202,7 +216,10 @@ func newStreamPlan(f *scenario.File, c scenario.Clients, i int, base string, rs,
 		sched:   c.Schedule(rs, ts),
 		spacing: c.Spacing(),
 		shares:  c.PriorityShares(),
-		url:     base + endpointPath(dialect),
+		next:    next,
+	}
+	for _, b := range bases {
+		sp.urls = append(sp.urls, b+endpointPath(dialect))
 	}
 	seed := f.Scenario.Seed
 	if i > 0 {
@@ -225,6 +242,19 @@ func newStreamPlan(f *scenario.File, c scenario.Clients, i int, base string, rs,
 		}
 	}
 	return sp, nil
+}
+
+// targetURLs checks a comma-separated list of gateway base URLs.
+func targetURLs(s string) ([]string, error) {
+	var bases []string
+	for t := range strings.SplitSeq(s, ",") {
+		base, err := targetURL(strings.TrimSpace(t))
+		if err != nil {
+			return nil, err
+		}
+		bases = append(bases, base)
+	}
+	return bases, nil
 }
 
 // targetURL checks the gateway base URL and drops what the endpoint path

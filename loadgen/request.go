@@ -37,7 +37,7 @@ func (r *runner) request(sp *streamPlan, idx, pri int, body []byte, hdr http.Hea
 			left := max(time.Until(t0.Add(p.patience)), time.Millisecond)
 			h.Set("X-Sluice-Timeout", strconv.FormatInt(left.Milliseconds(), 10)+"ms")
 		}
-		a = r.client.do(ctx, sp.url, body, h)
+		a = r.client.do(ctx, sp.url(), body, h)
 		r.tally.attempt(pri, &a)
 		if a.outcome == report.OK || a.abandoned {
 			break // answered, or the client itself gave up
