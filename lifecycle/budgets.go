@@ -73,6 +73,25 @@ type books struct {
 	scopes   []*quota.Budget
 	models   []map[string]*quota.Budget
 	reserve  int64
+	// replicas, in a fleet, is the live replica count: this replica's
+	// share of a provider's or model's budget is 1/replicas of it, which
+	// it keeps by charging each call replicas times over (so a change in
+	// the count applies at once, with nothing rebuilt).
+	replicas func() int
+}
+
+// share is the multiplier of provider and model charges: the live
+// replica count in a fleet, else 1.
+func (bk *books) share() int64 {
+	if bk.replicas == nil {
+		return 1
+	}
+	return int64(max(1, bk.replicas()))
+}
+
+// times is c charged n times over.
+func times(c quota.Cost, n int64) quota.Cost {
+	return quota.Cost{Requests: c.Requests * n, InputTokens: c.InputTokens * n, OutputTokens: c.OutputTokens * n}
 }
 
 // budgetOf builds a budget, or nil for limits that limit nothing. The
@@ -186,7 +205,7 @@ func (bk *books) targetWait(now time.Time, r Request, i int) time.Duration {
 		if b == nil {
 			continue
 		}
-		if v := b.Check(now, bk.cost(r)); !v.OK {
+		if v := b.Check(now, times(bk.cost(r), bk.share())); !v.OK {
 			if v.Never {
 				return time.Hour // no wait lets it through; others may
 			}
@@ -242,14 +261,17 @@ func (bk *books) refund(now time.Time, r Request) {
 }
 
 // charge takes a call's reservation from target i's budgets as it
-// starts, into debt if need be.
-func (bk *books) charge(now time.Time, r Request, i int) {
+// starts, into debt if need be, and returns the multiplier it charged
+// with (share), for its settlement.
+func (bk *books) charge(now time.Time, r Request, i int) int64 {
+	n := bk.share()
 	prov, model := bk.targetBudgets(r, i)
 	for _, b := range [2]*quota.Budget{prov, model} {
 		if b != nil {
-			b.Charge(now, bk.cost(r))
+			b.Charge(now, times(bk.cost(r), n))
 		}
 	}
+	return n
 }
 
 // used is what a call that ended with o used, for settlement: the
@@ -279,12 +301,13 @@ func (bk *books) used(r Request, o Outcome) quota.Cost {
 	return u
 }
 
-// settleCall settles one call's charge on target i with what it used.
-func (bk *books) settleCall(now time.Time, r Request, i int, o Outcome) {
+// settleCall settles one call's charge on target i, made with
+// multiplier n, with what it used.
+func (bk *books) settleCall(now time.Time, r Request, i int, o Outcome, n int64) {
 	prov, model := bk.targetBudgets(r, i)
 	for _, b := range [2]*quota.Budget{prov, model} {
 		if b != nil {
-			b.Settle(now, bk.cost(r), bk.used(r, o))
+			b.Settle(now, times(bk.cost(r), n), times(bk.used(r, o), n))
 		}
 	}
 }
@@ -428,7 +451,7 @@ func (e *Engine) closed(now time.Time, r Request, i int) bool {
 func (e *Engine) settleBudgets(now time.Time, q *request) {
 	for call, t := range q.charged {
 		if t > 0 {
-			e.books.settleCall(now, q.req, t-1, q.usage[call])
+			e.books.settleCall(now, q.req, t-1, q.usage[call], q.chargedN[call])
 		}
 	}
 	won := q.usage[0]

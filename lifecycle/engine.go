@@ -346,6 +346,8 @@ type request struct {
 	// budgets; charged, from 1, the target each call was charged to.
 	usage   [2]Outcome
 	charged [2]int
+	// chargedN: the multiplier each call was charged with (books.share).
+	chargedN [2]int64
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -432,6 +434,7 @@ func New(cfg Config) *Engine {
 	e.paused = make([]time.Time, len(cfg.Scopes))
 	e.holding = make([]bool, len(cfg.Scopes))
 	e.books = newBooks(cfg.Budgets)
+	e.books.replicas = cfg.Replicas
 	ac := cfg.Admission
 	ac.Scopes = limiters
 	ac.Global = share(ac.Global, cfg.Replicas)
@@ -661,7 +664,7 @@ func (e *Engine) drop(now time.Time, id ID) {
 // start moves a request into flight and arms its timers.
 func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
-	e.books.charge(now, q.req, q.target)
+	q.chargedN[0] = e.books.charge(now, q.req, q.target)
 	q.charged[0] = q.target + 1
 	// Slow means past a threshold, not at it. The breaker and the limit
 	// each judge by their own threshold; a limit without one hears of a

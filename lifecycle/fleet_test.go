@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/quota"
 )
 
 // In a fleet, each replica admits its share of the fixed limits, and
@@ -40,5 +41,29 @@ func TestFleetShare(t *testing.T) {
 	}
 	if got := share(admission.Fixed(2), func() int { return 5 }).Limit(); got != 1 {
 		t.Fatalf("2 split 5 ways: %d, want at least 1", got)
+	}
+}
+
+// In a fleet, each replica keeps its share of a provider's budget: a
+// third of it with three replicas live, all of it alone.
+func TestFleetProviderBudgetShare(t *testing.T) {
+	var live atomic.Int64
+	live.Store(3)
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(1000), MaxDepth: 10, MaxWait: time.Second},
+		Scopes:    []ScopeConfig{{}},
+		Budgets:   Budgets{Scopes: []quota.Limits{perMinute(90, 0, 0)}},
+		Replicas:  func() int { return int(live.Load()) },
+	})
+	n := 0
+	for {
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+		if a.Verdict != admission.Admitted {
+			break
+		}
+		n++
+	}
+	if n != 30 {
+		t.Fatalf("with 3 replicas, one started %d calls of a provider's 90 a minute, want 30", n)
 	}
 }

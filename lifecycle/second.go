@@ -105,7 +105,7 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
 			h.ticket, h.hasTicket = t, true
 		}
 		e.adm.TakeExtra(s)
-		e.books.charge(now, q.req, i)
+		q.chargedN[1] = e.books.charge(now, q.req, i)
 		q.charged[1] = i + 1
 		q.second = h
 		return i, true
