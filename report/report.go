@@ -86,6 +86,28 @@ type Row struct {
 	// Streams breaks the row down by traffic stream, when the scenario
 	// has more than its main one (scenario clients.streams).
 	Streams []*StreamRow
+	// Fleet holds the replicas' figures when the run had more than one
+	// (scenario fleet), nil otherwise.
+	Fleet *Fleet
+}
+
+// Fleet is how a fleet of replicas judged its providers.
+type Fleet struct {
+	Replicas int
+	// Shared: the replicas named a store and shared what it holds.
+	Shared bool
+	// Trips[i] counts replica i's breaker trips (closed or recovering to
+	// open), adopted ones included; OwnTrips counts, over all replicas,
+	// those a replica reached from its own evidence.
+	Trips    []int
+	OwnTrips int
+	// Disagreement is how long, summed over providers, at least one
+	// replica had a provider out of rotation (breaker open or half-open)
+	// while another had it in (closed or recovering).
+	Disagreement time.Duration
+	// Flips counts, over all replicas and providers, each move out of
+	// rotation and each move back in.
+	Flips int
 }
 
 // StreamRow is one traffic stream's share of a row.
@@ -208,6 +230,49 @@ func WriteTable(w io.Writer, rows []*Row) {
 	}
 	tw.Flush()
 	WriteStreams(w, rows)
+	WriteFleet(w, rows)
+}
+
+// WriteFleet prints, when some row ran more than one replica, a table of
+// how the replicas judged their providers: breaker trips per replica,
+// how long they disagreed about a provider being in rotation, and how
+// often a provider went out of rotation or came back on some replica.
+func WriteFleet(w io.Writer, rows []*Row) {
+	show := false
+	for _, r := range rows {
+		show = show || r.Fleet != nil
+	}
+	if !show {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy	replicas	store	trips per replica	own trips	disagreement	flips	")
+	for _, r := range rows {
+		f := r.Fleet
+		if f == nil {
+			continue
+		}
+		trips := make([]string, len(f.Trips))
+		for i, n := range f.Trips {
+			trips[i] = fmt.Sprint(n)
+		}
+		store := "local"
+		if f.Shared {
+			store = "shared"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t\n", r.Name, f.Replicas, store, strings.Join(trips, " / "),
+			f.OwnTrips, seconds(f.Disagreement), f.Flips)
+	}
+	tw.Flush()
+}
+
+// seconds formats a span in seconds, with milliseconds below 10 s.
+func seconds(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.3fs", d.Seconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
 // WriteStreams prints, for each row with streams, a table of its
@@ -282,6 +347,17 @@ type Summary struct {
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
 	Degraded      int                       `json:"degraded,omitempty"`
 	Streams       []StreamSummary           `json:"streams,omitempty"`
+	Fleet         *FleetSummary             `json:"fleet,omitempty"`
+}
+
+// FleetSummary is a row's Fleet.
+type FleetSummary struct {
+	Replicas       int     `json:"replicas"`
+	Shared         bool    `json:"shared"`
+	Trips          []int   `json:"trips"`
+	OwnTrips       int     `json:"own_trips"`
+	DisagreementMs float64 `json:"disagreement_ms"`
+	Flips          int     `json:"flips"`
 }
 
 // StreamSummary is a stream's share of a Summary.
@@ -330,6 +406,10 @@ func Summarise(rows []*Row) []Summary {
 			}
 		}
 		s.Degraded = r.Degraded
+		if f := r.Fleet; f != nil {
+			s.Fleet = &FleetSummary{Replicas: f.Replicas, Shared: f.Shared, Trips: f.Trips, OwnTrips: f.OwnTrips,
+				DisagreementMs: float64(f.Disagreement) / float64(time.Millisecond), Flips: f.Flips}
+		}
 		for _, st := range r.Streams {
 			s.Streams = append(s.Streams, StreamSummary{Name: st.Name, Counts: countMap(st.Counts), Degraded: st.Degraded,
 				LatencyMs: quantiles(st.Latency), TTFTMs: quantiles(st.TTFT)})

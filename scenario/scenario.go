@@ -56,6 +56,9 @@ type Scenario struct {
 	// sluice load sends them. They must be test keys, never real ones;
 	// each must hash to its keys[].sha256. The simulator needs none.
 	Keys map[string]string `yaml:"keys"`
+	// Fleet runs several replicas of the gateway behind a load balancer;
+	// see Fleet. Absent: one replica, as sluice serve runs alone.
+	Fleet Fleet `yaml:"fleet"`
 }
 
 // Clients describes the traffic: its main stream, and the settings
@@ -325,6 +328,7 @@ func (f *File) validate() error {
 			bad("upstreams: provider %q has no behaviour; add upstreams.%s", n, n)
 		}
 	}
+	s.Fleet.validate(s.Duration, bad)
 	if p := s.Process; p != nil && (p.MemoryMB <= 0 || p.MBPerRequest <= 0 || p.Restart < 0) {
 		bad("process: memory_mb and mb_per_request must be positive")
 	}

@@ -113,9 +113,9 @@ func (r *run) patience(q *request) {
 		rd := r.cancelCalls(q, lifecycleCancelled, true)
 		r.leaveGateway(q)
 		if !started {
-			r.eng.Leave(r.clock(r.now), id)
+			q.rep.eng.Leave(r.clock(r.now), id)
 		}
-		defer r.apply(rd)
+		defer r.apply(q.rep, rd)
 	}
 	r.final(q, report.TimedOut)
 }

@@ -27,6 +27,7 @@ const (
 	evSample
 	evLaunch     // a delayed retry's call goes out
 	evProbeLimit // a synthetic probe's deadline
+	evAdopt      // a fleet's breaker verdict reaches a replica
 )
 
 type event struct {
@@ -37,9 +38,12 @@ type event struct {
 	kind  eventKind
 	// flow indexes run.flows for a new arrival (evArrive with no req).
 	flow uint16
-	req  *request
+	// rep indexes run.reps for an engine tick or a verdict to adopt.
+	rep uint16
+	req *request
 	// token must match req.token for the event to still apply; a moved-on
-	// request ignores its stale events.
+	// request ignores its stale events. For evAdopt it indexes the
+	// fleet's verdicts.
 	token uint32
 	// call is set for upstream events, which go stale when their call is
 	// done (answered or cancelled), whatever the request's token.

@@ -160,7 +160,7 @@ func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 	req := fl.route.Request(q.pri, stream, now, deadline)
 	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
 	q.targets, q.degraded = fl.route.Targets, false
-	if d := fl.route.Degrade; d != nil && fl.mayDegrade && q.pri == admission.Background && r.eng.ShouldDegrade(now, req, *d) {
+	if d := fl.route.Degrade; d != nil && fl.mayDegrade && q.pri == admission.Background && q.rep.eng.ShouldDegrade(now, req, *d) {
 		if to, ok := r.routes[d.To]; ok && d.To != fl.c.Model {
 			next := to.Request(q.pri, stream, now, deadline)
 			next.Key, next.InputTokens, next.MaxOutput = req.Key, req.InputTokens, req.MaxOutput

@@ -46,14 +46,17 @@ func (s *Series) latency(d time.Duration) { s.lat = append(s.lat, d) }
 // sample closes the current period.
 func (r *run) sample() {
 	s := r.series
-	snap := r.eng.Snapshot(r.clock(r.now))
 	p := s.cur
 	p.At = r.now
-	p.InFlight = snap.InFlight
-	for _, n := range snap.Queued {
-		p.Queued += n
+	// A fleet's series adds its replicas up.
+	for _, rp := range r.reps {
+		snap := rp.eng.Snapshot(r.clock(r.now))
+		p.InFlight += snap.InFlight
+		for _, n := range snap.Queued {
+			p.Queued += n
+		}
+		p.Limit += rp.eng.ScopeLimit(r.scope)
 	}
-	p.Limit = r.eng.ScopeLimit(r.scope)
 	p.P99 = s.lat.Quantile(.99)
 	if r.now > 0 {
 		s.Points = append(s.Points, p)

@@ -68,7 +68,13 @@ func Run(f *scenario.File, o Options) (*Result, error) {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
 		r.loop()
-		r.row.Extra = r.extraCalls() + r.extraBefore
+		for _, rp := range r.reps {
+			r.row.Extra += r.extraCalls(rp) + rp.extraBefore
+		}
+		r.row.Extra -= r.elsewhere
+		if r.fleet != nil {
+			r.fleet.finish(r)
+		}
 		res.Rows = append(res.Rows, r.row)
 		res.Series = append(res.Series, r.series)
 	}
@@ -110,6 +116,11 @@ type request struct {
 	// started: this attempt's answer reached the client's first byte, so
 	// the client will not retry it (workload.Retryable).
 	started bool
+	// rep is the replica this attempt was sent to.
+	rep *replica
+	// hold is this attempt's reservation of its key's shared budget
+	// (fleet with a store), nil when it holds none.
+	hold *sharedHold
 }
 
 type run struct {
@@ -120,9 +131,10 @@ type run struct {
 	row    *report.Row
 	series *Series
 
-	eng    *lifecycle.Engine
-	byID   map[lifecycle.ID]*request
-	tickAt time.Duration // pending engine tick, -1 if none
+	// reps are the gateway's replicas: one unless the scenario runs a
+	// fleet, which fleet then describes (nil for one replica).
+	reps   []*replica
+	fleet  *fleet
 	now    time.Duration
 	events eventHeap
 	seq    uint64
@@ -131,17 +143,32 @@ type run struct {
 	scope  int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
 	flows   []*flow
-	down    time.Duration // refusing arrivals until then
 	nextUID uint64
-	// extraBefore carries second calls counted by engines lost to crashes.
-	extraBefore int
-	retry       workload.Retry
+	// elsewhere counts synthetic probes a replica answered itself
+	// because another holds the probe lease: never sent.
+	elsewhere int
+	retry     workload.Retry
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
+	routes       map[string]lifecycle.Route
+}
+
+// replica is one gateway process: its engine (admission, limits,
+// breakers, budgets), what it holds, and its crashes.
+type replica struct {
+	idx    int
+	eng    *lifecycle.Engine
+	byID   map[lifecycle.ID]*request
+	tickAt time.Duration // pending engine tick, -1 if none
 	// probes are the synthetic probes in flight.
 	probes []*upCall
-	routes map[string]lifecycle.Route
+	down   time.Duration // refusing arrivals until then
+	// crashes counts this replica's restarts; extraBefore carries second
+	// calls counted by its engines lost to crashes.
+	crashes     int
+	extraBefore int
+	fl          replicaFleet
 }
 
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
@@ -153,9 +180,8 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	}
 	r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
-		row:    &report.Row{Name: name, Duration: sc.Duration},
-		rng:    rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
-		tickAt: -1,
+		row: &report.Row{Name: name, Duration: sc.Duration},
+		rng: rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
 		// Patience bounds retries whether or not clients abandon.
 		retry: retry.Policy(sc.Clients.Patience, 1),
 	}
@@ -163,8 +189,18 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	for _, p := range cfg.Providers {
 		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
 	}
-	if err := r.restartEngine(); err != nil {
-		return nil, err
+	if n := sc.Fleet.Size(); n > 1 {
+		r.fleet = newFleet(sc, cfg, n)
+	}
+	for i := range sc.Fleet.Size() {
+		rp := &replica{idx: i}
+		r.reps = append(r.reps, rp)
+		if err := r.restartEngine(rp); err != nil {
+			return nil, err
+		}
+	}
+	if r.fleet != nil {
+		r.fleet.start(r)
 	}
 	if err := r.newFlows(); err != nil {
 		return nil, err
@@ -201,19 +237,25 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	return r, nil
 }
 
-// restartEngine builds a fresh engine, as a restarted process would.
-func (r *run) restartEngine() error {
+// restartEngine builds a fresh engine for a replica, as a restarted
+// process would. Each replica's engine is built from the config on its
+// own, so no breaker, limiter or budget is shared by accident.
+func (r *run) restartEngine(rp *replica) error {
 	ec, err := lifecycle.FromConfig(r.cfg)
 	if err != nil {
 		return err
 	}
 	// The scenario's seed owns the engine's draws too; a restarted engine
-	// draws afresh, as a restarted process would.
-	ec.Seed = r.sc.Seed ^ uint64(r.row.Crashes)<<32
-	r.eng = lifecycle.New(ec)
+	// draws afresh, as a restarted process would, and each replica draws
+	// its own (the first one as a lone gateway does).
+	ec.Seed = r.sc.Seed ^ uint64(rp.crashes)<<32 ^ uint64(rp.idx)*0x9e3779b97f4a7c15
+	if r.fleet != nil {
+		r.fleet.configure(r, &ec)
+	}
+	rp.eng = lifecycle.New(ec)
 	r.routes = ec.Routes
-	r.byID = make(map[lifecycle.ID]*request)
-	r.tickAt = -1
+	rp.byID = make(map[lifecycle.ID]*request)
+	rp.tickAt = -1
 	return nil
 }
 
@@ -268,10 +310,13 @@ func (r *run) loop() {
 		}
 		switch e.kind {
 		case evEngineTick:
-			if e.at == r.tickAt {
-				r.tickAt = -1
+			rp := r.reps[e.rep]
+			if e.at == rp.tickAt {
+				rp.tickAt = -1
 			}
-			r.apply(r.eng.Tick(r.clock(r.now)))
+			r.apply(rp, rp.eng.Tick(r.clock(r.now)))
+		case evAdopt:
+			r.fleet.adopt(r, e)
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:
@@ -292,14 +337,16 @@ func (r *run) loop() {
 				}
 			}
 			r.arrive(q)
-			r.checkMemory()
+			r.checkMemory(q.rep)
 		case evArrivals:
 			for _, fl := range r.flows {
 				for range fl.arr.PerTick(r.now, r.sc.Tick) {
 					r.arrive(r.newRequest(fl))
 				}
 			}
-			r.checkMemory()
+			for _, rp := range r.reps {
+				r.checkMemory(rp)
+			}
 			if next := r.now + r.sc.Tick; next < r.sc.Duration {
 				r.push(next, classArrival, evArrivals, nil)
 			}
@@ -307,13 +354,15 @@ func (r *run) loop() {
 			r.sample()
 			r.push(r.now+r.o.SampleEvery, classSample, evSample, nil)
 		}
-		r.armEngine()
+		for _, rp := range r.reps {
+			r.armEngine(rp)
+		}
 	}
 }
 
-// armEngine schedules a Tick for the engine's next timer.
-func (r *run) armEngine() {
-	next, ok := r.eng.NextTimer()
+// armEngine schedules a Tick for a replica's engine's next timer.
+func (r *run) armEngine(rp *replica) {
+	next, ok := rp.eng.NextTimer()
 	if !ok {
 		return
 	}
@@ -321,11 +370,12 @@ func (r *run) armEngine() {
 	if at < r.now {
 		at = r.now
 	}
-	if r.tickAt >= 0 && r.tickAt <= at {
+	if rp.tickAt >= 0 && rp.tickAt <= at {
 		return
 	}
-	r.tickAt = at
-	r.push(at, classEngine, evEngineTick, nil)
+	rp.tickAt = at
+	r.seq++
+	r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evEngineTick, rep: uint16(rp.idx)})
 }
 
 func (r *run) newRequest(fl *flow) *request {
@@ -379,7 +429,12 @@ func (r *run) arrive(q *request) {
 	q.calls = [2]*upCall{} // a new attempt starts with no calls
 	q.started = false
 	r.row.Attempts++
-	if r.now < r.down {
+	rp := r.reps[0]
+	if r.fleet != nil {
+		rp = r.fleet.pick(r)
+	}
+	q.rep = rp
+	if r.now < rp.down {
 		r.fail(q, report.Lost, 0)
 		return
 	}
@@ -387,36 +442,44 @@ func (r *run) arrive(q *request) {
 	if r.sc.Clients.SendsDeadline() {
 		deadline = max(q.first+r.sc.Clients.Patience-r.now, time.Millisecond)
 	}
-	a, rd := r.eng.Arrive(r.clock(r.now), r.request(q, deadline))
+	req := r.request(q, deadline)
+	if r.fleet != nil && !r.fleet.take(r, q, req) {
+		return // refused by the key's shared budget
+	}
+	a, rd := rp.eng.Arrive(r.clock(r.now), req)
 	if a.Verdict == admission.Rejected {
+		r.fleet.settle(r, q)
 		r.refused(q, a)
 	} else {
 		q.state, q.id, q.scope = stInGateway, a.ID, q.targets[a.Target]
-		r.byID[a.ID] = q
+		rp.byID[a.ID] = q
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)
 		}
 	}
-	r.apply(rd)
+	r.apply(rp, rd)
 }
 
-// apply carries out an engine Ready.
-func (r *run) apply(rd lifecycle.Ready) {
+// apply carries out a replica's engine Ready.
+func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 	for _, t := range rd.Transitions {
 		if t.To == breaker.Open {
 			r.row.Trips++
 		}
+		if r.fleet != nil {
+			r.fleet.transition(r, rp, t)
+		}
 	}
 	for _, id := range rd.Start {
-		if q := r.byID[id]; q != nil {
-			if t, ok := r.eng.Target(id); ok {
+		if q := rp.byID[id]; q != nil {
+			if t, ok := rp.eng.Target(id); ok {
 				q.scope = q.targets[t] // it may have been moved while it waited
 			}
 			r.startUpstream(q)
 		}
 	}
 	for _, f := range rd.Refuse {
-		if q := r.byID[f.Ticket]; q != nil {
+		if q := rp.byID[f.Ticket]; q != nil {
 			r.leaveGateway(q)
 			if f.Reason == admission.ReasonDeadline {
 				r.fail(q, report.TimedOut, 0) // the gateway answers 504
@@ -428,16 +491,16 @@ func (r *run) apply(rd lifecycle.Ready) {
 	}
 	for _, f := range rd.Abandon {
 		// Answered early: its provider cannot meet its deadline.
-		if q := r.byID[f.Ticket]; q != nil {
+		if q := rp.byID[f.Ticket]; q != nil {
 			next := r.cancelCalls(q, lifecycleCancelled, true)
 			r.leaveGateway(q)
 			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
 			r.fail(q, report.Shed, f.RetryAfter)
-			r.apply(next)
+			r.apply(rp, next)
 		}
 	}
 	for _, id := range rd.Expire {
-		if q := r.byID[id]; q != nil {
+		if q := rp.byID[id]; q != nil {
 			if r.answersNow(q) {
 				// A tie goes to the answer: a tick settles what is done
 				// before what is due, and so does a call whose answer
@@ -447,21 +510,21 @@ func (r *run) apply(rd lifecycle.Ready) {
 			next := r.cancelCalls(q, lifecycle.Outcome{Kind: lifecycle.TimedOut}, true)
 			r.leaveGateway(q)
 			r.final(q, report.TimedOut)
-			r.apply(next)
+			r.apply(rp, next)
 		}
 	}
 	for _, h := range rd.Second {
-		if q := r.byID[h.ID]; q != nil {
+		if q := rp.byID[h.ID]; q != nil {
 			r.startCall(q, 1, q.targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
 			// expires, so this is a safety net): end the call unsent.
-			next, _ := r.eng.FinishSecond(r.clock(r.now), h.ID, lifecycleCancelled)
-			r.apply(next)
+			next, _ := rp.eng.FinishSecond(r.clock(r.now), h.ID, lifecycleCancelled)
+			r.apply(rp, next)
 		}
 	}
 	for _, p := range rd.Probe {
-		r.startProbe(p)
+		r.startProbe(rp, p)
 	}
 }
 
@@ -476,22 +539,27 @@ func (r *run) answersNow(q *request) bool {
 }
 
 func (r *run) leaveGateway(q *request) {
-	delete(r.byID, q.id)
+	delete(q.rep.byID, q.id)
+	if q.hold != nil {
+		r.fleet.settle(r, q)
+	}
 	q.state = stIdle
 	q.token++
 }
 
-// checkMemory crashes the process when what it holds exceeds its budget.
-func (r *run) checkMemory() {
-	held := len(r.byID)
+// checkMemory crashes a replica's process when what it holds exceeds
+// its budget.
+func (r *run) checkMemory(rp *replica) {
+	held := len(rp.byID)
 	r.row.Peak = max(r.row.Peak, held)
 	p := r.sc.Process
 	if p == nil || float64(held)*p.MBPerRequest <= p.MemoryMB {
 		return
 	}
 	r.row.Crashes++
+	rp.crashes++
 	lost := make([]*request, 0, held)
-	for _, q := range r.byID {
+	for _, q := range rp.byID {
 		lost = append(lost, q)
 	}
 	sortByUID(lost)
@@ -499,20 +567,25 @@ func (r *run) checkMemory() {
 		r.cancelCalls(q, lifecycleCancelled, false)
 		q.state = stIdle
 		q.token++
+		q.hold = nil // the store keeps what a dead replica reserved
 		r.fail(q, report.Lost, 0)
 	}
-	for _, c := range r.probes {
+	for _, c := range rp.probes {
 		r.cancelCall(c) // the engine that sent it is gone
 	}
-	r.probes = nil
-	r.extraBefore += r.extraCalls()
-	r.restartEngine()
-	r.down = r.now + p.Restart
+	rp.probes = nil
+	rp.extraBefore += r.extraCalls(rp)
+	r.restartEngine(rp)
+	rp.down = r.now + p.Restart
+	if r.fleet != nil {
+		r.fleet.restarted(r, rp)
+	}
 }
 
-// extraCalls counts the current engine's second calls (hedges, retries
-// and rescues) and synthetic probes: the calls beyond one per attempt.
-func (r *run) extraCalls() int {
-	st := r.eng.SecondStats()
-	return int(st.Fired+st.Retries+st.Rescued) + int(r.eng.ProbesSent())
+// extraCalls counts a replica's current engine's second calls (hedges,
+// retries and rescues) and synthetic probes: the calls beyond one per
+// attempt.
+func (r *run) extraCalls(rp *replica) int {
+	st := rp.eng.SecondStats()
+	return int(st.Fired+st.Retries+st.Rescued) + int(rp.eng.ProbesSent())
 }

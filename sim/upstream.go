@@ -48,8 +48,9 @@ type upCall struct {
 	outcome lifecycle.OutcomeKind
 	status  int // the HTTP status of a failure, if any
 	// probe names a synthetic probe (q is nil then): one output token,
-	// reported with FinishProbe.
+	// reported with FinishProbe to rep, the replica that sent it.
 	probe lifecycle.ProbeID
+	rep   *replica
 }
 
 // result is how the call ended, as the gateway would report it: with the
@@ -81,11 +82,19 @@ func (c *upCall) cut(now time.Duration, kind lifecycle.OutcomeKind) lifecycle.Ou
 	return o
 }
 
-// startProbe sends a synthetic probe to its provider, to be given up at
-// its deadline.
-func (r *run) startProbe(p lifecycle.ProbeStart) {
-	c := &upCall{u: r.ups[p.Scope], probe: p.ID}
-	r.probes = append(r.probes, c)
+// startProbe sends a replica's synthetic probe to its provider, to be
+// given up at its deadline. In a fleet sharing a store, a replica that
+// does not hold the provider's probe lease answers its probe at once as
+// cancelled, as the gateway does: another replica probes for the fleet.
+func (r *run) startProbe(rp *replica, p lifecycle.ProbeStart) {
+	if r.fleet != nil && !r.fleet.mayProbe(r, rp, p.Scope) {
+		r.elsewhere++
+		rd, _ := rp.eng.FinishProbe(r.clock(r.now), p.ID, lifecycleCancelled)
+		r.apply(rp, rd)
+		return
+	}
+	c := &upCall{u: r.ups[p.Scope], probe: p.ID, rep: rp}
+	rp.probes = append(rp.probes, c)
 	r.launch(c)
 	r.pushCall(p.Deadline.Sub(origin), evProbeLimit, c)
 }
@@ -96,11 +105,12 @@ func (r *run) probeDone(c *upCall, o lifecycle.Outcome) {
 		return
 	}
 	r.cancelCall(c)
-	if i := slices.Index(r.probes, c); i >= 0 {
-		r.probes = slices.Delete(r.probes, i, i+1)
+	rp := c.rep
+	if i := slices.Index(rp.probes, c); i >= 0 {
+		rp.probes = slices.Delete(rp.probes, i, i+1)
 	}
-	rd, _ := r.eng.FinishProbe(r.clock(r.now), c.probe, o)
-	r.apply(rd)
+	rd, _ := rp.eng.FinishProbe(r.clock(r.now), c.probe, o)
+	r.apply(rp, rd)
 }
 
 // startUpstream sends q's first call to the provider it was routed to.
@@ -215,9 +225,10 @@ func (r *run) generate(c *upCall) {
 // cancelled.
 func (r *run) firstByte(c *upCall) {
 	q := c.q
-	if !r.eng.Commit(r.clock(r.now), q.id, c.attempt) {
+	if !q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt) {
 		return
 	}
+	q.hold.commit(c.attempt)
 	q.ttft = r.now - q.first
 	q.started = true
 	r.cancelOther(c)
@@ -232,16 +243,17 @@ func (r *run) upstreamDone(c *upCall) {
 	q := c.q
 	r.release(c)
 	c.done = true
-	won := c.outcome == lifecycle.OK && r.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	won := c.outcome == lifecycle.OK && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
 	if won {
+		q.hold.commit(c.attempt)
 		r.cancelOther(c)
 	}
 	o := c.result()
 	if !won && c.attempt == 0 && !r.live(q) {
 		// About to give up: ask for a retry on another target first, as
 		// the gateway does, then finish the failed call.
-		if ti, delay, ok := r.eng.Retry(r.clock(r.now), q.id, o); ok {
-			r.apply(r.finishCall(c, o))
+		if ti, delay, ok := q.rep.eng.Retry(r.clock(r.now), q.id, o); ok {
+			r.apply(q.rep, r.finishCall(c, o))
 			if delay > 0 {
 				r.startCallAfter(q, 1, q.targets[ti], delay)
 			} else {
@@ -261,12 +273,16 @@ func (r *run) upstreamDone(c *upCall) {
 		r.leaveGateway(q)
 		r.fail(q, report.Failed, 0)
 	}
-	r.apply(rd)
+	r.apply(q.rep, rd)
 }
 
 // finishCall reports a call's end to the engine.
 func (r *run) finishCall(c *upCall, o lifecycle.Outcome) lifecycle.Ready {
-	rd, _ := r.eng.End(r.clock(r.now), c.q.id, c.attempt, o)
+	q := c.q
+	if q.hold != nil {
+		q.hold.usage[c.attempt] = o
+	}
+	rd, _ := q.rep.eng.End(r.clock(r.now), q.id, c.attempt, o)
 	return rd
 }
 
@@ -284,7 +300,7 @@ func (r *run) live(q *request) bool {
 func (r *run) cancelOther(c *upCall) {
 	if o := c.q.calls[1-c.attempt]; o != nil && !o.done {
 		r.cancelCall(o)
-		r.apply(r.finishCall(o, o.cut(r.now, lifecycle.Cancelled)))
+		r.apply(c.q.rep, r.finishCall(o, o.cut(r.now, lifecycle.Cancelled)))
 	}
 }
 
