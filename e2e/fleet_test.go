@@ -27,7 +27,7 @@ const fleetConfig = `
 listen: ${LISTEN}
 admin_listen: ${ADMIN}
 store: redis://${REDIS}/0
-fleet: {id: ${ID}, timeout: 100ms}
+fleet: {id: ${ID}, timeout: 250ms} # a loaded CI machine, not a fleet's budget
 providers:
   - {name: fast, kind: openai, base_url: http://${FAST}/v1, max_in_flight: 60}
   - {name: down, kind: openai, base_url: http://${DOWN}/v1}

@@ -91,12 +91,21 @@ type Budgets struct {
 	// starts from its share of what was left, not from full: a blip of
 	// Redis must not hand every replica a fresh burst.
 	seen     map[string]seenStatus
+	// owed is what local budgets took (net of refunds) while Redis did
+	// not answer: charged to the shared budgets when it answers again,
+	// so an outage lends the fleet nothing it does not pay back.
+	owed map[string]*owing
 	checking bool // the health loop runs
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
 	pin func() time.Time
 	// now is the local budgets' clock.
 	now func() time.Time
+}
+
+type owing struct {
+	limits quota.Limits
+	amt    [3]int64
 }
 
 type seenStatus struct {
@@ -122,7 +131,7 @@ func NewBudgets(rdb redis.UniversalClient, o BudgetOptions) *Budgets {
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = time.Second
 	}
-	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, now: time.Now}
+	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, now: time.Now}
 }
 
 // Mode reports where answers come from now.
@@ -225,6 +234,9 @@ func (b *Budgets) take(ctx context.Context, name string, limits quota.Limits, co
 	b.withLocal(name, limits, func(q *quota.Budget, now time.Time) {
 		if commit {
 			v = q.Take(now, cost)
+			if v.OK {
+				b.owe(name, limits, amounts(cost))
+			}
 		} else {
 			v = q.Check(now, cost)
 		}
@@ -260,9 +272,44 @@ func (b *Budgets) settle(ctx context.Context, name string, limits quota.Limits, 
 	var s [3]quota.Status
 	b.withLocal(name, limits, func(q *quota.Budget, now time.Time) {
 		q.Settle(now, reserved, actual)
+		res, act := amounts(reserved), amounts(actual)
+		b.owe(name, limits, [3]int64{act[0] - res[0], act[1] - res[1], act[2] - res[2]})
 		s = q.Status(now)
 	})
 	return s, nil
+}
+
+// owe notes amt taken (negative: given back) locally from name's budget;
+// b.mu is held.
+func (b *Budgets) owe(name string, limits quota.Limits, amt [3]int64) {
+	o := b.owed[name]
+	if o == nil || o.limits != limits {
+		o = &owing{limits: limits}
+		b.owed[name] = o
+	}
+	for d := range amt {
+		o.amt[d] += amt[d]
+	}
+}
+
+// pay charges the shared budgets what was taken locally while Redis did
+// not answer, one round trip per budget; what cannot be paid now stays
+// owed for the next time.
+func (b *Budgets) pay() {
+	b.mu.Lock()
+	owed := b.owed
+	b.owed = map[string]*owing{}
+	b.mu.Unlock()
+	for name, o := range owed {
+		ctx, cancel := context.WithTimeout(context.Background(), b.o.Timeout)
+		_, err := b.run(ctx, settleScript, false, name, o.limits, o.amt)
+		cancel()
+		if err != nil {
+			b.mu.Lock()
+			b.owe(name, o.limits, o.amt)
+			b.mu.Unlock()
+		}
+	}
 }
 
 // run is one script call: one round trip, bounded by Timeout.
@@ -349,6 +396,7 @@ func (b *Budgets) startHealth() {
 			if err != nil {
 				continue
 			}
+			b.pay()
 			b.mu.Lock()
 			b.checking = false
 			clear(b.local)
