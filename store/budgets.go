@@ -90,11 +90,11 @@ type Budgets struct {
 	// seen is each budget as Redis last answered, so that a local budget
 	// starts from its share of what was left, not from full: a blip of
 	// Redis must not hand every replica a fresh burst.
-	seen     map[string]seenStatus
+	seen map[string]seenStatus
 	// owed is what local budgets took (net of refunds) while Redis did
 	// not answer: charged to the shared budgets when it answers again,
 	// so an outage lends the fleet nothing it does not pay back.
-	owed map[string]*owing
+	owed     map[string]*owing
 	checking bool // the health loop runs
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
