@@ -50,6 +50,14 @@ type Breaker struct {
 	nextID uint64
 	calls  map[uint64]*inflight
 
+	// Fleet evidence (fleet.go): outbox holds this breaker's own counts
+	// by absolute bucket until DrainEvidence, when sharing is on;
+	// evidenceFrom is when the evidence it judges begins (its last trip or
+	// reset), so another replica's older counts are not judged again.
+	sharing      bool
+	outbox       map[int64]counts
+	evidenceFrom time.Time
+
 	log                    []Transition
 	dropped                int
 	trips, reTrips, pfails int
@@ -198,6 +206,7 @@ func (b *Breaker) trip(now time.Time, r Reason, c counts) {
 	}
 	b.record(now, Open, r, c)
 	b.state, b.gen = Open, b.gen+1
+	b.evidenceFrom = now
 	b.openedFor = b.openFor()
 	b.openUntil = now.Add(b.openedFor)
 	b.probes, b.probesOK = b.probes[:0], 0

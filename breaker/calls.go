@@ -130,6 +130,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 		switch v {
 		case vOK: // one fast answer is enough to start the cautious steps
 			b.hist.reset()
+			b.evidenceFrom = now
 			b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
 		case vError, vSlow:
 			b.pfails++ // a trickle probe's failure only frees its place
@@ -141,6 +142,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 		case vOK:
 			if b.probesOK++; b.probesOK >= b.cfg.Probes {
 				b.hist.reset()
+				b.evidenceFrom = now
 				b.stepTo(now, 0, ReasonProbesOK, b.round(vOK))
 			}
 		case vError:
@@ -170,6 +172,7 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 		return
 	}
 	b.hist.add(c.start, d)
+	b.export(c.start, d)
 	b.stepCalls += d.calls
 	b.judge(now)
 }

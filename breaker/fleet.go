@@ -1,6 +1,9 @@
 package breaker
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ReasonFleet: another replica of the fleet reached this verdict, and
 // this breaker adopted it (Adopt).
@@ -32,6 +35,7 @@ func (b *Breaker) Adopt(now time.Time, to State, step int) {
 		case Open, HalfOpen:
 			b.probes, b.probesOK = b.probes[:0], 0
 			b.hist.reset()
+			b.evidenceFrom = now
 			b.stepTo(now, step, ReasonFleet, counts{})
 		case Recovering:
 			if step > b.step {
@@ -39,4 +43,71 @@ func (b *Breaker) Adopt(now time.Time, to State, step int) {
 			}
 		}
 	}
+}
+
+// Evidence is calls counted in one stretch of start times (a bucket of
+// the breaker's history), as one replica saw them: the unit the fleet's
+// replicas exchange so that each judges every replica's calls, not a
+// third of them.
+type Evidence struct {
+	// Start is when the bucket begins; the bucket is historyWidth long.
+	Start time.Time `json:"t"`
+	// Calls counted, and of them errors and slow; Limited are 429s.
+	Calls   int `json:"n"`
+	Errors  int `json:"e,omitempty"`
+	Slow    int `json:"s,omitempty"`
+	Limited int `json:"l,omitempty"`
+}
+
+// ShareEvidence makes the breaker keep its own counts for DrainEvidence.
+func (b *Breaker) ShareEvidence() {
+	b.sharing = true
+	if b.outbox == nil {
+		b.outbox = make(map[int64]counts)
+	}
+}
+
+// export notes an own count for the fleet.
+func (b *Breaker) export(start time.Time, d counts) {
+	if !b.sharing {
+		return
+	}
+	k := start.UnixNano() / int64(historyWidth)
+	c := b.outbox[k]
+	c.add(d)
+	b.outbox[k] = c
+}
+
+// DrainEvidence returns the breaker's own counts since the last drain,
+// by bucket, oldest first, for the other replicas' AddEvidence.
+func (b *Breaker) DrainEvidence() []Evidence {
+	if len(b.outbox) == 0 {
+		return nil
+	}
+	out := make([]Evidence, 0, len(b.outbox))
+	for k, c := range b.outbox {
+		out = append(out, Evidence{Start: time.Unix(0, k*int64(historyWidth)), Calls: c.calls, Errors: c.errors, Slow: c.slow, Limited: c.limited})
+	}
+	clear(b.outbox)
+	slices.SortFunc(out, func(a, b Evidence) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// AddEvidence counts another replica's calls as if this breaker had seen
+// them, and judges: the fleet trips on the fleet's calls. Evidence from
+// before the breaker's last trip or reset was already judged, and is
+// dropped; while Open or HalfOpen the provider is judged by probes, not
+// by calls, so nothing is added then.
+func (b *Breaker) AddEvidence(now time.Time, ev []Evidence) {
+	now = b.advance(now)
+	if b.state == Open || b.state == HalfOpen {
+		return
+	}
+	for _, e := range ev {
+		if e.Start.Before(b.evidenceFrom) || e.Calls < 0 || e.Errors < 0 || e.Slow < 0 || e.Limited < 0 {
+			continue
+		}
+		b.hist.add(e.Start, counts{calls: e.Calls, errors: min(e.Errors, e.Calls), slow: min(e.Slow, e.Calls), limited: e.Limited})
+	}
+	b.judge(now)
 }

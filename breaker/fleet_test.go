@@ -38,3 +38,33 @@ func TestAdopt(t *testing.T) {
 		t.Fatalf("a recovery verdict reopened a closed breaker: %v", st)
 	}
 }
+
+// Two replicas each see six failing calls, too few alone (MinCalls 10);
+// exchanging their evidence, each judges twelve, and both trip.
+func TestSharedEvidence(t *testing.T) {
+	a, b := mustNew(t, Config{}), mustNew(t, Config{})
+	a.ShareEvidence()
+	b.ShareEvidence()
+	calls(t, a, at(time.Second), 6, Outcome{Kind: Error})
+	calls(t, b, at(time.Second), 6, Outcome{Kind: Error})
+	wantState(t, a, at(time.Second), Closed, 1)
+	ea, eb := a.DrainEvidence(), b.DrainEvidence()
+	if len(ea) != 1 || ea[0].Calls != 6 || ea[0].Errors != 6 {
+		t.Fatalf("a's evidence %+v, want one bucket of 6 errors", ea)
+	}
+	if again := a.DrainEvidence(); len(again) != 0 {
+		t.Fatalf("drained twice: %+v", again)
+	}
+	a.AddEvidence(at(time.Second), eb)
+	b.AddEvidence(at(time.Second), ea)
+	wantState(t, a, at(time.Second), Open, 0)
+	wantState(t, b, at(time.Second), Open, 0)
+	// What a tripped breaker already judged is not judged again, and a
+	// breaker's evidence from others is never passed on as its own.
+	if ev := a.DrainEvidence(); len(ev) != 0 {
+		t.Fatalf("a passed on evidence it did not see: %+v", ev)
+	}
+	c := mustNew(t, Config{})
+	c.AddEvidence(at(2*time.Second), []Evidence{{Start: at(time.Second), Calls: 5, Errors: 9}})
+	wantState(t, c, at(2*time.Second), Closed, 1)
+}

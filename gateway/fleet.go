@@ -210,20 +210,69 @@ const verdictChannel = "breaker"
 // its provider's recovery.
 const probeLease = 5 * time.Second
 
-// follow subscribes to the fleet's breaker verdicts, adopting the other
-// replicas' until close.
+// evidence is one replica's breaker counts for one provider, as the
+// fleet's evidence channel carries them.
+type evidence struct {
+	From     string             `json:"from"`
+	Provider string             `json:"provider"`
+	Buckets  []breaker.Evidence `json:"buckets"`
+}
+
+const evidenceChannel = "evidence"
+
+// evidenceEvery is how often a replica sends its breaker counts: the
+// breaker's bucket width, so the fleet's windows lag by at most a bucket.
+const evidenceEvery = 250 * time.Millisecond
+
+// follow subscribes to the fleet's breaker verdicts and evidence,
+// adopting the other replicas' verdicts and counting their calls, and
+// sends this replica's counts every evidenceEvery, until close.
 func (g *Gateway) follow() {
 	f := g.fleet
-	msgs, stop := f.channels.Subscribe(context.Background(), verdictChannel)
-	f.stop = stop
+	g.runner.ShareEvidence()
+	verdicts, stopV := f.channels.Subscribe(context.Background(), verdictChannel)
+	counts, stopE := f.channels.Subscribe(context.Background(), evidenceChannel)
+	done := make(chan struct{})
+	f.stop = func() { stopV(); stopE(); close(done) }
 	go func() {
-		for m := range msgs {
+		for m := range verdicts {
 			var v verdict
 			if json.Unmarshal(m, &v) != nil || v.From == f.id {
 				continue
 			}
 			if p, ok := g.providers[v.Provider]; ok {
 				g.runner.Adopt(p.scope, v.To, v.Step)
+			}
+		}
+	}()
+	go func() {
+		for m := range counts {
+			var ev evidence
+			if json.Unmarshal(m, &ev) != nil || ev.From == f.id {
+				continue
+			}
+			if p, ok := g.providers[ev.Provider]; ok {
+				g.runner.AddEvidence(p.scope, ev.Buckets)
+			}
+		}
+	}()
+	go func() {
+		t := time.NewTicker(evidenceEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for s, ev := range g.runner.DrainEvidence() {
+				if len(ev) == 0 {
+					continue
+				}
+				msg, _ := json.Marshal(evidence{From: f.id, Provider: g.byScope[s].name, Buckets: ev})
+				ctx, cancel := context.WithTimeout(context.Background(), 4*f.timeout)
+				_ = f.channels.Publish(ctx, evidenceChannel, msg)
+				cancel()
 			}
 		}
 	}()

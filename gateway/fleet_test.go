@@ -219,3 +219,47 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The fleet judges the fleet's calls: four failures behind each of three
+// replicas are too few for any one breaker (MinCalls 10), and enough for
+// the twelve they add up to.
+func TestFleetSharesBreakerEvidence(t *testing.T) {
+	addr := testRedis(t)
+	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
+	var replicas []*stack
+	for i := range 3 {
+		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
+			c.Store = "redis://" + addr + "/0"
+			c.Fleet.Prefix = prefix
+			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
+		}))
+	}
+	state := func(s *stack) string {
+		for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
+			if strings.HasPrefix(l, `sluice_breaker_state{provider="mock-openai"}`) {
+				return strings.TrimSpace(strings.TrimPrefix(l, `sluice_breaker_state{provider="mock-openai"}`))
+			}
+		}
+		return "?"
+	}
+	for _, s := range replicas {
+		for range 4 {
+			s.do("/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "500"})
+		}
+	}
+	sent := time.Now()
+	for i, s := range replicas {
+		waitFor(t, fmt.Sprintf("replica %d to trip on the fleet's twelve failures", i), func() bool { return state(s) != "0" })
+	}
+	t.Logf("all three out of rotation %v after the last failure", time.Since(sent).Round(time.Millisecond))
+	own := 0
+	for _, s := range replicas {
+		if strings.Contains(s.logText(), "reason=error_rate") {
+			own++
+		}
+	}
+	if own == 0 {
+		t.Error("no replica tripped on the error rate it judged; the trips came from nowhere")
+	}
+}

@@ -57,3 +57,59 @@ func (r *Runner) Adopt(s int, to breaker.State, step int) {
 	now := r.now()
 	r.applyLocked(now, r.e.Adopt(now, s, to, step))
 }
+
+// ShareEvidence makes every breaker keep its own counts for
+// DrainEvidence: a fleet's replicas exchange them, so that each judges
+// the fleet's calls, not its share of them.
+func (e *Engine) ShareEvidence() {
+	for _, sc := range e.scopes {
+		if sc.cfg.Breaker != nil {
+			sc.cfg.Breaker.ShareEvidence()
+		}
+	}
+}
+
+// DrainEvidence returns each scope's own breaker counts since the last
+// drain, indexed by scope (nil where there is none).
+func (e *Engine) DrainEvidence() [][]breaker.Evidence {
+	out := make([][]breaker.Evidence, len(e.scopes))
+	for i, sc := range e.scopes {
+		if sc.cfg.Breaker != nil {
+			out[i] = sc.cfg.Breaker.DrainEvidence()
+		}
+	}
+	return out
+}
+
+// AddEvidence counts another replica's calls on scope s, and carries out
+// what a trip on them means.
+func (e *Engine) AddEvidence(now time.Time, s int, ev []breaker.Evidence) (rd Ready) {
+	if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
+		sc.cfg.Breaker.AddEvidence(now, ev)
+		e.settle(now, &rd)
+		e.pump(now, &rd)
+	}
+	return rd
+}
+
+// ShareEvidence: see Engine.ShareEvidence.
+func (r *Runner) ShareEvidence() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.e.ShareEvidence()
+}
+
+// DrainEvidence: see Engine.DrainEvidence.
+func (r *Runner) DrainEvidence() [][]breaker.Evidence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.DrainEvidence()
+}
+
+// AddEvidence: see Engine.AddEvidence.
+func (r *Runner) AddEvidence(s int, ev []breaker.Evidence) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.applyLocked(now, r.e.AddEvidence(now, s, ev))
+}

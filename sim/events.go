@@ -28,6 +28,8 @@ const (
 	evLaunch     // a delayed retry's call goes out
 	evProbeLimit // a synthetic probe's deadline
 	evAdopt      // a fleet's breaker verdict reaches a replica
+	evShare      // a fleet's replicas send their breaker counts
+	evEvidence   // a replica's breaker counts reach another
 )
 
 type event struct {

@@ -48,6 +48,9 @@ type fleet struct {
 	// verdicts are the breaker verdicts sent to other replicas, indexed
 	// by their evAdopt events' token.
 	verdicts []verdict
+	// evidence are the breaker counts sent to other replicas, indexed by
+	// their evEvidence events' token.
+	evidence []sentEvidence
 	leases   []lease // per scope
 	// keys are the keys' shared budgets (nil: unlimited), limits their
 	// limits, by key index from 0.
@@ -61,6 +64,15 @@ type fleet struct {
 // probeLease is how long a probe lease lasts without renewal, as in the
 // gateway.
 const probeLease = 5 * time.Second
+
+// evidenceEvery is how often replicas send their breaker counts, as the
+// gateway does: a breaker bucket.
+const evidenceEvery = 250 * time.Millisecond
+
+type sentEvidence struct {
+	scope   int
+	buckets []breaker.Evidence
+}
 
 type verdict struct {
 	scope, step int
@@ -152,6 +164,46 @@ func (f *fleet) start(r *run) {
 		rp.fl.out = make([]bool, len(r.ups))
 		rp.fl.window = -1
 	}
+	if f.shared {
+		r.seq++
+		r.events.push(event{at: r.quantise(evidenceEvery), order: order(classEngine, r.seq), kind: evShare})
+	}
+}
+
+// share sends every replica's breaker counts since the last share to the
+// others, arriving after the store's latency, as the gateway's replicas
+// do on the store's evidence channel; with the store down, the counts
+// are dropped and each replica judges its own.
+func (f *fleet) share(r *run) {
+	up := f.storeUp(r)
+	at := r.quantise(r.now + f.spec.StoreLatency())
+	for _, rp := range r.reps {
+		for s, ev := range rp.eng.DrainEvidence() {
+			if len(ev) == 0 || !up {
+				continue
+			}
+			f.evidence = append(f.evidence, sentEvidence{scope: s, buckets: ev})
+			for _, other := range r.reps {
+				if other == rp {
+					continue
+				}
+				r.seq++
+				r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evEvidence,
+					rep: uint16(other.idx), token: uint32(len(f.evidence) - 1)})
+			}
+		}
+	}
+	if next := r.now + evidenceEvery; next < r.sc.Duration {
+		r.seq++
+		r.events.push(event{at: r.quantise(next), order: order(classEngine, r.seq), kind: evShare})
+	}
+}
+
+// count delivers a replica's breaker counts to another.
+func (f *fleet) count(r *run, e event) {
+	ev := f.evidence[e.token]
+	rp := r.reps[e.rep]
+	r.apply(rp, rp.eng.AddEvidence(r.clock(r.now), ev.scope, ev.buckets))
 }
 
 // pick is the replica the load balancer sends an attempt to.

@@ -253,6 +253,9 @@ func (r *run) restartEngine(rp *replica) error {
 		r.fleet.configure(r, &ec)
 	}
 	rp.eng = lifecycle.New(ec)
+	if r.fleet != nil && r.fleet.shared {
+		rp.eng.ShareEvidence()
+	}
 	r.routes = ec.Routes
 	rp.byID = make(map[lifecycle.ID]*request)
 	rp.tickAt = -1
@@ -317,6 +320,10 @@ func (r *run) loop() {
 			r.apply(rp, rp.eng.Tick(r.clock(r.now)))
 		case evAdopt:
 			r.fleet.adopt(r, e)
+		case evShare:
+			r.fleet.share(r)
+		case evEvidence:
+			r.fleet.count(r, e)
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:
