@@ -293,9 +293,14 @@ func TestFleetInRealProcesses(t *testing.T) {
 		return r.metric(t, `sluice_breaker_probes_total{provider="down",result="error"}`)
 	}
 	t.Run("one replica's trip is the fleet's", func(t *testing.T) {
+		var codes []string
 		for range 12 {
-			post(fleet[0], keys["open"], "doomed", "", nil)
+			start := time.Now()
+			code := post(fleet[0], keys["open"], "doomed", "", nil)
+			codes = append(codes, fmt.Sprintf("%d in %v", code, time.Since(start).Round(time.Millisecond)))
 		}
+		t.Logf("twelve requests to the failing provider: %s", strings.Join(codes, ", "))
+
 		if state(fleet[0]) == 0 {
 			t.Fatal("replica 0 did not trip on twelve failures")
 		}

@@ -86,8 +86,13 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 	f.leases = store.NewLeases(rdb, store.Options{Prefix: prefix})
 	f.members = store.NewMembers(rdb, store.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach})
 	f.budgets = store.NewBudgets(rdb, store.BudgetOptions{
-		Prefix:   prefix,
-		Timeout:  f.timeout,
+		Prefix:  prefix,
+		Timeout: f.timeout,
+		// Decisions come from credit taken from Redis ahead of time
+		// (a few microseconds), and go to Redis only when the credit
+		// cannot cover them, so refusals stay exact (package store,
+		// "Allotments").
+		Allot:    true,
 		Replicas: f.members.Live,
 		OnMode:   func(m store.Mode, cause error) { f.reach(m == store.Shared, cause) },
 	})
@@ -197,10 +202,11 @@ func (g *Gateway) fleetState() (int, bool) {
 
 // verdict is a breaker transition as the fleet's channel carries it.
 type verdict struct {
-	From     string        `json:"from"`
-	Provider string        `json:"provider"`
-	To       breaker.State `json:"to"`
-	Step     int           `json:"step"`
+	From     string         `json:"from"`
+	Provider string         `json:"provider"`
+	To       breaker.State  `json:"to"`
+	Step     int            `json:"step"`
+	Reason   breaker.Reason `json:"reason"`
 }
 
 const verdictChannel = "breaker"
@@ -241,7 +247,7 @@ func (g *Gateway) follow() {
 				continue
 			}
 			if p, ok := g.providers[v.Provider]; ok {
-				g.runner.Adopt(p.scope, v.To, v.Step)
+				g.runner.Adopt(p.scope, v.To, v.Step, v.Reason)
 			}
 		}
 	}()
@@ -285,7 +291,7 @@ func (g *Gateway) announce(provider string, t lifecycle.Transition) {
 	if g.fleet == nil || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen {
 		return
 	}
-	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: t.To, Step: t.Step})
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: t.To, Step: t.Step, Reason: t.Reason})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

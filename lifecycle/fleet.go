@@ -41,21 +41,40 @@ func (s shared) Limit() int {
 // fleet reached (breaker.Adopt), and carries out what follows from it:
 // waiters for a provider now out of rotation move on, as after a trip of
 // its own.
-func (e *Engine) Adopt(now time.Time, s int, to breaker.State, step int) (rd Ready) {
+//
+// An Open verdict on a provider this replica already has out of rotation
+// is the fleet's prober saying its probe failed: this replica sends no
+// probes of its own (it does not hold the lease), so the requests it
+// holds for a probe's verdict (hold.go) have theirs now, and are refused
+// as a failed probe of its own would refuse them.
+//
+// why is the reason the verdict was reached, which says whether the
+// provider is out for slowness (and so may still serve a request with
+// time to wait: reach.go) or for errors; empty counts as errors.
+func (e *Engine) Adopt(now time.Time, s int, to breaker.State, step int, why breaker.Reason) (rd Ready) {
 	if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
 		sc.cfg.Breaker.Adopt(now, to, step)
 		e.settle(now, &rd)
+		if st, _ := sc.cfg.Breaker.State(now); to == breaker.Open && (st == breaker.Open || st == breaker.HalfOpen) {
+			if why == "" || why == breaker.ReasonFleet {
+				why = breaker.ReasonErrorRate
+			}
+			e.outOfRotation(s, true, why)
+		}
+		if st, _ := sc.cfg.Breaker.State(now); to == breaker.Open && st != breaker.Closed && st != breaker.Recovering && e.holding[s] {
+			e.refuseHeld(now, s, now, &rd)
+		}
 		e.pump(now, &rd)
 	}
 	return rd
 }
 
 // Adopt follows a fleet verdict on scope s (Engine.Adopt).
-func (r *Runner) Adopt(s int, to breaker.State, step int) {
+func (r *Runner) Adopt(s int, to breaker.State, step int, why breaker.Reason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	r.applyLocked(now, r.e.Adopt(now, s, to, step))
+	r.applyLocked(now, r.e.Adopt(now, s, to, step, why))
 }
 
 // ShareEvidence makes every breaker keep its own counts for

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/quota"
 )
 
@@ -65,5 +66,28 @@ func TestFleetProviderBudgetShare(t *testing.T) {
 	}
 	if n != 30 {
 		t.Fatalf("with 3 replicas, one started %d calls of a provider's 90 a minute, want 30", n)
+	}
+}
+
+// A replica that does not probe (another holds the fleet's lease) hears
+// of a failed probe as an Open verdict: the requests it held for a
+// probe's verdict are refused then, not at the end of their wait.
+func TestAdoptedFailedProbeRefusesHeld(t *testing.T) {
+	b, err := breaker.New(breaker.Config{Steady: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(10), MaxDepth: 10, MaxWait: 5 * time.Second},
+		Scopes:    []ScopeConfig{{Fixed: 10, Breaker: b, SyntheticProbes: true}},
+	})
+	e.Adopt(at(0), 0, breaker.Open, 0, breaker.ReasonErrorRate)
+	a, _ := e.Arrive(at(time.Second), Request{Targets: []int{0}, Deadline: at(time.Minute)})
+	if a.Verdict != admission.Queued {
+		t.Fatalf("arrival with the provider out of rotation: %+v, want held for a probe's verdict", a)
+	}
+	rd := e.Adopt(at(1500*time.Millisecond), 0, breaker.Open, 0, breaker.ReasonProbeError)
+	if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != a.ID {
+		t.Fatalf("after the fleet's probe failed: %+v, want the held request refused", rd.Refuse)
 	}
 }

@@ -77,6 +77,7 @@ type sentEvidence struct {
 type verdict struct {
 	scope, step int
 	to          breaker.State
+	why         breaker.Reason
 }
 
 type lease struct {
@@ -238,7 +239,7 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 	if !f.shared || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen || !f.storeUp(r) {
 		return
 	}
-	f.verdicts = append(f.verdicts, verdict{scope: t.Scope, step: t.Step, to: t.To})
+	f.verdicts = append(f.verdicts, verdict{scope: t.Scope, step: t.Step, to: t.To, why: t.Reason})
 	at := r.quantise(r.now + f.spec.StoreLatency())
 	for _, other := range r.reps {
 		if other == rp {
@@ -254,7 +255,7 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 func (f *fleet) adopt(r *run, e event) {
 	v := f.verdicts[e.token]
 	rp := r.reps[e.rep]
-	r.apply(rp, rp.eng.Adopt(r.clock(r.now), v.scope, v.to, v.step))
+	r.apply(rp, rp.eng.Adopt(r.clock(r.now), v.scope, v.to, v.step, v.why))
 }
 
 // mayProbe reports whether a replica sends its probe of scope's

@@ -34,12 +34,15 @@ func (h *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 // BenchmarkAdmission is one admission decision's budget Take, shared in
-// Redis against quota.Budget in memory, in the same run and the same
-// loop: each iteration takes a request's reservation from both, paced at
-// one a millisecond, while other replicas' load (1,000 Takes a second on
-// 4 connections, on other budgets) runs beside it. It reports each
-// one's p50 and p99, what Redis adds at the p99, and round trips per
-// shared Take.
+// Redis (one round trip per decision, and in Allot mode), against
+// quota.Budget in memory, in the same run and the same loop: each
+// iteration takes a request's reservation from each, paced at one a
+// millisecond, while other replicas' load (1,000 Takes a second on 4
+// connections, on other budgets) runs beside it. The Allot replica also
+// settles each request (untimed: the gateway settles after the
+// response), so its round trips include refills, flushes and returns.
+// It reports each one's p50 and p99, what Redis adds at the p99, and
+// round trips per Take.
 //
 //	go test -run '^$' -bench Admission -benchtime 5000x ./store
 func BenchmarkAdmission(b *testing.B) {
@@ -63,6 +66,12 @@ func BenchmarkAdmission(b *testing.B) {
 	if _, _, err := shared.Take(ctx, "warm", l, cost); err != nil { // loads the script
 		b.Fatal(err)
 	}
+	allotClient := testClient(b)
+	var ha trips
+	allotClient.AddHook(&ha)
+	allot := NewBudgets(allotClient, BudgetOptions{Prefix: prefix, Timeout: time.Second, NoFallback: true, Allot: true})
+	defer allot.Close()
+	used := quota.Cost{Requests: 1, InputTokens: 1_200, OutputTokens: 700}
 
 	// The rest of the fleet's load: 1,000 Takes a second.
 	loadClient := testClient(b)
@@ -90,11 +99,13 @@ func BenchmarkAdmission(b *testing.B) {
 	defer func() { close(stop); wg.Wait() }()
 
 	sharedLat := make([]time.Duration, 0, b.N)
+	allotLat := make([]time.Duration, 0, b.N)
 	localLat := make([]time.Duration, 0, b.N)
 	// A bare PING on the same connection pool: the machine's round trip,
 	// the floor under any shared decision.
 	pingLat := make([]time.Duration, 0, b.N)
 	h.n.Store(0)
+	ha.n.Store(0)
 	next := time.Now()
 	for b.Loop() {
 		next = next.Add(time.Millisecond)
@@ -106,6 +117,15 @@ func BenchmarkAdmission(b *testing.B) {
 		sharedLat = append(sharedLat, time.Since(start))
 		if err != nil || !v.OK {
 			b.Fatalf("shared take: %+v, %v", v, err)
+		}
+		start = time.Now()
+		v, _, err = allot.Take(ctx, "bench-allot", l, cost)
+		allotLat = append(allotLat, time.Since(start))
+		if err != nil || !v.OK {
+			b.Fatalf("allot take: %+v, %v", v, err)
+		}
+		if _, err := allot.Settle(ctx, "bench-allot", l, cost, used); err != nil {
+			b.Fatal(err)
 		}
 		start = time.Now()
 		if err := c.Ping(ctx).Err(); err != nil {
@@ -121,7 +141,9 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	n := len(sharedLat)
 	b.ReportMetric(float64(h.n.Load()-int64(n))/float64(n), "round-trips/op") // less the PINGs
+	b.ReportMetric(float64(ha.n.Load())/float64(n), "allot-round-trips/op")
 	slices.Sort(sharedLat)
+	slices.Sort(allotLat)
 	slices.Sort(localLat)
 	slices.Sort(pingLat)
 	pct := func(s []time.Duration, p float64) float64 {
@@ -129,6 +151,9 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	b.ReportMetric(pct(sharedLat, 0.50), "shared-p50-µs")
 	b.ReportMetric(pct(sharedLat, 0.99), "shared-p99-µs")
+	b.ReportMetric(pct(allotLat, 0.50), "allot-p50-µs")
+	b.ReportMetric(pct(allotLat, 0.99), "allot-p99-µs")
+	b.ReportMetric(pct(allotLat, 0.99)-pct(localLat, 0.99), "allot-added-p99-µs")
 	b.ReportMetric(pct(localLat, 0.50), "local-p50-µs")
 	b.ReportMetric(pct(localLat, 0.99), "local-p99-µs")
 	b.ReportMetric(pct(sharedLat, 0.99)-pct(localLat, 0.99), "added-p99-µs")

@@ -67,6 +67,14 @@ type BudgetOptions struct {
 	// HealthInterval is how often, in Local mode, Redis is pinged to
 	// switch back; default 1 s.
 	HealthInterval time.Duration
+	// Allot: answer Takes from credit taken from the shared budgets
+	// ahead of time, without a round trip, when it covers them (see
+	// "Allotments" in the package comment). Off, every Take is a round
+	// trip.
+	Allot bool
+	// AllotIdle is how long a budget's credit is held without a Take
+	// before it goes back to Redis; default DefaultAllotIdle.
+	AllotIdle time.Duration
 }
 
 // DefaultBudgetTimeout is the default bound on one budget call to Redis.
@@ -96,6 +104,11 @@ type Budgets struct {
 	// so an outage lends the fleet nothing it does not pay back.
 	owed     map[string]*owing
 	checking bool // the health loop runs
+
+	// amu guards the allotments (Allot mode); tending: their loop runs.
+	amu     sync.Mutex
+	allots  map[string]*allotment
+	tending bool
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
 	pin func() time.Time
@@ -131,14 +144,19 @@ func NewBudgets(rdb redis.UniversalClient, o BudgetOptions) *Budgets {
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = time.Second
 	}
-	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, now: time.Now}
+	if o.AllotIdle <= 0 {
+		o.AllotIdle = DefaultAllotIdle
+	}
+	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, allots: map[string]*allotment{}, now: time.Now}
 }
 
 // Mode reports where answers come from now.
 func (b *Budgets) Mode() Mode { return Mode(b.mode.Load()) }
 
-// Close stops the health check, if it runs. Calls after Close still
-// work, and stay in whatever mode they were in.
+// Close stops the health check, if it runs, and in Allot mode gives
+// back every budget's credit and settles what is pending, one round trip
+// each (bounded by Timeout). Calls after Close still work, and stay in
+// whatever mode they were in; in Allot mode they go to Redis each time.
 func (b *Budgets) Close() {
 	b.mu.Lock()
 	select {
@@ -147,7 +165,13 @@ func (b *Budgets) Close() {
 		close(b.closed)
 	}
 	b.mu.Unlock()
+	// No refill or loop starts once closed is seen under amu.
+	b.amu.Lock()
+	b.amu.Unlock()
 	b.wg.Wait()
+	if b.o.Allot {
+		b.sweep(true)
+	}
 }
 
 // Key is the Redis key holding budget name.
@@ -196,6 +220,9 @@ func (b *Budgets) Status(ctx context.Context, name string, limits quota.Limits) 
 	if b.Mode() == Shared {
 		r, err := b.run(ctx, statusScript, true, name, limits, [3]int64{})
 		if err == nil {
+			if b.o.Allot {
+				return b.adjust(name, statuses(r, limits)), nil
+			}
 			return statuses(r, limits), nil
 		}
 		if err := b.failed(ctx, err); err != nil {
@@ -215,15 +242,25 @@ func (b *Budgets) take(ctx context.Context, name string, limits quota.Limits, co
 		return quota.Verdict{OK: true}, [3]quota.Status{}, nil
 	}
 	if b.Mode() == Shared {
+		amt := amounts(cost)
+		if b.o.Allot {
+			if v, st, ok := b.takeLocal(name, limits, amt, commit); ok {
+				return v, st, nil
+			}
+		}
 		s := checkScript
 		if commit {
 			s = takeScript
 		}
-		r, err := b.run(ctx, s, !commit, name, limits, amounts(cost))
+		r, err := b.run(ctx, s, !commit, name, limits, amt)
 		if err == nil {
 			st := statuses(r, limits)
 			b.remember(name, st)
-			return verdict(r), st, nil
+			v := verdict(r)
+			if b.o.Allot {
+				st = b.tookShared(name, limits, amt, commit, v, st)
+			}
+			return v, st, nil
 		}
 		if err := b.failed(ctx, err); err != nil {
 			return quota.Verdict{}, [3]quota.Status{}, err
@@ -259,6 +296,11 @@ func (b *Budgets) settle(ctx context.Context, name string, limits quota.Limits, 
 	}
 	if b.Mode() == Shared {
 		res, act := amounts(reserved), amounts(actual)
+		if b.o.Allot {
+			if st, ok := b.settleLocal(name, limits, res, act); ok {
+				return st, nil
+			}
+		}
 		r, err := b.run(ctx, settleScript, false, name, limits, [3]int64{act[0] - res[0], act[1] - res[1], act[2] - res[2]})
 		if err == nil {
 			st := statuses(r, limits)

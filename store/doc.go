@@ -50,6 +50,52 @@
 // budget; a budget whose limits change keeps its backlog (rounded up to
 // a whole microsecond if its rate changed).
 //
+// # Allotments
+//
+// With BudgetOptions.Allot, a replica answers most Takes without a round
+// trip. Per budget it holds a credit: units taken from the shared budget
+// by the take script ahead of time (a refill), and only then handed out.
+// A Take (or Check) that the credit covers in every limited dimension
+// is answered from it, in memory. One it does not cover goes to Redis
+// as in the default mode, so every refusal, its Dimension, RetryAfter
+// and Never, is the script's. Refills run off the request path, one
+// round trip per chunk, when the credit falls below the last take's
+// cost or half the target. The target, per dimension, is 100 ms of this
+// replica's recent takes (a rate decayed with a 200 ms time constant),
+// at least the last take's cost; the credit never exceeds 1/50 of the
+// burst (allotCap), and a budget whose burst/50 is below one request's
+// cost is never allotted. A refill Redis refuses is not retried before
+// its RetryAfter (at most AllotIdle). Settle and Refund apply to the
+// credit: an overrun is paid from it, a refund goes back to it up to
+// what was handed out from it and the cap; the rest is pending and
+// settled in Redis by a loop every AllotIdle/3, which also gives back
+// (refunds) the credit of a budget not taken from for AllotIdle (150 ms
+// by default). Close gives back every credit and settles what is
+// pending. Status and the statuses the calls return are Redis's last
+// answer, aged to now, plus the credit, less what is pending. With Redis
+// gone, calls go to the local budgets as below; the credit is neither
+// spent nor given back until Redis answers again.
+//
+// Exactness. A unit is handed out only after Redis counted it taken, and
+// a refund goes back to the credit only up to what was lent from it, so
+// the fleet's net use (admitted, plus overruns, less refunds) is never
+// more than what the shared budget has let be taken, whose GCRA bound is
+// B + L·t from full. Over a span from full (no credit held anywhere)
+// the fleet admits at most the allowance, as in the default mode. Over
+// any other span it admits at most the allowance plus the credit held
+// at its start (at most N·burst/50 for N replicas) plus the overruns
+// still pending (charged within a tick, into debt if need be). It admits
+// less than the default mode by at most the credit held at the span's
+// end (what was taken and not yet handed out: in practice about 100 ms
+// of the fleet's rate, never above N·burst/50), plus credit lost (a
+// refill whose reply was lost after Redis took the chunk, credit held
+// at a Close while Redis is gone), plus what a refund given back late
+// finds beyond full; overruns pending at a Close while Redis is gone
+// are not charged (as with the local budgets' debts). A refusal's RetryAfter is exact for Redis's state,
+// which counts other replicas' credit as spent, so it may be up to
+// their credit's worth later than if that credit were back. While a
+// refill is in flight, a status may count its chunk as spent or as held.
+//
 // # When Redis is slow or gone
 //
 // No call waits longer than Timeout (5 ms by default) for Redis, and no
