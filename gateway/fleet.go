@@ -311,3 +311,20 @@ func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
 	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, probeLease)
 	return held || err != nil
 }
+
+// probeFailed tells the fleet that this replica's probe of p failed, as
+// a HalfOpen verdict. A failed probe moves no breaker (the provider
+// simply stays out), so no transition announces it; but the other
+// replicas, which do not probe, hold requests for exactly this verdict
+// (lifecycle.Engine.Adopt), and it changes no breaker of theirs.
+func (g *Gateway) probeFailed(p *provider) {
+	if g.fleet == nil {
+		return
+	}
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: p.name, To: breaker.HalfOpen, Step: -1, Reason: breaker.ReasonProbeError})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
+	}()
+}

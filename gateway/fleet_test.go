@@ -263,3 +263,33 @@ func TestFleetSharesBreakerEvidence(t *testing.T) {
 		t.Error("no replica tripped on the error rate it judged; the trips came from nowhere")
 	}
 }
+
+// A replica that does not probe holds requests for the fleet prober's
+// verdict, and hears of a failed probe (which moves no breaker) on the
+// fleet's channel: its held requests are refused then, within a probe
+// interval or two, not at the end of their 5 s wait.
+func TestFleetFailedProbeReachesNonProbers(t *testing.T) {
+	addr := testRedis(t)
+	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
+	var replicas []*stack
+	for i := range 3 {
+		replicas = append(replicas, newStack(t, mock.Config{Failures: []mock.Failure{{Kind: "status", Status: 500}}}, func(c *config.Config) {
+			c.Store = "redis://" + addr + "/0"
+			c.Fleet.Prefix = prefix
+			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
+		}))
+	}
+	for range 12 {
+		replicas[0].do("/v1/chat/completions", chatBody, nil)
+	}
+	for i, s := range replicas {
+		start := time.Now()
+		status, _, body := s.do("/v1/chat/completions", chatBody, nil)
+		took := time.Since(start)
+		t.Logf("replica %d: %d in %v", i, status, took.Round(time.Millisecond))
+		if status != 503 || took > 2500*time.Millisecond {
+			t.Errorf("replica %d: %d in %v (%s); want 503 at the fleet's next failed probe, well before the 5 s wait", i, status, took, body)
+		}
+	}
+}

@@ -68,6 +68,9 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 		result = "error"
 	}
 	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
+	if result == "error" || result == "timeout" {
+		g.probeFailed(p)
+	}
 	switch {
 	case o.Status/100 == 4 && o.Status != http.StatusTooManyRequests:
 		// Not the provider's health: the probe itself is wrong, and the

@@ -42,11 +42,13 @@ func (s shared) Limit() int {
 // waiters for a provider now out of rotation move on, as after a trip of
 // its own.
 //
-// An Open verdict on a provider this replica already has out of rotation
-// is the fleet's prober saying its probe failed: this replica sends no
-// probes of its own (it does not hold the lease), so the requests it
-// holds for a probe's verdict (hold.go) have theirs now, and are refused
-// as a failed probe of its own would refuse them.
+// A HalfOpen verdict is the fleet's prober saying its probe failed (a
+// failed probe moves no breaker, so it is not a transition): the
+// breaker stays as it is, and if it has the provider out of rotation,
+// the requests it holds for a probe's verdict (hold.go), which this
+// replica does not send itself, have theirs now and are refused, as a
+// failed probe of its own would refuse them. An Open verdict on a
+// provider already out refuses them likewise.
 //
 // why is the reason the verdict was reached, which says whether the
 // provider is out for slowness (and so may still serve a request with
@@ -61,7 +63,7 @@ func (e *Engine) Adopt(now time.Time, s int, to breaker.State, step int, why bre
 			}
 			e.outOfRotation(s, true, why)
 		}
-		if st, _ := sc.cfg.Breaker.State(now); to == breaker.Open && st != breaker.Closed && st != breaker.Recovering && e.holding[s] {
+		if st, _ := sc.cfg.Breaker.State(now); (to == breaker.Open || to == breaker.HalfOpen) && (st == breaker.Open || st == breaker.HalfOpen) && e.holding[s] {
 			e.refuseHeld(now, s, now, &rd)
 		}
 		e.pump(now, &rd)

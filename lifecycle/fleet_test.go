@@ -86,7 +86,7 @@ func TestAdoptedFailedProbeRefusesHeld(t *testing.T) {
 	if a.Verdict != admission.Queued {
 		t.Fatalf("arrival with the provider out of rotation: %+v, want held for a probe's verdict", a)
 	}
-	rd := e.Adopt(at(1500*time.Millisecond), 0, breaker.Open, 0, breaker.ReasonProbeError)
+	rd := e.Adopt(at(1500*time.Millisecond), 0, breaker.HalfOpen, -1, breaker.ReasonProbeError)
 	if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != a.ID {
 		t.Fatalf("after the fleet's probe failed: %+v, want the held request refused", rd.Refuse)
 	}

@@ -251,6 +251,27 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 	}
 }
 
+// probeFailed tells the other replicas, in a fleet that shares, that
+// rp's probe of scope failed, as the gateway does: a failed probe moves
+// no breaker, so no transition carries it, but the replicas that do not
+// probe hold requests for exactly this verdict.
+func (f *fleet) probeFailed(r *run, rp *replica, scope int, o lifecycle.Outcome) {
+	failed := o.Kind == lifecycle.TimedOut || (o.Kind != lifecycle.OK && o.Kind != lifecycle.Cancelled && o.Status != 429)
+	if !f.shared || !failed || !f.storeUp(r) {
+		return
+	}
+	f.verdicts = append(f.verdicts, verdict{scope: scope, step: -1, to: breaker.HalfOpen, why: breaker.ReasonProbeError})
+	at := r.quantise(r.now + f.spec.StoreLatency())
+	for _, other := range r.reps {
+		if other == rp {
+			continue
+		}
+		r.seq++
+		r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evAdopt,
+			rep: uint16(other.idx), token: uint32(len(f.verdicts) - 1)})
+	}
+}
+
 // adopt delivers a verdict to a replica.
 func (f *fleet) adopt(r *run, e event) {
 	v := f.verdicts[e.token]

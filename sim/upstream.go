@@ -50,6 +50,7 @@ type upCall struct {
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe to rep, the replica that sent it.
 	probe lifecycle.ProbeID
+	scope int // the probed provider's scope
 	rep   *replica
 }
 
@@ -93,7 +94,7 @@ func (r *run) startProbe(rp *replica, p lifecycle.ProbeStart) {
 		r.apply(rp, rd)
 		return
 	}
-	c := &upCall{u: r.ups[p.Scope], probe: p.ID, rep: rp}
+	c := &upCall{u: r.ups[p.Scope], probe: p.ID, scope: p.Scope, rep: rp}
 	rp.probes = append(rp.probes, c)
 	r.launch(c)
 	r.pushCall(p.Deadline.Sub(origin), evProbeLimit, c)
@@ -111,6 +112,9 @@ func (r *run) probeDone(c *upCall, o lifecycle.Outcome) {
 	}
 	rd, _ := rp.eng.FinishProbe(r.clock(r.now), c.probe, o)
 	r.apply(rp, rd)
+	if r.fleet != nil {
+		r.fleet.probeFailed(r, rp, c.scope, o)
+	}
 }
 
 // startUpstream sends q's first call to the provider it was routed to.
