@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/redis/go-redis/v9"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,6 +128,14 @@ func TestLeaseTakeover(t *testing.T) {
 func TestPubSub(t *testing.T) {
 	c1, c2 := testClient(t), testClient(t)
 	prefix := testPrefix(t, c1)
+	// The subscriber's connections carry a name of their own, so that
+	// cutting them below cuts no other test's (other packages' tests
+	// use this Redis's pub/sub at the same time).
+	name := "sluice-test-" + strings.ReplaceAll(strings.TrimSuffix(prefix, ":"), ":", "-")
+	o := *c1.Options()
+	o.ClientName = name
+	c1 = redis.NewClient(&o)
+	defer c1.Close()
 	sub := NewChannels(c1, Options{Prefix: prefix, Timeout: time.Second})
 	pub := NewChannels(c2, Options{Prefix: prefix, Timeout: time.Second})
 	ctx := context.Background()
@@ -143,10 +153,26 @@ func TestPubSub(t *testing.T) {
 		t.Fatal("no message within 1s")
 	}
 
-	// Cut every pub/sub connection (only this package's tests use the
-	// test Redis for pub/sub): the subscriber resubscribes by itself.
-	if err := c2.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+	// Cut the subscriber's connection: it resubscribes by itself.
+	list, err := c2.ClientList(ctx).Result()
+	if err != nil {
 		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " name="+name+" ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				if err := c2.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err == nil {
+					killed++
+				}
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("found no connection named %s to cut:\n%s", name, list)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
