@@ -68,7 +68,7 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 		result = "error"
 	}
 	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
-	if result == "error" || result == "timeout" {
+	if lifecycle.ProbeFailed(o) {
 		g.probeFailed(p)
 	}
 	switch {

@@ -134,3 +134,11 @@ func (r *Runner) AddEvidence(s int, ev []breaker.Evidence) {
 	now := r.now()
 	r.applyLocked(now, r.e.AddEvidence(now, s, ev))
 }
+
+// ProbeFailed reports whether a synthetic probe that ended with o failed:
+// it timed out, or the provider answered with an error other than a 429
+// (pacing, not health). Hosts of a fleet announce such a probe, which
+// moves no breaker of its own, to the replicas that do not probe.
+func ProbeFailed(o Outcome) bool {
+	return o.Kind == TimedOut || (o.Kind != OK && o.Kind != Cancelled && o.Status != 429)
+}

@@ -184,14 +184,7 @@ func (f *fleet) share(r *run) {
 				continue
 			}
 			f.evidence = append(f.evidence, sentEvidence{scope: s, buckets: ev})
-			for _, other := range r.reps {
-				if other == rp {
-					continue
-				}
-				r.seq++
-				r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evEvidence,
-					rep: uint16(other.idx), token: uint32(len(f.evidence) - 1)})
-			}
+			f.toOthers(r, rp, at, evEvidence, len(f.evidence)-1)
 		}
 	}
 	if next := r.now + evidenceEvery; next < r.sc.Duration {
@@ -239,15 +232,25 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 	if !f.shared || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen || !f.storeUp(r) {
 		return
 	}
-	f.verdicts = append(f.verdicts, verdict{scope: t.Scope, step: t.Step, to: t.To, why: t.Reason})
-	at := r.quantise(r.now + f.spec.StoreLatency())
+	f.send(r, rp, verdict{scope: t.Scope, step: t.Step, to: t.To, why: t.Reason})
+}
+
+// send delivers a verdict from rp to every other replica after the
+// store's latency.
+func (f *fleet) send(r *run, rp *replica, v verdict) {
+	f.verdicts = append(f.verdicts, v)
+	f.toOthers(r, rp, r.quantise(r.now+f.spec.StoreLatency()), evAdopt, len(f.verdicts)-1)
+}
+
+// toOthers schedules event kind, carrying token, for every replica but
+// rp, at at.
+func (f *fleet) toOthers(r *run, rp *replica, at time.Duration, kind eventKind, token int) {
 	for _, other := range r.reps {
 		if other == rp {
 			continue
 		}
 		r.seq++
-		r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evAdopt,
-			rep: uint16(other.idx), token: uint32(len(f.verdicts) - 1)})
+		r.events.push(event{at: at, order: order(classEngine, r.seq), kind: kind, rep: uint16(other.idx), token: uint32(token)})
 	}
 }
 
@@ -256,20 +259,10 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 // no breaker, so no transition carries it, but the replicas that do not
 // probe hold requests for exactly this verdict.
 func (f *fleet) probeFailed(r *run, rp *replica, scope int, o lifecycle.Outcome) {
-	failed := o.Kind == lifecycle.TimedOut || (o.Kind != lifecycle.OK && o.Kind != lifecycle.Cancelled && o.Status != 429)
-	if !f.shared || !failed || !f.storeUp(r) {
+	if !f.shared || !lifecycle.ProbeFailed(o) || !f.storeUp(r) {
 		return
 	}
-	f.verdicts = append(f.verdicts, verdict{scope: scope, step: -1, to: breaker.HalfOpen, why: breaker.ReasonProbeError})
-	at := r.quantise(r.now + f.spec.StoreLatency())
-	for _, other := range r.reps {
-		if other == rp {
-			continue
-		}
-		r.seq++
-		r.events.push(event{at: at, order: order(classEngine, r.seq), kind: evAdopt,
-			rep: uint16(other.idx), token: uint32(len(f.verdicts) - 1)})
-	}
+	f.send(r, rp, verdict{scope: scope, step: -1, to: breaker.HalfOpen, why: breaker.ReasonProbeError})
 }
 
 // adopt delivers a verdict to a replica.
