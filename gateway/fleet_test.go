@@ -42,22 +42,10 @@ func testRedis(t *testing.T) string {
 // budget: the burst and then the rate, to the request, however the
 // load is spread between them.
 func TestFleetSharesKeyBudgets(t *testing.T) {
-	addr := testRedis(t)
-	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
 	const rpm = 1200 // a burst of 200 (10 s), then 20 a second
-	fleet := func(c *config.Config) {
-		c.Store = "redis://" + addr + "/0"
-		c.Fleet.Prefix = prefix
-		c.Fleet.Timeout = config.Duration(200 * time.Millisecond) // a busy test machine, not a fleet's budget
+	replicas := newFleet(t, mock.Config{}, func(c *config.Config) {
 		c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: rpm}}}
-	}
-	var replicas []*stack
-	for i := range 3 {
-		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
-			fleet(c)
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i) // one process here, three in a fleet
-		}))
-	}
+	})
 	waitFor(t, "three live replicas", func() bool {
 		return strings.Contains(httpGetAdmin(t, replicas[0], "/metrics"), "sluice_fleet_replicas 3")
 	})
@@ -152,25 +140,8 @@ func TestFleetWithoutStore(t *testing.T) {
 // trips the breaker on all three within a second, and only one replica
 // probes it.
 func TestFleetSharesBreakerVerdicts(t *testing.T) {
-	addr := testRedis(t)
-	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
-	var replicas []*stack
-	for i := range 3 {
-		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
-			c.Store = "redis://" + addr + "/0"
-			c.Fleet.Prefix = prefix
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
-		}))
-	}
-	state := func(s *stack) string {
-		for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
-			if strings.HasPrefix(l, `sluice_breaker_state{provider="mock-openai"}`) {
-				return strings.TrimSpace(strings.TrimPrefix(l, `sluice_breaker_state{provider="mock-openai"}`))
-			}
-		}
-		return "?"
-	}
+	replicas := newFleet(t, mock.Config{}, nil)
+	state := func(s *stack) string { return breakerState(t, s) }
 	// Errors through replica 0 only: 12 calls, every one a 500.
 	for range 12 {
 		replicas[0].do("/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "500"})
@@ -224,25 +195,8 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 // replicas are too few for any one breaker (MinCalls 10), and enough for
 // the twelve they add up to.
 func TestFleetSharesBreakerEvidence(t *testing.T) {
-	addr := testRedis(t)
-	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
-	var replicas []*stack
-	for i := range 3 {
-		replicas = append(replicas, newStack(t, mock.Config{}, func(c *config.Config) {
-			c.Store = "redis://" + addr + "/0"
-			c.Fleet.Prefix = prefix
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
-		}))
-	}
-	state := func(s *stack) string {
-		for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
-			if strings.HasPrefix(l, `sluice_breaker_state{provider="mock-openai"}`) {
-				return strings.TrimSpace(strings.TrimPrefix(l, `sluice_breaker_state{provider="mock-openai"}`))
-			}
-		}
-		return "?"
-	}
+	replicas := newFleet(t, mock.Config{}, nil)
+	state := func(s *stack) string { return breakerState(t, s) }
 	for _, s := range replicas {
 		for range 4 {
 			s.do("/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "500"})
@@ -269,17 +223,7 @@ func TestFleetSharesBreakerEvidence(t *testing.T) {
 // fleet's channel: its held requests are refused then, within a probe
 // interval or two, not at the end of their 5 s wait.
 func TestFleetFailedProbeReachesNonProbers(t *testing.T) {
-	addr := testRedis(t)
-	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
-	var replicas []*stack
-	for i := range 3 {
-		replicas = append(replicas, newStack(t, mock.Config{Failures: []mock.Failure{{Kind: "status", Status: 500}}}, func(c *config.Config) {
-			c.Store = "redis://" + addr + "/0"
-			c.Fleet.Prefix = prefix
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
-		}))
-	}
+	replicas := newFleet(t, mock.Config{Failures: []mock.Failure{{Kind: "status", Status: 500}}}, nil)
 	for range 12 {
 		replicas[0].do("/v1/chat/completions", chatBody, nil)
 	}
@@ -292,4 +236,36 @@ func TestFleetFailedProbeReachesNonProbers(t *testing.T) {
 			t.Errorf("replica %d: %d in %v (%s); want 503 at the fleet's next failed probe, well before the 5 s wait", i, status, took, body)
 		}
 	}
+}
+
+// newFleet starts three gateways sharing the test Redis under a prefix
+// of their own (one process here, three replicas in the fleet), each
+// configured by mutate too.
+func newFleet(t *testing.T, mc mock.Config, mutate func(*config.Config)) []*stack {
+	t.Helper()
+	addr := testRedis(t)
+	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
+	var replicas []*stack
+	for i := range 3 {
+		replicas = append(replicas, newStack(t, mc, func(c *config.Config) {
+			c.Store = "redis://" + addr + "/0"
+			c.Fleet.Prefix = prefix
+			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+			c.Fleet.Timeout = config.Duration(200 * time.Millisecond) // a busy test machine, not a fleet's budget
+			if mutate != nil {
+				mutate(c)
+			}
+		}))
+	}
+	return replicas
+}
+
+// breakerState is mock-openai's sluice_breaker_state on s, as text.
+func breakerState(t *testing.T, s *stack) string {
+	for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
+		if v, ok := strings.CutPrefix(l, `sluice_breaker_state{provider="mock-openai"}`); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
