@@ -182,13 +182,7 @@ func TestFleetSharesBreakerVerdicts(t *testing.T) {
 // waitLong is waitFor with room for a breaker's open time (15 s).
 func waitLong(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitWithin(t, 15*time.Second, 20*time.Millisecond, what, cond)
 }
 
 // The fleet judges the fleet's calls: four failures behind each of three

@@ -130,15 +130,22 @@ func (s *stack) get(path string, hdr map[string]string) (int, http.Header, []byt
 	return resp.StatusCode, resp.Header, b
 }
 
-// waitFor polls cond until it holds or a second passes.
+// waitFor polls cond until it holds or two seconds pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	waitWithin(t, 2*time.Second, 2*time.Millisecond, what, cond)
+}
+
+// waitWithin polls cond every poll until it holds, or fails the test
+// after d.
+func waitWithin(t *testing.T, d, poll time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(poll)
 	}
 }
 
