@@ -33,6 +33,10 @@ type Request struct {
 	// that frees goes to the waiter of the tenant with the fewest
 	// requests in flight (the oldest such waiter), not simply the oldest.
 	Tenant int
+	// Degraded: the host already made it cheap because of pressure (a
+	// smaller model, fewer tokens); failing fast does not refuse it at
+	// the door, since degrading is the alternative to refusing.
+	Degraded bool
 }
 
 // Config sets Core's limits.
@@ -68,11 +72,20 @@ type Config struct {
 	LaneMaxWait []time.Duration
 	// Seed owns the jitter RetryAfter adds, so a simulation replays.
 	Seed uint64
+	// TimeScale multiplies the core's own times (timescale.go): the
+	// drain meter's buckets and RetryAfter's floor, ceiling and
+	// fallback. Zero means 1.
+	TimeScale float64
 	// FairTenants: within a class, freed slots go to the tenant with the
 	// fewest requests in flight, so a tenant's backlog waits behind its
 	// own requests, not in front of everyone else's. Off, each class is
 	// served in arrival order.
 	FairTenants bool
+	// FailFast marks refusals Futile while their class is refused at
+	// least as often as it is admitted, and refuses at once a request
+	// that cannot start while most of its class's waiters leave the
+	// queue unserved (see futileMeter).
+	FailFast bool
 }
 
 // Verdict is Admit's answer.
@@ -111,6 +124,10 @@ const (
 	// ReasonLaneBudget: large-context work as a whole is out of its
 	// per-minute budget.
 	ReasonLaneBudget Reason = "large_context_budget"
+	// ReasonStarved: most of the class's recent waiters left the queue
+	// unserved, so it is refused at once rather than after waiting
+	// (Config.FailFast).
+	ReasonStarved Reason = "class_starved"
 )
 
 // Refusal reports a request refused, and when a retry is likely to be served.
@@ -119,6 +136,9 @@ type Refusal struct {
 	Priority   Priority
 	Reason     Reason
 	RetryAfter time.Duration
+	// Futile: the class is refused at least as often as admitted now, so
+	// a retry is more likely refused than served (Config.FailFast).
+	Futile bool
 }
 
 // Result is the outcome of Admit.
@@ -164,6 +184,7 @@ type Core struct {
 	queued     [numPriorities]int
 	expiry     expiryHeap
 	drain      drainMeter
+	futile     futileMeter
 	rng        *rand.Rand // RetryAfter's jitter
 }
 
@@ -176,6 +197,8 @@ func NewCore(cfg Config) *Core {
 		tenantIn: map[int]int{},
 		entries:  make(map[Ticket]*entry),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
+		drain:    drainMeter{width: cfg.scaled(drainBucket)},
+		futile:   futileMeter{width: cfg.scaled(futileBucket)},
 	}
 }
 
@@ -236,14 +259,18 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 		c.start(now, e)
 		c.entries[e.ticket] = e
 		res.Verdict = Admitted
+		c.futile.admitted(now, r.Priority)
 		return res
 	}
 	victim, why, ok := c.room(now, r)
 	if !ok {
 		return c.refuse(now, res, r.Priority, why)
 	}
+	c.futile.admitted(now, r.Priority)
+	c.futile.queuedNow(now, r.Priority)
 	if victim != nil {
 		c.unlink(victim)
+		c.futile.waiterRefused(now, victim.req.Priority)
 		res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
 	}
 	wait := c.maxWait(r.Priority)
@@ -279,6 +306,11 @@ func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok boo
 		return nil, ReasonQueueFull, false
 	case c.cfg.MaxQueued[p] > 0 && c.queued[p] >= c.cfg.MaxQueued[p]:
 		return nil, ReasonClassFull, false
+	case c.cfg.FailFast && !r.Degraded && (c.futile.starved(now, p) || c.overdue(now, r)):
+		// Most of this class's recent waiters were refused after waiting,
+		// or the queue ahead drains slower than this one may wait: it
+		// would likely wait only to be refused.
+		return nil, ReasonStarved, false
 	case c.counted(p) < c.depth(p) && c.totalQueued() < c.cfg.MaxDepth:
 		return nil, "", true
 	}
@@ -296,19 +328,68 @@ func (c *Core) Check(now time.Time, r Request) (Refusal, bool) {
 		return Refusal{}, false
 	}
 	if _, why, ok := c.room(now, r); !ok {
-		return Refusal{Priority: r.Priority, Reason: why, RetryAfter: c.RetryAfter(now, r.Priority)}, true
+		// Check's refusal is the request's only decision: Admit never
+		// sees it.
+		c.futile.refusedNow(now, r.Priority)
+		return Refusal{Priority: r.Priority, Reason: why, RetryAfter: c.RetryAfter(now, r.Priority), Futile: c.isFutile(now, r.Priority)}, true
 	}
 	return Refusal{}, false
 }
 
 func (c *Core) refuse(now time.Time, res Result, p Priority, why Reason) Result {
+	c.futile.refusedNow(now, p)
 	res.Verdict = Rejected
-	res.Refusal = Refusal{Ticket: res.Ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p)}
+	res.Refusal = Refusal{Ticket: res.Ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, p)}
 	return res
 }
 
+// refusal refuses a waiter (the host counted it with waiterRefused, or
+// Expire does).
 func (c *Core) refusal(now time.Time, e *entry, why Reason) Refusal {
-	return Refusal{Ticket: e.ticket, Priority: e.req.Priority, Reason: why, RetryAfter: c.RetryAfter(now, e.req.Priority)}
+	p := e.req.Priority
+	return Refusal{Ticket: e.ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, p)}
+}
+
+// overdue reports whether r, queued now, would likely be refused at the
+// end of its wait: the waiters ahead of it, and the more important
+// requests that will keep arriving ahead of it, take the gateway's
+// measured drain for longer than r may wait. Refusing a request that
+// would have been served costs more than letting a doomed one wait, so
+// the drain is the faster of the last ten seconds' and the last
+// second's (a recovery shows in the second long before the window), and
+// only a measured rate counts: without one, r waits and the wait shows.
+func (c *Core) overdue(now time.Time, r Request) bool {
+	rate := max(c.drain.slotRate(now), c.drain.recentRate(now))
+	if rate <= 0 {
+		return false
+	}
+	ahead := 0
+	for q := Critical; q <= r.Priority && q < numPriorities; q++ {
+		ahead += c.queued[q]
+	}
+	wait := c.maxWait(r.Priority)
+	if !r.Deadline.IsZero() {
+		wait = min(wait, r.Deadline.Sub(now))
+	}
+	drain := rate * float64(max(c.inFlight, 1))
+	above := c.futile.inflow(now, r.Priority)
+	if above < futileShare*drain {
+		// r is not being overtaken so much as waiting for the queue
+		// ahead to drain, and a slow spell can end all at once (calls
+		// started in a brownout finish together): it waits, and the wait
+		// shows.
+		return false
+	}
+	left := drain - above
+	if left <= 0 {
+		return true // the classes above take the whole drain
+	}
+	return float64(ahead+1)/left > wait.Seconds()
+}
+
+// isFutile reports whether refusals of class p are Futile now.
+func (c *Core) isFutile(now time.Time, p Priority) bool {
+	return c.cfg.FailFast && c.futile.futile(now, p)
 }
 
 // depth is the number of places open to class p's waiters: every place
@@ -492,6 +573,7 @@ func (c *Core) Expire(now time.Time) []Refusal {
 		if d := e.req.Deadline; !d.IsZero() && !e.expires.Before(d) {
 			why = ReasonDeadline
 		}
+		c.futile.waiterRefused(now, e.req.Priority)
 		out = append(out, c.refusal(now, e, why))
 	}
 	return out
@@ -525,11 +607,11 @@ func (c *Core) DrainTime(now time.Time, p Priority) time.Duration {
 	for q := Critical; q <= p && q < numPriorities; q++ {
 		ahead += c.queued[q]
 	}
-	d := max(c.cfg.MaxWait, time.Second)
+	d := max(c.cfg.MaxWait, c.cfg.scaled(time.Second))
 	if r := c.drain.slotRate(now); r > 0 {
 		d = time.Duration(float64(ahead+1) / (r * float64(max(c.inFlight, 1))) * float64(time.Second))
 	}
-	return min(max(d, MinRetryAfter), MaxRetryAfter)
+	return c.cfg.boundRetryAfter(d)
 }
 
 // RetryAfter is DrainTime spread by jitter, uniformly over half to one
@@ -538,7 +620,7 @@ func (c *Core) DrainTime(now time.Time, p Priority) time.Duration {
 func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
 	d := c.DrainTime(now, p)
 	j := time.Duration(float64(d) * (0.5 + c.rng.Float64()))
-	return min(max(j, MinRetryAfter), MaxRetryAfter)
+	return c.cfg.boundRetryAfter(j)
 }
 
 // TakeExtra holds one more slot in a scope for a request that already

@@ -31,6 +31,9 @@ type drainMeter struct {
 	// prior is the per-slot rate of the last window with drainEvidence
 	// completions; zero until there has been one.
 	prior float64
+	// width is a bucket's length: drainBucket, time-scaled
+	// (Config.TimeScale); zero means drainBucket.
+	width time.Duration
 }
 
 const (
@@ -50,7 +53,10 @@ func (m *drainMeter) advance(now time.Time) {
 	if !m.started {
 		m.origin, m.last, m.started = now, now, true
 	}
-	e := int64(now.Sub(m.origin) / drainBucket)
+	if m.width <= 0 {
+		m.width = drainBucket
+	}
+	e := int64(now.Sub(m.origin) / m.width)
 	if e <= m.epoch {
 		return
 	}
@@ -109,4 +115,30 @@ func (m *drainMeter) slotRate(now time.Time) float64 {
 		return float64(n) / s
 	}
 	return 0
+}
+
+// recentBuckets is the span recentRate looks back over: a second.
+const recentBuckets = 4
+
+// recentRate is slotRate over the last second alone, or 0 with fewer
+// than drainEvidence completions in it. It sees a recovery the ten-second
+// window is still averaging away.
+func (m *drainMeter) recentRate(now time.Time) float64 {
+	m.advance(now)
+	n, s := 0, 0.0
+	for i := int64(0); i < recentBuckets; i++ {
+		b := (m.epoch - i) % drainBuckets
+		if b < 0 {
+			break
+		}
+		n += m.done[b]
+		s += m.busy[b]
+	}
+	if now.After(m.last) {
+		s += float64(m.held) * now.Sub(m.last).Seconds()
+	}
+	if n < drainEvidence || s <= 0 {
+		return 0
+	}
+	return float64(n) / s
 }

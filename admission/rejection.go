@@ -22,6 +22,9 @@ type Rejection struct {
 	// TooLarge: the request is larger than that budget's burst, so no
 	// wait lets it through; the answer says so instead of Retry-After.
 	TooLarge bool
+	// Futile: a retry is more likely refused than served now (see
+	// Refusal.Futile); the answer says x-should-retry: false.
+	Futile bool
 }
 
 func (r *Rejection) Error() string {

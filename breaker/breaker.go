@@ -69,7 +69,8 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory()}
+	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory(s.scaled(historyWidth))}
+	b.lat.every, b.lat.memory = s.scaled(time.Minute), s.scaled(BaselineMemory)
 	return b, nil
 }
 

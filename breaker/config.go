@@ -114,6 +114,23 @@ type Config struct {
 	// must stay calm at a step (with at least Probes calls) to advance.
 	Steps    []float64
 	StepHold time.Duration
+
+	// TimeScale multiplies the breaker's own times: every default above
+	// that is a duration, the width of its history's buckets (and so of
+	// the Evidence it shares) and the minute marks and memory of its
+	// derived slow threshold. A host replaying a scenario t times as
+	// fast (sluice serve --time-scale) sets it with its durations
+	// already scaled, so the breaker judges the scenario's time. Zero
+	// means 1.
+	TimeScale float64
+}
+
+// scaled is d times the time scale, never rounded down to zero.
+func (c Config) scaled(d time.Duration) time.Duration {
+	if c.TimeScale == 0 || c.TimeScale == 1 || d == 0 {
+		return d
+	}
+	return max(1, time.Duration(float64(d)*c.TimeScale))
 }
 
 // settings is a Config with defaults applied and checked.
@@ -132,16 +149,19 @@ func resolve(c Config) (settings, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"window", &s.Window, DefaultWindow},
+		{"window", &s.Window, c.scaled(DefaultWindow)},
 		{"slow_threshold", &s.SlowThreshold, 0},
-		{"slow_floor", &s.SlowFloor, DefaultSlowFloor},
-		{"slow_default", &s.SlowDefault, DefaultSlowDefault},
-		{"open_for", &s.OpenFor, DefaultOpenFor},
-		{"open_for_max", &s.OpenForMax, max(DefaultOpenForMax, s.OpenFor)},
+		{"slow_floor", &s.SlowFloor, c.scaled(DefaultSlowFloor)},
+		{"slow_default", &s.SlowDefault, c.scaled(DefaultSlowDefault)},
+		{"open_for", &s.OpenFor, c.scaled(DefaultOpenFor)},
+		{"open_for_max", &s.OpenForMax, max(c.scaled(DefaultOpenForMax), s.OpenFor)},
 		{"probe_timeout", &s.ProbeTimeout, 0},
-		{"half_open_max_wait", &s.HalfOpenMaxWait, DefaultHalfOpenMaxWait},
-		{"step_hold", &s.StepHold, DefaultStepHold},
+		{"half_open_max_wait", &s.HalfOpenMaxWait, c.scaled(DefaultHalfOpenMaxWait)},
+		{"step_hold", &s.StepHold, c.scaled(DefaultStepHold)},
 		{"probe_interval", &s.ProbeInterval, 0},
+	}
+	if c.TimeScale < 0 {
+		return s, cfgErr("time_scale", "must be > 0 (0 means 1), got %v", c.TimeScale)
 	}
 	for _, d := range durs {
 		if *d.v < 0 {
@@ -155,7 +175,7 @@ func resolve(c Config) (settings, error) {
 		return s, cfgErr("open_for_max", "must be >= open_for (%v), got %v", s.OpenFor, s.OpenForMax)
 	}
 	if s.Steady && s.ProbeInterval == 0 {
-		s.ProbeInterval = DefaultSteadyInterval
+		s.ProbeInterval = c.scaled(DefaultSteadyInterval)
 	}
 	ints := []struct {
 		name string
@@ -174,8 +194,8 @@ func resolve(c Config) (settings, error) {
 			*n.v = n.def
 		}
 	}
-	if s.Window < historyWidth {
-		return s, cfgErr("window", "must be at least %v, got %v", historyWidth, s.Window)
+	if w := c.scaled(historyWidth); s.Window < w {
+		return s, cfgErr("window", "must be at least %v, got %v", w, s.Window)
 	}
 	for _, r := range []struct {
 		name string

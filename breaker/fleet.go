@@ -50,7 +50,8 @@ func (b *Breaker) Adopt(now time.Time, to State, step int) {
 // replicas exchange so that each judges every replica's calls, not a
 // third of them.
 type Evidence struct {
-	// Start is when the bucket begins; the bucket is historyWidth long.
+	// Start is when the bucket begins; the bucket is historyWidth long
+	// (times Config.TimeScale: replicas share evidence at one scale).
 	Start time.Time `json:"t"`
 	// Calls counted, and of them errors and slow; Limited are 429s.
 	Calls   int `json:"n"`
@@ -72,7 +73,7 @@ func (b *Breaker) export(start time.Time, d counts) {
 	if !b.sharing {
 		return
 	}
-	k := start.UnixNano() / int64(historyWidth)
+	k := start.UnixNano() / int64(b.hist.width)
 	c := b.outbox[k]
 	c.add(d)
 	b.outbox[k] = c
@@ -86,7 +87,7 @@ func (b *Breaker) DrainEvidence() []Evidence {
 	}
 	out := make([]Evidence, 0, len(b.outbox))
 	for k, c := range b.outbox {
-		out = append(out, Evidence{Start: time.Unix(0, k*int64(historyWidth)), Calls: c.calls, Errors: c.errors, Slow: c.slow, Limited: c.limited})
+		out = append(out, Evidence{Start: time.Unix(0, k*int64(b.hist.width)), Calls: c.calls, Errors: c.errors, Slow: c.slow, Limited: c.limited})
 	}
 	clear(b.outbox)
 	slices.SortFunc(out, func(a, b Evidence) int { return a.Start.Compare(b.Start) })

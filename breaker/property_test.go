@@ -171,7 +171,7 @@ func TestPropertyInvariantsAndDeterminism(t *testing.T) {
 // whatever the order of counts and queries.
 func TestHistorySumsMatchAFullPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	h := newHistory()
+	h := newHistory(historyWidth)
 	h.origin = t0
 	now := t0
 	for range 20000 {

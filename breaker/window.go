@@ -68,8 +68,9 @@ const (
 	historySlots = 4096
 )
 
-func newHistory() history {
-	return history{width: historyWidth, ring: make([]slot, historySlots)}
+// newHistory keeps buckets width long (historyWidth, time-scaled).
+func newHistory(width time.Duration) history {
+	return history{width: width, ring: make([]slot, historySlots)}
 }
 
 func (h *history) index(t time.Time) int64 {
@@ -158,6 +159,9 @@ type latencies struct {
 	sorted []time.Duration
 	marks  []mark
 	markAt time.Time // when the current minute began
+	// every is the minute between marks, memory BaselineMemory: both
+	// time-scaled (Config.TimeScale).
+	every, memory time.Duration
 }
 
 type mark struct {
@@ -176,12 +180,12 @@ func (l *latencies) mark(now time.Time, enough int) {
 	switch {
 	case l.markAt.IsZero():
 		l.markAt = now
-	case now.Sub(l.markAt) >= time.Minute:
+	case now.Sub(l.markAt) >= l.every:
 		if l.len() >= enough {
 			l.marks = append(l.marks, mark{now, l.p95()})
 		}
 		l.markAt = now
-		l.marks = slices.DeleteFunc(l.marks, func(m mark) bool { return now.Sub(m.at) > BaselineMemory })
+		l.marks = slices.DeleteFunc(l.marks, func(m mark) bool { return now.Sub(m.at) > l.memory })
 	}
 }
 
@@ -190,7 +194,7 @@ func (l *latencies) mark(now time.Time, enough int) {
 func (l *latencies) baseline(now time.Time) time.Duration {
 	b := l.p95()
 	for _, m := range l.marks {
-		if now.Sub(m.at) <= BaselineMemory {
+		if now.Sub(m.at) <= l.memory {
 			b = min(b, m.p95)
 		}
 	}

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/gateway"
@@ -25,6 +29,8 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "validate the configuration (and that its key variables are set) and exit: 0 valid, 2 invalid")
 	listen := fs.String("listen", "", "client API `address`, overriding the configuration's listen")
 	adminListen := fs.String("admin-listen", "", "admin API `address` (/metrics, /healthz, /readyz), overriding admin_listen")
+	policy := fs.String("policy", "", "with --config SCENARIO, serve the gateway config of the scenario's policy `NAME` (its gateway: overlay), as sluice load --policy NAME replays its clients")
+	timeScale := fs.Float64("time-scale", 1, "multiply every policy time in the configuration (timeouts, queue waits, breaker and limit windows, hedge delays; not the client-network or shutdown timeouts) and divide every per-minute rate, to serve a scenario replayed by sluice load --time-scale with the same factor")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -32,25 +38,42 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	overrides := func(c *config.Config) error {
+	if *policy != "" && *path == "" {
+		fmt.Fprintf(stderr, "sluice serve: --policy %s needs --config SCENARIO: a scenario file with policies\n", *policy)
+		return 2
+	}
+	if !(*timeScale > 0) || math.IsInf(*timeScale, 0) {
+		fmt.Fprintf(stderr, "sluice serve: --time-scale %v: want a positive factor, e.g. 0.25 to run four times faster\n", *timeScale)
+		return 2
+	}
+	// prepare applies the flags to a loaded configuration, the time
+	// scale first so that validation sees what will run.
+	prepare := func(c *config.Config) (*config.Config, error) {
 		if *listen != "" {
 			c.Listen = *listen
 		}
 		if *adminListen != "" {
 			c.AdminListen = *adminListen
 		}
-		if err := c.Validate(); err != nil {
-			return err
+		if *timeScale != 1 {
+			s, err := c.Scaled(*timeScale)
+			if err != nil {
+				return nil, err
+			}
+			c = s
 		}
-		return c.CheckEnv()
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		return c, c.CheckEnv()
 	}
 
 	var cfg *config.Config
 	embedded := *path == ""
 	if !embedded {
-		c, err := config.Load(*path)
+		c, err := loadConfig(*path, *policy)
 		if err == nil {
-			err = overrides(c)
+			c, err = prepare(c)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice serve: invalid configuration:\n%v\n", err)
@@ -58,14 +81,14 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg = c
 	} else {
-		base, stop, err := mock.New(mock.DefaultConfig()).Start("127.0.0.1:0")
+		// The built-in fake provider runs at the gateway's time scale.
+		base, stop, err := mock.New(mock.DefaultConfig().Scaled(*timeScale)).Start("127.0.0.1:0")
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice serve: starting the built-in fake provider: %v\n", err)
 			return 1
 		}
 		defer stop()
-		cfg = config.Default(base)
-		if err := overrides(cfg); err != nil {
+		if cfg, err = prepare(config.Default(base)); err != nil {
 			fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 			return 2
 		}
@@ -75,6 +98,12 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		for _, w := range cfg.Warnings() {
 			fmt.Fprintf(stdout, "warning: %s\n", w)
 		}
+		if *timeScale != 1 {
+			if err := printScaled(stdout, cfg); err != nil {
+				fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+				return 1
+			}
+		}
 		return 0
 	}
 
@@ -83,6 +112,10 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 	logger := gateway.NewLogger(logOut, cfg.Log)
 	for _, w := range cfg.Warnings() {
 		logger.Warn("configuration", "warning", w)
+	}
+	if *timeScale != 1 {
+		logger.Warn("time-scaled: every policy time in the configuration is multiplied, and every per-minute rate divided, by the time scale; run sluice load and sluice mock with the same --time-scale",
+			"time_scale", *timeScale)
 	}
 	h, err := gateway.NewHost(cfg, gateway.Options{Logger: logger})
 	if err != nil {
@@ -94,9 +127,9 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 			logger.Warn("SIGHUP: serving the embedded default; there is no configuration file to reload")
 			return
 		}
-		c, err := config.Load(*path)
+		c, err := loadConfig(*path, *policy)
 		if err == nil {
-			err = overrides(c)
+			c, err = prepare(c)
 		}
 		if err == nil {
 			err = h.Reload(c)
@@ -179,4 +212,28 @@ func run(h *gateway.Host, cfg *config.Config, log *slog.Logger, embedded bool, r
 	}
 	log.Info("shutdown complete")
 	return 0
+}
+
+// printScaled shows what a time-scaled gateway would run: the
+// configuration after config.Config.Scaled, without the scenario
+// section, which serve never reads.
+func printScaled(w io.Writer, cfg *config.Config) error {
+	var doc yaml.Node
+	if err := doc.Encode(cfg); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "scenario" {
+			doc.Content = append(doc.Content[:i], doc.Content[i+2:]...)
+			break
+		}
+	}
+	b, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "time scale %g: every time below is %g times the file's, and every per-minute rate divided by %g, except %s (not scaled); zero still means the default, which the gateway scales too\n",
+		cfg.TimeFactor(), cfg.TimeFactor(), cfg.TimeFactor(), strings.Join(config.Unscaled, ", "))
+	_, err = w.Write(b)
+	return err
 }

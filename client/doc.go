@@ -13,7 +13,9 @@
 //     network, when the server has been refusing most recent requests
 //     (adaptive throttling, below);
 //   - retries connection errors and 408, 429, 529 and 5xx responses except
-//     501 and 505, never other 4xx; never when the body cannot be replayed
+//     501 and 505, and a 409 with Retry-After (Sluice: the key's request is
+//     still running on another replica), never other 4xx, nor an answer
+//     that says x-should-retry: false; never when the body cannot be replayed
 //     (no GetBody), the context is done, or the response was not retryable,
 //     so a streaming response that began is never retried. A retryable
 //     response's body is drained and closed before the retry;

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // Header names used by the transport.
@@ -29,6 +31,8 @@ const (
 	// HeaderRetryAfterMS is the millisecond retry hint sent by OpenAI-style
 	// APIs; it takes precedence over Retry-After.
 	HeaderRetryAfterMS = "Retry-After-Ms"
+	// HeaderShouldRetry "false" forbids a retry of a retryable answer.
+	HeaderShouldRetry = "X-Should-Retry"
 )
 
 // Defaults applied by New to zero-valued Options fields.
@@ -36,11 +40,11 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultBase           = 500 * time.Millisecond
 	DefaultCap            = 30 * time.Second
-	DefaultRetryBudget    = 0.1
-	DefaultBudgetBurst    = 10
-	DefaultThrottleK      = 2
-	DefaultThrottleWindow = 2 * time.Minute
-	DefaultThrottleBucket = 20
+	DefaultRetryBudget    = workload.DefaultRetryBudget
+	DefaultBudgetBurst    = workload.DefaultBudgetBurst
+	DefaultThrottleK      = workload.DefaultThrottleK
+	DefaultThrottleWindow = workload.DefaultThrottleWindow
+	DefaultThrottleBucket = workload.DefaultThrottleBucket
 )
 
 // maxDrain bounds how much of a retryable response body is read before it is
@@ -206,10 +210,10 @@ func New(o Options) *Transport {
 		if burst <= 0 {
 			burst = DefaultBudgetBurst
 		}
-		t.budget = &budget{ratio: ratio, max: burst, tokens: burst}
+		t.budget = workload.NewRetryBudget(ratio, float64(burst))
 	}
 	if !o.Throttle.Disabled {
-		t.throttle = newThrottle(o.Throttle)
+		t.throttle = workload.NewThrottle(o.Throttle.K, o.Throttle.Window, o.Throttle.Buckets)
 	}
 	return t
 }
@@ -222,7 +226,7 @@ func (t *Transport) ThrottleProbability() float64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p, _, _ := t.throttle.probability(t.now())
+	p, _, _ := t.throttle.Probability(t.now())
 	return p
 }
 
@@ -245,7 +249,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	t.mu.Lock()
 	if t.budget != nil {
-		t.budget.earn()
+		t.budget.Earn()
 	}
 	t.mu.Unlock()
 
@@ -322,13 +326,11 @@ func (t *Transport) shed() (bool, float64, *ThrottledError) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	p, reqs, accs := t.throttle.probability(now)
-	if p <= 0 || t.rnd() >= p {
+	shed, p, reqs, accs := t.throttle.Shed(t.now(), t.rnd())
+	if !shed {
 		return false, p, nil
 	}
-	t.throttle.add(now, false)
-	return true, p, &ThrottledError{Probability: p, Requests: reqs, Accepts: accs, Window: t.throttle.window}
+	return true, p, &ThrottledError{Probability: p, Requests: reqs, Accepts: accs, Window: t.throttle.Window()}
 }
 
 func (t *Transport) record(ok bool) {
@@ -336,7 +338,7 @@ func (t *Transport) record(ok bool) {
 		return
 	}
 	t.mu.Lock()
-	t.throttle.add(t.now(), ok)
+	t.throttle.Add(t.now(), ok)
 	t.mu.Unlock()
 }
 
@@ -346,7 +348,7 @@ func (t *Transport) spend() bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.budget.spend()
+	return t.budget.Spend()
 }
 
 // wait returns how long to wait before retry number n (n = 1 for the first
@@ -411,11 +413,25 @@ func retryableStatus(code int) bool {
 	return code >= 500 && code <= 599
 }
 
+// retryable reports whether an attempt may be retried. A server that
+// answers x-should-retry: false (Sluice while most of a class is refused,
+// and the vendors' APIs) is taken at its word, as the official SDKs do.
+//
+// A 409 with Retry-After is Sluice saying that the request with this
+// Idempotency-Key is still being answered on another replica: the retry
+// gets the stored answer, not a second generation, so it is retried
+// (every request this transport sends has a key).
 func retryable(resp *http.Response, err error) bool {
 	if err != nil {
 		return connectionError(err)
 	}
-	return resp != nil && retryableStatus(resp.StatusCode)
+	if resp == nil || resp.Header.Get(HeaderShouldRetry) == "false" {
+		return false
+	}
+	if resp.StatusCode == http.StatusConflict {
+		return resp.Header.Get("Retry-After") != ""
+	}
+	return retryableStatus(resp.StatusCode)
 }
 
 // connectionError reports whether err is a network failure that happened
@@ -437,11 +453,7 @@ func accepted(resp *http.Response, err error) bool {
 	if err != nil || resp == nil {
 		return false
 	}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, 529:
-		return false
-	}
-	return true
+	return workload.Accepted(resp.StatusCode)
 }
 
 func formatTimeout(d time.Duration) string {

@@ -112,6 +112,7 @@ func (c *Config) applyDefaults() {
 	if unset("admission.queue.max_wait", a.Queue.MaxWait == 0) {
 		a.Queue.MaxWait = Duration(DefaultQueueWait)
 	}
+	c.Idempotency.fill(func(field string, zero bool) bool { return unset("idempotency."+field, zero) })
 	if c.Store != "" && c.Fleet.Timeout == 0 {
 		c.Fleet.Timeout = Duration(DefaultFleetTimeout)
 	}

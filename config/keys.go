@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -58,6 +59,12 @@ type Limits struct {
 	ITPM  int64    `yaml:"itpm"`  // input tokens per minute
 	OTPM  int64    `yaml:"otpm"`  // output tokens per minute
 	Burst Duration `yaml:"burst"` // the requests a client may send at once, as time at its rate
+	// TokenBurst is the tokens a client may take at once, as time at
+	// its rate; zero is a minute's worth, the rule above. It is not
+	// read from a file: Scaled sets it to a scaled minute, so that a
+	// time-scaled replay, whose per-minute rates are divided by the
+	// scale, still lets through a scenario minute's tokens at once.
+	TokenBurst Duration `yaml:"-"`
 }
 
 // DefaultBurst is Limits.Burst's default: a tenant that floods after an
@@ -77,6 +84,16 @@ func (l Limits) RequestBurst() int64 {
 		b = DefaultBurst
 	}
 	return max(1, l.RPM*int64(b)/int64(time.Minute))
+}
+
+// TokenBurstOf is how many tokens of a limit of perMinute the limits
+// let through at once: zero, for the default of a minute's worth, unless
+// TokenBurst says otherwise.
+func (l Limits) TokenBurstOf(perMinute int64) int64 {
+	if perMinute <= 0 || l.TokenBurst <= 0 {
+		return 0
+	}
+	return max(1, int64(math.Round(float64(perMinute)*float64(l.TokenBurst)/float64(time.Minute))))
 }
 
 // Any reports whether any limit is set.

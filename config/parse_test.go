@@ -65,6 +65,8 @@ func TestValidFullConfig(t *testing.T) {
 		},
 		Hedging: Budget{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
 		Retries: Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
+		Idempotency: Idempotency{TTL: Duration(DefaultIdempotencyTTL), MaxEntries: DefaultIdempotencyMaxEntries,
+			MaxBytes: DefaultIdempotencyMaxBytes, MaxResponseBytes: DefaultIdempotencyMaxResponseBytes},
 		Admission: Admission{
 			MaxInFlight:     32,
 			Queue:           Queue{MaxDepth: 40, MaxWait: Duration(2500 * time.Millisecond)},

@@ -40,6 +40,9 @@ type Config struct {
 	Store string `yaml:"store"`
 	Fleet Fleet  `yaml:"fleet"`
 	Auth  Auth   `yaml:"auth"`
+	// Idempotency is how requests with an Idempotency-Key are shared
+	// and replayed (idempotency.go).
+	Idempotency Idempotency `yaml:"idempotency"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
 	// Prices, per upstream model, give the cost of each request.
@@ -47,6 +50,13 @@ type Config struct {
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`
+
+	// TimeScale is the factor Scaled multiplied this configuration's
+	// times by (sluice serve --time-scale); 0 means 1, real time. The
+	// engine scales the defaults that live in code by it too
+	// (lifecycle.FromConfig), and the gateway exports it as
+	// sluice_time_scale. Never read from a file.
+	TimeScale float64 `yaml:"-"`
 
 	// src records where each value came from, so that validation can point
 	// at lines and defaults can tell "left out" from an explicit zero. Nil
@@ -293,7 +303,18 @@ type Admission struct {
 	// client cannot skip the limiter by asking. Unset, the header is
 	// trusted (fine for a gateway that only trusted services reach).
 	CriticalKeysEnv string `yaml:"critical_keys_env"`
+	// FailFast (default true): while a class is refused at least as
+	// often as it is admitted over the last 10 s, its refusals carry
+	// x-should-retry: false, because a retry is then more likely refused
+	// than served (the OpenAI and Anthropic SDKs and Sluice's client
+	// honour it); and while most of a class's waiters leave the queue
+	// unserved, its requests that cannot start at once are refused at
+	// the door instead of waiting to be refused.
+	FailFast *bool `yaml:"fail_fast"`
 }
+
+// FailsFast reports admission.fail_fast, default true.
+func (a Admission) FailsFast() bool { return a.FailFast == nil || *a.FailFast }
 
 // Budget bounds the gateway's second calls of one kind: hedges
 // (hedging:) or retries onto another target or after a wait (retries:).

@@ -54,6 +54,7 @@ func (c *Config) validate() []*Error {
 	c.validateAdmission(v)
 	c.validateKeys(v)
 	c.validateStore(v)
+	c.validateIdempotency(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
 	for i := range c.Models {

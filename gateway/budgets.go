@@ -194,6 +194,7 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 		return m, req
 	}
 	x.degraded = strings.Join(notes, ",")
+	req.Degraded = true
 	x.model = m.name
 	w.Header().Set("X-Sluice-Degraded", x.degraded)
 	g.metrics.Degraded.WithLabelValues(x.requested, m.name).Inc()
@@ -266,7 +267,7 @@ func (g *Gateway) quotas() []metrics.Quota {
 
 // account records an answered request's tokens and cost.
 func (g *Gateway) account(x *exchange) {
-	if x.outcome != outcomeOK || !g.countTokens {
+	if x.outcome != outcomeOK || !g.countTokens || x.borrowed {
 		return
 	}
 	key := "-"

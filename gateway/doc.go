@@ -12,9 +12,13 @@
 //  2. classify: priority and timeout from X-Sluice-Priority and
 //     X-Sluice-Timeout (or the SDKs' X-Stainless-Timeout);
 //  3. early shed: if the global limit and the queue leave no room for this
-//     priority, answer 503/529 now, before reading the body;
+//     priority, answer 503/529 now, before reading the body (unless its
+//     Idempotency-Key's answer is already being made here: sharing it
+//     takes no room);
 //  4. read and scan the body (bounded by max_body_bytes), resolve the model
-//     to its first target;
+//     to its first target; a request with an Idempotency-Key may now share
+//     a generation in flight, or replay a stored answer, instead
+//     (idempotency.go);
 //  5. admission: wait for a slot in the global and provider limits, or be
 //     refused with an honest Retry-After;
 //  6. upstream: the provider's key replaces the client's credentials,

@@ -78,6 +78,11 @@ type exchange struct {
 	abort bool
 	// stalled: a write to the client timed out (it stopped reading).
 	stalled bool
+	// idem is what its Idempotency-Key made of the request (leader,
+	// joined, replayed, ...; idempotency.go); borrowed: its answer is
+	// another request's, which spent the tokens.
+	idem     string
+	borrowed bool
 }
 
 // finish records the exchange in metrics and writes its log line.
@@ -151,6 +156,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.degraded != "" {
 		attrs = append(attrs, slog.String("requested_model", x.requested), slog.String("degraded", x.degraded))
+	}
+	if x.idem != "" {
+		attrs = append(attrs, slog.String("idempotency", x.idem))
 	}
 	g.log.LogAttrs(context.Background(), level, "request", attrs...)
 }

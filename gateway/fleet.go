@@ -38,6 +38,10 @@ type fleet struct {
 	leases   *store.Leases
 	id       string
 	timeout  time.Duration
+	// evidenceEvery and probeLease are the constants below, times the
+	// config's time scale (config.Config.TimeFactor): they follow the
+	// breaker's bucket width and probe interval, which scale too.
+	evidenceEvery, probeLease time.Duration
 	// stop ends the subscription to the fleet's breaker verdicts.
 	stop func()
 	// status is the last budget status each key's Take saw, for
@@ -81,6 +85,8 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 	}
 	prefix := cfg.Fleet.Prefix
 	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
+	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(evidenceEvery)*cfg.TimeFactor()))
+	f.probeLease = max(time.Millisecond, time.Duration(float64(probeLease)*cfg.TimeFactor()))
 	f.reachable.Store(true) // said otherwise only once it is not
 	f.channels = store.NewChannels(rdb, store.Options{Prefix: prefix})
 	f.leases = store.NewLeases(rdb, store.Options{Prefix: prefix})
@@ -263,7 +269,7 @@ func (g *Gateway) follow() {
 		}
 	}()
 	go func() {
-		t := time.NewTicker(evidenceEvery)
+		t := time.NewTicker(f.evidenceEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -308,7 +314,7 @@ func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 4*g.fleet.timeout)
 	defer cancel()
-	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, probeLease)
+	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, g.fleet.probeLease)
 	return held || err != nil
 }
 

@@ -40,6 +40,9 @@ type Options struct {
 	// bodies is the request-body budget, shared by a Host's
 	// configurations so a reload cannot double it. Nil: the gateway's own.
 	bodies *byteBudget
+	// idem is the idempotency state a Host's configurations share
+	// (flights in progress, stored answers). Nil: the gateway's own.
+	idem *idemShared
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -72,6 +75,10 @@ type Gateway struct {
 	countTokens bool
 	prices      map[string]config.Price
 	ready       atomic.Bool
+
+	// idem shares and replays requests with an Idempotency-Key
+	// (idempotency.go); nil when idempotency.enabled is false.
+	idem *idemState
 
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
@@ -245,12 +252,16 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Replicas = g.fleet.members.Live
 		ec.Budgets.SharedKeys = true
 	}
+	g.setUpIdempotency(cfg, opts.idem)
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		g.breakerTransition(scopeNames[t.Scope], t)
 		g.announce(scopeNames[t.Scope], t)
 	})
 	g.runner.SetProber(g.probe)
+	// The factor the configuration was time-scaled by (config.Scaled),
+	// for sluice load to check its own --time-scale against.
+	g.metrics.TimeScale.Set(cfg.TimeFactor())
 	g.metrics.SetSources(metrics.Sources{
 		Admission: g.runner,
 		Scopes:    scopeNames,

@@ -59,6 +59,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	}
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
+	opts.idem = newIdemShared()
 	g, err := New(cfg, opts)
 	if err != nil {
 		return nil, err

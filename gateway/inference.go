@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/idempotency"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 )
@@ -65,7 +66,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	// Shed from the headers alone when the global limit and the queue
 	// have no room for this class: no body read, no upstream socket.
-	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil {
+	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idemAnswered(r, x) {
 		g.shed(w, x, rej)
 		return
 	}
@@ -120,7 +121,27 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
 		return
 	}
+	// With an Idempotency-Key, the request may share another's
+	// generation or stored answer instead (idempotency.go); without
+	// one, this is a map lookup.
+	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
+		timeout := m.route.Timeout
+		if clientTimeout > 0 {
+			timeout = min(timeout, clientTimeout)
+		}
+		g.serveIdempotent(w, r, x, vv, raw, timeout, func(w http.ResponseWriter, r *http.Request) {
+			g.generate(w, r, x, m, body, clientTimeout)
+		})
+		return
+	}
+	g.generate(w, r, x, m, body, clientTimeout)
+}
 
+// generate is serve's path once the request is known: admission, the
+// upstream calls and the relay, into w with r's context: the client's,
+// or, for an idempotent request's leader, its flight's.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
+	ep := x.endpoint
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
 	req.MaxOutput = body.MaxTokens
 	if !ep.Streams {
@@ -130,7 +151,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		req.Key = x.key.index
 	}
 	out := &outgoing{body: body}
-	if g.countTokens && body.Stream && ep.Streams && d == protocol.OpenAI && !body.StreamOptions {
+	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions {
 		// Ask for the stream's usage, to settle the key's budget with the
 		// provider's count; the client, which did not ask, does not see it.
 		out.edit.IncludeUsage, x.injectedUsage = true, true
@@ -290,6 +311,13 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, a provider asked for a pause, or its per-minute budget is spent); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	case admission.ReasonTooSlow:
 		msg = fmt.Sprintf("provider %s is out of rotation and too slow to answer before this request's deadline, and no other target can take it (%s); retry after %s", x.provider, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	}
+	if rej.Futile {
+		// Most of this class is being refused: a retry would more likely
+		// be refused than served (admission.fail_fast). The
+		// OpenAI and Anthropic SDKs read this header before the status.
+		w.Header().Set("X-Should-Retry", "false")
+		msg += "; most " + rej.Priority.String() + " requests are being refused, so a retry is unlikely to be served: do not retry at once"
 	}
 	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
 }

@@ -99,6 +99,11 @@ type Config struct {
 	// this engine is one of: its fixed concurrency limits (global,
 	// per provider, per lane) are split between them (fleet.go).
 	Replicas func() int
+	// TimeScale multiplies the engine's own times and the admission
+	// core's (timescale.go), for a host replaying a scenario t times as
+	// fast; zero means 1. FromConfig sets it from a time-scaled config,
+	// and scales the breakers' and limits' defaults by it too.
+	TimeScale float64
 }
 
 // Route is how a model's requests are routed and timed: its targets in
@@ -168,6 +173,10 @@ type Request struct {
 	// p95, which its breaker keeps; with no breaker, or too few healthy
 	// samples yet, there is no hedge.
 	HedgeAtP95 bool
+	// Degraded: the host serves it degraded (ShouldDegrade), the cheap
+	// way pressure calls for, so admission lets it wait rather than
+	// refuse it at the door (admission.Request.Degraded).
+	Degraded bool
 }
 
 // OutcomeKind classifies how a call ended, as far as limits care.
@@ -376,6 +385,8 @@ type Engine struct {
 	rng      *rand.Rand // retry jitter, seeded from Config.Seed
 	// periodic is set when a limit needs Tick even without traffic.
 	periodic bool
+	// timeScale is Config.TimeScale (timescale.go).
+	timeScale float64
 	// probes are the synthetic probes in flight (probe.go).
 	probes    map[ProbeID]*probeCall
 	lastProbe ProbeID
@@ -408,9 +419,10 @@ func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
 	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind, e.abandonT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer, abandonTimer
 	e.hedges = newBudget(cfg.Hedge)
+	e.timeScale = cfg.TimeScale
 	e.retryCfg = cfg.Retry
 	if e.retryCfg.Base <= 0 {
-		e.retryCfg.Base = 100 * time.Millisecond
+		e.retryCfg.Base = e.scaled(100 * time.Millisecond)
 	}
 	e.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7e7))
 	e.retries = make([]budget, len(cfg.Scopes))
@@ -444,6 +456,7 @@ func New(cfg Config) *Engine {
 	}
 	ac.Lanes = lanes
 	ac.Seed = cfg.Seed ^ 0xad31
+	ac.TimeScale = cfg.TimeScale
 	ac.FairTenants = len(cfg.KeyTenants) > 0
 	e.keyTenants = cfg.KeyTenants
 	e.adm = admission.NewCore(ac)
@@ -475,7 +488,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		unavailable.RetryAfter = e.untilAvailable(now, r)
 		return Arrival{Verdict: admission.Rejected, Refusal: unavailable}, rd
 	}
-	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Lane: e.books.lane(r), Tenant: e.tenant(r), Deadline: r.Deadline, Held: p.held})
+	res := e.adm.Admit(now, admission.Request{Priority: r.Priority, Scope: p.scope, Lane: e.books.lane(r), Tenant: e.tenant(r), Deadline: r.Deadline, Held: p.held, Degraded: r.Degraded})
 	rd.Refuse = res.Displaced
 	for _, f := range res.Displaced {
 		e.drop(now, f.Ticket)
@@ -633,7 +646,7 @@ func (e *Engine) untilAvailable(now time.Time, r Request) time.Duration {
 			}
 		}
 	}
-	return max(soonest, time.Second)
+	return max(soonest, e.scaled(time.Second))
 }
 
 // transitions drains every breaker's state changes.

@@ -15,10 +15,15 @@ import (
 // one scope per provider, in config order, each with its fixed or
 // adaptive limit. The gateway and the simulator both build their engines
 // here, so they cannot disagree about what a config means.
+//
+// A time-scaled config (config.Config.Scaled, sluice serve --time-scale)
+// has its own times scaled already; FromConfig passes its TimeScale on to
+// the engine, the breakers and the limits, which scale the defaults and
+// internal clocks that live in code by it.
 func FromConfig(cfg *config.Config) (Config, error) {
 	scopes := make([]ScopeConfig, len(cfg.Providers))
 	for i := range cfg.Providers {
-		sc, err := scopeConfig(&cfg.Providers[i])
+		sc, err := scopeConfig(&cfg.Providers[i], cfg.TimeScale)
 		if err != nil {
 			return Config{}, fmt.Errorf("providers[%d]: %w", i, err)
 		}
@@ -43,6 +48,7 @@ func FromConfig(cfg *config.Config) (Config, error) {
 			admission.Background:  a.Priorities.Background.MaxQueued,
 		},
 	}
+	ac.FailFast = a.FailsFast()
 	ac.MaxWaitFor[admission.Background] = cfg.Lanes.Batch.MaxWait.D()
 	ac.Headroom[admission.Background] = cfg.Lanes.Batch.Headroom
 	large := cfg.Lanes.LargeContext
@@ -71,17 +77,19 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		b.Models = append(b.Models, m)
 	}
 	return Config{Scopes: scopes, Routes: routes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants}, nil
+		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants,
+		TimeScale: cfg.TimeScale}, nil
 }
 
 // Limits converts a config's per-minute limits to a budget's: requests
 // with their burst (config.Limits.RequestBurst), tokens with a minute's
-// allowance.
+// allowance (a scaled minute's, config.Limits.TokenBurstOf, in a
+// time-scaled config).
 func Limits(l config.Limits) quota.Limits {
 	return quota.Limits{
 		quota.Requests:     {PerMinute: l.RPM, Burst: l.RequestBurst()},
-		quota.InputTokens:  {PerMinute: l.ITPM},
-		quota.OutputTokens: {PerMinute: l.OTPM},
+		quota.InputTokens:  {PerMinute: l.ITPM, Burst: l.TokenBurstOf(l.ITPM)},
+		quota.OutputTokens: {PerMinute: l.OTPM, Burst: l.TokenBurstOf(l.OTPM)},
 	}
 }
 
@@ -114,8 +122,9 @@ func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, er
 }
 
 // scopeConfig builds a provider's scope: its fixed or adaptive limit, the
-// latency signal and the slow threshold.
-func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
+// latency signal and the slow threshold; timeScale is the config's
+// (zero: 1), for the breaker's and the limit's defaults.
+func scopeConfig(pc *config.Provider, timeScale float64) (ScopeConfig, error) {
 	l := pc.Limit
 	sig, ok := ParseSignal(l.Signal)
 	if !ok {
@@ -137,6 +146,7 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 			StepHold:      bc.StepHold.D(),
 			Steps:         bc.Steps,
 			Steady:        bc.Probe == config.ProbeSynthetic,
+			TimeScale:     timeScale,
 		})
 		if err != nil {
 			return sc, err
@@ -161,6 +171,7 @@ func scopeConfig(pc *config.Provider) (ScopeConfig, error) {
 		Smoothing:         l.Smoothing,
 		LongWindow:        l.LongWindow,
 		QueueSize:         l.QueueSize,
+		TimeScale:         timeScale,
 	}
 	// max_in_flight, when set, caps an adaptive limit that names no max.
 	if p.Max == 0 && pc.MaxInFlight > 0 {

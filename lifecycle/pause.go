@@ -32,7 +32,7 @@ func (e *Engine) maxPause(s int) time.Duration {
 	if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
 		return sc.cfg.Breaker.OpenForMax()
 	}
-	return breaker.DefaultOpenForMax
+	return e.scaled(breaker.DefaultOpenForMax)
 }
 
 // BoundRetryAfter is the wait a provider's Retry-After d earns on scope
@@ -44,7 +44,7 @@ func (e *Engine) BoundRetryAfter(s int, d time.Duration) time.Duration {
 // observeRefusal pauses scope s after an outcome that asks for a wait
 // longer than RetryAfterHold.
 func (e *Engine) observeRefusal(now time.Time, s int, o Outcome) {
-	if o.Kind != Overloaded || o.RetryAfter <= RetryAfterHold || e.scope(s) == nil {
+	if o.Kind != Overloaded || o.RetryAfter <= e.scaled(RetryAfterHold) || e.scope(s) == nil {
 		return
 	}
 	until := now.Add(e.BoundRetryAfter(s, o.RetryAfter))

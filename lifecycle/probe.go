@@ -81,7 +81,7 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	if bo.Kind == breaker.RateLimited || bo.Kind == breaker.Cancelled {
 		// The provider's own wait, bounded like any Retry-After it sends
 		// (pause.go): one answer must not take it out of rotation for a day.
-		e.probeWait[p.scope] = now.Add(e.BoundRetryAfter(p.scope, max(o.RetryAfter, probeRetryGap)))
+		e.probeWait[p.scope] = now.Add(e.BoundRetryAfter(p.scope, max(o.RetryAfter, e.scaled(probeRetryGap))))
 	}
 	b.Done(now, p.ticket, bo)
 	e.settle(now, &rd)

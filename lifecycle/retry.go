@@ -44,7 +44,7 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.
 	if wait <= 0 {
 		wait = time.Duration(e.rng.Int64N(int64(e.retryCfg.Base) + 1))
 	}
-	sameFits := wait <= RetryAfterHold && (q.req.Deadline.IsZero() || now.Add(wait).Before(q.req.Deadline))
+	sameFits := wait <= e.scaled(RetryAfterHold) && (q.req.Deadline.IsZero() || now.Add(wait).Before(q.req.Deadline))
 	i, ok := e.second(now, q, sameFits)
 	if !ok {
 		return 0, 0, false

@@ -258,7 +258,7 @@ func (r *Runner) ShouldDegrade(req Request, d Degradation) bool {
 }
 
 func rejection(f admission.Refusal) *admission.Rejection {
-	return &admission.Rejection{Reason: f.Reason, Priority: f.Priority, RetryAfter: f.RetryAfter}
+	return &admission.Rejection{Reason: f.Reason, Priority: f.Priority, RetryAfter: f.RetryAfter, Futile: f.Futile}
 }
 
 // Acquire admits req, waiting in the queue if the engine says so, until
@@ -447,8 +447,8 @@ func (r *Runner) armLocked(now time.Time) {
 		return
 	}
 	next, ok := r.e.NextTimer()
-	if r.e.periodic && (!ok || now.Add(periodicTick).Before(next)) {
-		next, ok = now.Add(periodicTick), true
+	if tick := r.e.scaled(periodicTick); r.e.periodic && (!ok || now.Add(tick).Before(next)) {
+		next, ok = now.Add(tick), true
 	}
 	if !ok {
 		return

@@ -42,6 +42,11 @@ type Params struct {
 	QueueSize         int           `yaml:"queue_size,omitempty"`          // gradient2
 	ProbeMultiplier   int           `yaml:"probe_multiplier,omitempty"`    // vegas
 	Seed              uint64        `yaml:"seed,omitempty"`                // vegas
+	// TimeScale multiplies the algorithm's default durations and their
+	// bounds, for a host replaying a scenario t times as fast (sluice
+	// serve --time-scale), whose set durations are scaled already. Zero
+	// means 1. Only windowed_aimd has times; the others count samples.
+	TimeScale float64 `yaml:"-"`
 }
 
 // New builds the algorithm named by kind from p. Errors are
@@ -73,6 +78,7 @@ func New(kind string, p Params) (Algorithm, error) {
 			Initial: p.Initial, Min: p.Min, Max: p.Max, Backoff: p.Backoff,
 			Window: p.Window, Cooldown: p.Cooldown,
 			LatencyThreshold: p.LatencyThreshold, QueueAgeThreshold: p.QueueAgeThreshold,
+			TimeScale: p.TimeScale,
 		})
 		if err != nil {
 			return nil, err

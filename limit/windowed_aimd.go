@@ -38,6 +38,17 @@ type WindowedAIMDConfig struct {
 	Cooldown          time.Duration // yaml "cooldown"
 	LatencyThreshold  time.Duration // yaml "latency_threshold"; compared with the window's p95
 	QueueAgeThreshold time.Duration // yaml "queue_age_threshold"; compared with the window's max QueueWait
+	// TimeScale multiplies the defaults above and the window's bounds
+	// (Params.TimeScale); zero means 1.
+	TimeScale float64
+}
+
+// scaled is d times the time scale ts (zero: 1).
+func scaled(d time.Duration, ts float64) time.Duration {
+	if ts == 0 || ts == 1 {
+		return d
+	}
+	return max(1, time.Duration(float64(d)*ts))
 }
 
 // WindowedAIMD decides once per window instead of once per request. LLM
@@ -82,19 +93,23 @@ func NewWindowedAIMD(cfg WindowedAIMDConfig) (*WindowedAIMD, error) {
 	if w.backoff, err = resolveRatio(k, "backoff", cfg.Backoff, DefaultWindowedBackoff); err != nil {
 		return nil, err
 	}
-	if w.window, err = resolveDuration(k, "window", cfg.Window, DefaultWindowedWindow); err != nil {
+	ts := cfg.TimeScale
+	if ts < 0 {
+		return nil, cfgErr(k, "time_scale", "must be > 0 (0 means 1), got %v", ts)
+	}
+	if w.window, err = resolveDuration(k, "window", cfg.Window, scaled(DefaultWindowedWindow, ts)); err != nil {
 		return nil, err
 	}
-	if w.window < MinWindowedWindow || w.window > MaxWindowedWindow {
-		return nil, cfgErr(k, "window", "must be within [%v, %v], got %v", MinWindowedWindow, MaxWindowedWindow, w.window)
+	if lo, hi := scaled(MinWindowedWindow, ts), scaled(MaxWindowedWindow, ts); w.window < lo || w.window > hi {
+		return nil, cfgErr(k, "window", "must be within [%v, %v], got %v", lo, hi, w.window)
 	}
 	if w.cooldown, err = resolveDuration(k, "cooldown", cfg.Cooldown, w.window); err != nil {
 		return nil, err
 	}
-	if w.latThreshold, err = resolveDuration(k, "latency_threshold", cfg.LatencyThreshold, DefaultWindowedLatencyThreshold); err != nil {
+	if w.latThreshold, err = resolveDuration(k, "latency_threshold", cfg.LatencyThreshold, scaled(DefaultWindowedLatencyThreshold, ts)); err != nil {
 		return nil, err
 	}
-	if w.queueThreshold, err = resolveDuration(k, "queue_age_threshold", cfg.QueueAgeThreshold, DefaultWindowedQueueAgeThreshold); err != nil {
+	if w.queueThreshold, err = resolveDuration(k, "queue_age_threshold", cfg.QueueAgeThreshold, scaled(DefaultWindowedQueueAgeThreshold, ts)); err != nil {
 		return nil, err
 	}
 	return w, nil

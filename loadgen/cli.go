@@ -19,7 +19,8 @@ const usage = `Usage: sluice load SCENARIO --target URL [flags]
 
 Replays a scenario file's clients against a running gateway: open-loop
 arrivals at the scenario's rate, each request with its priority, patience
-and retries, and prints the same outcome table as sluice sim.
+and retries, and prints the same outcome table as sluice sim (and, with
+--minutes or a scenario's reference, the same minute-by-minute table).
 
 Flags:
 `
@@ -30,6 +31,7 @@ type cmd struct {
 	opts      Options
 	csv, json string
 	quiet     bool
+	minutes   bool
 }
 
 // Main is `sluice load SCENARIO --target URL [flags]`. It returns 2 for
@@ -77,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	report.WriteTable(stdout, rows)
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, summaryLine(row))
+	f.WriteTimelines(stdout, rows, c.minutes)
 	code := 0
 	if c.csv != "" {
 		if err := writeFile(c.csv, func(w io.Writer) error { report.WriteCSV(w, rows); return nil }); err != nil {
@@ -114,6 +117,13 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 	fs.StringVar(&c.csv, "csv", "", "also write the outcome counts as CSV to `FILE`")
 	fs.StringVar(&c.json, "json", "", "also write the report as JSON to `FILE`")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&c.opts.Policy, "policy", "", "replay the clients of the scenario's policy `NAME` (its retry and send_deadline) and name the row after it; serve the gateway with sluice serve --config SCENARIO --policy NAME")
+	fs.BoolVar(&c.minutes, "minutes", false, "also print the run minute by minute, in scenario time: demand, retries, peak queue, rejection p99, interactive TTFT p99, sheds by class (printed anyway when the scenario names a reference)")
+	fs.Func("upstream-stats", "an upstream's /stats `URL`, e.g. http://127.0.0.1:8000/stats, whose \"waiting\" is sampled with the gateway's queue (--metrics) for the minute-by-minute peak queue; repeat or comma-separate for several", func(v string) error {
+		c.opts.UpstreamStats = append(c.opts.UpstreamStats, v)
+		return nil
+	})
+	c.opts.QueuePoll = DefaultQueuePoll
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -141,6 +151,9 @@ func parseArgs(args []string, stderr io.Writer) (*cmd, error) {
 	}
 	c.path = pos[0]
 	if _, err := targetURLs(c.opts.Target); err != nil {
+		return nil, err
+	}
+	if _, err := statsURLs(c.opts.UpstreamStats); err != nil {
 		return nil, err
 	}
 	if c.opts.CriticalKey == "" {

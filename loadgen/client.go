@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,10 +41,18 @@ type attempt struct {
 	// degraded: the gateway served the answer degraded
 	// (X-Sluice-Degraded).
 	degraded bool
-	sent     time.Time
-	first    time.Time // first content (streams) or headers
-	end      time.Time
-	err      error
+	// noRetry: the answer said X-Should-Retry: false.
+	noRetry bool
+	// timedOut: the attempt's own timeout passed with no first content,
+	// and the client hung up on it; it ends as a lost connection would
+	// (status 0, not started), which the retry policy may retry.
+	timedOut bool
+	// timer is the attempt's own timeout while it runs (nil: untimed).
+	timer *attemptTimer
+	sent  time.Time
+	first time.Time // first content (streams) or headers
+	end   time.Time
+	err   error
 }
 
 // client sends attempts. One transport serves the whole run so that
@@ -77,8 +86,27 @@ func newClient(t *tally) *client {
 func (c *client) close() { c.tr.CloseIdleConnections() }
 
 // do sends one attempt. hdr is shared by a request's attempts, which run
-// one after another, and is never written.
-func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Header) (a attempt) {
+// one after another, and is never written. timeout, when positive, is
+// the attempt's own (clients.timeout): with no first content by then the
+// client hangs up on this attempt alone, and it ends timedOut. ctx is
+// the request's: its end abandons the attempt, whatever the timeout.
+func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Header, timeout time.Duration) (a attempt) {
+	if timeout > 0 {
+		parent := ctx
+		actx, cancel := context.WithCancel(parent)
+		defer cancel()
+		a.timer = startAttemptTimer(timeout, cancel)
+		defer a.timer.stop()
+		defer func() {
+			// The request's own end (patience, the run's) comes first:
+			// that is the client leaving, not an attempt timing out.
+			if a.timer.expired() && parent.Err() == nil && a.outcome != report.OK {
+				a.timeOut()
+			}
+			a.timer = nil
+		}()
+		ctx = actx
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		a.outcome, a.err, a.sent = report.Failed, err, time.Now()
@@ -98,11 +126,18 @@ func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Heade
 	defer resp.Body.Close()
 	a.status = resp.StatusCode
 	a.hint = retryAfter(resp.Header, a.sent)
+	a.noRetry = resp.Header.Get("X-Should-Retry") == "false"
+	stream := resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if !stream {
+		// The answer is here: whatever it says, the attempt is no longer
+		// timed. A stream is timed until its first content.
+		a.timer.content()
+	}
 	switch {
 	case resp.StatusCode/100 == 2:
 		a.started = true
 		a.degraded = resp.Header.Get("X-Sluice-Degraded") != ""
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if stream {
 			readStream(ctx, resp.Body, &a)
 		} else {
 			a.first = time.Now()
@@ -128,6 +163,61 @@ func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Heade
 		}
 	}
 	return a
+}
+
+// timeOut settles an attempt the client hung up on at its own timeout:
+// as a lost connection, whatever had come (at most a 2xx status line
+// without content), so that the retry policy judges it as the simulator
+// does (sim.attemptTimeout).
+func (a *attempt) timeOut() {
+	a.end = time.Now()
+	a.outcome, a.status, a.started, a.abandoned = report.TimedOut, 0, false, false
+	a.hint, a.noRetry, a.degraded, a.first = 0, false, false, time.Time{}
+	a.timedOut = true
+	a.err = errAttemptTimeout
+}
+
+// errAttemptTimeout is the error of an attempt that timed out.
+var errAttemptTimeout = errors.New("no first content within the attempt's timeout")
+
+// attemptTimer is an attempt's own timeout. It cancels the attempt
+// unless the first content (or a non-streaming answer) came first; the
+// state settles the race between the two once.
+type attemptTimer struct {
+	state atomic.Int32 // timerRunning, timerContent or timerExpired
+	t     *time.Timer
+}
+
+const (
+	timerRunning int32 = iota
+	timerContent       // the first content came in time: no longer timed
+	timerExpired       // the timeout passed first: the attempt is cancelled
+)
+
+func startAttemptTimer(d time.Duration, cancel context.CancelFunc) *attemptTimer {
+	at := &attemptTimer{}
+	at.t = time.AfterFunc(d, func() {
+		if at.state.CompareAndSwap(timerRunning, timerExpired) {
+			cancel()
+		}
+	})
+	return at
+}
+
+// content stops the timer: the attempt's first content has come. A nil
+// timer (an untimed attempt) does nothing.
+func (at *attemptTimer) content() {
+	if at != nil && at.state.CompareAndSwap(timerRunning, timerContent) {
+		at.t.Stop()
+	}
+}
+
+func (at *attemptTimer) expired() bool { return at != nil && at.state.Load() == timerExpired }
+
+func (at *attemptTimer) stop() {
+	if at != nil {
+		at.t.Stop()
+	}
 }
 
 // transportOutcome classifies an exchange that got no response. The
@@ -253,6 +343,7 @@ func readStream(ctx context.Context, body io.Reader, a *attempt) {
 		}
 		if a.first.IsZero() && hasContent(&d) {
 			a.first = now
+			a.timer.content()
 		}
 	}
 	err := sc.Err()
@@ -277,6 +368,7 @@ func hasContent(d *sseData) bool {
 // finishStream completes a stream at its end marker. Reading the little
 // that may follow lets the connection go back to the pool.
 func finishStream(body io.Reader, a *attempt, now time.Time) {
+	a.timer.content()
 	a.end, a.outcome = now, report.OK
 	if a.first.IsZero() {
 		a.first = now // an empty answer's first token is its end

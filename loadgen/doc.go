@@ -5,9 +5,13 @@
 //
 // Only the client side of the scenario is read: clients:, the seed and
 // duration, and the gateway config's mapping of models to providers.
-// upstreams:, process: and policies: describe the other side; the gateway
-// at the target runs whatever configuration it was started with, and the
-// row is named after the scenario.
+// upstreams: and process: describe the other side; the gateway at the
+// target runs whatever configuration it was started with, and the row is
+// named after the scenario. With --policy NAME the clients are that
+// policy's (its retry and send_deadline, scenario.Clients.For) and the row
+// is named after it; the gateway must then be started with the same
+// policy's config (sluice serve --config SCENARIO --policy NAME), which
+// nothing here checks.
 //
 // # The client model
 //
@@ -40,18 +44,37 @@
 // the row down by stream.
 //
 // A user's patience runs from the first attempt. Clients that abandon (the
-// default) cancel the HTTP request when it runs out, and tell the gateway
-// with each attempt how much of it is left (X-Sluice-Timeout, as the
-// official SDKs send their timeout in X-Stainless-Timeout), unless
-// clients.send_deadline is false; the others wait on and an answer after
-// it is late. Retries follow clients.retry as
+// default) cancel the HTTP request when it runs out; the others wait on
+// and an answer after it is late. Each attempt may also have a timeout of
+// its own (clients.timeout, an SDK's request timeout): an attempt with no
+// first content by then is cancelled alone and ends as a lost connection
+// would, which the retry policy may retry; once content has come it is no
+// longer timed. Each attempt tells the gateway its deadline, the timeout
+// cut to the patience left (X-Sluice-Timeout, as the official SDKs send
+// theirs in X-Stainless-Timeout), unless clients.send_deadline is false.
+// Retries follow clients.retry as
 // workload.Retry decides them, for the simulator too: on a shed, a 429, a
 // 5xx other than 504, or a connection error; up to max_attempts in all;
 // never once patience has run out, and never after a 2xx status, because
 // an answer that has started cannot be taken back. "backoff" waits
 // base·2^(n−1) up to cap; "jittered" draws from [0, that], both ends
 // included, but waits at least the server's Retry-After-Ms (or
-// Retry-After), as the vendors' SDKs do.
+// Retry-After), as the vendors' SDKs do, and stops when the answer says
+// X-Should-Retry: false. "sluice" is the client package: each stream has
+// one workload.Governor, which may shed a new request locally before it
+// is sent (adaptive throttling, counted Shed) and pays every retry from a
+// retry budget.
+//
+// # Minute by minute
+//
+// The row carries a report.Timeline in scenario time (wall time divided
+// by --time-scale), its events taken where the simulator takes them:
+// arrivals, retries, local sheds, refusals (429, 503, 529, with how long
+// they took in real time), attempts timed out, interactive answers with
+// their TTFT, and the queues, sampled every 250 ms while requests are
+// issued from the gateway's sluice_queue_depth (--metrics) and the
+// upstreams' /stats "waiting" (--upstream-stats). --minutes prints it,
+// as a scenario naming a reference does anyway.
 //
 // # Classification
 //
@@ -60,10 +83,12 @@
 //	OK        a complete 2xx answer (a stream up to [DONE] or
 //	          message_stop) within patience
 //	Late      the same, after patience (only when clients do not abandon)
-//	Shed      503 or 529 with the gateway's overloaded_error body
+//	Shed      503 or 529 with the gateway's overloaded_error body, or
+//	          shed by the client's own throttle (strategy sluice)
 //	RateLimited  429: the request's key is out of its budget
 //	TimedOut  504 from the gateway, or the client gave up at patience
-//	          (also: cut off by the end of the run's drain)
+//	          or at the last attempt's own timeout (also: cut off by
+//	          the end of the run's drain)
 //	Lost      no response: connection refused, reset or closed before a
 //	          status line, which is how a gateway that is down looks
 //	Failed    anything else: other 4xx/5xx (a 413 for a request no

@@ -26,12 +26,14 @@ var extraCounters = map[string]func(labels map[string]string) bool{
 // that stops answering cannot hold the report back.
 const scrapeTimeout = 5 * time.Second
 
-// extraScrape is one reading: the extra calls so far, and when the
-// gateway process started (so a restart between readings, which resets
-// its counters, is noticed).
+// extraScrape is one reading: the extra calls so far, when the gateway
+// process started (so a restart between readings, which resets its
+// counters, is noticed), and its sluice_time_scale (0 when it reports
+// none).
 type extraScrape struct {
-	calls   float64
-	started float64
+	calls     float64
+	started   float64
+	timeScale float64
 }
 
 // extraSince is the growth of the extra calls from before to after, or an
@@ -68,6 +70,9 @@ func scrapeExtra(ctx context.Context, url string) (extraScrape, error) {
 	}
 	if f := families["process_start_time_seconds"]; f != nil && len(f.GetMetric()) > 0 {
 		out.started = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if f := families["sluice_time_scale"]; f != nil && len(f.GetMetric()) > 0 {
+		out.timeScale = f.GetMetric()[0].GetGauge().GetValue()
 	}
 	for name, keep := range extraCounters {
 		f := families[name]

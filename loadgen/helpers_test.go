@@ -35,6 +35,13 @@ func newFake(t *testing.T, behave func(n int, w http.ResponseWriter, r *http.Req
 	t.Helper()
 	g := &fakeGateway{behave: behave}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/stats" {
+			// A run asks whether its target is a sluice mock, and at
+			// which time scale (timescale.go): not a request the
+			// scenario sent.
+			http.NotFound(w, r)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		g.mu.Lock()
 		n := len(g.hits)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/scenario"
 	"github.com/sluice-gw/sluice/workload"
@@ -60,6 +61,22 @@ type Options struct {
 	// its X-Sluice-Priority header. Without it, critical requests are
 	// served as interactive.
 	CriticalKey string
+	// Policy, when set, names one of the scenario's policies: its clients
+	// (retry and send_deadline, scenario.Clients.For) are the ones
+	// replayed, its gateway config maps the models, and the row takes its
+	// name. The gateway at the target must run the same policy (sluice
+	// serve --config SCENARIO --policy NAME); nothing checks that it does.
+	Policy string
+	// QueuePoll, when positive, samples the queues into the row's
+	// timeline (its peak queue columns) at this period of real time,
+	// while requests are issued: the gateway's sluice_queue_depth at
+	// Metrics, and the "waiting" of each of UpstreamStats. sluice load
+	// polls every DefaultQueuePoll. Zero: no sampling.
+	QueuePoll time.Duration
+	// UpstreamStats are upstream servers' /stats URLs (a sluice mock's,
+	// e.g. http://127.0.0.1:8000/stats); each may hold several,
+	// comma-separated.
+	UpstreamStats []string
 }
 
 // ConfigError is a problem with the options or the scenario that no run
@@ -89,6 +106,21 @@ type plan struct {
 	sendDeadline bool
 	drain        time.Duration
 	retry        workload.Retry
+	// timeout is each attempt's own timeout (clients.timeout), scaled; 0
+	// none. See attemptDeadline.
+	timeout time.Duration
+	// timeScale is Options.TimeScale, 1 when unset.
+	timeScale float64
+	// upstreamStats are Options.UpstreamStats, split and checked.
+	upstreamStats []string
+}
+
+// attemptDeadline is scenario.Clients.AttemptDeadline in the run's
+// wall-clock units: how long an attempt sent elapsed after its request's
+// first attempt may take before the client hangs up, 0 for ever.
+func (p *plan) attemptDeadline(elapsed time.Duration) time.Duration {
+	c := scenario.Clients{Timeout: p.timeout, Patience: p.patience, Abandon: &p.abandon}
+	return c.AttemptDeadline(elapsed)
 }
 
 // streamPlan is one traffic stream: its arrivals, classes and bodies,
@@ -142,23 +174,42 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
+	stats, err := statsURLs(o.UpstreamStats)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
 	next := new(atomic.Uint64)
 	s := f.Scenario
 	c := s.Clients
+	gw := f.Gateway
+	name := s.Name
+	if o.Policy != "" {
+		pol, err := f.Policy(o.Policy)
+		if err != nil {
+			return nil, &ConfigError{fmt.Errorf("--policy: %w", err)}
+		}
+		if gw, err = f.PolicyConfig(pol); err != nil {
+			return nil, &ConfigError{fmt.Errorf("--policy %s: %w", pol.Name, err)}
+		}
+		c, name = c.For(pol), pol.Name
+	}
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * ts) }
 	p := &plan{
-		name:         s.Name,
-		seed:         s.Seed,
-		perStream:    c.HasStreams(),
-		duration:     scale(s.Duration),
-		maxRequests:  o.MaxRequests,
-		patience:     scale(c.Patience),
-		abandon:      c.AbandonOnPatience(),
-		sendDeadline: c.SendsDeadline(),
-		retry:        c.Retry.Policy(scale(c.Patience), ts),
+		name:          name,
+		seed:          s.Seed,
+		perStream:     c.HasStreams(),
+		duration:      scale(s.Duration),
+		maxRequests:   o.MaxRequests,
+		patience:      scale(c.Patience),
+		abandon:       c.AbandonOnPatience(),
+		sendDeadline:  c.SendsDeadline(),
+		retry:         c.Retry.Policy(scale(c.Patience), ts),
+		timeout:       scale(c.Timeout),
+		timeScale:     ts,
+		upstreamStats: stats,
 	}
 	for i, sc := range c.All() {
-		sp, err := newStreamPlan(f, sc, i, bases, next, rs, ts, o.CriticalKey)
+		sp, err := newStreamPlan(f, gw, sc, i, bases, next, rs, ts, o.CriticalKey)
 		if err != nil {
 			return nil, err
 		}
@@ -177,12 +228,14 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 		return bad("duration must be positive")
 	}
 	// Without patience the gateway's own deadline is the longest anyone
-	// waits, so that is what bounds the drain.
+	// waits, so that is what bounds the drain: time-scaled, as a gateway
+	// serving a time-scaled run has it (sluice serve --time-scale,
+	// checked in timescale.go).
 	wait := p.patience
 	if wait <= 0 {
 		for _, sc := range c.All() {
-			if m, ok := f.Gateway.Model(sc.Model); ok {
-				wait = max(wait, f.Gateway.Timeout(m))
+			if m, ok := gw.Model(sc.Model); ok {
+				wait = max(wait, scale(gw.Timeout(m)))
 			}
 		}
 	}
@@ -190,19 +243,19 @@ func newPlan(f *scenario.File, o Options) (*plan, error) {
 	return p, nil
 }
 
-// newStreamPlan resolves stream i: its model's API and endpoint, and the
-// key it sends. The main stream (i 0) draws from the sources the load
-// generator always used; the others from their own, derived from the
-// seed and i.
-func newStreamPlan(f *scenario.File, c scenario.Clients, i int, bases []string, next *atomic.Uint64, rs, ts float64, criticalKey string) (*streamPlan, error) {
+// newStreamPlan resolves stream i: its model's API and endpoint (in gw,
+// the gateway config of the policy run), and the key it sends. The main
+// stream (i 0) draws from the sources the load generator always used;
+// the others from their own, derived from the seed and i.
+func newStreamPlan(f *scenario.File, gw *config.Config, c scenario.Clients, i int, bases []string, next *atomic.Uint64, rs, ts float64, criticalKey string) (*streamPlan, error) {
 	bad := func(format string, a ...any) (*streamPlan, error) {
 		return nil, &ConfigError{fmt.Errorf(format, a...)}
 	}
-	m, ok := f.Gateway.Model(c.Model)
+	m, ok := gw.Model(c.Model)
 	if !ok || len(m.Targets) == 0 {
 		return bad("stream %s: model %q has no target in the gateway config", c.Name, c.Model)
 	}
-	prov, ok := f.Gateway.Provider(m.Targets[0].Provider)
+	prov, ok := gw.Provider(m.Targets[0].Provider)
 	if !ok {
 		return bad("model %q: provider %q is not in the gateway config", c.Model, m.Targets[0].Provider)
 	}
@@ -233,7 +286,7 @@ func newStreamPlan(f *scenario.File, c scenario.Clients, i int, bases []string, 
 				c.Name, c.Key, c.Key)
 		}
 		sp.body.key = key
-		for _, k := range f.Gateway.Keys {
+		for _, k := range gw.Keys {
 			if k.Name == c.Key && k.Priority != "" {
 				if pri, ok := admission.ParsePriority(k.Priority); ok {
 					sp.keyed, sp.class = true, int(pri)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
+	"github.com/sluice-gw/sluice/workload"
 )
 
 // lagWarning is how far behind schedule arrivals may fall before the run
@@ -29,6 +30,9 @@ type runner struct {
 	lag   time.Duration
 	// issued counts unique requests across the streams, for MaxRequests.
 	issued atomic.Int64
+	// govs are the streams' governors, by stream index, when the clients
+	// run the client package (retry strategy "sluice"); nil otherwise.
+	govs []*governor
 }
 
 // Run replays the scenario's clients against the gateway at opts.Target
@@ -42,25 +46,6 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 	if err != nil {
 		return nil, err
 	}
-	var extraBefore extraScrape
-	if opts.Metrics != "" {
-		if extraBefore, err = scrapeExtra(ctx, opts.Metrics); err != nil {
-			return nil, &ConfigError{fmt.Errorf("--metrics: %w; give the gateway's admin /metrics URL, e.g. http://127.0.0.1:9090/metrics", err)}
-		}
-	}
-	t := newTally(p)
-	c := newClient(t)
-	defer c.close()
-	reqCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := &runner{plan: p, client: c, tally: t, ctx: reqCtx}
-
-	start := time.Now()
-	stopProgress := startProgress(opts.Progress, t, start, p.target)
-	span, capped := r.issueAll(ctx, start)
-	r.drain(cancel)
-	stopProgress()
-
 	notes := opts.Notes
 	if notes == nil {
 		notes = opts.Progress
@@ -70,6 +55,38 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 			fmt.Fprintf(notes, "note: "+format+"\n", args...)
 		}
 	}
+	var extraBefore extraScrape
+	if opts.Metrics != "" {
+		if extraBefore, err = scrapeExtra(ctx, opts.Metrics); err != nil {
+			return nil, &ConfigError{fmt.Errorf("--metrics: %w; give the gateway's admin /metrics URL, e.g. http://127.0.0.1:9090/metrics", err)}
+		}
+	}
+	if err := checkTimeScale(ctx, f, opts, p.timeScale, extraBefore.timeScale, note); err != nil {
+		return nil, err
+	}
+	t := newTally(p)
+	c := newClient(t)
+	defer c.close()
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &runner{plan: p, client: c, tally: t, ctx: reqCtx}
+	if p.retry.Strategy == workload.Governed {
+		for range p.streams {
+			r.govs = append(r.govs, &governor{g: workload.NewGovernor()})
+		}
+	}
+
+	start := time.Now()
+	t.clock.start = start
+	stopProgress := startProgress(opts.Progress, t, start, p.target)
+	// The queues are sampled while requests are issued, as the
+	// simulator samples them up to the scenario's duration.
+	stopQueue := startQueuePoll(ctx, opts.QueuePoll, opts.Metrics, p.upstreamStats, t)
+	span, capped := r.issueAll(ctx, start)
+	stopQueue()
+	r.drain(cancel)
+	stopProgress()
+
 	if capped {
 		note("stopped issuing at %d requests (--max-requests) after %v", p.maxRequests, span.Round(time.Millisecond))
 	}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,12 @@ import (
 type tally struct {
 	mu  sync.Mutex
 	row report.Row
+	// timeline is the run minute by minute, in scenario time (clock), at
+	// the points where the simulator records the same events (sim.arrive,
+	// sim.attemptTimeout, sim.shedAnswer, sim.final, sim.sample).
+	timeline report.Timeline
+	// clock is set once before the first request goes out.
+	clock scenarioClock
 	// streams break the row down by stream, when the scenario has
 	// streams (nil otherwise).
 	streams []*report.StreamRow
@@ -25,7 +32,7 @@ type tally struct {
 }
 
 func newTally(p *plan) *tally {
-	t := &tally{}
+	t := &tally{clock: scenarioClock{scale: p.timeScale}}
 	if p.perStream {
 		for _, sp := range p.streams {
 			t.streams = append(t.streams, &report.StreamRow{Name: sp.name})
@@ -49,15 +56,71 @@ func (t *tally) begin() {
 
 func (t *tally) done() { t.inFlight.Add(-1) }
 
+// sending records an attempt going out at: a new request's first, or a
+// retry.
+func (t *tally) sending(at time.Time, retry bool) {
+	since := t.clock.since(at)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if retry {
+		t.timeline.Retry(since)
+	} else {
+		t.timeline.Arrive(since)
+	}
+}
+
 // attempt records one exchange: every one counts towards amplification,
-// and every shed answer's latency counts, retried or not.
+// and every shed answer's latency counts, retried or not. The timeline
+// takes refusals (429, 503, 529), with how long they took in real time,
+// and attempts the client abandoned at their own timeout.
 func (t *tally) attempt(pri int, a *attempt) {
+	since := t.clock.since(a.end)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.row.Attempts++
 	if a.outcome == report.Shed {
 		t.row.Rejection[pri] = append(t.row.Rejection[pri], a.end.Sub(a.sent))
 	}
+	switch {
+	case a.timedOut:
+		t.timeline.TimeOut(since, pri)
+	case refusal(a.status):
+		t.timeline.Refuse(since, pri, a.end.Sub(a.sent))
+	}
+}
+
+// refusal: the gateway or the upstream refused the attempt for overload
+// or rate, the answers report.Minute.Rejection times.
+func refusal(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529
+}
+
+// throttled records a new request at that the client shed itself, never
+// sent.
+func (t *tally) throttled(at time.Time, stream, pri int) {
+	since := t.clock.since(at)
+	t.mu.Lock()
+	t.timeline.Throttle(since, pri)
+	t.mu.Unlock()
+	t.finish(stream, pri, report.Shed, 0, 0, false)
+}
+
+// answer records an answered request's first content, at first, from
+// its first attempt at t0.
+func (t *tally) answer(pri int, t0, first time.Time) {
+	since, ttft := t.clock.since(first), t.clock.scenario(first.Sub(t0))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timeline.Answer(since, pri, ttft)
+}
+
+// queue records the requests waiting at an instant: in the gateway's
+// admission queue and in the upstreams' own.
+func (t *tally) queue(at time.Time, gateway, upstream int) {
+	since := t.clock.since(at)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timeline.Queue(since, gateway, upstream)
 }
 
 // finish records a unique request's final outcome, with its latency and
@@ -105,5 +168,27 @@ func (t *tally) result(name string, span time.Duration) *report.Row {
 	r.Peak = int(t.peak.Load())
 	r.Duration = span
 	r.Streams = t.streams
+	tl := t.timeline
+	r.Timeline = &tl
 	return &r
 }
+
+// scenarioClock turns the run's wall clock into scenario time, which a
+// --time-scale run compresses: events fall in the scenario's minutes, and
+// the clients' brakes (workload.Governor) count over the scenario's
+// window, as in the simulator.
+type scenarioClock struct {
+	start time.Time // the run's start: scenario time zero
+	scale float64
+}
+
+// scenario is a wall-clock span in scenario time.
+func (c scenarioClock) scenario(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.scale)
+}
+
+// since is the scenario time from the run's start to at.
+func (c scenarioClock) since(at time.Time) time.Duration { return c.scenario(at.Sub(c.start)) }
+
+// now is at as an instant on the scenario's clock, for the governor.
+func (c scenarioClock) now(at time.Time) time.Time { return c.start.Add(c.since(at)) }

@@ -59,6 +59,14 @@ type Metrics struct {
 	// BudgetRefusals counts requests refused by a budget, by key and
 	// dimension.
 	BudgetRefusals *prometheus.CounterVec
+	// TimeScale is the factor the serving configuration's times were
+	// multiplied by (sluice serve --time-scale): 1 at real time. sluice
+	// load reads it to refuse a replay at another speed.
+	TimeScale prometheus.Gauge
+
+	// Idempotency counts requests with an Idempotency-Key by what became
+	// of them (idempotency.go).
+	Idempotency *prometheus.CounterVec
 
 	// src is what the gauges read at scrape time: the serving
 	// configuration's engine, which a reload replaces.
@@ -66,6 +74,8 @@ type Metrics struct {
 	// fleet reports the live replicas and whether the shared store
 	// answers, when the gateway is one of a fleet.
 	fleet atomic.Pointer[func() (int, bool)]
+	// idem reports the idempotency store's state.
+	idem atomic.Pointer[func() IdempotencyState]
 }
 
 // Sources are the live state the gauges export. A gateway sets them when
@@ -180,11 +190,17 @@ func New() *Metrics {
 			Name: "sluice_budget_refusals_total",
 			Help: "Requests refused by a per-minute budget, by key (or lane) and dimension.",
 		}, []string{"key", "dimension"}),
+		TimeScale: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_time_scale",
+			Help: "The factor every time in the configuration was multiplied by, and every per-minute rate divided by (sluice serve --time-scale); 1 at real time.",
+		}),
 	}
+	m.TimeScale.Set(1)
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
-		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals,
+		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.TimeScale,
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerIdempotency()
 	return m
 }
 

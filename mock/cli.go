@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os/signal"
 	"strings"
@@ -46,6 +47,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s := New(cfg)
 	shutdown, failed := s.serve(ln)
 	fmt.Fprintf(stdout, "sluice mock: listening on http://%s (OpenAI and Anthropic APIs under /v1, counters at /stats)\n", ln.Addr())
+	if cfg.TimeScale != 0 && cfg.TimeScale != 1 {
+		fmt.Fprintf(stdout, "sluice mock: time scale %g: every latency and window is %g times its scripted length\n", cfg.TimeScale, cfg.TimeScale)
+	}
 	select {
 	case <-ctx.Done():
 		shutdown(grace)
@@ -107,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 		failKind   = fs.String("fail-kind", FailStatus, "failure kind for --fail-rate: status, reset, hang, malformed or truncate")
 		failStatus = fs.Int("fail-status", 500, "HTTP status for --fail-kind status (e.g. 429, 500, 503, 529)")
 		retryAfter = fs.Duration("retry-after", 0, "retry-after sent with injected status failures")
+		timeScale  = fs.Float64("time-scale", 1, "multiply every time in the behaviour (latencies, jitter, brownout and failure windows, delays, retry-after), after the script and the other flags: 0.25 runs a scenario four times faster, as sluice load --time-scale 0.25 replays it")
 		brownouts  brownoutFlags
 	)
 	fs.StringVar(&listen, "listen", "127.0.0.1:8000", "`address` to serve on")
@@ -171,6 +176,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	} else if set["fail-kind"] || set["fail-status"] || set["retry-after"] {
 		return Config{}, "", 0, errors.New("--fail-kind, --fail-status and --retry-after need --fail-rate")
 	}
+	if !(*timeScale > 0) || math.IsInf(*timeScale, 0) {
+		return Config{}, "", 0, fmt.Errorf("--time-scale %v: want a positive factor, e.g. 0.25 to run four times faster", *timeScale)
+	}
+	cfg = cfg.Scaled(*timeScale)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, "", 0, fmt.Errorf("invalid settings: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}

@@ -54,6 +54,12 @@ type Config struct {
 	// Now is the clock that brownout and failure windows are judged by
 	// (default time.Now). Sleeps always use real timers.
 	Now func() time.Time `yaml:"-"`
+
+	// TimeScale records the factor Scaled multiplied every time by (0
+	// means 1: real time). It changes nothing itself; the server reports
+	// it in /stats, so a load generator can tell that the mock runs a
+	// scenario at the speed it replays it.
+	TimeScale float64 `yaml:"-"`
 }
 
 // Prefill is how long a prompt of promptTokens tokens takes to read

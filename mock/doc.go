@@ -111,4 +111,17 @@
 //
 // A brownout needs exactly one of multiplier or latency; fraction and rate
 // default to 1; end 0 means the window never closes.
+//
+// # Time scale
+//
+// `sluice mock --time-scale T` (Config.Scaled) multiplies every time in
+// the behaviour by T, after the script and the other flags: TTFT, TPOT,
+// prefill, jitter, brownout and failure windows, delays and Retry-After.
+// It is the factor sluice load --time-scale and sluice serve --time-scale
+// take, so all three replay one scenario T times as long (0.25: four
+// times faster). Capacity is not scaled: calls T times as long on the
+// same slots serve 1/T times the rate, which is what the load sends.
+// GET /stats reports the factor as time_scale; a scaled mock also sends
+// retry-after-ms on every injected status, since whole seconds would
+// round a scaled wait back up.
 package mock

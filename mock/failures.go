@@ -12,7 +12,8 @@ import (
 )
 
 // injectEarly delivers a failure that replaces the whole response.
-func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *Failure) outcome {
+// precise: send retry-after-ms whatever the status (setRetryAfter).
+func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *Failure, precise bool) outcome {
 	if !wait.Sleep(ctx, f.Delay) {
 		return outInjectedCancelled
 	}
@@ -25,20 +26,22 @@ func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *
 		return outInjected
 	}
 	status := f.StatusCode()
-	setRetryAfter(w.Header(), status, f.RetryAfter)
+	setRetryAfter(w.Header(), status, f.RetryAfter, precise)
 	writeJSON(w, status, proto.errorJSON(status, failMessage(status)))
 	return outInjected
 }
 
 // setRetryAfter uses whole seconds, rounded up, because that is all the
 // standard header can say; retry-after-ms carries the precise value the
-// way OpenAI's API does on 429s.
-func setRetryAfter(h http.Header, status int, d time.Duration) {
+// way OpenAI's API does on 429s. A time-scaled mock (precise) sends it on
+// every status: its script's 2s is 500ms at 0.25, which whole seconds
+// would stretch to 1s, twice the scenario's wait.
+func setRetryAfter(h http.Header, status int, d time.Duration, precise bool) {
 	if d <= 0 {
 		return
 	}
 	h.Set("retry-after", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-	if status == http.StatusTooManyRequests {
+	if status == http.StatusTooManyRequests || precise {
 		h.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
 	}
 }

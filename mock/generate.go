@@ -88,7 +88,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 
 	ctx := r.Context()
 	if p.fail != nil && p.fail.Early() {
-		return injectEarly(ctx, w, proto, p.fail)
+		return injectEarly(ctx, w, proto, p.fail, s.cfg.TimeScale != 0 && s.cfg.TimeScale != 1)
 	}
 	if err := s.sched.acquire(ctx); err != nil {
 		if err == errQueueFull {

@@ -201,8 +201,24 @@ func (s *Server) end(o outcome) {
 	}
 }
 
+// TimeScale is the factor every time in the behaviour was multiplied by
+// (Config.Scaled, sluice mock --time-scale): 1 for real time.
+func (s *Server) TimeScale() float64 {
+	if s.cfg.TimeScale == 0 {
+		return 1
+	}
+	return s.cfg.TimeScale
+}
+
+// StatsJSON is what GET /stats answers: the counters, and the time scale
+// the mock runs at, which sluice load checks against its own.
+type StatsJSON struct {
+	Stats
+	TimeScale float64 `json:"time_scale"`
+}
+
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	b, _ := json.Marshal(s.Stats())
+	b, _ := json.Marshal(StatsJSON{Stats: s.Stats(), TimeScale: s.TimeScale()})
 	writeJSON(w, http.StatusOK, b)
 }
 

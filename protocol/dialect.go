@@ -72,6 +72,8 @@ const (
 	HeadersTooLarge              // 431: too many header fields
 	Unauthorized                 // 401: no key, or a key the gateway does not know
 	Forbidden                    // 403: the key may not use this model
+	Conflict                     // 409: the request's Idempotency-Key is in use by a request still in progress
+	Unprocessable                // 422: the Idempotency-Key was used for a different request
 )
 
 // Status is the HTTP status for an error of kind k in dialect d. Only
@@ -105,13 +107,17 @@ func (d Dialect) Status(k Kind) int {
 		return http.StatusUnauthorized
 	case Forbidden:
 		return http.StatusForbidden
+	case Conflict:
+		return http.StatusConflict
+	case Unprocessable:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }
 
 func (k Kind) typeName(d Dialect) string {
 	switch k {
-	case InvalidRequest, MethodNotAllowed, HeadersTooLarge, RequestTimeout:
+	case InvalidRequest, MethodNotAllowed, HeadersTooLarge, RequestTimeout, Conflict, Unprocessable:
 		return "invalid_request_error"
 	case NotFound:
 		if d == Anthropic {

@@ -89,6 +89,9 @@ type Row struct {
 	// Fleet holds the replicas' figures when the run had more than one
 	// (scenario fleet), nil otherwise.
 	Fleet *Fleet
+	// Timeline is the run minute by minute, when the runner kept one
+	// (sluice sim and load with --minutes, or a scenario's reference).
+	Timeline *Timeline
 }
 
 // Fleet is how a fleet of replicas judged its providers.
@@ -348,6 +351,7 @@ type Summary struct {
 	Degraded      int                       `json:"degraded,omitempty"`
 	Streams       []StreamSummary           `json:"streams,omitempty"`
 	Fleet         *FleetSummary             `json:"fleet,omitempty"`
+	Minutes       []MinuteSummary           `json:"minutes,omitempty"`
 }
 
 // FleetSummary is a row's Fleet.
@@ -409,6 +413,9 @@ func Summarise(rows []*Row) []Summary {
 		if f := r.Fleet; f != nil {
 			s.Fleet = &FleetSummary{Replicas: f.Replicas, Shared: f.Shared, Trips: f.Trips, OwnTrips: f.OwnTrips,
 				DisagreementMs: float64(f.Disagreement) / float64(time.Millisecond), Flips: f.Flips}
+		}
+		if r.Timeline != nil {
+			s.Minutes = r.Timeline.Summarise()
 		}
 		for _, st := range r.Streams {
 			s.Streams = append(s.Streams, StreamSummary{Name: st.Name, Counts: countMap(st.Counts), Degraded: st.Degraded,

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -56,6 +57,9 @@ type Scenario struct {
 	// sluice load sends them. They must be test keys, never real ones;
 	// each must hash to its keys[].sha256. The simulator needs none.
 	Keys map[string]string `yaml:"keys"`
+	// Reference names a source article whose table the run is printed
+	// next to, minute by minute: only "seed-002" (its vLLM ramp).
+	Reference string `yaml:"reference"`
 	// Fleet runs several replicas of the gateway behind a load balancer;
 	// see Fleet. Absent: one replica, as sluice serve runs alone.
 	Fleet Fleet `yaml:"fleet"`
@@ -100,7 +104,14 @@ type Clients struct {
 	// true). With it the gateway stops waiting on an answer that cannot
 	// come in time. Clients that wait have no deadline to send.
 	SendDeadline *bool `yaml:"send_deadline"`
-	Retry        Retry `yaml:"retry"`
+	// Timeout is each attempt's own patience, as an SDK's request
+	// timeout: an attempt with no first token by then is abandoned and,
+	// like a lost connection, retried under retry, the next attempt with
+	// a timeout of its own (seed 002's clients). Once the first token has
+	// come the attempt is no longer timed. Zero: attempts are bounded by
+	// patience alone.
+	Timeout time.Duration `yaml:"timeout"`
+	Retry   Retry         `yaml:"retry"`
 }
 
 // Stream is one more traffic stream. Name and Key are its own (a stream
@@ -190,8 +201,10 @@ type RateStep struct {
 // Retry is the clients' retry behaviour on a shed, 429/5xx or error.
 type Retry struct {
 	// Strategy is "none" (default), "immediate", "backoff" (exponential,
-	// no jitter) or "jittered" (exponential with full jitter, drawn from
-	// [0, base·2^(n−1) capped], honouring Retry-After). Clients retry a
+	// no jitter), "jittered" (exponential with full jitter, drawn from
+	// [0, base·2^(n−1) capped], honouring Retry-After) or "sluice" (the
+	// client package: Retry-After or full jitter, a retry budget and
+	// adaptive throttling, see workload.Governor). Clients retry a
 	// shed, a 429, a 5xx other than 504 or a lost connection, never an
 	// answer that has started; see workload.Retry.
 	Strategy    string        `yaml:"strategy"`
@@ -216,9 +229,38 @@ type Policy struct {
 	// key by key, list items with a name merge with the item of that
 	// name, other lists replace.
 	Gateway yaml.Node `yaml:"gateway"`
-	// Retry, when set, replaces the clients' retry behaviour for this
-	// policy (sluice load always uses clients.retry).
-	Retry *Retry `yaml:"retry"`
+	// Retry and SendDeadline, when set, replace the clients' for this
+	// policy: a policy is the gateway and the clients that call it
+	// (sluice load --policy NAME runs them too).
+	Retry        *Retry `yaml:"retry"`
+	SendDeadline *bool  `yaml:"send_deadline"`
+}
+
+// For returns the clients as policy p runs them: its retry and
+// send_deadline in place of the clients' own, when it sets them.
+func (c Clients) For(p Policy) Clients {
+	if p.Retry != nil {
+		c.Retry = *p.Retry
+	}
+	if p.SendDeadline != nil {
+		c.SendDeadline = p.SendDeadline
+	}
+	return c
+}
+
+// Policy returns the policy named name.
+func (f *File) Policy(name string) (Policy, error) {
+	var names []string
+	for _, p := range f.Scenario.Policies {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, fmt.Sprintf("%q", p.Name))
+	}
+	if len(names) == 0 {
+		return Policy{}, fmt.Errorf("%s has no policies; drop --policy", f.Path)
+	}
+	return Policy{}, fmt.Errorf("%s has no policy %q; it has %s", f.Path, name, strings.Join(names, ", "))
 }
 
 // AbandonOnPatience reports whether clients disconnect at patience.
@@ -227,7 +269,22 @@ func (c Clients) AbandonOnPatience() bool { return c.Abandon == nil || *c.Abando
 // SendsDeadline reports whether each attempt tells the gateway the
 // client's remaining patience.
 func (c Clients) SendsDeadline() bool {
-	return c.Patience > 0 && c.AbandonOnPatience() && (c.SendDeadline == nil || *c.SendDeadline)
+	timed := c.Timeout > 0 || (c.Patience > 0 && c.AbandonOnPatience())
+	return timed && (c.SendDeadline == nil || *c.SendDeadline)
+}
+
+// AttemptDeadline is how long an attempt sent at elapsed (since the
+// request's first attempt) may take: its own timeout, cut to the
+// patience left when clients abandon at patience. 0: unbounded.
+func (c Clients) AttemptDeadline(elapsed time.Duration) time.Duration {
+	d := c.Timeout
+	if c.Patience > 0 && c.AbandonOnPatience() {
+		left := c.Patience - elapsed
+		if d == 0 || left < d {
+			d = left
+		}
+	}
+	return d
 }
 
 // Load reads and validates a scenario file.
@@ -238,6 +295,9 @@ func Load(path string) (*File, error) {
 	}
 	return Parse(data, path)
 }
+
+// Seed002 is the reference name of seed 002's vLLM ramp.
+const Seed002 = "seed-002"
 
 // Parse reads a scenario file's bytes.
 func Parse(data []byte, path string) (*File, error) {
@@ -280,6 +340,12 @@ func (f *File) validate() error {
 	if s.Tick < 0 {
 		bad("tick: must not be negative")
 	}
+	if s.Clients.Timeout < 0 {
+		bad("clients.timeout: must not be negative")
+	}
+	if s.Reference != "" && s.Reference != Seed002 {
+		bad("reference: %q; the only reference table is %q", s.Reference, Seed002)
+	}
 	c := &s.Clients
 	if len(c.Rate) == 0 {
 		bad("clients.rate: give at least one step, e.g. [{at: 0s, rps: 20}]")
@@ -287,7 +353,7 @@ func (f *File) validate() error {
 	f.validateStreams(bad)
 	checkRetry := func(at string, r Retry) {
 		if _, ok := workload.ParseStrategy(r.Strategy); !ok {
-			bad("%s.strategy: %q; use none, immediate, backoff or jittered", at, r.Strategy)
+			bad("%s.strategy: %q; use none, immediate, backoff, jittered or sluice", at, r.Strategy)
 		}
 	}
 	checkRetry("clients.retry", c.Retry)

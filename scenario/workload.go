@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"io"
 	"time"
 
+	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/workload"
 )
 
@@ -47,5 +49,18 @@ func (r Retry) Policy(patience time.Duration, timeScale float64) workload.Retry 
 		Base:        scale(r.Base, workload.DefaultBase),
 		Cap:         scale(r.Cap, workload.DefaultCap),
 		Patience:    patience,
+	}
+}
+
+// WriteTimelines prints the rows minute by minute when asked (--minutes)
+// or when the scenario names a reference, and the reference's own table
+// next to the rows. sluice sim and sluice load both print through here.
+func (f *File) WriteTimelines(w io.Writer, rows []*report.Row, minutes bool) {
+	timeout := f.Scenario.Clients.Timeout
+	if minutes || f.Scenario.Reference != "" {
+		report.WriteMinutes(w, rows, timeout)
+	}
+	if f.Scenario.Reference == Seed002 {
+		report.WriteSeed002(w, rows, timeout)
 	}
 }

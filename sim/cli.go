@@ -24,6 +24,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	plotPath := fs.String("plot", "", "draw in-flight, limit, queue depth, p99 and outcomes over time to this SVG `file`")
 	jsonPath := fs.String("json", "", "write the table as JSON to this `file`")
 	every := fs.Duration("sample", time.Second, "time-series sampling `period`")
+	minutes := fs.Bool("minutes", false, "also print each policy minute by minute: demand, retries, peak queue, rejection p99, interactive TTFT p99, sheds by class")
 	// Accept flags after the scenario path too.
 	var path string
 	rest := args
@@ -67,6 +68,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %s simulated, seed %d\n\n", title, f.Scenario.Duration, f.Scenario.Seed)
 	report.WriteTable(stdout, res.Rows)
+	f.WriteTimelines(stdout, res.Rows, *minutes)
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer) error

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/workload"
 )
@@ -12,12 +13,13 @@ import (
 // fail handles an attempt that ended in an error answer: the client
 // retries as workload.Retry decides, or the request ends with outcome.
 func (r *run) fail(q *request, outcome report.Outcome, retryAfter time.Duration) {
-	r.failStatus(q, outcome, clientStatus(outcome), retryAfter)
+	r.failStatus(q, outcome, clientStatus(outcome), retryAfter, false)
 }
 
 // failStatus is fail for an answer whose status the outcome does not
 // tell (a 413 is Failed, and not retried).
-func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAfter time.Duration) {
+// noRetry: the answer said x-should-retry: false.
+func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAfter time.Duration, noRetry bool) {
 	if q.state == stDone {
 		return
 	}
@@ -27,8 +29,13 @@ func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAf
 		Status:     status,
 		Started:    q.started,
 		RetryAfter: retryAfter,
+		NoRetry:    noRetry,
 	}
-	if delay, ok := r.retry.Next(e, q.st.rng); ok {
+	g := q.st.gov
+	if g != nil {
+		g.Throttle.Add(r.clock(r.now), workload.Accepted(status))
+	}
+	if delay, ok := r.retry.Next(e, q.st.rng); ok && (g == nil || g.Budget.Spend()) {
 		q.state = stIdle
 		q.token++
 		r.push(r.now+delay, classArrival, evArrive, q)
@@ -66,6 +73,9 @@ func (r *run) final(q *request, o report.Outcome) {
 	}
 	r.row.Counts[o]++
 	r.row.ByPriority[q.pri][o]++
+	if o == report.OK || o == report.Late {
+		r.timeline.Answer(q.first+q.ttft, int(q.pri), q.ttft)
+	}
 	r.series.count(o)
 	answered := o == report.OK || o == report.Late
 	if answered && q.degraded {
@@ -82,6 +92,12 @@ func (r *run) final(q *request, o report.Outcome) {
 // answered records a complete answer.
 func (r *run) answered(q *request) {
 	took := r.now - q.first
+	if q.ttft == 0 {
+		q.ttft = took
+	}
+	if g := q.st.gov; g != nil {
+		g.Throttle.Add(r.clock(r.now), true)
+	}
 	o := report.OK
 	if p := r.sc.Clients.Patience; p > 0 && took > p {
 		o = report.Late
@@ -89,9 +105,6 @@ func (r *run) answered(q *request) {
 	if o == report.OK {
 		r.row.Latency[q.pri] = append(r.row.Latency[q.pri], took)
 		ttft := q.ttft
-		if ttft == 0 {
-			ttft = took
-		}
 		r.row.TTFT[q.pri] = append(r.row.TTFT[q.pri], ttft)
 		r.series.latency(took)
 		if s := q.st.row; s != nil {
@@ -104,20 +117,48 @@ func (r *run) answered(q *request) {
 
 // patience: the user gives up and disconnects.
 func (r *run) patience(q *request) {
-	switch q.state {
-	case stDone:
+	if q.state == stDone {
 		return
-	case stInGateway:
-		id := q.id
-		started := q.calls[0] != nil
-		rd := r.cancelCalls(q, lifecycleCancelled, true)
-		r.leaveGateway(q)
-		if !started {
-			q.rep.eng.Leave(r.clock(r.now), id)
-		}
-		defer r.apply(q.rep, rd)
 	}
+	defer r.hangUp(q)()
 	r.final(q, report.TimedOut)
+}
+
+// attemptTimeout: the attempt's own timeout passed with no first token,
+// so the client hangs up and, like after a lost connection, may retry.
+func (r *run) attemptTimeout(q *request) {
+	if q.state == stDone || q.started {
+		return
+	}
+	defer r.hangUp(q)()
+	r.timeline.TimeOut(r.now, int(q.pri))
+	r.failStatus(q, report.TimedOut, 0, 0, false)
+}
+
+// shedAnswer ends an attempt the gateway refused for overload, with its
+// Retry-After and whether it said not to retry.
+func (r *run) shedAnswer(q *request, f admission.Refusal) {
+	r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
+	r.timeline.Refuse(r.now, int(q.pri), r.now-q.sent)
+	r.failStatus(q, report.Shed, clientStatus(report.Shed), f.RetryAfter, f.Futile)
+}
+
+// hangUp takes an attempt the client abandons out of the gateway,
+// cancelling its calls. The caller settles the request, then runs what
+// hangUp returns: the engine's answer to the departure, which may start
+// others' calls.
+func (r *run) hangUp(q *request) (apply func()) {
+	if q.state != stInGateway {
+		return func() {}
+	}
+	id, rp := q.id, q.rep
+	started := q.calls[0] != nil
+	rd := r.cancelCalls(q, lifecycleCancelled, true)
+	r.leaveGateway(q)
+	if !started {
+		rp.eng.Leave(r.clock(r.now), id)
+	}
+	return func() { r.apply(rp, rd) }
 }
 
 func sortByUID(qs []*request) {

@@ -30,6 +30,8 @@ const (
 	evAdopt      // a fleet's breaker verdict reaches a replica
 	evShare      // a fleet's replicas send their breaker counts
 	evEvidence   // a replica's breaker counts reach another
+	// evAttemptTimeout: an attempt's own timeout (clients.timeout) passes.
+	evAttemptTimeout
 )
 
 type event struct {

@@ -46,6 +46,10 @@ type flow struct {
 	route lifecycle.Route
 	row   *report.StreamRow // nil when the scenario has no streams
 	index int
+	// gov is the stream's client process's retry budget and adaptive
+	// throttle, when its clients are the client package (retry strategy
+	// sluice), nil otherwise.
+	gov *workload.Governor
 }
 
 // newFlows builds the run's streams for its policy's config.
@@ -96,6 +100,9 @@ func (r *run) newFlows() error {
 		}
 		if withRows {
 			fl.row = &report.StreamRow{Name: c.Name}
+		}
+		if r.retry.Strategy == workload.Governed {
+			fl.gov = workload.NewGovernor()
 		}
 		r.flows = append(r.flows, fl)
 	}
@@ -171,6 +178,7 @@ func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 		}
 	}
 	q.maxOut = req.MaxOutput
+	req.Degraded = q.degraded
 	return req
 }
 
@@ -181,11 +189,10 @@ func (r *run) refused(q *request, a lifecycle.Arrival) {
 	budget := a.Refusal.Reason == admission.ReasonKeyBudget || a.Refusal.Reason == admission.ReasonLaneBudget
 	switch {
 	case budget && a.Budget.Never:
-		r.failStatus(q, report.Failed, http.StatusRequestEntityTooLarge, 0)
+		r.failStatus(q, report.Failed, http.StatusRequestEntityTooLarge, 0, false)
 	case a.Refusal.Reason == admission.ReasonKeyBudget:
 		r.fail(q, report.RateLimited, a.Refusal.RetryAfter)
 	default:
-		r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], 0)
-		r.fail(q, report.Shed, a.Refusal.RetryAfter)
+		r.shedAnswer(q, a.Refusal)
 	}
 }

@@ -57,6 +57,13 @@ func (r *run) sample() {
 		}
 		p.Limit += rp.eng.ScopeLimit(r.scope)
 	}
+	waiting := 0
+	for _, u := range r.ups {
+		waiting += u.capacity.Waiting()
+	}
+	if r.now < r.sc.Duration {
+		r.timeline.Queue(r.now, p.Queued, waiting)
+	}
 	p.P99 = s.lat.Quantile(.99)
 	if r.now > 0 {
 		s.Points = append(s.Points, p)

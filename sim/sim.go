@@ -148,6 +148,9 @@ type run struct {
 	// because another holds the probe lease: never sent.
 	elsewhere int
 	retry     workload.Retry
+	// clients are the scenario's clients as this policy runs them.
+	clients  scenario.Clients
+	timeline *report.Timeline
 	// patienceQ holds evPatience events in due order from patienceHead.
 	patienceQ    []event
 	patienceHead int
@@ -174,18 +177,18 @@ type replica struct {
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
 	name := p.Name
 	sc := &f.Scenario
-	retry := sc.Clients.Retry
-	if p.Retry != nil {
-		retry = *p.Retry
-	}
+	clients := sc.Clients.For(p)
 	r := &run{
 		f: f, cfg: cfg, sc: sc, o: o,
 		row: &report.Row{Name: name, Duration: sc.Duration},
 		rng: rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x51ce)),
 		// Patience bounds retries whether or not clients abandon.
-		retry: retry.Policy(sc.Clients.Patience, 1),
+		retry:   clients.Retry.Policy(sc.Clients.Patience, 1),
+		clients: clients,
 	}
 	r.series = newSeries(name)
+	r.timeline = &report.Timeline{}
+	r.row.Timeline = r.timeline
 	for _, p := range cfg.Providers {
 		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
 	}
@@ -334,6 +337,8 @@ func (r *run) loop() {
 			r.probeDone(e.call, lifecycle.Outcome{Kind: lifecycle.TimedOut})
 		case evPatience:
 			r.patience(e.req)
+		case evAttemptTimeout:
+			r.attemptTimeout(e.req)
 		case evArrive:
 			q := e.req
 			if q == nil {
@@ -344,7 +349,9 @@ func (r *run) loop() {
 				}
 			}
 			r.arrive(q)
-			r.checkMemory(q.rep)
+			if q.rep != nil { // nil: the client shed it itself
+				r.checkMemory(q.rep)
+			}
 		case evArrivals:
 			for _, fl := range r.flows {
 				for range fl.arr.PerTick(r.now, r.sc.Tick) {
@@ -431,6 +438,20 @@ func (r *run) patienceFirst(top *event) bool {
 
 // arrive sends one attempt into the gateway.
 func (r *run) arrive(q *request) {
+	if q.attempt == 0 {
+		if g := q.st.gov; g != nil && !g.Admit(r.clock(r.now), q.st.rng.Float64()) {
+			// Shed by the client itself: nothing is sent.
+			r.timeline.Throttle(r.now, int(q.pri))
+			r.final(q, report.Shed)
+			return
+		}
+		r.timeline.Arrive(r.now)
+	} else {
+		r.timeline.Retry(r.now)
+	}
+	if t := r.sc.Clients.Timeout; t > 0 {
+		r.push(r.now+t, classClient, evAttemptTimeout, q)
+	}
 	q.attempt++
 	q.sent = r.now
 	q.calls = [2]*upCall{} // a new attempt starts with no calls
@@ -446,8 +467,8 @@ func (r *run) arrive(q *request) {
 		return
 	}
 	var deadline time.Duration // what the client says it has left
-	if r.sc.Clients.SendsDeadline() {
-		deadline = max(q.first+r.sc.Clients.Patience-r.now, time.Millisecond)
+	if r.clients.SendsDeadline() {
+		deadline = max(r.clients.AttemptDeadline(r.now-q.first), time.Millisecond)
 	}
 	req := r.request(q, deadline)
 	if r.fleet != nil && !r.fleet.take(r, q, req) {
@@ -492,8 +513,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 				r.fail(q, report.TimedOut, 0) // the gateway answers 504
 				continue
 			}
-			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
-			r.fail(q, report.Shed, f.RetryAfter)
+			r.shedAnswer(q, f)
 		}
 	}
 	for _, f := range rd.Abandon {
@@ -501,8 +521,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		if q := rp.byID[f.Ticket]; q != nil {
 			next := r.cancelCalls(q, lifecycleCancelled, true)
 			r.leaveGateway(q)
-			r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
-			r.fail(q, report.Shed, f.RetryAfter)
+			r.shedAnswer(q, f)
 			r.apply(rp, next)
 		}
 	}

@@ -23,9 +23,14 @@ const (
 	// both ends included ("full jitter"), and waits at least the
 	// server's Retry-After, as the vendors' SDKs do.
 	Jittered
+	// Governed is the client package: the server's Retry-After when it
+	// sends one (no retry when it asks for more than the cap), full
+	// jitter otherwise, and every retry paid from the stream's retry
+	// budget, every new request past its adaptive throttle (Governor).
+	Governed
 )
 
-var strategyNames = [...]string{NoRetry: "none", Immediate: "immediate", Backoff: "backoff", Jittered: "jittered"}
+var strategyNames = [...]string{NoRetry: "none", Immediate: "immediate", Backoff: "backoff", Jittered: "jittered", Governed: "sluice"}
 
 func (s Strategy) String() string {
 	if int(s) < len(strategyNames) {
@@ -83,6 +88,9 @@ type Ended struct {
 	// RetryAfter is the server's hint (Retry-After-Ms, else
 	// Retry-After), 0 when it sent none.
 	RetryAfter time.Duration
+	// NoRetry: the server said x-should-retry: false. The SDK-like
+	// strategies (jittered, sluice) honour it; naive ones do not read it.
+	NoRetry bool
 }
 
 // Retryable reports whether a client tries again after an answer: a
@@ -114,6 +122,9 @@ func (p Retry) Next(e Ended, rng *rand.Rand) (time.Duration, bool) {
 	if p.Strategy == NoRetry || e.Attempt >= p.maxAttempts() || !Retryable(e.Status, e.Started) {
 		return 0, false
 	}
+	if e.NoRetry && (p.Strategy == Jittered || p.Strategy == Governed) {
+		return 0, false
+	}
 	var d time.Duration
 	switch p.Strategy {
 	case Backoff:
@@ -124,11 +135,30 @@ func (p Retry) Next(e Ended, rng *rand.Rand) (time.Duration, bool) {
 			n++ // [0, backoff], the end included
 		}
 		d = max(time.Duration(rng.Int64N(n)), e.RetryAfter)
+	case Governed:
+		n := int64(p.backoff(e.Attempt))
+		if n < math.MaxInt64 {
+			n++
+		}
+		d = time.Duration(rng.Int64N(n)) // drawn even when unused, as above
+		if e.RetryAfter > 0 {
+			if e.RetryAfter > p.capOrDefault() {
+				return 0, false // never back sooner than asked
+			}
+			d = e.RetryAfter
+		}
 	}
 	if p.Patience > 0 && e.Elapsed+d >= p.Patience {
 		return 0, false // the user is gone before the retry would go out
 	}
 	return d, true
+}
+
+func (p Retry) capOrDefault() time.Duration {
+	if p.Cap <= 0 {
+		return DefaultCap
+	}
+	return p.Cap
 }
 
 func (p Retry) maxAttempts() int {
