@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -42,17 +40,7 @@ models:
 		{"no config", []string{"--check", "--policy", "after"}, 2, []string{"--policy after needs --config SCENARIO"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := Serve(c.args, &out, &errb)
-			all := out.String() + errb.String()
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s", code, c.code, all)
-			}
-			for _, m := range c.mentions {
-				if !strings.Contains(all, m) {
-					t.Errorf("output does not mention %q:\n%s", m, all)
-				}
-			}
+			expectExit(t, Serve, c.args, c.code, c.mentions)
 		})
 	}
 	// Without --time-scale, --check prints no config: read it directly.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,17 +62,26 @@ models:
 			} else {
 				t.Setenv("OPENAI_API_KEY", "")
 			}
-			var out, errb bytes.Buffer
-			code := Main(c.args, &out, &errb)
-			all := out.String() + errb.String()
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s", code, c.code, all)
-			}
-			for _, m := range c.mentions {
-				if !strings.Contains(all, m) {
-					t.Errorf("output does not mention %q:\n%s", m, all)
-				}
-			}
+			expectExit(t, Main, c.args, c.code, c.mentions)
 		})
 	}
+}
+
+// expectExit runs a command's entry point with args and requires its exit
+// code, and each of mentions somewhere in what it printed, which it
+// returns.
+func expectExit(t *testing.T, run func(args []string, stdout, stderr io.Writer) int, args []string, code int, mentions []string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	got := run(args, &out, &errb)
+	all := out.String() + errb.String()
+	if got != code {
+		t.Fatalf("exit %d, want %d\n%s", got, code, all)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(all, m) {
+			t.Errorf("output does not mention %q:\n%s", m, all)
+		}
+	}
+	return all
 }

@@ -24,17 +24,7 @@ func TestServeCheckTimeScale(t *testing.T) {
 		{"negative", []string{"--check", "--time-scale", "-1"}, 2, []string{"want a positive factor"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := Serve(c.args, &out, &errb)
-			all := out.String() + errb.String()
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\n%s", code, c.code, all)
-			}
-			for _, m := range c.mentions {
-				if !strings.Contains(all, m) {
-					t.Errorf("output does not mention %q:\n%s", m, all)
-				}
-			}
+			all := expectExit(t, Serve, c.args, c.code, c.mentions)
 			if strings.Contains(all, "scenario:") {
 				t.Errorf("the scenario section is printed:\n%s", all)
 			}

@@ -167,23 +167,30 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	if err != nil {
 		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serveOut, mockOuts)
 	}
+	summary := readLoadReport(t, jsonPath)
+	var table bytes.Buffer
+	report.WriteTable(&table, []*report.Row{simRow})
+	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
+	// The gateway's own second calls and probes (read from its /metrics
+	// by sluice load) must agree with the simulator's engine too.
+	if sim, real := simRow.Extra, summary.ExtraCalls; math.Abs(float64(real-sim)) > 0.25*float64(sim)+10 {
+		t.Errorf("extra calls (hedges, retries, rescues, probes): simulated %d, real %d", sim, real)
+	}
+	return simRow, summary.Counts, summary, admin
+}
+
+// readLoadReport reads the one row of a sluice load --json report.
+func readLoadReport(t *testing.T, path string) report.Summary {
+	t.Helper()
 	var rows []report.Summary
-	data, err := os.ReadFile(jsonPath)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 1 {
 		t.Fatalf("load report: %v\n%s", err, data)
 	}
-	var table bytes.Buffer
-	report.WriteTable(&table, []*report.Row{simRow})
-	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
-	// The gateway's own second calls and probes (read from its /metrics
-	// by sluice load) must agree with the simulator's engine too.
-	if sim, real := simRow.Extra, rows[0].ExtraCalls; math.Abs(float64(real-sim)) > 0.25*float64(sim)+10 {
-		t.Errorf("extra calls (hedges, retries, rescues, probes): simulated %d, real %d", sim, real)
-	}
-	return simRow, rows[0].Counts, rows[0], admin
+	return rows[0]
 }
 
 // within10pc reports whether real is within 10 % of simulated.

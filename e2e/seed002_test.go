@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -106,18 +105,11 @@ func runSeed002Policy(t *testing.T, bin string, raw []byte, policy string) repor
 		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmock:\n%s", err, out, serveOut, mockOut)
 	}
 	t.Logf("sluice load --policy %q:\n%s", policy, out)
-	var rows []report.Summary
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
+	row := readLoadReport(t, jsonPath)
+	if len(row.Minutes) < report.Seed002Minute {
+		t.Fatalf("load report has %d minutes, want at least %d", len(row.Minutes), report.Seed002Minute)
 	}
-	if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 1 {
-		t.Fatalf("load report: %v\n%s", err, data)
-	}
-	if len(rows[0].Minutes) < report.Seed002Minute {
-		t.Fatalf("load report has %d minutes, want at least %d", len(rows[0].Minutes), report.Seed002Minute)
-	}
-	return rows[0]
+	return row
 }
 
 // compareSeed002 holds a real row to its simulated one: the outcome
