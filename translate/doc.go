@@ -1,0 +1,258 @@
+// Package translate converts between OpenAI's Chat Completions
+// (/v1/chat/completions) and Anthropic's Messages (/v1/messages):
+// requests, whole answers, streamed answers and error answers, in both
+// directions, so that a client of either dialect can be served by a
+// provider of either.
+//
+// # Goals
+//
+//   - Say no rather than guess. Every request parameter is translated,
+//     or ignored because it is at its default and asks for nothing
+//     (n: 1, logprobs: false, presence_penalty: 0, response_format
+//     text, thinking disabled), or refused with an *Error that names it
+//     (Param) and locates it (Path). An operator may list parameters in
+//     Options.Drop; those are removed instead, and reported in
+//     Translated.Dropped for a response header. Nothing is dropped,
+//     clamped or rewritten silently.
+//   - Stream without buffering. A stream translator holds ids, the open
+//     content block, the stop reason and usage counts, never the answer.
+//   - Never dress up a failure. A stream cut short gets no made-up
+//     terminator; an upstream error event becomes the client dialect's
+//     error event, and nothing follows it.
+//
+// # Non-goals
+//
+// No HTTP, no clock, no goroutines, no I/O: the host (the gateway) reads
+// bodies, stamps times (Created), writes events and decides statuses.
+// Model names pass through as they are: the gateway routes and rewrites
+// model (protocol.Body.WithModel) before or after translating. Secrets
+// are scrubbed by the gateway, as for any provider bytes. Anthropic's
+// server tools, extended thinking, documents, citations and prompt
+// caching hints, and OpenAI's audio, logprobs, n > 1, seeds and JSON
+// modes have no counterpart on the other side and are refused.
+//
+// # Organisation
+//
+//   - RequestToAnthropic, RequestToOpenAI: request bodies (files
+//     request_to_*.go, messages_to_anthropic.go). A request body is read
+//     key by key (object, in fields.go), so a key nobody handled is
+//     noticed and refused instead of ignored; typed structs would skip it,
+//     and would match keys without regard to case.
+//   - ResponseToOpenAI, ResponseToAnthropic: whole 2xx answers
+//     (response.go), read leniently: an answer's extra metadata asks
+//     nothing of the client.
+//   - StreamToOpenAI, StreamToAnthropic: the Stream interface, Feed per
+//     upstream event and Close once (stream_to_*.go). Not safe for
+//     concurrent use; one per stream. ParseEvents and Encode (sse.go) cut
+//     bytes into events and back.
+//   - ErrorToOpenAI, ErrorToAnthropic: error answers (errorbody.go),
+//     rendered with protocol.Dialect.ErrorBody so that translated errors
+//     look like the gateway's own.
+//   - Request, Response, ErrorBody, NewStream (dialect.go): the same,
+//     chosen by protocol.Dialect; the identity when the dialects match.
+//
+// Errors: *Error wraps ErrUntranslatable or ErrInvalid (both 400 to the
+// client); answers that cannot be translated wrap ErrResponse (the
+// upstream failed: 502); Close reports ErrTruncated or ErrStreamFailed.
+//
+// # Usage
+//
+//	tr, err := translate.Request(client, provider, body, translate.Options{Drop: cfg.Drop})
+//	// err: 400 in the client's dialect, naming err.(*translate.Error).Param.
+//	// len(tr.Dropped) > 0: say so in a header.
+//	// ... send tr.Body; then, for a 2xx whole answer:
+//	out, err := translate.Response(provider, client, answer, now.Unix())
+//	// for an error answer:
+//	status, out := translate.ErrorBody(provider, client, status, answer)
+//	// for a stream, per upstream event:
+//	s := translate.NewStream(provider, client, translate.StreamConfig{IncludeUsage: tr.IncludeUsage, Created: now.Unix()})
+//	events, n := translate.ParseEvents(buf) // keep buf[n:] for the next read
+//	for _, ev := range events { outEvents, err := s.Feed(ev); ... translate.Encode(outEvents) }
+//	err = s.Close() // ErrTruncated: add the relay's own error event
+//
+// # Requests
+//
+//	OpenAI chat/completions             Anthropic messages
+//	----------------------------------  -----------------------------------------
+//	leading system/developer messages   system (a string, or text blocks)
+//	system message after the first      refused (messages.system): it cannot
+//	  user/assistant message              be placed where the client put it
+//	user content string | parts         user content string | blocks
+//	  text part                           text block
+//	  image_url data:<mt>;base64,<d>      image, source {base64, media_type, data}
+//	  image_url http(s)://...             image, source {url}
+//	  image_url.detail low|high           refused (detail); auto is the default
+//	assistant content + tool_calls[]     assistant text block + tool_use blocks
+//	  function.arguments (JSON string)    input (object); "" is {}
+//	role tool, tool_call_id, content     user turn, tool_result {tool_use_id,
+//	                                       content string | text blocks}
+//	consecutive turns of one role        merged into one turn (tool results
+//	  (tool counts as user)               first, as Anthropic requires)
+//	tools[].function{name,description,   tools[]{name, description,
+//	  parameters}                          input_schema}; no parameters is
+//	                                       {"type":"object","properties":{}}
+//	tool_choice auto|none|required       tool_choice {auto}|{none}|{any}
+//	tool_choice {function:{name}}        tool_choice {tool, name}
+//	parallel_tool_calls: false           tool_choice.disable_parallel_tool_use
+//	stop (string | array)                stop_sequences (array); whitespace-only
+//	                                       refused: Anthropic rejects them
+//	temperature 0..1                     temperature
+//	temperature > 1                      refused (OpenAI's range is 0..2,
+//	                                       Anthropic's 0..1)
+//	top_p                                top_p
+//	max_completion_tokens | max_tokens   max_tokens (required there: absent
+//	                                       is Options.DefaultMaxTokens, 4096)
+//	stream, stream_options.include_usage stream (usage always comes);
+//	                                       include_usage → Translated.IncludeUsage
+//	user                                 metadata.user_id
+//	n>1 logprobs top_logprobs logit_bias refused, unless at their defaults
+//	  presence_penalty frequency_penalty
+//	  seed response_format(json) store
+//	  service_tier(≠auto) and any other
+//	  key (reasoning_effort, audio, ...)
+//	                                     top_k, thinking (≠disabled), cache_control,
+//	                                       server tools, document/thinking
+//	                                       blocks, is_error, images in
+//	                                       tool results, metadata keys other
+//	                                       than user_id, and any other key:
+//	                                       refused going to OpenAI
+//
+// Going to OpenAI, the cap is written as max_completion_tokens
+// (Options.LegacyMaxTokens: max_tokens, for older compatible servers), a
+// stream asks for stream_options.include_usage, and a user turn's
+// tool_result blocks become tool messages ahead of a user message with
+// the rest.
+//
+// # Answers
+//
+//	Anthropic message                    OpenAI chat.completion
+//	-----------------------------------  ------------------------------------
+//	id, model                            id, model (as the provider sent them)
+//	—                                    object chat.completion, created (host's)
+//	text blocks                          message.content (joined)
+//	tool_use {id, name, input}           tool_calls[] {id, function{name,
+//	                                       arguments: input as JSON text}}
+//	stop_reason end_turn, stop_sequence  finish_reason stop
+//	stop_reason max_tokens,              finish_reason length
+//	  model_context_window_exceeded
+//	stop_reason tool_use                 finish_reason tool_calls
+//	stop_reason refusal                  finish_reason content_filter
+//	stop_reason pause_turn, unknown      finish_reason stop
+//	usage.input_tokens                   usage.prompt_tokens = input_tokens +
+//	  + cache_read_input_tokens            cache reads + cache writes
+//	  + cache_creation_input_tokens      prompt_tokens_details.cached_tokens =
+//	                                       cache reads
+//	usage.output_tokens                  completion_tokens; total_tokens = sum
+//
+// Back the other way: finish_reason stop is end_turn (OpenAI does not say
+// which stop sequence matched), message.refusal is a text block with
+// stop_reason refusal, input_tokens = prompt_tokens − cached_tokens and
+// cache_read_input_tokens = cached_tokens. An answer with other than one
+// choice, tool arguments that are not a JSON object, or Anthropic blocks
+// other than text and tool_use fail with ErrResponse.
+//
+// # Streams
+//
+//	Anthropic event                          OpenAI chunk
+//	---------------------------------------  ---------------------------------
+//	message_start                            delta {role: assistant, content: ""}
+//	content_block_start text                 (nothing; content if the start
+//	                                           carries text)
+//	content_block_delta text_delta           delta {content}
+//	content_block_start tool_use             delta {tool_calls: [{index, id,
+//	                                           type: function, function: {name,
+//	                                           arguments: ""}}]}
+//	content_block_delta input_json_delta     delta {tool_calls: [{index,
+//	                                           function: {arguments}}]}
+//	content_block_stop, ping, unknown types  (nothing)
+//	message_delta stop_reason, usage         delta {}, finish_reason
+//	message_stop                             usage chunk (choices: [], when
+//	                                           asked), then data: [DONE]
+//	error                                    data: {"error": {...}}, and the end
+//
+// The other way, message_start goes out at the first chunk with usage
+// zero (OpenAI counts the prompt only at the end); each run of text and
+// each tool call (a new tool_calls index) is one content block, started
+// and stopped; finish_reason closes the open block and is held, with the
+// usage chunk that follows it, until [DONE], which sends message_delta
+// (stop_reason, usage with input_tokens) and message_stop. An OpenAI
+// {"error": ...} chunk becomes an event: error. A tool call resumed after
+// another began, a second choice, content after the finish, or [DONE]
+// before any finish_reason fail with ErrResponse.
+//
+// # Errors
+//
+// The status is kept, except overloaded: Anthropic's 529 is OpenAI's 503,
+// and the reverse. The message is kept. The type follows the error's kind
+// (from the status, or for a stream's error event from the type):
+// overloaded_error ⇄ overloaded_error, rate_limit_error ⇄
+// rate_limit_exceeded, authentication_error ⇄ 401 invalid_request_error,
+// not_found_error ⇄ 404, api_error ⇄ server_error, and so on, spelled as
+// protocol.Dialect.ErrorBody spells the gateway's own errors. A body not
+// in the source dialect's shape is not passed on: the message says only
+// the status.
+//
+// # What a round trip keeps
+//
+// OpenAI → Anthropic → OpenAI keeps messages, tools, tool_choice,
+// parallel_tool_calls, stop, temperature, top_p, user, stream and usage,
+// for a request already in the form this package writes (system as one
+// string, stop as an array, no empty assistant text). It loses the
+// difference between system and developer, between max_tokens and
+// max_completion_tokens, and between a string and a single text part
+// in an assistant turn. Anthropic → OpenAI → Anthropic folds
+// cache_creation_input_tokens into input_tokens and stop_sequence into
+// end_turn.
+//
+// # Where Sluice decides differently from LiteLLM and Portkey
+//
+// Read in LiteLLM's litellm/llms/anthropic/chat/transformation.py and its
+// experimental_pass_through adapters, and in Portkey's gateway
+// src/providers/anthropic/chatComplete.ts and
+// src/services/transformToProviderRequest.ts:
+//
+//   - Refuse, don't drop. Portkey copies only the parameters its
+//     provider config lists, so n, logprobs, seed and the penalties vanish
+//     without a word. LiteLLM raises for unsupported parameters unless
+//     drop_params is set, and then drops them silently. Sluice refuses
+//     with the parameter's name, and when the operator allows a drop, it
+//     reports it (Translated.Dropped).
+//   - Temperature. Portkey clamps it to Anthropic's maximum of 1, so 1.8
+//     quietly becomes 1. LiteLLM passes it on, and Anthropic answers 400.
+//     Sluice refuses anything above 1 before sending: the two scales are
+//     not the same curve, so neither clamping nor halving keeps the
+//     client's meaning. A Drop removes it entirely; nothing is clamped.
+//   - Merging consecutive messages. Portkey sends turns as they come,
+//     and Anthropic rejects two user turns in a row. Sluice merges them,
+//     as LiteLLM does, and puts a tool message's result and the user text
+//     after it in one user turn.
+//   - tool_choice. required is any, as in both. none is none: Portkey's
+//     mapping drops it (its code comments that Anthropic has no none), so
+//     the model is free to call tools again.
+//   - System messages. Both hoist every system message, wherever it
+//     stands, into system. Sluice hoists only the leading ones and
+//     refuses a later one: moving an instruction changes what it means.
+//   - response_format. LiteLLM emulates JSON mode with a forced tool and
+//     rewrites the answer; Sluice refuses it, since the answer's shape
+//     would then come from the gateway, not the model.
+//   - Tool schemas pass through whole. Portkey rebuilds input_schema from
+//     type, properties and required only, losing $defs, enum-level
+//     keywords and additionalProperties.
+//   - Usage. OpenAI's prompt_tokens counts every prompt token. LiteLLM
+//     counts cache reads in prompt_tokens but not cache writes; Portkey
+//     counts neither (only in total_tokens). Sluice adds both, and reports cache reads
+//     as cached_tokens, so budgets and bills see every token.
+//   - Stream errors. Portkey turns an Anthropic error event into a chunk
+//     whose finish_reason is the error type, then [DONE]: a failed stream
+//     looks finished. Sluice sends the client dialect's error event and
+//     no terminator, and a stream cut short gets none either.
+//   - user. LiteLLM silently leaves out a user that looks like an email
+//     or a phone number. Sluice passes it as metadata.user_id; if
+//     Anthropic rejects it, the client sees Anthropic's reason.
+//   - History with tool calls but no tools. LiteLLM can add a dummy
+//     tool; Sluice sends what the client sent, and Anthropic's 400 (in
+//     the client's dialect) says what to fix. Likewise tool names over
+//     OpenAI's 64 characters are not shortened (LiteLLM hashes them).
+//   - max_tokens. Anthropic requires it. Sluice uses the caller's
+//     default, or 4096, as LiteLLM does; Portkey's mapping sets none.
+package translate

@@ -1,0 +1,204 @@
+package translate
+
+import "encoding/json"
+
+// The bodies this package writes. Field order is output order, so output
+// is deterministic; values passed through untouched (schemas, tool
+// inputs, numbers as written) are json.RawMessage.
+
+// Anthropic Messages request.
+type anRequest struct {
+	Model         string          `json:"model"`
+	System        json.RawMessage `json:"system,omitempty"`
+	Messages      []anMessage     `json:"messages"`
+	MaxTokens     int64           `json:"max_tokens"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Temperature   json.RawMessage `json:"temperature,omitempty"`
+	TopP          json.RawMessage `json:"top_p,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	Tools         []anTool        `json:"tools,omitempty"`
+	ToolChoice    *anToolChoice   `json:"tool_choice,omitempty"`
+	Metadata      *anMetadata     `json:"metadata,omitempty"`
+}
+
+// anMessage is one turn. A turn that came from a plain string, and is
+// still one text block, is written back as a string.
+type anMessage struct {
+	Role    string
+	Blocks  []anBlock
+	FromStr bool
+}
+
+func (m anMessage) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	}
+	var content any = m.Blocks
+	if m.FromStr && len(m.Blocks) == 1 && m.Blocks[0].Type == "text" && m.Blocks[0].Text != nil {
+		content = *m.Blocks[0].Text
+	}
+	if m.Blocks == nil && content != nil {
+		content = []anBlock{}
+	}
+	return marshal(wire{m.Role, content})
+}
+
+// anBlock is any content block: text, image, tool_use, tool_result.
+type anBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	Source    *anSource       `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+}
+
+type anSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type anTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type anToolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+type anMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+// Anthropic message (a whole answer).
+type anResponse struct {
+	ID           string    `json:"id"`
+	Type         string    `json:"type"`
+	Role         string    `json:"role"`
+	Model        string    `json:"model"`
+	Content      []anBlock `json:"content"`
+	StopReason   *string   `json:"stop_reason"`
+	StopSequence *string   `json:"stop_sequence"`
+	Usage        anUsage   `json:"usage"`
+}
+
+type anUsage struct {
+	InputTokens              int64  `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens,omitempty"`
+}
+
+// OpenAI chat completions request.
+type oaRequest struct {
+	Model               string           `json:"model"`
+	Messages            []oaMessage      `json:"messages"`
+	MaxTokens           *int64           `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int64           `json:"max_completion_tokens,omitempty"`
+	Stop                []string         `json:"stop,omitempty"`
+	Temperature         json.RawMessage  `json:"temperature,omitempty"`
+	TopP                json.RawMessage  `json:"top_p,omitempty"`
+	Stream              bool             `json:"stream,omitempty"`
+	StreamOptions       *oaStreamOptions `json:"stream_options,omitempty"`
+	Tools               []oaTool         `json:"tools,omitempty"`
+	ToolChoice          any              `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool            `json:"parallel_tool_calls,omitempty"`
+	User                string           `json:"user,omitempty"`
+}
+
+type oaStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type oaMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	ToolCalls  []oaToolCall    `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type oaPart struct {
+	Type     string      `json:"type"`
+	Text     *string     `json:"text,omitempty"`
+	ImageURL *oaImageURL `json:"image_url,omitempty"`
+}
+
+type oaImageURL struct {
+	URL string `json:"url"`
+}
+
+type oaToolCall struct {
+	ID       string     `json:"id"`
+	Type     string     `json:"type"`
+	Function oaFunction `json:"function"`
+}
+
+type oaFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type oaTool struct {
+	Type     string        `json:"type"`
+	Function oaFunctionDef `json:"function"`
+}
+
+type oaFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type oaNamedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// OpenAI chat.completion (a whole answer).
+type oaResponse struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []oaChoice `json:"choices"`
+	Usage   *oaUsage   `json:"usage,omitempty"`
+}
+
+type oaChoice struct {
+	Index        int             `json:"index"`
+	Message      oaRespMessage   `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+type oaRespMessage struct {
+	Role      string       `json:"role"`
+	Content   *string      `json:"content"`
+	ToolCalls []oaToolCall `json:"tool_calls,omitempty"`
+}
+
+type oaUsage struct {
+	PromptTokens        int64            `json:"prompt_tokens"`
+	CompletionTokens    int64            `json:"completion_tokens"`
+	TotalTokens         int64            `json:"total_tokens"`
+	PromptTokensDetails *oaPromptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type oaPromptDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+var jsonNull = json.RawMessage("null")
+
+func ptr[T any](v T) *T { return &v }
