@@ -26,7 +26,8 @@ func WritePlot(w io.Writer, title string, series []*Series, every time.Duration)
 	panels := []panel{
 		{title: "in flight (solid) and concurrency limit (dashed)", unit: "requests",
 			value: func(p Point) float64 { return float64(p.InFlight) }, dashed: func(p Point) float64 { return float64(p.Limit) }},
-		{title: "queue depth", unit: "requests", value: func(p Point) float64 { return float64(p.Queued) }},
+		{title: "queue depth: the gateway's (solid) and the upstream servers' own (dashed)", unit: "requests",
+			value: func(p Point) float64 { return float64(p.Queued) }, dashed: func(p Point) float64 { return float64(p.Upstream) }},
 		{title: "p99 latency of answers", unit: "seconds", value: func(p Point) float64 { return p.P99.Seconds() }},
 		{title: "answered within patience", unit: "per second", value: func(p Point) float64 { return perSec(p.OK) }},
 		{title: "shed (fast refusals)", unit: "per second", value: func(p Point) float64 { return perSec(p.Shed) }},
@@ -45,7 +46,12 @@ func WritePlot(w io.Writer, title string, series []*Series, every time.Duration)
 		y0 := top + i*(ph+gap)
 		vmax := maxOf(series, pn.value)
 		if pn.dashed != nil {
-			vmax = max(vmax, maxOf(series, pn.dashed))
+			// A limit far above anything in flight (a policy that is
+			// "unlimited" by a huge number) would flatten every other
+			// line: it runs along the top edge instead.
+			if d := maxOf(series, pn.dashed); d <= 4*vmax || vmax == 0 || pn.title != panels[0].title {
+				vmax = max(vmax, d)
+			}
 		}
 		vmax = niceCeil(vmax)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, y0-6, esc(pn.title))

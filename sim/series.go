@@ -14,6 +14,9 @@ type Point struct {
 	InFlight int // admitted and not finished
 	Queued   int // waiting for admission
 	Limit    int // the model's provider's concurrency limit (0: none)
+	// Upstream is the calls waiting in the upstream servers' own queues
+	// (vLLM's waiting queue), which the gateway cannot see.
+	Upstream int
 	OK, Shed int // outcomes during the period
 	TimedOut int
 	// P99 is the 99th percentile latency of answers in the period.
@@ -61,6 +64,7 @@ func (r *run) sample() {
 	for _, u := range r.ups {
 		waiting += u.capacity.Waiting()
 	}
+	p.Upstream = waiting
 	if r.now < r.sc.Duration {
 		r.timeline.Queue(r.now, p.Queued, waiting)
 	}
