@@ -365,15 +365,9 @@ func (c *Config) validateModels(v *checker, known []string) {
 			if t.Model == "" {
 				v.add(tat("model"), "missing; write the model name the provider expects, e.g. gpt-4o")
 			}
-			// Failover relays the client's body as it is, so every target
-			// of a model must speak the same API.
-			if k > 0 && isKnown[t.Provider] && isKnown[m.Targets[0].Provider] {
-				p0, _ := c.Provider(m.Targets[0].Provider)
-				pk, _ := c.Provider(t.Provider)
-				if p0.Kind != pk.Kind {
-					v.add(tat("provider"), "%s speaks kind %s but the first target's provider speaks %s; a model's targets must share one API kind, since Sluice does not translate requests between APIs", short(t.Provider), pk.Kind, p0.Kind)
-				}
-			}
+			// Targets may mix kinds: the gateway translates a request
+			// between the OpenAI and Anthropic APIs for a target whose
+			// kind differs from the client's endpoint (package translate).
 		}
 	}
 }

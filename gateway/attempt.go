@@ -335,7 +335,13 @@ func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	}
 	x.upstreamStatus = a.resp.StatusCode
 	x.requestID = requestID(a.resp.Header, a.t.provider.scrub)
+	if x.cross != nil && x.cross.dropped != "" && crossed(x, a) {
+		w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
+	}
 	switch {
+	case a.buf != nil && crossed(x, a):
+		x.ttft = a.firstAt.Sub(a.start)
+		g.relayTranslated(call.Context(), w, r, x, a)
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)
 		g.relayStream(call.Context(), w, r, x, a)

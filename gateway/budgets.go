@@ -53,10 +53,17 @@ func usesTokens(cfg *config.Config) bool {
 type outgoing struct {
 	body *protocol.Body
 	edit protocol.Edit
+	// client is the client's API; cross, the body translated for
+	// targets of the other one, edits applied (translate.go).
+	client protocol.Dialect
+	cross  *crossRequest
 }
 
 // reader returns the body for a call to t.
 func (o *outgoing) reader(t target) *protocol.BodyReader {
+	if o.cross != nil && t.provider.dialect != o.client {
+		return o.cross.body.Reader(protocol.Edit{Model: t.model})
+	}
 	e := o.edit
 	e.Model = t.model
 	return o.body.Reader(e)

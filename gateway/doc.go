@@ -23,8 +23,12 @@
 //     refused with an honest Retry-After;
 //  6. upstream: the provider's key replaces the client's credentials,
 //     model is rewritten, the deadline rides on the request's context;
+//     a target whose provider speaks the other API gets the request
+//     translated (package translate), on its own API's path, and a
+//     request that cannot be translated skips such targets (translate.go);
 //  7. relay: SSE is flushed as it arrives; other bodies are checked to be
-//     well-formed JSON before the client sees them.
+//     well-formed JSON before the client sees them; a translated answer,
+//     error or stream (event by event) comes back in the client's API.
 //
 // Every request releases its admission slot exactly once (a deferred,
 // idempotent Release), and every client gets exactly one well-formed

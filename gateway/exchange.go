@@ -83,6 +83,9 @@ type exchange struct {
 	// another request's, which spent the tokens.
 	idem     string
 	borrowed bool
+	// cross is the request translated for its model's targets of the
+	// other API, when it has any (translate.go).
+	cross *crossRequest
 }
 
 // finish records the exchange in metrics and writes its log line.

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/translate"
 )
 
 // Non-streaming answers are relayed as they arrive, not held whole: a
@@ -43,6 +44,9 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
 	url := p.baseURL + ep.UpstreamPath()
+	if p.dialect != ep.Dialect {
+		url = p.baseURL + chatPath(p.dialect) // a translated request (translate.go)
+	}
 	br := out.reader(t)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
 	if err != nil {
@@ -170,6 +174,10 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
+	}
+	if p.dialect != x.endpoint.Dialect {
+		// In the client's shape; overloaded's 529 and 503 swap.
+		status, data = translate.ErrorBody(p.dialect, x.endpoint.Dialect, status, data)
 	}
 	data = p.scrub.text(data)
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)

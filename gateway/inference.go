@@ -115,8 +115,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if !g.mayUse(w, x, m.name) {
 		return
 	}
-	// Every target of a model speaks the same API (config checks it).
-	if p := m.targets[0].provider; p.dialect != d {
+	// A model's targets of the other API are served by translating
+	// (translate.go), which only chat requests can be.
+	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
 		return
@@ -150,7 +151,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 	if x.key != nil {
 		req.Key = x.key.index
 	}
-	out := &outgoing{body: body}
+	out := &outgoing{body: body, client: ep.Dialect}
 	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions {
 		// Ask for the stream's usage, to settle the key's budget with the
 		// provider's count; the client, which did not ask, does not see it.
@@ -165,6 +166,11 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
 		x.inputTokens = req.InputTokens
 	}
+	m, req, ok := g.crossDialect(w, x, m, req, out)
+	if !ok {
+		return
+	}
+	x.cross = out.cross
 	if g.shares(x) {
 		if !g.takeShared(w, x, req) {
 			return

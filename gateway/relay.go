@@ -318,7 +318,13 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 			fmt.Sprintf("provider %s sent a response that is not JSON", p.name), 0)
 		return
 	}
-	if len(data) > wholeBodyLimit {
+	if crossed(x, a) {
+		var ok bool
+		if data, ok = g.translateWhole(ctx, w, r, x, a, data); !ok {
+			return
+		}
+	}
+	if len(data) > wholeBodyLimit && !crossed(x, a) {
 		idle := g.watchIdle(a.cancel)
 		defer idle.stop()
 		g.relayLarge(ctx, w, r, x, a, data, idle)

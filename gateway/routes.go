@@ -82,7 +82,12 @@ func dialectOf(r *http.Request) protocol.Dialect {
 }
 
 // serveModels lists, in the caller's dialect, the models the caller can
-// call: those whose providers speak its API, and that its key may use.
+// call natively: those with a target whose provider speaks its API (a
+// mixed failover chain is listed under both), and that its key may use.
+// A model whose providers all speak the other API can still be called
+// for chat through translation (translate.go), but is not listed: a
+// model list is read as "what this API serves as is", and a client
+// picking from it should not meet a translation refusal.
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	d := dialectOf(r)
 	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
@@ -91,7 +96,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 	var names []string
 	for _, n := range g.modelNames {
-		if g.models[n].targets[0].provider.dialect == d && (x.key == nil || x.key.models == nil || x.key.models[n]) {
+		if g.models[n].speaks(d) && (x.key == nil || x.key.models == nil || x.key.models[n]) {
 			names = append(names, n)
 		}
 	}
@@ -115,4 +120,14 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(body)
+}
+
+// speaks reports whether one of m's targets speaks dialect d.
+func (m *model) speaks(d protocol.Dialect) bool {
+	for _, t := range m.targets {
+		if t.provider.dialect == d {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,311 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/mock"
+)
+
+// Cross-dialect serving: a client on one API served by a provider of the
+// other, the mock speaking both on one base URL.
+
+// openAIOnAnthropic points mock-gpt (an OpenAI-facing name) at the
+// Anthropic-kind provider.
+func openAIOnAnthropic(c *config.Config) {
+	c.Models[0].Targets = []config.Target{{Provider: "mock-anthropic", Model: "mock-claude-sonnet"}}
+}
+
+// anthropicOnOpenAI points mock-claude at the OpenAI-kind provider.
+func anthropicOnOpenAI(c *config.Config) {
+	c.Models[2].Targets = []config.Target{{Provider: "mock-openai", Model: "mock-gpt-4o"}}
+}
+
+const messagesBody = `{"model":"mock-claude","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+
+func TestOpenAIClientServedByAnthropic(t *testing.T) {
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 5, Max: 5}}, openAIOnAnthropic)
+	t.Run("whole", func(t *testing.T) {
+		status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, nil)
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		last := s.mock.LastRequest()
+		if last.Path != "/v1/messages" || last.Model != "mock-claude-sonnet" || last.Header.Get("Anthropic-Version") == "" {
+			t.Fatalf("provider saw %s model %q anthropic-version %q; want /v1/messages, the target's model", last.Path, last.Model, last.Header.Get("Anthropic-Version"))
+		}
+		var req map[string]any
+		if err := json.Unmarshal(last.Body, &req); err != nil || req["system"] != "be brief" || req["max_tokens"] == nil {
+			t.Fatalf("translated request %s: want system hoisted and max_tokens set", last.Body)
+		}
+		v := decode(t, body)
+		if v["object"] != "chat.completion" {
+			t.Fatalf("answer %s: want a chat.completion", body)
+		}
+		ch := v["choices"].([]any)[0].(map[string]any)
+		if ch["finish_reason"] == nil || ch["message"].(map[string]any)["role"] != "assistant" {
+			t.Fatalf("answer %s", body)
+		}
+		if u, _ := v["usage"].(map[string]any); u == nil || u["completion_tokens"] != float64(5) {
+			t.Fatalf("usage in %s: want completion_tokens 5", body)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		resp, err := s.post(t.Context(), "/v1/chat/completions",
+			`{"model":"mock-gpt","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		var chunks, usage int
+		var finish, done bool
+		var text strings.Builder
+		err = sseEvents(resp.Body, func(d string) bool {
+			if d == "[DONE]" {
+				done = true
+				return true
+			}
+			if done {
+				t.Errorf("event after [DONE]: %s", d)
+			}
+			var c struct {
+				Object  string `json:"object"`
+				Choices []struct {
+					Delta        struct{ Content string }
+					FinishReason *string `json:"finish_reason"`
+				}
+				Usage *struct {
+					CompletionTokens int `json:"completion_tokens"`
+				}
+			}
+			if err := json.Unmarshal([]byte(d), &c); err != nil || c.Object != "chat.completion.chunk" {
+				t.Errorf("not a chat.completion.chunk: %s", d)
+				return false
+			}
+			chunks++
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Delta.Content)
+				finish = finish || ch.FinishReason != nil
+			}
+			if c.Usage != nil && len(c.Choices) == 0 {
+				usage = c.Usage.CompletionTokens
+			}
+			return true
+		})
+		if err != nil || !done || !finish || usage != 5 || text.Len() == 0 {
+			t.Fatalf("err %v, %d chunks, done %v, finish %v, usage %d, text %q", err, chunks, done, finish, usage, text.String())
+		}
+	})
+	t.Run("untranslatable", func(t *testing.T) {
+		status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil)
+		if status != 400 || !strings.Contains(string(body), "parameter n ") || errorType(t, body) != "invalid_request_error" {
+			t.Fatalf("status %d: %s; want an OpenAI 400 naming n", status, body)
+		}
+	})
+	t.Run("upstream error", func(t *testing.T) {
+		status, hdr, body := s.do("/v1/chat/completions", chatBodyPlain, map[string]string{"X-Mock-Fail": "529", "X-Mock-Retry-After": "2s"})
+		var v struct {
+			Error struct{ Type, Message string }
+		}
+		if err := json.Unmarshal(body, &v); err != nil || status != 503 || v.Error.Type != "overloaded_error" || hdr.Get("Retry-After") == "" {
+			t.Fatalf("status %d, Retry-After %q: %s; want OpenAI's 503 overloaded_error shape with the provider's Retry-After", status, hdr.Get("Retry-After"), body)
+		}
+	})
+}
+
+func TestAnthropicClientServedByOpenAI(t *testing.T) {
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 5, Max: 5}}, anthropicOnOpenAI)
+	hdr := map[string]string{"anthropic-version": "2023-06-01"}
+	t.Run("whole", func(t *testing.T) {
+		status, _, body := s.do("/v1/messages", messagesBody, hdr)
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		last := s.mock.LastRequest()
+		if last.Path != "/v1/chat/completions" || last.Model != "mock-gpt-4o" || last.APIKey != "" {
+			t.Fatalf("provider saw %s model %q x-api-key %q; want /v1/chat/completions with the target's model", last.Path, last.Model, last.APIKey)
+		}
+		v := decode(t, body)
+		if v["type"] != "message" || v["role"] != "assistant" || v["stop_reason"] == nil {
+			t.Fatalf("answer %s: want an Anthropic message", body)
+		}
+		if u, _ := v["usage"].(map[string]any); u == nil || u["output_tokens"] != float64(5) {
+			t.Fatalf("usage in %s: want output_tokens 5", body)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		resp, err := s.post(t.Context(), "/v1/messages", strings.Replace(messagesBody, `"max_tokens"`, `"stream":true,"max_tokens"`, 1), hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		var types []string
+		outTokens := -1
+		err = sseEvents(resp.Body, func(d string) bool {
+			var ev struct {
+				Type  string
+				Usage *struct {
+					OutputTokens int `json:"output_tokens"`
+				}
+			}
+			if err := json.Unmarshal([]byte(d), &ev); err != nil {
+				t.Errorf("event not JSON: %s", d)
+				return false
+			}
+			types = append(types, ev.Type)
+			if ev.Type == "message_delta" && ev.Usage != nil {
+				outTokens = ev.Usage.OutputTokens
+			}
+			return true
+		})
+		if err != nil || len(types) < 4 || types[0] != "message_start" || types[len(types)-1] != "message_stop" || outTokens != 5 {
+			t.Fatalf("err %v, events %v, output_tokens %d; want message_start ... message_delta (usage) message_stop", err, types, outTokens)
+		}
+		if !strings.Contains(strings.Join(types, " "), "content_block_delta") {
+			t.Errorf("events %v: no content", types)
+		}
+	})
+	t.Run("untranslatable", func(t *testing.T) {
+		status, _, body := s.do("/v1/messages", strings.Replace(messagesBody, `"max_tokens"`, `"top_k":5,"max_tokens"`, 1), hdr)
+		if status != 400 || !strings.Contains(string(body), "parameter top_k ") || errorType(t, body) != "invalid_request_error" {
+			t.Fatalf("status %d: %s; want an Anthropic 400 naming top_k", status, body)
+		}
+	})
+	t.Run("cache_control dropped", func(t *testing.T) {
+		body := `{"model":"mock-claude","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
+		status, h, out := s.do("/v1/messages", body, hdr)
+		if status != 200 || !strings.Contains(h.Get("X-Sluice-Dropped"), "cache_control") {
+			t.Fatalf("status %d, X-Sluice-Dropped %q: %s", status, h.Get("X-Sluice-Dropped"), out)
+		}
+	})
+	t.Run("upstream error", func(t *testing.T) {
+		status, _, body := s.do("/v1/messages", messagesBody, map[string]string{"anthropic-version": "2023-06-01", "X-Mock-Fail": "500"})
+		var v struct {
+			Type  string
+			Error struct{ Type string }
+		}
+		if err := json.Unmarshal(body, &v); err != nil || status != 500 || v.Type != "error" || v.Error.Type != "api_error" {
+			t.Fatalf("status %d: %s; want Anthropic's error shape", status, body)
+		}
+	})
+}
+
+// deadURL is an address nothing listens on.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/v1"
+}
+
+// An OpenAI primary that cannot be reached fails over to an Anthropic
+// backup, and the client still hears OpenAI, whole and streamed.
+func TestFailoverAcrossDialects(t *testing.T) {
+	dead := deadURL(t)
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 3, Max: 3}}, func(c *config.Config) {
+		c.Providers = append(c.Providers, config.Provider{Name: "dead-openai", Kind: "openai", BaseURL: dead, Timeout: config.Duration(10 * time.Second)})
+		c.Models[0].Targets = []config.Target{
+			{Provider: "dead-openai", Model: "gpt-primary"},
+			{Provider: "mock-anthropic", Model: "claude-backup"},
+		}
+	})
+	status, _, body := s.do("/v1/chat/completions", chatBodyPlain, nil)
+	if status != 200 || decode(t, body)["object"] != "chat.completion" {
+		t.Fatalf("status %d: %s; want the Anthropic backup's answer as a chat.completion", status, body)
+	}
+	if last := s.mock.LastRequest(); last.Path != "/v1/messages" || last.Model != "claude-backup" {
+		t.Fatalf("backup saw %s model %q", last.Path, last.Model)
+	}
+	resp, err := s.post(t.Context(), "/v1/chat/completions", strings.Replace(chatBodyPlain, `"messages"`, `"stream":true,"messages"`, 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	done := false
+	if err := sseEvents(resp.Body, func(d string) bool { done = done || d == "[DONE]"; return true }); err != nil || resp.StatusCode != 200 || !done {
+		t.Fatalf("status %d, err %v, [DONE] %v", resp.StatusCode, err, done)
+	}
+
+	// A request the backup cannot take is not sent to it: the primary,
+	// of the client's kind, is still tried, and its failure is the answer.
+	before := s.mock.Stats().Total
+	status, _, body = s.do("/v1/chat/completions", `{"model":"mock-gpt","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	if status != 502 || s.mock.Stats().Total != before {
+		t.Fatalf("status %d, backup calls %d → %d: %s; want the primary's 502 and no call to the backup", status, before, s.mock.Stats().Total, body)
+	}
+}
+
+// chatBodyPlain is chatBody without its vendor field, which translation
+// would refuse as unknown.
+const chatBodyPlain = `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}],"temperature":0.25}`
+
+// Only targets of the other kind are skipped for an untranslatable
+// request: a same-kind target further down still serves it.
+func TestUntranslatableSkipsOtherKindTargets(t *testing.T) {
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 1}}, func(c *config.Config) {
+		c.Models[0].Targets = []config.Target{
+			{Provider: "mock-anthropic", Model: "claude-primary"},
+			{Provider: "mock-openai", Model: "gpt-backup"},
+		}
+	})
+	status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","seed":7,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if last := s.mock.LastRequest(); last.Path != "/v1/chat/completions" || last.Model != "gpt-backup" {
+		t.Fatalf("provider saw %s model %q; want the OpenAI target", last.Path, last.Model)
+	}
+	if st := s.mock.Stats(); st.Total != 1 {
+		t.Fatalf("%d provider calls; the Anthropic target must not have been called", st.Total)
+	}
+}
+
+// A mixed chain is listed under both APIs; a single-kind model under its own.
+func TestModelListShowsMixedChainsUnderBoth(t *testing.T) {
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "mock-anthropic", Model: "claude-backup"})
+	})
+	_, _, openai := s.get("/v1/models", nil)
+	_, _, anthropic := s.get("/v1/models", map[string]string{"anthropic-version": "2023-06-01"})
+	if !strings.Contains(string(openai), `"mock-gpt"`) || strings.Contains(string(openai), `"mock-claude"`) {
+		t.Errorf("OpenAI list: %s", openai)
+	}
+	if !strings.Contains(string(anthropic), `"mock-gpt"`) || !strings.Contains(string(anthropic), `"mock-claude"`) || strings.Contains(string(anthropic), `"mock-embed"`) {
+		t.Errorf("Anthropic list: %s", anthropic)
+	}
+}
+
+// A translated stream the provider cuts short ends with an error event in
+// the client's dialect, and no [DONE]: a failed stream never looks done.
+func TestTranslatedStreamCutEndsWithErrorEvent(t *testing.T) {
+	s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 20, Max: 20}}, openAIOnAnthropic)
+	resp, err := s.post(t.Context(), "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"X-Mock-Fail": "truncate:5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var done, errEvent bool
+	err = sseEvents(resp.Body, func(d string) bool {
+		done = done || d == "[DONE]"
+		errEvent = errEvent || strings.HasPrefix(d, `{"error":`)
+		return true
+	})
+	if resp.StatusCode != 200 || done || !errEvent {
+		t.Fatalf("status %d, err %v, [DONE] %v, error event %v; want an OpenAI error event and no [DONE]", resp.StatusCode, err, done, errEvent)
+	}
+}
