@@ -47,6 +47,19 @@ func TestVirtualKeys(t *testing.T) {
 	if status, _, _ := s.get("/v1/models", nil); status != 401 {
 		t.Errorf("models without a key: %d, want 401", status)
 	}
+	// One model by id: the key's own, in each API's shape; another's is
+	// not found, as a model that does not exist is.
+	if status, _, body := s.get("/v1/models/mock-gpt", map[string]string{"Authorization": "Bearer sk-search"}); status != 200 || !strings.Contains(string(body), `"object":"model"`) {
+		t.Errorf("GET /v1/models/mock-gpt: %d %s", status, body)
+	}
+	if status, _, body := s.get("/v1/models/mock-claude", map[string]string{"X-Api-Key": "sk-support", "anthropic-version": "2023-06-01"}); status != 200 || !strings.Contains(string(body), `"type":"model"`) {
+		t.Errorf("GET /v1/models/mock-claude (Anthropic): %d %s", status, body)
+	}
+	for _, id := range []string{"mock-embed", "no-such-model"} {
+		if status, _, body := s.get("/v1/models/"+id, map[string]string{"Authorization": "Bearer sk-search"}); status != 404 || !strings.Contains(string(body), "GET /v1/models lists") {
+			t.Errorf("GET /v1/models/%s with a key limited to mock-gpt: %d %s; want 404", id, status, body)
+		}
+	}
 	// The key never reaches the provider.
 	if got := s.mock.LastRequest().Header.Get("X-Api-Key"); got == "sk-support" {
 		t.Error("the client's key reached the provider")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path"
 	"time"
@@ -19,10 +20,11 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("POST "+ep.Path, func(w http.ResponseWriter, r *http.Request) { g.serveInference(w, r, ep) })
 	}
 	mux.HandleFunc("GET /v1/models", g.serveModels)
+	mux.HandleFunc("GET /v1/models/{id}", g.serveModels)
 	mux.HandleFunc("GET /healthz", serveOK)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
-			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models", 0)
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models[/{id}]", 0)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, ep := range protocol.Endpoints {
@@ -82,7 +84,8 @@ func dialectOf(r *http.Request) protocol.Dialect {
 }
 
 // serveModels lists, in the caller's dialect, the models the caller can
-// call natively: those with a target whose provider speaks its API (a
+// call natively, or with an id (GET /v1/models/{id}) answers that one
+// model's entry, or 404 when the list would not hold it: those with a target whose provider speaks its API (a
 // mixed failover chain is listed under both), and that its key may use.
 // A model whose providers all speak the other API can still be called
 // for chat through translation (translate.go), but is not listed: a
@@ -94,17 +97,33 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	if !g.authenticate(w, r, x) {
 		return
 	}
+	id := r.PathValue("id")
 	var names []string
 	for _, n := range g.modelNames {
-		if g.models[n].speaks(d) && (x.key == nil || x.key.models == nil || x.key.models[n]) {
+		if (id == "" || n == id) && g.models[n].speaks(d) && (x.key == nil || x.key.models == nil || x.key.models[n]) {
 			names = append(names, n)
 		}
+	}
+	entry := func(n string) map[string]any {
+		if d == protocol.Anthropic {
+			return map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+		}
+		return map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if id != "" {
+		if len(names) == 0 {
+			d.WriteError(w, protocol.NotFound, fmt.Sprintf("model %q does not exist or you do not have access to it; GET /v1/models lists the models you can call", id), 0)
+			return
+		}
+		json.NewEncoder(w).Encode(entry(id))
+		return
 	}
 	var body any
 	if d == protocol.Anthropic {
 		data := make([]map[string]any, 0, len(names))
 		for _, n := range names {
-			data = append(data, map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"})
+			data = append(data, entry(n))
 		}
 		var first, last any
 		if len(names) > 0 {
@@ -114,11 +133,10 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	} else {
 		data := make([]map[string]any, 0, len(names))
 		for _, n := range names {
-			data = append(data, map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice"})
+			data = append(data, entry(n))
 		}
 		body = map[string]any{"object": "list", "data": data}
 	}
-	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(body)
 }
 
