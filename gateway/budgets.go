@@ -69,15 +69,27 @@ func (o *outgoing) reader(t target) *protocol.BodyReader {
 	return o.body.Reader(e)
 }
 
-// countInput counts a request's input tokens in the encoding of its
-// model's first target, and says whether the count is exact: in the
+// tokenCounter is the gateway's token counter: budgets' when they count
+// tokens, otherwise one made on first use (by count_tokens), so a gateway
+// that never counts never loads a vocabulary.
+func (g *Gateway) tokenCounter() *tokens.Counter {
+	if g.counter != nil {
+		return g.counter
+	}
+	g.spareOnce.Do(func() { g.spare = tokens.NewCounter(0) })
+	return g.spare
+}
+
+// countInput counts the input tokens of a request body in dialect d (the
+// client's, whichever API the model's targets speak) in the encoding of
+// its model's first target, and says whether the count is exact: in the
 // model's own encoding, and within what the counter tokenizes exactly
 // (tokens.MaxExactBytes; past it, text is estimated). A body the counter cannot
 // read was already refused as malformed; should one slip through, its
 // byte length, which a byte-level BPE never exceeds, stands in.
-func (g *Gateway) countInput(m *model, raw []byte) (int64, bool) {
+func (g *Gateway) countInput(m *model, d protocol.Dialect, raw []byte) (int64, bool) {
 	enc, exact := tokens.EncodingFor(m.targets[0].model)
-	n, estimated, err := g.counter.Request(enc, m.targets[0].provider.dialect == protocol.Anthropic, raw)
+	n, estimated, err := g.tokenCounter().Request(enc, d == protocol.Anthropic, raw)
 	if err != nil {
 		return int64(len(raw)), false
 	}
@@ -191,7 +203,7 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 		notes = append(notes, "max_tokens="+strconv.FormatInt(d.MaxTokens, 10))
 	}
 	if d.TrimTo > 0 && req.InputTokens > d.TrimTo {
-		if msgs, dropped, n := g.trim(m, out.body, req.InputTokens, d.TrimTo); dropped > 0 {
+		if msgs, dropped, n := g.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, d.TrimTo); dropped > 0 {
 			out.edit.Messages = msgs
 			req.InputTokens = n
 			notes = append(notes, "trimmed_messages="+strconv.Itoa(dropped))
@@ -212,7 +224,7 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 // and never the last, until the request's input fits limit tokens (or
 // nothing more can go). It returns the new messages array, how many were
 // dropped and the new count.
-func (g *Gateway) trim(m *model, body *protocol.Body, total, limit int64) ([]byte, int, int64) {
+func (g *Gateway) trim(m *model, dialect protocol.Dialect, body *protocol.Body, total, limit int64) ([]byte, int, int64) {
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(body.Messages(), &msgs); err != nil || len(msgs) < 2 {
 		return nil, 0, total
@@ -230,7 +242,7 @@ func (g *Gateway) trim(m *model, body *protocol.Body, total, limit int64) ([]byt
 			continue
 		}
 		one := append(append([]byte(`{"messages":[`), msgs[i]...), `]}`...)
-		n, _ := g.countInput(m, one)
+		n, _ := g.countInput(m, dialect, one)
 		total -= n
 		keep[i] = false
 		dropped++

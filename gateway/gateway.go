@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,7 +72,11 @@ type Gateway struct {
 	authRequired bool
 	// counter counts input tokens when countTokens (budgets.go); prices
 	// are per upstream model.
-	counter     *tokens.Counter
+	counter *tokens.Counter
+	// spare is the counter count_tokens makes on first use when budgets
+	// did not make one (tokenCounter).
+	spareOnce   sync.Once
+	spare       *tokens.Counter
 	countTokens bool
 	prices      map[string]config.Price
 	ready       atomic.Bool

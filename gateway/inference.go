@@ -41,6 +41,52 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 	}
 }
 
+// bodyFailed answers a request whose body could not be read.
+func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange, err error) {
+	// The rest of the body is not wanted: the connection closes after
+	// the answer, rather than the server waiting to read it first.
+	w.Header().Set("Connection", "close")
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
+			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
+	case errors.Is(err, errBodyBudget):
+		g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
+			"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
+	case errors.Is(err, errBodyTimeout):
+		g.fail(w, x, protocol.RequestTimeout, outcomeClientError, "body_timeout",
+			fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
+	case r.Context().Err() != nil:
+		g.clientGone(w, r, x)
+	default:
+		// The error text would name socket addresses; the client
+		// knows its own connection broke.
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read",
+			"the request body could not be read: the connection broke or the chunked encoding was malformed", 0)
+	}
+}
+
+// modelOf parses a request body and finds the model it names, which the
+// caller's key must be allowed; otherwise it answers, and ok is false.
+func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
+	body, err := protocol.ParseBody(raw)
+	if err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), 0)
+		return nil, nil, false
+	}
+	x.stream = body.Stream
+	m, ok = g.models[body.Model]
+	if !ok {
+		x.model = "unknown"
+		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
+			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
+		return nil, nil, false
+	}
+	x.model, x.requested = m.name, m.name
+	return m, body, g.mayUse(w, x, m.name)
+}
+
 // serve is serveInference's path, once a request is on record.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ep := x.endpoint
@@ -74,45 +120,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	raw, held, err := g.readBody(w, r)
 	defer g.bodies.give(held)
 	if err != nil {
-		// The rest of the body is not wanted: the connection closes after
-		// the answer, rather than the server waiting to read it first.
-		w.Header().Set("Connection", "close")
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
-				fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
-		case errors.Is(err, errBodyBudget):
-			g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
-				"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
-		case errors.Is(err, errBodyTimeout):
-			g.fail(w, x, protocol.RequestTimeout, outcomeClientError, "body_timeout",
-				fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
-		case r.Context().Err() != nil:
-			g.clientGone(w, r, x)
-		default:
-			// The error text would name socket addresses; the client
-			// knows its own connection broke.
-			g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read",
-				"the request body could not be read: the connection broke or the chunked encoding was malformed", 0)
-		}
+		g.bodyFailed(w, r, x, err)
 		return
 	}
-	body, err := protocol.ParseBody(raw)
-	if err != nil {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), 0)
-		return
-	}
-	x.stream = body.Stream
-	m, ok := g.models[body.Model]
+	m, body, ok := g.modelOf(w, x, raw)
 	if !ok {
-		x.model = "unknown"
-		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
-			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
-		return
-	}
-	x.model, x.requested = m.name, m.name
-	if !g.mayUse(w, x, m.name) {
 		return
 	}
 	// A model's targets of the other API are served by translating
@@ -158,7 +170,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		out.edit.IncludeUsage, x.injectedUsage = true, true
 	}
 	if g.countTokens {
-		req.InputTokens, x.exactCount = g.countInput(m, body.Raw())
+		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
 	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && x.priority == admission.Background &&

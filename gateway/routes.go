@@ -21,10 +21,11 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/models", g.serveModels)
 	mux.HandleFunc("GET /v1/models/{id}", g.serveModels)
+	mux.HandleFunc("POST /v1/messages/count_tokens", g.serveCountTokens)
 	mux.HandleFunc("GET /healthz", serveOK)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
-			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages and GET /v1/models[/{id}]", 0)
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, ep := range protocol.Endpoints {
@@ -148,4 +149,39 @@ func (m *model) speaks(d protocol.Dialect) bool {
 		}
 	}
 	return false
+}
+
+// serveCountTokens answers Anthropic's POST /v1/messages/count_tokens
+// from Sluice's own tokenizer, in the encoding of the model's first
+// target (see countInput), without calling a provider: the count is what
+// the gateway itself charges against budgets. X-Sluice-Token-Count says
+// whether it is exact or an estimate (Claude's tokenizer is not public,
+// so a Claude model's count is always an estimate).
+func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: g.now(), priority: g.defaultPri,
+		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
+	defer g.finish(x)
+	if !g.authenticate(w, r, x) {
+		return
+	}
+	raw, held, err := g.readBody(w, r)
+	defer g.bodies.give(held)
+	if err != nil {
+		g.bodyFailed(w, r, x, err)
+		return
+	}
+	m, _, ok := g.modelOf(w, x, raw)
+	if !ok {
+		return
+	}
+	n, exact := g.countInput(m, protocol.Anthropic, raw)
+	x.outcome, x.status = outcomeOK, http.StatusOK
+	x.borrowed = true // a count spends no tokens: nothing to account
+	count := "estimated"
+	if exact {
+		count = "exact"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Sluice-Token-Count", count)
+	json.NewEncoder(w).Encode(map[string]int64{"input_tokens": n})
 }

@@ -309,3 +309,36 @@ func TestTranslatedStreamCutEndsWithErrorEvent(t *testing.T) {
 		t.Fatalf("status %d, err %v, [DONE] %v, error event %v; want an OpenAI error event and no [DONE]", resp.StatusCode, err, done, errEvent)
 	}
 }
+
+// POST /v1/messages/count_tokens is answered from Sluice's tokenizer,
+// with no provider call, for a model of either kind; an unknown model is
+// 404 in Anthropic's shape. The count is the one budgets charge, so it
+// grows with the prompt.
+func TestCountTokens(t *testing.T) {
+	s := newStack(t, mock.Config{}, nil)
+	hdr := map[string]string{"anthropic-version": "2023-06-01"}
+	count := func(model, text string) int64 {
+		t.Helper()
+		status, h, body := s.do("/v1/messages/count_tokens",
+			`{"model":"`+model+`","system":"be brief","messages":[{"role":"user","content":"`+text+`"}]}`, hdr)
+		var got struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+		if status != 200 || json.Unmarshal(body, &got) != nil || got.InputTokens <= 0 || h.Get("X-Sluice-Token-Count") == "" {
+			t.Fatalf("count_tokens for %s: %d %s %v", model, status, body, h)
+		}
+		return got.InputTokens
+	}
+	short, long := count("mock-claude", "hi"), count("mock-claude", strings.Repeat("tell me more about sluices ", 50))
+	if long <= short+100 {
+		t.Errorf("a 250-word prompt counts %d, a one-word one %d", long, short)
+	}
+	count("mock-gpt", "hi") // an OpenAI-kind model, counted from an Anthropic-shaped body
+	if st := s.mock.Stats(); st.Total != 0 {
+		t.Errorf("%d provider calls; counting must not call a provider", st.Total)
+	}
+	status, _, body := s.do("/v1/messages/count_tokens", `{"model":"nope","messages":[]}`, hdr)
+	if status != 404 || !strings.Contains(string(body), `"not_found_error"`) {
+		t.Errorf("unknown model: %d %s", status, body)
+	}
+}
