@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wait"
 	"github.com/sluice-gw/sluice/workload"
 )
 
@@ -472,18 +473,12 @@ func drainClose(b io.ReadCloser) {
 	_ = b.Close()
 }
 
+// sleepCtx is wait.Sleep with the context's error when it ends first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	if !wait.Sleep(ctx, d) {
 		return ctx.Err()
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 func randomKey() string {

@@ -67,6 +67,20 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 }
 
+// readRequest reads a request's body and finds the model it names,
+// which the caller's key must be allowed; otherwise it answers, and ok is
+// false. The caller gives held back to the body budget when the request
+// is done with its body, whatever ok is.
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held int64, ok bool) {
+	raw, held, err := g.readBody(w, r)
+	if err != nil {
+		g.bodyFailed(w, r, x, err)
+		return nil, nil, nil, held, false
+	}
+	m, body, ok = g.modelOf(w, x, raw)
+	return m, body, raw, held, ok
+}
+
 // modelOf parses a request body and finds the model it names, which the
 // caller's key must be allowed; otherwise it answers, and ok is false.
 func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
@@ -117,13 +131,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
-	raw, held, err := g.readBody(w, r)
+	m, body, raw, held, ok := g.readRequest(w, r, x)
 	defer g.bodies.give(held)
-	if err != nil {
-		g.bodyFailed(w, r, x, err)
-		return
-	}
-	m, body, ok := g.modelOf(w, x, raw)
 	if !ok {
 		return
 	}

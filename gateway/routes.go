@@ -164,13 +164,8 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if !g.authenticate(w, r, x) {
 		return
 	}
-	raw, held, err := g.readBody(w, r)
+	m, _, raw, held, ok := g.readRequest(w, r, x)
 	defer g.bodies.give(held)
-	if err != nil {
-		g.bodyFailed(w, r, x, err)
-		return
-	}
-	m, _, ok := g.modelOf(w, x, raw)
 	if !ok {
 		return
 	}

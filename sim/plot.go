@@ -17,6 +17,10 @@ type panel struct {
 	value func(Point) float64
 	// dashed draws a second series per policy (the limit over in-flight).
 	dashed func(Point) float64
+	// clip: a dashed value far above every solid one (an "unlimited"
+	// policy's huge limit) runs along the top edge instead of setting
+	// the scale.
+	clip bool
 }
 
 // WritePlot draws every policy's series on one SVG page: in flight with
@@ -25,7 +29,7 @@ func WritePlot(w io.Writer, title string, series []*Series, every time.Duration)
 	perSec := func(n int) float64 { return float64(n) / every.Seconds() }
 	panels := []panel{
 		{title: "in flight (solid) and concurrency limit (dashed)", unit: "requests",
-			value: func(p Point) float64 { return float64(p.InFlight) }, dashed: func(p Point) float64 { return float64(p.Limit) }},
+			value: func(p Point) float64 { return float64(p.InFlight) }, dashed: func(p Point) float64 { return float64(p.Limit) }, clip: true},
 		{title: "queue depth: the gateway's (solid) and the upstream servers' own (dashed)", unit: "requests",
 			value: func(p Point) float64 { return float64(p.Queued) }, dashed: func(p Point) float64 { return float64(p.Upstream) }},
 		{title: "p99 latency of answers", unit: "seconds", value: func(p Point) float64 { return p.P99.Seconds() }},
@@ -46,10 +50,7 @@ func WritePlot(w io.Writer, title string, series []*Series, every time.Duration)
 		y0 := top + i*(ph+gap)
 		vmax := maxOf(series, pn.value)
 		if pn.dashed != nil {
-			// A limit far above anything in flight (a policy that is
-			// "unlimited" by a huge number) would flatten every other
-			// line: it runs along the top edge instead.
-			if d := maxOf(series, pn.dashed); d <= 4*vmax || vmax == 0 || pn.title != panels[0].title {
+			if d := maxOf(series, pn.dashed); !pn.clip || d <= 4*vmax || vmax == 0 {
 				vmax = max(vmax, d)
 			}
 		}

@@ -13,19 +13,11 @@ import (
 // and are left out without a word.
 func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	c := &conv{opts: opts}
-	o, err := parseObject(body, "")
+	o, model, err := parseRequest(body)
 	if err != nil {
 		return nil, err
 	}
-	var out anRequest
-	model, ok, err := getString(o, "model")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, invalid("model", "model", "is required")
-	}
-	out.Model = model
+	out := anRequest{Model: model}
 
 	if err := c.openAIDefaultsOnly(o); err != nil {
 		return nil, err
@@ -328,3 +320,20 @@ func (c *conv) toolChoiceToAnthropic(o *object, out *anRequest) error {
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// parseRequest reads a request body of either dialect as an object and
+// takes its model, which both require.
+func parseRequest(body []byte) (*object, string, error) {
+	o, err := parseObject(body, "")
+	if err != nil {
+		return nil, "", err
+	}
+	model, ok, err := getString(o, "model")
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		return nil, "", invalid("model", "model", "is required")
+	}
+	return o, model, nil
+}

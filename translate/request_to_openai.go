@@ -11,19 +11,11 @@ import (
 // Anthropic client expects usage at the end of every stream.
 func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
 	c := &conv{opts: opts}
-	o, err := parseObject(body, "")
+	o, model, err := parseRequest(body)
 	if err != nil {
 		return nil, err
 	}
-	var out oaRequest
-	model, ok, err := getString(o, "model")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, invalid("model", "model", "is required")
-	}
-	out.Model = model
+	out := oaRequest{Model: model}
 
 	mt, ok, err := getInt(o, "max_tokens")
 	if err != nil {
