@@ -185,20 +185,23 @@ type Core struct {
 	expiry     expiryHeap
 	drain      drainMeter
 	futile     futileMeter
-	rng        *rand.Rand // RetryAfter's jitter
+	// tenantFutile is each tenant's own futileMeter (FairTenants).
+	tenantFutile map[int]*futileMeter
+	rng          *rand.Rand // RetryAfter's jitter
 }
 
 // NewCore returns an empty Core with the given limits.
 func NewCore(cfg Config) *Core {
 	return &Core{
-		cfg:      cfg,
-		scopeIn:  make([]int, len(cfg.Scopes)),
-		laneIn:   make([]int, len(cfg.Lanes)),
-		tenantIn: map[int]int{},
-		entries:  make(map[Ticket]*entry),
-		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
-		drain:    drainMeter{width: cfg.scaled(drainBucket)},
-		futile:   futileMeter{width: cfg.scaled(futileBucket)},
+		cfg:          cfg,
+		scopeIn:      make([]int, len(cfg.Scopes)),
+		laneIn:       make([]int, len(cfg.Lanes)),
+		tenantIn:     map[int]int{},
+		entries:      make(map[Ticket]*entry),
+		rng:          rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
+		drain:        drainMeter{width: cfg.scaled(drainBucket)},
+		futile:       futileMeter{width: cfg.scaled(futileBucket)},
+		tenantFutile: map[int]*futileMeter{},
 	}
 }
 
@@ -259,18 +262,17 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 		c.start(now, e)
 		c.entries[e.ticket] = e
 		res.Verdict = Admitted
-		c.futile.admitted(now, r.Priority)
+		c.tally(now, r, evDecided, evIn)
 		return res
 	}
 	victim, why, ok := c.room(now, r)
 	if !ok {
-		return c.refuse(now, res, r.Priority, why)
+		return c.refuse(now, res, r, why)
 	}
-	c.futile.admitted(now, r.Priority)
-	c.futile.queuedNow(now, r.Priority)
+	c.tally(now, r, evDecided, evIn, evQueued)
 	if victim != nil {
 		c.unlink(victim)
-		c.futile.waiterRefused(now, victim.req.Priority)
+		c.tally(now, victim.req, evRefused, evUnserved)
 		res.Displaced = append(res.Displaced, c.refusal(now, victim, ReasonDisplaced))
 	}
 	wait := c.maxWait(r.Priority)
@@ -306,7 +308,7 @@ func (c *Core) room(now time.Time, r Request) (victim *entry, why Reason, ok boo
 		return nil, ReasonQueueFull, false
 	case c.cfg.MaxQueued[p] > 0 && c.queued[p] >= c.cfg.MaxQueued[p]:
 		return nil, ReasonClassFull, false
-	case c.cfg.FailFast && !r.Degraded && (c.futile.starved(now, p) || c.overdue(now, r)):
+	case c.cfg.FailFast && !r.Degraded && (c.meter(r.Tenant).starved(now, p) || c.overdue(now, r)):
 		// Most of this class's recent waiters were refused after waiting,
 		// or the queue ahead drains slower than this one may wait: it
 		// would likely wait only to be refused.
@@ -330,16 +332,17 @@ func (c *Core) Check(now time.Time, r Request) (Refusal, bool) {
 	if _, why, ok := c.room(now, r); !ok {
 		// Check's refusal is the request's only decision: Admit never
 		// sees it.
-		c.futile.refusedNow(now, r.Priority)
-		return Refusal{Priority: r.Priority, Reason: why, RetryAfter: c.RetryAfter(now, r.Priority), Futile: c.isFutile(now, r.Priority)}, true
+		c.tally(now, r, evDecided, evRefused)
+		return Refusal{Priority: r.Priority, Reason: why, RetryAfter: c.RetryAfter(now, r.Priority), Futile: c.isFutile(now, r)}, true
 	}
 	return Refusal{}, false
 }
 
-func (c *Core) refuse(now time.Time, res Result, p Priority, why Reason) Result {
-	c.futile.refusedNow(now, p)
+func (c *Core) refuse(now time.Time, res Result, r Request, why Reason) Result {
+	p := r.Priority
+	c.tally(now, r, evDecided, evRefused)
 	res.Verdict = Rejected
-	res.Refusal = Refusal{Ticket: res.Ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, p)}
+	res.Refusal = Refusal{Ticket: res.Ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, r)}
 	return res
 }
 
@@ -347,7 +350,7 @@ func (c *Core) refuse(now time.Time, res Result, p Priority, why Reason) Result 
 // Expire does).
 func (c *Core) refusal(now time.Time, e *entry, why Reason) Refusal {
 	p := e.req.Priority
-	return Refusal{Ticket: e.ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, p)}
+	return Refusal{Ticket: e.ticket, Priority: p, Reason: why, RetryAfter: c.RetryAfter(now, p), Futile: c.isFutile(now, e.req)}
 }
 
 // overdue reports whether r, queued now, would likely be refused at the
@@ -363,10 +366,7 @@ func (c *Core) overdue(now time.Time, r Request) bool {
 	if rate <= 0 {
 		return false
 	}
-	ahead := 0
-	for q := Critical; q <= r.Priority && q < numPriorities; q++ {
-		ahead += c.queued[q]
-	}
+	ahead := c.waitersAhead(r)
 	wait := c.maxWait(r.Priority)
 	if !r.Deadline.IsZero() {
 		wait = min(wait, r.Deadline.Sub(now))
@@ -387,9 +387,61 @@ func (c *Core) overdue(now time.Time, r Request) bool {
 	return float64(ahead+1)/left > wait.Seconds()
 }
 
-// isFutile reports whether refusals of class p are Futile now.
-func (c *Core) isFutile(now time.Time, p Priority) bool {
-	return c.cfg.FailFast && c.futile.futile(now, p)
+// waitersAhead counts the waiters that a new request r would wait
+// behind: every waiter of the classes above and of its own, or, served
+// fairly (FairTenants), only those of its own class whose tenant has no
+// more requests in flight than r's (pumpFair serves them first), so a
+// flooding tenant's backlog does not make a quiet tenant's request look
+// overdue.
+func (c *Core) waitersAhead(r Request) int {
+	p := min(r.Priority, numPriorities-1)
+	ahead := 0
+	for q := Critical; q < p; q++ {
+		ahead += c.queued[q]
+	}
+	if !c.cfg.FairTenants {
+		return ahead + c.queued[p]
+	}
+	mine := c.tenantIn[r.Tenant]
+	for e := c.head[p]; e != nil; e = e.next {
+		if c.tenantIn[e.req.Tenant] <= mine {
+			ahead++
+		}
+	}
+	return ahead
+}
+
+// isFutile reports whether a refusal of r is Futile now.
+func (c *Core) isFutile(now time.Time, r Request) bool {
+	return c.cfg.FailFast && c.meter(r.Tenant).futile(now, r.Priority)
+}
+
+// tally counts events of r's class on the class-wide meter and, with
+// FairTenants, on r's tenant's own.
+func (c *Core) tally(now time.Time, r Request, events ...int) {
+	c.futile.count(now, r.Priority, events...)
+	if c.cfg.FairTenants {
+		c.meter(r.Tenant).count(now, r.Priority, events...)
+	}
+}
+
+// meter is the meter that judges whether a request of this tenant would
+// wait only to be refused, or retry only to be refused. Served fairly
+// (FairTenants), a tenant's waiters go ahead of a flooding tenant's in
+// their class, so the class's refusals say nothing about its chances:
+// it is judged on its own. Otherwise the class is one queue, and the
+// class-wide meter judges. Tenants are the config's, so the map is
+// bounded by it.
+func (c *Core) meter(tenant int) *futileMeter {
+	if !c.cfg.FairTenants {
+		return &c.futile
+	}
+	m := c.tenantFutile[tenant]
+	if m == nil {
+		m = &futileMeter{width: c.futile.width}
+		c.tenantFutile[tenant] = m
+	}
+	return m
 }
 
 // depth is the number of places open to class p's waiters: every place
@@ -573,7 +625,7 @@ func (c *Core) Expire(now time.Time) []Refusal {
 		if d := e.req.Deadline; !d.IsZero() && !e.expires.Before(d) {
 			why = ReasonDeadline
 		}
-		c.futile.waiterRefused(now, e.req.Priority)
+		c.tally(now, e.req, evRefused, evUnserved)
 		out = append(out, c.refusal(now, e, why))
 	}
 	return out

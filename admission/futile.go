@@ -100,19 +100,6 @@ func (m *futileMeter) mostly(now time.Time, p Priority, part, whole int) bool {
 	return w >= futileEvidence && float64(m.sum(now, part, p, p+1)) >= futileShare*float64(w)
 }
 
-// admitted counts a new request of class p let in (started, or queued
-// too with queued); refusedNow one refused at the door; waiterRefused a
-// waiter refused after waiting (out of wait, or displaced), whose
-// admission stays counted.
-func (m *futileMeter) admitted(now time.Time, p Priority)  { m.count(now, p, evDecided, evIn) }
-func (m *futileMeter) queuedNow(now time.Time, p Priority) { m.count(now, p, evQueued) }
-func (m *futileMeter) refusedNow(now time.Time, p Priority) {
-	m.count(now, p, evDecided, evRefused)
-}
-func (m *futileMeter) waiterRefused(now time.Time, p Priority) {
-	m.count(now, p, evRefused, evUnserved)
-}
-
 // futile reports whether a retry of class p is more likely refused than
 // served now.
 func (m *futileMeter) futile(now time.Time, p Priority) bool {

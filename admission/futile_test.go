@@ -121,3 +121,78 @@ func TestOvertakenClassRefusedAtTheDoor(t *testing.T) {
 	}
 	h.admit(inter, Queued)
 }
+
+// Served fairly, one tenant's flood does not turn another tenant away:
+// the flooding tenant's waiters running out unserved make its own next
+// request refused at the door and told not to retry, while a quiet
+// tenant's request of the same class still waits (fairness puts it
+// ahead of the flood). Without fairness the class is one queue, and
+// both are judged on it.
+func TestFutileJudgedPerTenantWhenFair(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		h := newHarness(t, Config{Global: Fixed(1), MaxDepth: 50, MaxWait: 100 * time.Millisecond, FailFast: true, FairTenants: fair})
+		hog := Request{Priority: Background, Scope: NoScope, Tenant: 1}
+		quiet := Request{Priority: Background, Scope: NoScope, Tenant: 2}
+		h.admit(Request{Priority: Interactive, Scope: NoScope, Tenant: 3}, Admitted) // never released
+		for i := range futileEvidence {
+			h.at(time.Duration(i) * 200 * time.Millisecond)
+			h.c.Expire(h.now)
+			h.admit(hog, Queued)
+		}
+		h.at(futileEvidence * 200 * time.Millisecond)
+		h.c.Expire(h.now)
+		res := h.c.Admit(h.now, hog)
+		if res.Verdict != Rejected || res.Refusal.Reason != ReasonStarved || !res.Refusal.Futile {
+			t.Fatalf("fair %v: the flooding tenant's request got %s (%+v), want refused as %s and futile", fair, verdictName(res.Verdict), res.Refusal, ReasonStarved)
+		}
+		r, refused := h.c.Check(h.now, quiet)
+		res = h.c.Admit(h.now, quiet)
+		switch {
+		case fair && (refused || res.Verdict != Queued):
+			t.Errorf("fair: the quiet tenant's request got %s (Check: %+v), want queued", verdictName(res.Verdict), r)
+		case !fair && (!refused || res.Verdict != Rejected || !res.Refusal.Futile):
+			t.Errorf("unfair: the quiet tenant's request got %s (%+v), want refused as the class is", verdictName(res.Verdict), res.Refusal)
+		}
+	}
+}
+
+// Served fairly, a quiet tenant's request waits behind the waiters that
+// fairness serves before it, not behind a flooding tenant's backlog: the
+// flood's own requests are refused as overdue once its backlog outlasts
+// their wait, while the quiet tenant's still queue. Without fairness
+// both wait behind the whole class.
+func TestOverdueCountsOnlyTheWaitersServedFirst(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		h := newHarness(t, Config{Global: Fixed(2), MaxDepth: 100, MaxWait: time.Second, FailFast: true, FairTenants: fair})
+		inter := Request{Priority: Interactive, Scope: NoScope, Tenant: 3}
+		hog := Request{Priority: Background, Scope: NoScope, Tenant: 1}
+		quiet := Request{Priority: Background, Scope: NoScope, Tenant: 2}
+		var held []Ticket
+		for i := range 50 { // 5 s: each slot drains ten a second, half the drain interactive
+			h.at(time.Duration(i) * 100 * time.Millisecond)
+			for _, tk := range held {
+				h.c.Release(h.now, tk)
+			}
+			held = append(held[:0], h.admit(inter, Admitted).Ticket, h.admit(hog, Admitted).Ticket)
+		}
+		queued := 0
+		for ; queued < 50; queued++ {
+			if res := h.c.Admit(h.now, hog); res.Verdict != Queued {
+				if res.Refusal.Reason != ReasonStarved {
+					t.Fatalf("fair %v: the flood's waiter %d refused as %s, want %s", fair, queued+1, res.Refusal.Reason, ReasonStarved)
+				}
+				break
+			}
+		}
+		if queued == 0 || queued == 50 {
+			t.Fatalf("fair %v: the flood queued %d before it was overdue, want some and not all", fair, queued)
+		}
+		res := h.c.Admit(h.now, quiet)
+		switch {
+		case fair && res.Verdict != Queued:
+			t.Errorf("fair: the quiet tenant's request behind the flood's %d waiters got %s (%+v), want queued", queued, verdictName(res.Verdict), res.Refusal)
+		case !fair && res.Verdict != Rejected:
+			t.Errorf("unfair: the quiet tenant's request behind %d waiters got %s, want refused", queued, verdictName(res.Verdict))
+		}
+	}
+}

@@ -466,7 +466,7 @@ func New(cfg Config) *Engine {
 // Check reports whether a request would be refused at once, without
 // changing anything: the host asks it from the headers alone.
 func (e *Engine) Check(now time.Time, r Request) (admission.Refusal, bool) {
-	return e.adm.Check(now, admission.Request{Priority: r.Priority, Scope: r.Scope, Deadline: r.Deadline})
+	return e.adm.Check(now, admission.Request{Priority: r.Priority, Scope: r.Scope, Tenant: e.tenant(r), Deadline: r.Deadline})
 }
 
 // Arrive routes a new request to a target, then admits, queues or
