@@ -2,6 +2,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,6 +196,36 @@ func readLoadReport(t *testing.T, path string) report.Summary {
 }
 
 // within10pc reports whether real is within 10 % of simulated.
+// metricSum sums the series on admin's /metrics whose line starts with
+// prefix and holds every one of labels (0 when there are none).
+func metricSum(admin, prefix string, labels ...string) (float64, error) {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+next:
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		for _, want := range labels {
+			if !strings.Contains(l, want) {
+				continue next
+			}
+		}
+		f := strings.Fields(l)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum, sc.Err()
+}
+
 func within10pc(sim, real int) bool { return math.Abs(float64(real-sim)) <= 0.10*float64(sim) }
 
 // The simulator has to tell the truth: one scenario, once simulated and

@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/sluice-gw/sluice/report"
@@ -44,6 +40,42 @@ func TestBrownoutFailsOverInRealProcesses(t *testing.T) {
 	if !within10pc(simRow.Counts[report.OK], ok) {
 		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", simRow.Counts[report.OK], ok)
 	}
+}
+
+// The same brownout, failed over to a backup of the other vendor: the
+// clients speak OpenAI, the backup Anthropic. Every client still gets an
+// OpenAI chat answer (sluice load fails any other shape), as many are
+// answered within patience as with a backup of the same kind, and the
+// backup served the answers the primary could not, through translation.
+func TestBrownoutFailsOverAcrossVendorsInRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 35 s")
+	}
+	simRow, real, _, admin := bothWithSummary(t, "testdata/brownout-cross-vendor.yaml", "primary", "backup")
+	total := 0
+	for _, n := range real {
+		total += n
+	}
+	if ok := real[report.OK.String()]; float64(ok) < 0.99*float64(total) {
+		t.Errorf("answered %d of %d within patience; want at least 99%%", ok, total)
+	}
+	if real[report.Failed.String()] != 0 || real[report.Shed.String()] != 0 || real[report.Lost.String()] != 0 {
+		t.Errorf("every answer should be an OpenAI chat answer, none shed or lost: %v", real)
+	}
+	if s, r := simRow.Counts[report.OK], real[report.OK.String()]; !within10pc(s, r) {
+		t.Errorf("ok: simulated %d, real %d: more than 10%% apart", s, r)
+	}
+	// The backup answers about a third of the run (the ten slow seconds
+	// of thirty) and every hedge and rescue; the primary's breaker must
+	// have sent them there.
+	backup, err := metricSum(admin, `sluice_upstream_responses_total{`, `code="200"`, `provider="backup"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if backup < 0.25*float64(total) {
+		t.Errorf("the Anthropic backup answered %.0f of %d requests; want at least a quarter", backup, total)
+	}
+	t.Logf("the Anthropic backup answered %.0f of %d OpenAI requests", backup, total)
 }
 
 // The same brownout with no second provider. The breaker sheds while the
@@ -168,22 +200,12 @@ func TestFlappingDoesNotOscillateInRealProcesses(t *testing.T) {
 	if real[report.Shed.String()] != 0 || real[report.Failed.String()] != 0 {
 		t.Errorf("with a healthy backup nothing should be shed or fail: %v", real)
 	}
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	count := func(to string) int {
-		total := 0
-		for _, line := range strings.Split(string(body), "\n") {
-			if strings.HasPrefix(line, `sluice_breaker_transitions_total{provider="primary",`) && strings.Contains(line, `to="`+to+`"`) {
-				var n float64
-				fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n)
-				total += int(n)
-			}
+		n, err := metricSum(admin, `sluice_breaker_transitions_total{`, `provider="primary"`, `to="`+to+`"`)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return total
+		return int(n)
 	}
 	opens, closes := count("open"), count("closed")
 	t.Logf("the primary's breaker opened %d times and failed back fully %d times", opens, closes)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,27 +65,15 @@ type replica struct {
 	out           *syncBuffer
 }
 
+// metric sums the replica's series that start with prefix, or is -1
+// when its admin listener does not answer.
 func (r *replica) metric(t *testing.T, prefix string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + r.admin + "/metrics")
+	v, err := metricSum(r.admin, prefix)
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	sum, found := 0.0, false
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, prefix) {
-			f := strings.Fields(l)
-			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-				sum, found = sum+v, true
-			}
-		}
-	}
-	if !found {
-		return 0
-	}
-	return sum
+	return v
 }
 
 // redisProcess runs a Redis of the test's own on addr, keeping nothing.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/report"
 )
 
@@ -89,8 +91,10 @@ func (c *client) close() { c.tr.CloseIdleConnections() }
 // one after another, and is never written. timeout, when positive, is
 // the attempt's own (clients.timeout): with no first content by then the
 // client hangs up on this attempt alone, and it ends timedOut. ctx is
-// the request's: its end abandons the attempt, whatever the timeout.
-func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Header, timeout time.Duration) (a attempt) {
+// the request's: its end abandons the attempt, whatever the timeout. d
+// is the dialect the request speaks: an answer in any other shape fails,
+// whichever provider served it.
+func (c *client) do(ctx context.Context, url string, d protocol.Dialect, body []byte, hdr http.Header, timeout time.Duration) (a attempt) {
 	if timeout > 0 {
 		parent := ctx
 		actx, cancel := context.WithCancel(parent)
@@ -138,10 +142,10 @@ func (c *client) do(ctx context.Context, url string, body []byte, hdr http.Heade
 		a.started = true
 		a.degraded = resp.Header.Get("X-Sluice-Degraded") != ""
 		if stream {
-			readStream(ctx, resp.Body, &a)
+			readStream(ctx, resp.Body, d, &a)
 		} else {
 			a.first = time.Now()
-			readJSON(ctx, resp.Body, &a)
+			readJSON(ctx, resp.Body, d, &a)
 		}
 	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == 529:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrBody))
@@ -271,7 +275,7 @@ func readEnd(ctx context.Context, a *attempt, err error) {
 	}
 }
 
-func readJSON(ctx context.Context, body io.Reader, a *attempt) {
+func readJSON(ctx context.Context, body io.Reader, d protocol.Dialect, a *attempt) {
 	b, err := io.ReadAll(io.LimitReader(body, maxBody))
 	if err != nil {
 		readEnd(ctx, a, err)
@@ -279,8 +283,18 @@ func readJSON(ctx context.Context, body io.Reader, a *attempt) {
 	}
 	a.end = time.Now()
 	a.outcome = report.OK
-	if !json.Valid(b) {
+	var v struct {
+		Object  string            `json:"object"` // OpenAI: chat.completion
+		Type    string            `json:"type"`   // Anthropic: message
+		Choices []json.RawMessage `json:"choices"`
+		Content []json.RawMessage `json:"content"`
+	}
+	switch {
+	case json.Unmarshal(b, &v) != nil:
 		a.outcome, a.err = report.Failed, errors.New("answer is not JSON")
+	case d == protocol.OpenAI && (v.Object != "chat.completion" || len(v.Choices) == 0),
+		d == protocol.Anthropic && v.Type != "message":
+		a.outcome, a.err = report.Failed, fmt.Errorf("answer is not a %s chat answer", d)
 	}
 }
 
@@ -304,7 +318,7 @@ type sseData struct {
 // readStream reads SSE until the dialect's end marker ([DONE] or
 // message_stop). An error event, an event that is not JSON, or the body
 // ending without the marker fails the answer.
-func readStream(ctx context.Context, body io.Reader, a *attempt) {
+func readStream(ctx context.Context, body io.Reader, d protocol.Dialect, a *attempt) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 16<<10), maxSSELine)
 	event := ""
@@ -324,24 +338,31 @@ func readStream(ctx context.Context, body io.Reader, a *attempt) {
 		}
 		data = bytes.TrimSpace(data)
 		now := time.Now()
-		if string(data) == "[DONE]" || event == "message_stop" {
+		done := string(data) == "[DONE]"
+		if done && d == protocol.OpenAI || event == "message_stop" && d == protocol.Anthropic {
 			finishStream(body, a, now)
 			return
 		}
-		var d sseData
-		if err := json.Unmarshal(data, &d); err != nil {
+		var ev sseData
+		if err := json.Unmarshal(data, &ev); err != nil && !done {
 			a.end, a.err, a.outcome = now, errors.New("malformed stream event"), report.Failed
 			return
 		}
-		if event == "error" || d.Type == "error" || (len(d.Error) > 0 && string(d.Error) != "null") {
+		if event == "error" || ev.Type == "error" || (len(ev.Error) > 0 && string(ev.Error) != "null") {
 			a.end, a.err, a.outcome = now, errors.New("stream error event"), report.Failed
 			return
 		}
-		if d.Type == "message_stop" {
+		// Each dialect's events: OpenAI's chunks carry choices and no
+		// type, Anthropic's a type and never choices or [DONE].
+		if done || (d == protocol.OpenAI) != (ev.Type == "") || d == protocol.Anthropic && len(ev.Choices) > 0 {
+			a.end, a.err, a.outcome = now, fmt.Errorf("stream event is not %s's", d), report.Failed
+			return
+		}
+		if ev.Type == "message_stop" {
 			finishStream(body, a, now)
 			return
 		}
-		if a.first.IsZero() && hasContent(&d) {
+		if a.first.IsZero() && hasContent(&ev) {
 			a.first = now
 			a.timer.content()
 		}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
 )
@@ -327,7 +329,7 @@ func TestStreamingTTFT(t *testing.T) {
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
 		time.Sleep(250 * ms)
-		w.Write([]byte(`{"choices":[]}`))
+		w.Write([]byte(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`))
 	}
 	for _, c := range []struct {
 		name, model      string
@@ -402,5 +404,43 @@ func TestTargetsRoundRobin(t *testing.T) {
 	na, nb := len(a.seen()), len(b.seen())
 	if na+nb != row.Attempts || na-nb > 1 || nb-na > 1 {
 		t.Fatalf("%d and %d attempts at the two targets (of %d): want them taken in turn", na, nb, row.Attempts)
+	}
+}
+
+// An answer counts only in the request's own dialect: a gateway that
+// hands an OpenAI client an Anthropic message (or the reverse), whole or
+// streamed, failed it, however fast it was.
+func TestAnswersHeldToTheClientsDialect(t *testing.T) {
+	openaiJSON := `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`
+	anthropicJSON := `{"id":"msg_x","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}]}`
+	openaiSSE := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"
+	anthropicSSE := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, c := range []struct {
+		name   string
+		d      protocol.Dialect
+		stream bool
+		body   string
+		want   report.Outcome
+	}{
+		{"openai whole", protocol.OpenAI, false, openaiJSON, report.OK},
+		{"anthropic whole", protocol.Anthropic, false, anthropicJSON, report.OK},
+		{"openai client, anthropic answer", protocol.OpenAI, false, anthropicJSON, report.Failed},
+		{"anthropic client, openai answer", protocol.Anthropic, false, openaiJSON, report.Failed},
+		{"openai stream", protocol.OpenAI, true, openaiSSE, report.OK},
+		{"anthropic stream", protocol.Anthropic, true, anthropicSSE, report.OK},
+		{"openai client, anthropic stream", protocol.OpenAI, true, anthropicSSE, report.Failed},
+		{"anthropic client, openai stream", protocol.Anthropic, true, openaiSSE, report.Failed},
+	} {
+		var a attempt
+		if c.stream {
+			readStream(context.Background(), strings.NewReader(c.body), c.d, &a)
+		} else {
+			readJSON(context.Background(), strings.NewReader(c.body), c.d, &a)
+		}
+		if a.outcome != c.want {
+			t.Errorf("%s: %s (%v), want %s", c.name, a.outcome, a.err, c.want)
+		}
 	}
 }

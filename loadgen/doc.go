@@ -94,7 +94,8 @@
 //	Failed    anything else: other 4xx/5xx (a 413 for a request no
 //	          budget could take), a 503 that is not a shed, an
 //	          error event or a malformed event in a stream, a stream or
-//	          body cut short
+//	          body cut short, an answer not in the request's own
+//	          dialect (an Anthropic message to an OpenAI client)
 //
 // An answer marked X-Sluice-Degraded (served by a model's degrade: under
 // pressure) counts as degraded as well as ok or late.

@@ -67,6 +67,11 @@ func answerOK(w http.ResponseWriter) {
 	io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`)
 }
 
+func answerAnthropic(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"id":"msg_x","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn"}`)
+}
+
 func answerShed(w http.ResponseWriter, retryAfterMs int) {
 	w.Header().Set("Content-Type", "application/json")
 	if retryAfterMs > 0 {

@@ -25,7 +25,7 @@ func TestStreamsSendTheirKeys(t *testing.T) {
 	g := newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/messages" {
 			w.Header().Set("X-Sluice-Degraded", "max_tokens=64")
-			answerOK(w)
+			answerAnthropic(w)
 			return
 		}
 		w.Header().Set("Retry-After-Ms", "5")

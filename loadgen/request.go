@@ -59,7 +59,7 @@ func (r *runner) request(sp *streamPlan, idx, pri int, body []byte, hdr http.Hea
 			h.Set("X-Sluice-Timeout", strconv.FormatInt(max(deadline, time.Millisecond).Milliseconds(), 10)+"ms")
 		}
 		r.tally.sending(sent, n > 1)
-		a = r.client.do(ctx, sp.url(), body, h, timeout)
+		a = r.client.do(ctx, sp.url(), sp.body.dialect, body, h, timeout)
 		r.tally.attempt(pri, &a)
 		if a.abandoned {
 			break // the client itself gave up
