@@ -2,6 +2,9 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -39,6 +42,34 @@ func (f *File) Policies() []Policy {
 		name = "config"
 	}
 	return []Policy{{Name: name}}
+}
+
+// KeepPolicies keeps only the named policies, in the scenario's order. A
+// name that is not a policy is an error that lists the names there are.
+func (f *File) KeepPolicies(names []string) error {
+	want := map[string]bool{}
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	var have []string
+	var kept []Policy
+	for _, p := range f.Policies() {
+		have = append(have, p.Name)
+		if want[p.Name] {
+			kept = append(kept, p)
+			delete(want, p.Name)
+		}
+	}
+	if len(want) > 0 || len(kept) == 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return fmt.Errorf("policies %q: not in the scenario; it has %s", missing, strings.Join(have, ", "))
+	}
+	if len(f.Scenario.Policies) > 0 {
+		f.Scenario.Policies = kept
+	}
+	return nil
 }
 
 // merge overlays src onto dst: mappings merge key by key; sequences whose

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sluice-gw/sluice/report"
@@ -21,7 +22,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	rps := fs.Float64("rps-scale", 1, "multiply every arrival rate by this `factor`")
 	csvPath := fs.String("csv", "", "write the time series (one row per policy and second) to this CSV `file`")
-	plotPath := fs.String("plot", "", "draw in-flight, limit, queue depth, p99 and outcomes over time to this SVG `file`")
+	plotPath := fs.String("plot", "", "draw in-flight, limit, queues, p99 and outcomes over time, with the scripted events and breaker transitions, to this `file` (.svg or .png)")
+	policies := fs.String("policies", "", "run only these policies (comma-separated `names`), in the scenario's order")
 	jsonPath := fs.String("json", "", "write the table as JSON to this `file`")
 	every := fs.Duration("sample", time.Second, "time-series sampling `period`")
 	minutes := fs.Bool("minutes", false, "also print each policy minute by minute: demand, retries, peak queue, rejection p99, interactive TTFT p99, sheds by class")
@@ -50,9 +52,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	f, err := scenario.Load(path)
+	if err == nil && *policies != "" {
+		err = f.KeepPolicies(strings.Split(*policies, ","))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice sim: %v\n", err)
 		return 2
+	}
+	format := ""
+	if *plotPath != "" {
+		if format, err = PlotFormat(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "sluice sim: %v\n", err)
+			return 2
+		}
 	}
 	res, err := Run(f, Options{RPSScale: *rps, SampleEvery: *every})
 	if err != nil {
@@ -74,7 +86,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		write func(io.Writer) error
 	}{
 		{*csvPath, func(w io.Writer) error { WriteCSV(w, res.Series); return nil }},
-		{*plotPath, func(w io.Writer) error { WritePlot(w, title, res.Series, *every); return nil }},
+		{*plotPath, func(w io.Writer) error { return WritePlot(w, format, title, res.Series, res.Events, *every) }},
 		{*jsonPath, func(w io.Writer) error { return report.WriteJSON(w, res.Rows) }},
 	} {
 		if out.path == "" {

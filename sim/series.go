@@ -27,8 +27,26 @@ type Point struct {
 type Series struct {
 	Name   string
 	Points []Point
-	cur    Point
-	lat    report.Samples
+	// Marks are the breaker transitions, in order.
+	Marks []Mark
+	cur   Point
+	lat   report.Samples
+}
+
+// Mark is a breaker transition: a provider's breaker opened, closed, or
+// stepped traffic back (half-open, or a fail-back step).
+type Mark struct {
+	At       time.Duration
+	Provider string
+	To       string // "open", "half-open" or "closed"
+	Step     int    // the fail-back step after it
+}
+
+// Span is a scripted event of the scenario: a brownout or failure window
+// of an upstream, or a replica down.
+type Span struct {
+	Start, End time.Duration
+	Label      string
 }
 
 func newSeries(name string) *Series { return &Series{Name: name} }

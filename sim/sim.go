@@ -47,6 +47,8 @@ type Options struct {
 type Result struct {
 	Rows   []*report.Row
 	Series []*Series
+	// Events are the scenario's scripted events, for plots.
+	Events []Span
 }
 
 // Run simulates every policy of a scenario.
@@ -57,7 +59,7 @@ func Run(f *scenario.File, o Options) (*Result, error) {
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Second
 	}
-	res := &Result{}
+	res := &Result{Events: scriptedEvents(f)}
 	for _, p := range f.Policies() {
 		cfg, err := f.PolicyConfig(p)
 		if err != nil {
@@ -493,6 +495,9 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 	for _, t := range rd.Transitions {
 		if t.To == breaker.Open {
 			r.row.Trips++
+		}
+		if rp.idx == 0 && t.Scope >= 0 && t.Scope < len(r.cfg.Providers) {
+			r.series.Marks = append(r.series.Marks, Mark{At: r.now, Provider: r.cfg.Providers[t.Scope].Name, To: t.To.String(), Step: t.Step})
 		}
 		if r.fleet != nil {
 			r.fleet.transition(r, rp, t)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
@@ -76,7 +77,11 @@ func TestDeterministic(t *testing.T) {
 				var b bytes.Buffer
 				report.WriteTable(&b, res.Rows)
 				WriteCSV(&b, res.Series)
-				WritePlot(&b, "t", res.Series, 1e9)
+				for _, format := range []string{"svg", "png"} {
+					if err := WritePlot(&b, format, "t", res.Series, res.Events, time.Second); err != nil {
+						t.Fatal(err)
+					}
+				}
 				outs[i] = b.Bytes()
 			}
 			if !bytes.Equal(outs[0], outs[1]) {
