@@ -43,6 +43,10 @@ type Config struct {
 	// Idempotency is how requests with an Idempotency-Key are shared
 	// and replayed (idempotency.go).
 	Idempotency Idempotency `yaml:"idempotency"`
+	// ResponseHeaders are the X-Sluice-* headers on every answer that say
+	// which provider and model served it, after how many calls and how
+	// long a wait (responseheaders.go). All are sent unless hidden.
+	ResponseHeaders ResponseHeaders `yaml:"response_headers"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
 	// Prices, per upstream model, give the cost of each request.

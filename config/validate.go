@@ -55,6 +55,7 @@ func (c *Config) validate() []*Error {
 	c.validateKeys(v)
 	c.validateStore(v)
 	c.validateIdempotency(v)
+	c.validateResponseHeaders(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
 	for i := range c.Models {

@@ -27,7 +27,10 @@ var errBadStream = errors.New("gateway: malformed stream")
 // race is decided by who answers first, and nothing is retried or hedged
 // once a byte has gone to the client.
 type attempt struct {
-	n       int
+	n int
+	// second is what made this call when it is the request's second:
+	// hedge, rescue or retry (responseheaders.go).
+	second  string
 	t       target
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -187,10 +190,12 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	races := m.route.Races
 	first := g.newAttempt(call, 0, m.targets[call.Target])
+	x.attempts = 1
 	if !races {
 		a := first
 		g.send(a, r, ep, body, deadline)
 		if next := g.retry(call, m, a); next != nil {
+			x.attempts++
 			a = next
 			g.send(a, r, ep, body, deadline)
 		}
@@ -225,9 +230,12 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	second := func(hs lifecycle.SecondCall) {
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
+		x.attempts++
 		if hs.Kind == lifecycle.Rescue {
+			h.second = secondRescue
 			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
 		} else {
+			h.second = secondHedge
 			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
 		}
 		live++
@@ -272,6 +280,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 				default:
 				}
 				if next := g.retry(call, m, a); next != nil {
+					x.attempts++
 					failed, attempts[1] = nil, next
 					live++
 					go run(next)
@@ -298,6 +307,7 @@ func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
 		return nil
 	}
 	next := g.newAttempt(call, 1, m.targets[ti])
+	next.second = secondRetry
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)
 	if delay > 0 {
@@ -320,6 +330,7 @@ func refusal(resp *http.Response) lifecycle.Outcome {
 func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	x.provider = a.t.provider.name
 	x.upstreamStart = a.start
+	g.tell.set(w.Header(), x, a)
 	switch {
 	case errors.Is(a.err, errAttemptPanic):
 		g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)

@@ -41,6 +41,7 @@ type exchange struct {
 	outcome        string
 	reason         string
 	waited         time.Duration
+	attempts       int // upstream calls made
 	upstreamStatus int
 	upstreamStart  time.Time
 	ttft           time.Duration

@@ -78,8 +78,11 @@ type Gateway struct {
 	spareOnce   sync.Once
 	spare       *tokens.Counter
 	countTokens bool
-	prices      map[string]config.Price
-	ready       atomic.Bool
+	// tell is which X-Sluice-* response headers answers carry
+	// (responseheaders.go).
+	tell   responseHeaders
+	prices map[string]config.Price
+	ready  atomic.Bool
 
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
@@ -151,6 +154,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
+		tell:         newResponseHeaders(cfg.ResponseHeaders),
 	}
 	g.bodies = opts.bodies
 	if g.bodies == nil {

@@ -53,7 +53,9 @@ var hopHeaders = []string{
 }
 
 // copyResponseHeaders copies the provider's response headers, request ids
-// and rate-limit headers included, less connection framing and cookies,
+// and rate-limit headers included, less connection framing, cookies and
+// anything in Sluice's own X-Sluice- namespace (a provider cannot say an
+// answer was degraded, or which provider served it),
 // with its secrets and anything bearer-shaped redacted. Retry-After is
 // never copied as sent: a refusal's is set from the bounded value.
 func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
@@ -64,7 +66,7 @@ func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
 		ours = ours || isRateLimitHeader(k)
 	}
 	for k, vv := range src {
-		if ours && isRateLimitHeader(k) {
+		if ours && isRateLimitHeader(k) || sluiceHeader(k) {
 			continue
 		}
 		dst[k] = vv
