@@ -47,6 +47,8 @@ type Config struct {
 	// which provider and model served it, after how many calls and how
 	// long a wait (responseheaders.go). All are sent unless hidden.
 	ResponseHeaders ResponseHeaders `yaml:"response_headers"`
+	// Tracing sends OpenTelemetry traces (tracing.go); off by default.
+	Tracing Tracing `yaml:"tracing"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
 	// Prices, per upstream model, give the cost of each request.

@@ -56,6 +56,7 @@ func (c *Config) validate() []*Error {
 	c.validateStore(v)
 	c.validateIdempotency(v)
 	c.validateResponseHeaders(v)
+	c.validateTracing(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
 	for i := range c.Models {

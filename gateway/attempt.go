@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
 	"strconv"
@@ -45,6 +47,8 @@ type attempt struct {
 	ready int
 	check protocol.StreamCheck
 	err   error
+	// span is the call's trace span; nil with tracing off (tracing.go).
+	span trace.Span
 }
 
 // newAttempt makes an attempt, with a context of its own: a loser of a
@@ -57,10 +61,14 @@ func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
 
 // send makes the upstream call and waits for its first byte.
 func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
-	req, err := g.upstreamRequest(a.ctx, r, a.t, ep, body, deadline)
+	ctx := g.traceAttempt(a, ep)
+	req, err := g.upstreamRequest(ctx, r, a.t, ep, body, deadline)
 	if err != nil {
 		a.err = err
 		return
+	}
+	if a.span != nil {
+		propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	a.start = g.now()
 	a.resp, a.err = g.transport.RoundTrip(req)
@@ -175,6 +183,7 @@ func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 // discard ends an attempt whose answer the client will not get.
 func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome) {
 	a.cancel()
+	a.endAttemptSpan(o.Kind.String())
 	if a.resp != nil {
 		a.resp.Body.Close()
 	}
@@ -205,6 +214,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 		g.respond(call, w, r, x, a)
 		call.End(a.n, outcomeOf(x))
 		a.cancel()
+		a.endAttemptSpan(x.outcome)
 		return
 	}
 	results := make(chan *attempt, 2)
@@ -265,6 +275,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 				g.respond(call, w, r, x, a)
 				call.End(a.n, outcomeOf(x))
 				a.cancel()
+				a.endAttemptSpan(x.outcome)
 				return
 			}
 			if failed != nil {
@@ -292,6 +303,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	g.respond(call, w, r, x, failed)
 	call.End(failed.n, outcomeOf(x))
 	failed.cancel()
+	failed.endAttemptSpan(x.outcome)
 }
 
 // retry asks the engine for a second call after a's failure, when a is
@@ -328,7 +340,9 @@ func refusal(resp *http.Response) lifecycle.Outcome {
 
 // respond relays an attempt's answer, or maps its failure, to the client.
 func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	x.provider = a.t.provider.name
+	// The answer is priced, logged and traced as the target that gave it
+	// (a hedge's, a rescue's or a retry's), not the first one.
+	x.provider, x.upstreamModel = a.t.provider.name, a.t.model
 	x.upstreamStart = a.start
 	g.tell.set(w.Header(), x, a)
 	switch {

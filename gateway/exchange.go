@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -84,6 +85,9 @@ type exchange struct {
 	// another request's, which spent the tokens.
 	idem     string
 	borrowed bool
+	// span is the request's trace span; nil with tracing off
+	// (tracing.go).
+	span trace.Span
 	// cross is the request translated for its model's targets of the
 	// other API, when it has any (translate.go).
 	cross *crossRequest
@@ -93,6 +97,7 @@ type exchange struct {
 func (g *Gateway) finish(x *exchange) {
 	dur := g.now().Sub(x.start)
 	g.account(x)
+	g.endRequestSpan(x)
 	model, provider := x.model, x.provider
 	if model == "" {
 		model = "-"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -37,6 +38,10 @@ type Options struct {
 	// registry; a reloaded configuration shares its predecessor's, so
 	// counters carry on.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, receives a span per request and per
+	// upstream call (tracing.go). Nil means no tracing, unless the config
+	// turns it on and a Host builds one.
+	TracerProvider trace.TracerProvider
 
 	// bodies is the request-body budget, shared by a Host's
 	// configurations so a reload cannot double it. Nil: the gateway's own.
@@ -80,7 +85,9 @@ type Gateway struct {
 	countTokens bool
 	// tell is which X-Sluice-* response headers answers carry
 	// (responseheaders.go).
-	tell   responseHeaders
+	tell responseHeaders
+	// tracer makes the request and upstream call spans; nil: tracing off.
+	tracer trace.Tracer
 	prices map[string]config.Price
 	ready  atomic.Bool
 
@@ -155,6 +162,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
 		tell:         newResponseHeaders(cfg.ResponseHeaders),
+	}
+	if opts.TracerProvider != nil {
+		g.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	g.bodies = opts.bodies
 	if g.bodies == nil {

@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,11 @@ type Host struct {
 	base   context.Context
 	cancel context.CancelCauseFunc
 
+	// tracing is the config's tracing, which changes only at a restart;
+	// stopTracing flushes and ends the tracer provider the host built.
+	tracing     config.Tracing
+	stopTracing func(context.Context) error
+
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
 	drains  sync.WaitGroup // replaced configurations still finishing
@@ -60,11 +67,22 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	var stopTracing func(context.Context) error
+	if opts.TracerProvider == nil && cfg.Tracing.On() {
+		tp, err := NewTracerProvider(cfg.Tracing)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		opts.TracerProvider, stopTracing = tp, tp.Shutdown
+	}
 	g, err := New(cfg, opts)
 	if err != nil {
+		if stopTracing != nil {
+			stopTracing(context.Background())
+		}
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server}
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing}
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -151,6 +169,9 @@ func (h *Host) Reload(cfg *config.Config) error {
 	if cfg.Server.WithDefaults() != h.server {
 		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
 	}
+	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
+		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
+	}
 	running := *cfg
 	running.Server = h.server
 	g, err := New(&running, h.opts)
@@ -209,6 +230,15 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	}
 	h.drains.Wait()
 	h.cur.Load().Close()
+	if h.stopTracing != nil {
+		// The spans still batched go out, within what is left of the
+		// grace.
+		last, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		if e := h.stopTracing(last); e != nil {
+			h.log.Warn("tracing: spans not flushed at shutdown", "err", e)
+		}
+	}
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 // in the package comment.
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
 	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+	r = g.traceRequest(r, x)
 	defer g.finish(x)
 	defer func() {
 		// The admission permit is released by its own defer before this

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,22 @@ func TestProviderCannotWriteSluiceHeaders(t *testing.T) {
 	}
 	if h.Get("X-Sluice-Degraded") != "" || h.Get("X-Request-Id") != "req-1" {
 		t.Errorf("X-Sluice-Degraded %q (want none), X-Request-Id %q (want the provider's)", h.Get("X-Sluice-Degraded"), h.Get("X-Request-Id"))
+	}
+}
+
+// An answer is priced as the target that gave it: a request retried on
+// the backup is charged at the backup model's price, not the primary's.
+func TestRetriedAnswerPricedAsItsTarget(t *testing.T) {
+	_, addBackup := withBackup(t, mock.Config{OutputTokens: mock.TokenRange{Min: 5}})
+	s := newStack(t, mock.Config{Failures: []mock.Failure{{Kind: mock.FailStatus, Status: 500}}}, func(c *config.Config) {
+		addBackup(c)
+		c.Prices = map[string]config.Price{"mock-gpt-4o": {Input: 1000, Output: 1000}, "backup-model": {Input: 1, Output: 1}}
+	})
+	if status, h, body := s.do("/v1/chat/completions", chatBody, nil); status != 200 || h.Get("X-Sluice-Model") != "backup-model" {
+		t.Fatalf("status %d, model %q: %s", status, h.Get("X-Sluice-Model"), body)
+	}
+	m := httpGetAdmin(t, s, "/metrics")
+	if !strings.Contains(m, `model="backup-model"`) || strings.Contains(m, `sluice_cost_dollars_total{key="-",model="mock-gpt-4o"}`) {
+		t.Errorf("cost not charged to the answering model:\n%s", grepLines(m, "sluice_cost"))
 	}
 }

@@ -197,6 +197,15 @@ const (
 	Cancelled
 )
 
+var outcomeKindNames = [...]string{"ok", "overloaded", "failed", "timed_out", "conn_error", "cancelled"}
+
+func (k OutcomeKind) String() string {
+	if int(k) < len(outcomeKindNames) {
+		return outcomeKindNames[k]
+	}
+	return "unknown"
+}
+
 // Outcome is how a call ended.
 type Outcome struct {
 	Kind OutcomeKind
