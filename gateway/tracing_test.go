@@ -157,7 +157,7 @@ func TestTracingConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v; want off, ratio 1, service sluice", c.Tracing, err)
 	}
 	for yaml, want := range map[string]string{
-		"tracing: {endpoint: collector:4318}\n":                    `tracing.endpoint: "collector:4318" is not an http(s) URL`,
+		"tracing: {endpoint: collector:4318}\n":                   `tracing.endpoint: "collector:4318" is not an http(s) URL`,
 		"tracing: {endpoint: http://c:4318, sample_ratio: 1.5}\n": "tracing.sample_ratio: 1.5 must be above 0 and at most 1",
 	} {
 		if _, err := config.Parse([]byte(base+yaml), "t.yaml"); err == nil || !strings.Contains(err.Error(), want) {
