@@ -629,32 +629,16 @@ func checkGrafana(t *testing.T, services map[string]any) {
 		t.Fatalf("sluice.json: %v", err)
 	}
 	// Every metric the dashboard asks for is one Sluice registers.
-	var src []byte
-	files, _ := filepath.Glob("../metrics/*.go")
-	for _, f := range files {
-		if !strings.HasSuffix(f, "_test.go") {
-			b, _ := os.ReadFile(f)
-			src = append(src, b...)
-		}
-	}
-	if len(src) == 0 {
-		t.Fatal("no source in ../metrics to check the dashboard's metric names against")
-	}
+	registered := registeredMetrics(t)
 	used := map[string]bool{}
-	name := regexp.MustCompile(`sluice_[a-z_]+`)
 	for _, p := range dash.Panels {
 		if p.Datasource.UID != uid {
 			t.Errorf("sluice.json %q: data source %q, provisioned %q", p.Title, p.Datasource.UID, uid)
 		}
 		for _, tg := range p.Targets {
-			for _, m := range name.FindAllString(tg.Expr, -1) {
-				base := m
-				for _, suf := range []string{"_bucket", "_count", "_sum"} {
-					if b, ok := strings.CutSuffix(m, suf); ok && bytes.Contains(src, []byte(`"`+b+`"`)) {
-						base = b
-					}
-				}
-				if !bytes.Contains(src, []byte(`"`+base+`"`)) {
+			for _, m := range metricName.FindAllString(tg.Expr, -1) {
+				base, ok := registered(m)
+				if !ok {
 					t.Errorf("sluice.json %q: %s is not a metric package metrics registers", p.Title, m)
 				}
 				used[base] = true
@@ -664,6 +648,98 @@ func checkGrafana(t *testing.T, services map[string]any) {
 	for _, m := range []string{"sluice_requests_total", "sluice_request_duration_seconds", "sluice_queue_depth", "sluice_breaker_state", "sluice_budget_remaining"} {
 		if !used[m] {
 			t.Errorf("sluice.json: no panel shows %s", m)
+		}
+	}
+}
+
+// metricName finds Sluice's metric names in a query.
+var metricName = regexp.MustCompile(`sluice_[a-z_]+`)
+
+// registeredMetrics returns a check that a name in a query (a histogram's
+// _bucket, _count or _sum included) is a metric package metrics
+// registers, and its base name.
+func registeredMetrics(t *testing.T) func(string) (string, bool) {
+	t.Helper()
+	var src []byte
+	files, _ := filepath.Glob("../metrics/*.go")
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			b, _ := os.ReadFile(f)
+			src = append(src, b...)
+		}
+	}
+	if len(src) == 0 {
+		t.Fatal("no source in ../metrics to check metric names against")
+	}
+	return func(m string) (string, bool) {
+		base := m
+		for _, suf := range []string{"_bucket", "_count", "_sum"} {
+			if b, ok := strings.CutSuffix(m, suf); ok && bytes.Contains(src, []byte(`"`+b+`"`)) {
+				base = b
+			}
+		}
+		return base, bytes.Contains(src, []byte(`"`+base+`"`))
+	}
+}
+
+// --- Alert rules ---
+
+// The alert rules name only metrics Sluice registers, Prometheus in
+// compose loads them, and promtool finds them well-formed and passes
+// their unit tests (alerts_test.yml: each rings on a ramp, and a steady
+// baseline does not). Without promtool the last part is skipped, except
+// in CI, which installs it.
+func TestAlertRules(t *testing.T) {
+	data, err := os.ReadFile("alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	registered := registeredMetrics(t)
+	var alerts []string
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			alerts = append(alerts, r.Alert)
+			for _, m := range metricName.FindAllString(r.Expr, -1) {
+				if _, ok := registered(m); !ok {
+					t.Errorf("alerts.yml %s: %s is not a metric package metrics registers", r.Alert, m)
+				}
+			}
+		}
+	}
+	tests, _ := os.ReadFile("alerts_test.yml")
+	for _, a := range alerts {
+		if !bytes.Contains(tests, []byte("alertname: "+a+"\n")) {
+			t.Errorf("alerts_test.yml: no test for %s", a)
+		}
+	}
+	prom := readDoc(t, "prometheus.yml")
+	if !slices.Contains(strings_(prom, "rule_files"), "/etc/prometheus/alerts.yml") {
+		t.Error("prometheus.yml: rule_files does not load /etc/prometheus/alerts.yml")
+	}
+	compose := readDoc(t, "compose.yaml")
+	if !slices.Contains(strings_(compose, "services", "prometheus", "volumes"), "./alerts.yml:/etc/prometheus/alerts.yml:ro") {
+		t.Error("compose prometheus: alerts.yml is not mounted")
+	}
+
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed; .ci/run installs it from Debian's prometheus package")
+		}
+		t.Skip("promtool is not installed; the rules' own checks and unit tests need it (see .ci/run for how CI gets it)")
+	}
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }
