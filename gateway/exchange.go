@@ -37,12 +37,15 @@ type exchange struct {
 	provider string
 	stream   bool
 
-	status         int // sent to the client; 499 when the client left first
-	wroteHeader    bool
-	outcome        string
-	reason         string
-	waited         time.Duration
-	attempts       int // upstream calls made
+	status      int // sent to the client; 499 when the client left first
+	wroteHeader bool
+	outcome     string
+	reason      string
+	waited      time.Duration
+	attempts    int // upstream calls made
+	// finish is the provider's finish or stop reason, when its answer
+	// said (for traces).
+	finish         string
 	upstreamStatus int
 	upstreamStart  time.Time
 	ttft           time.Duration

@@ -145,7 +145,10 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	s.cw = g.clientWriter(w, x)
 	s.idle = g.watchIdle(a.cancel)
 	defer s.idle.stop()
-	defer func() { x.outputTokens, x.usageKnown = s.usage.Tokens() }()
+	defer func() {
+		x.outputTokens, x.usageKnown = s.usage.Tokens()
+		x.finish = s.usage.FinishReason()
+	}()
 
 	s.buf = *s.bp
 	s.n, s.ready = a.first, a.ready
@@ -330,7 +333,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		g.relayLarge(ctx, w, r, x, a, data, idle)
 		return
 	}
-	tokens, found, valid := protocol.OutputTokens(data)
+	tokens, found, valid, finish := protocol.OutputTokens(data)
 	if !valid {
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
@@ -345,7 +348,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		g.clientGone(w, r, x)
 		return
 	}
-	x.outcome, x.outputTokens, x.usageKnown = outcomeOK, tokens, found
+	x.outcome, x.outputTokens, x.usageKnown, x.finish = outcomeOK, tokens, found, finish
 	p.authWarned.Store(false)
 }
 
@@ -405,6 +408,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	x.outputTokens, x.usageKnown = usage.Tokens()
+	x.finish = usage.FinishReason()
 	switch {
 	case errors.Is(readErr, io.EOF) && js.Done():
 		// Whole and well-formed: the held bytes complete it.

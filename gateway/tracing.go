@@ -135,6 +135,9 @@ func (g *Gateway) endRequestSpan(x *exchange) {
 	if x.outputTokens > 0 {
 		attrs = append(attrs, attribute.Int("gen_ai.usage.output_tokens", x.outputTokens), attribute.Bool("sluice.usage_reported", x.usageKnown))
 	}
+	if x.finish != "" {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{x.finish}))
+	}
 	if x.degraded != "" {
 		attrs = append(attrs, attribute.String("sluice.degraded", x.degraded))
 	}

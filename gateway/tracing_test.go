@@ -83,6 +83,9 @@ func TestTracesShowTheHedge(t *testing.T) {
 	if a["sluice.attempts"].AsInt64() != 2 || a["gen_ai.usage.output_tokens"].AsInt64() != 3 || a["http.response.status_code"].AsInt64() != 200 {
 		t.Errorf("attempts %v, output tokens %v, status %v", a["sluice.attempts"], a["gen_ai.usage.output_tokens"], a["http.response.status_code"])
 	}
+	if fr := a["gen_ai.response.finish_reasons"].AsStringSlice(); len(fr) != 1 || fr[0] != "stop" {
+		t.Errorf("gen_ai.response.finish_reasons %v, want [stop]", fr)
+	}
 	if _, ok := a["sluice.queue_wait_ms"]; !ok {
 		t.Error("no sluice.queue_wait_ms")
 	}

@@ -205,7 +205,10 @@ func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r 
 	cw := g.clientWriter(w, x)
 	idle := g.watchIdle(a.cancel)
 	defer idle.stop()
-	defer func() { x.outputTokens, x.usageKnown = usage.Tokens() }()
+	defer func() {
+		x.outputTokens, x.usageKnown = usage.Tokens()
+		x.finish = usage.FinishReason()
+	}()
 
 	emit := func(evs []translate.Event) error {
 		if len(evs) == 0 {

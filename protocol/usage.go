@@ -7,27 +7,44 @@ import (
 )
 
 // OutputTokens reads the output token count from a whole JSON answer's
-// usage: completion_tokens (OpenAI) or output_tokens (Anthropic). valid
-// reports whether body is well-formed JSON at all (an object or not), so
-// one pass both checks an answer and reads its usage.
-func OutputTokens(body []byte) (n int, found, valid bool) {
+// usage: completion_tokens (OpenAI) or output_tokens (Anthropic), and why
+// it ended: the first choice's finish_reason (OpenAI) or stop_reason
+// (Anthropic), "" if none. valid reports whether body is well-formed
+// JSON at all (an object or not), so one pass both checks an answer and
+// reads its usage.
+func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 	var v struct {
 		Usage struct {
 			CompletionTokens *int `json:"completion_tokens"`
 			OutputTokens     *int `json:"output_tokens"`
 		} `json:"usage"`
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		StopReason string `json:"stop_reason"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		var typeErr *json.UnmarshalTypeError
-		return 0, false, errors.As(err, &typeErr) // well-formed, just not this shape
+		return 0, false, errors.As(err, &typeErr), "" // well-formed, just not this shape
+	}
+	finish = v.StopReason
+	if len(v.Choices) > 0 {
+		finish = v.Choices[0].FinishReason
+	}
+	if len(finish) > maxReason {
+		finish = ""
 	}
 	for _, n := range []*int{v.Usage.CompletionTokens, v.Usage.OutputTokens} {
 		if n != nil && *n >= 0 && *n <= MaxUsage {
-			return *n, true, true
+			return *n, true, true, finish
 		}
 	}
-	return 0, false, true
+	return 0, false, true, finish
 }
+
+// maxReason bounds a finish reason kept from a provider's answer: the
+// real ones are a word ("stop", "tool_calls", "end_turn").
+const maxReason = 24
 
 // MaxUsage bounds a token count read from a provider's usage: a count
 // beyond it (or below zero) is taken as no count at all, so that one
@@ -47,10 +64,14 @@ type StreamUsage struct {
 	tokens int
 	found  bool
 	events int
+	// reason is the last finish_reason or stop_reason seen.
+	reason  [maxReason]byte
+	reasonN int
 }
 
 var (
 	usageKeys    = [][]byte{[]byte(`"completion_tokens":`), []byte(`"output_tokens":`)}
+	reasonKeys   = [][]byte{[]byte(`"finish_reason":"`), []byte(`"stop_reason":"`)}
 	contentDelta = []byte(`"content":"`)
 	emptyContent = []byte(`"content":""`)
 	textDelta    = []byte(`"type":"text_delta"`)
@@ -59,8 +80,9 @@ var (
 // maxUsageDigits: MaxUsage's digits; a longer number is no count.
 const maxUsageDigits = 8
 
-// tailLen keeps enough of a chunk's end to find a key split across chunks.
-const tailLen = 40
+// tailLen keeps enough of a chunk's end to find a key, or a finish
+// reason and its key, split across chunks.
+const tailLen = 48
 
 // Write scans the next chunk.
 func (u *StreamUsage) Write(p []byte) {
@@ -107,7 +129,21 @@ func (u *StreamUsage) scan(buf []byte) {
 			u.tokens, u.found = n, true
 		}
 	}
+	for _, key := range reasonKeys {
+		i := bytes.LastIndex(buf, key)
+		if i < 0 {
+			continue
+		}
+		v := buf[i+len(key):]
+		if end := bytes.IndexByte(v, '"'); end >= 0 && end <= maxReason {
+			u.reasonN = copy(u.reason[:], v[:end])
+		}
+	}
 }
+
+// FinishReason is the last finish_reason (OpenAI) or stop_reason
+// (Anthropic) the stream carried, "" if none.
+func (u *StreamUsage) FinishReason() string { return string(u.reason[:u.reasonN]) }
 
 // Tokens returns the count, and whether it came from usage rather than
 // from counting deltas.

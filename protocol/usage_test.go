@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -10,18 +11,20 @@ func TestOutputTokens(t *testing.T) {
 		body        string
 		n           int
 		found, good bool
+		finish      string
 	}{
-		{`{"usage":{"prompt_tokens":3,"completion_tokens":17}}`, 17, true, true},
-		{`{"usage":{"input_tokens":3,"output_tokens":9}}`, 9, true, true},
-		{`{"choices":[]}`, 0, false, true},
-		{`[1,2]`, 0, false, true},
-		{`{"usage":"x"}`, 0, false, true},
-		{`garbage`, 0, false, false},
-		{`{"usage":{"output_tokens":1}`, 0, false, false},
+		{`{"choices":[{"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":17}}`, 17, true, true, "length"},
+		{`{"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":9}}`, 9, true, true, "end_turn"},
+		{`{"choices":[]}`, 0, false, true, ""},
+		{`[1,2]`, 0, false, true, ""},
+		{`{"usage":"x"}`, 0, false, true, ""},
+		{`{"stop_reason":"` + strings.Repeat("x", 100) + `"}`, 0, false, true, ""},
+		{`garbage`, 0, false, false, ""},
+		{`{"usage":{"output_tokens":1}`, 0, false, false, ""},
 	} {
-		n, found, good := OutputTokens([]byte(c.body))
-		if n != c.n || found != c.found || good != c.good {
-			t.Errorf("%s: got %d %v %v", c.body, n, found, good)
+		n, found, good, finish := OutputTokens([]byte(c.body))
+		if n != c.n || found != c.found || good != c.good || finish != c.finish {
+			t.Errorf("%s: got %d %v %v %q", c.body, n, found, good, finish)
 		}
 	}
 }
@@ -34,6 +37,21 @@ func TestStreamUsageAcrossChunks(t *testing.T) {
 		u.Write([]byte(stream[split:]))
 		if n, ok := u.Tokens(); n != 42 || !ok {
 			t.Fatalf("split at %d: got %d %v", split, n, ok)
+		}
+	}
+	// The finish reason, however the stream is cut: OpenAI's last
+	// choice chunk, Anthropic's message_delta.
+	for _, c := range []struct{ stream, want string }{
+		{"data: {\"choices\":[{\"delta\":{},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n", "tool_calls"},
+		{"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":5}}\n\n", "max_tokens"},
+	} {
+		for split := 1; split < len(c.stream); split++ {
+			var u StreamUsage
+			u.Write([]byte(c.stream[:split]))
+			u.Write([]byte(c.stream[split:]))
+			if got := u.FinishReason(); got != c.want {
+				t.Fatalf("split at %d: finish reason %q, want %q", split, got, c.want)
+			}
 		}
 	}
 	var u StreamUsage
@@ -74,7 +92,7 @@ func FuzzStreamUsage(f *testing.F) {
 		if got, found := raw.Tokens(); got < 0 || (found && got > MaxUsage) {
 			t.Fatalf("count %d (found %v) from %q", got, found, junk)
 		}
-		if v, found, _ := OutputTokens(junk); v < 0 || (found && v > MaxUsage) {
+		if v, found, _, _ := OutputTokens(junk); v < 0 || (found && v > MaxUsage) {
 			t.Fatalf("whole-answer count %d from %q", v, junk)
 		}
 		// A well-formed stream ending in a usage event, cut at two
