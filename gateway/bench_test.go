@@ -2,11 +2,14 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/gateway"
@@ -30,12 +33,32 @@ func (c cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // BenchmarkHandler is the gateway's own cost per request: classify,
 // admit, rewrite, forward, validate, relay, metrics and the request log
 // (to io.Discard here), with no sockets.
-func BenchmarkHandler(b *testing.B) {
+func BenchmarkHandler(b *testing.B) { benchHandler(b, nil) }
+
+// BenchmarkHandlerTraced is BenchmarkHandler with every request traced
+// (two spans), recorded by the SDK and exported to nowhere: what tracing
+// adds, run beside its baseline.
+func BenchmarkHandlerTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discardExporter{})))
+	defer tp.Shutdown(context.Background())
+	benchHandler(b, tp)
+}
+
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+func benchHandler(b *testing.B, tp *sdktrace.TracerProvider) {
 	cfg := config.Default("http://127.0.0.1:1")
-	g, err := gateway.New(cfg, gateway.Options{
+	o := gateway.Options{
 		Logger:    gateway.NewLogger(io.Discard, cfg.Log),
 		Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
-	})
+	}
+	if tp != nil {
+		o.TracerProvider = tp
+	}
+	g, err := gateway.New(cfg, o)
 	if err != nil {
 		b.Fatal(err)
 	}

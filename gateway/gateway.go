@@ -144,6 +144,9 @@ type model struct {
 type target struct {
 	provider *provider
 	model    string
+	// said is the provider's and model's names as response header
+	// values, made once (responseheaders.go).
+	said struct{ provider, model []string }
 }
 
 // New builds a gateway from a validated configuration.
@@ -252,7 +255,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		m := &model{name: mc.Name, route: ec.Routes[mc.Name]}
 		for j, s := range m.route.Targets {
 			p := g.byScope[s]
-			m.targets = append(m.targets, target{provider: p, model: m.route.Models[j]})
+			t := target{provider: p, model: m.route.Models[j]}
+			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
+			m.targets = append(m.targets, t)
 			if p.probeModel == "" {
 				p.probeModel = m.route.Models[j] // the first target that names it
 			}

@@ -34,25 +34,37 @@ func newResponseHeaders(c config.ResponseHeaders) responseHeaders {
 	}
 }
 
+// Header values made once and shared by every answer: nothing writes
+// into a header's values in place (keyScrub.headers copies first).
+var (
+	saidAttempts = [...][]string{{"0"}, {"1"}, {"2"}}
+	saidNoWait   = []string{"0"}
+	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}}
+)
+
 // set writes the headers for an answer from a. The values are the
 // gateway's own (config names, counts), never a client's or a provider's
 // text, and headers of the same names from the provider are not passed
 // on (copyResponseHeaders).
 func (t responseHeaders) set(h http.Header, x *exchange, a *attempt) {
 	if t.provider {
-		h["X-Sluice-Provider"] = []string{a.t.provider.name}
+		h["X-Sluice-Provider"] = a.t.said.provider
 	}
 	if t.model {
-		h["X-Sluice-Model"] = []string{a.t.model}
+		h["X-Sluice-Model"] = a.t.said.model
 	}
-	if t.attempts && x.attempts > 0 {
-		h["X-Sluice-Attempts"] = []string{strconv.Itoa(x.attempts)}
+	if t.attempts && x.attempts > 0 && x.attempts < len(saidAttempts) {
+		h["X-Sluice-Attempts"] = saidAttempts[x.attempts]
 	}
 	if t.queue {
-		h["X-Sluice-Queue-Ms"] = []string{strconv.FormatInt(x.waited.Milliseconds(), 10)}
+		if ms := x.waited.Milliseconds(); ms > 0 {
+			h["X-Sluice-Queue-Ms"] = []string{strconv.FormatInt(ms, 10)}
+		} else {
+			h["X-Sluice-Queue-Ms"] = saidNoWait
+		}
 	}
 	if t.second && a.second != "" {
-		h["X-Sluice-Second-Call"] = []string{a.second}
+		h["X-Sluice-Second-Call"] = saidSecond[a.second]
 	}
 }
 

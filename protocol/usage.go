@@ -18,7 +18,8 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 			CompletionTokens *int `json:"completion_tokens"`
 			OutputTokens     *int `json:"output_tokens"`
 		} `json:"usage"`
-		Choices []struct {
+		// The first choice's (an array keeps the rest out, unallocated).
+		Choices [1]struct {
 			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
 		StopReason string `json:"stop_reason"`
@@ -28,8 +29,8 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 		return 0, false, errors.As(err, &typeErr), "" // well-formed, just not this shape
 	}
 	finish = v.StopReason
-	if len(v.Choices) > 0 {
-		finish = v.Choices[0].FinishReason
+	if f := v.Choices[0].FinishReason; f != "" {
+		finish = f
 	}
 	if len(finish) > maxReason {
 		finish = ""
