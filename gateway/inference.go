@@ -86,7 +86,11 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchang
 func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
 	body, err := protocol.ParseBody(raw)
 	if err != nil {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), 0)
+		param := ""
+		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
+			param = pe.Param
+		}
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), param, 0)
 		return nil, nil, false
 	}
 	x.stream = body.Stream
@@ -351,6 +355,12 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 
 // fail is the one place an error answer is written and recorded.
 func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
+	g.failParam(w, x, k, outcome, reason, msg, "", retryAfter)
+}
+
+// failParam is fail for an error that request parameter param caused,
+// which an OpenAI-shaped answer names in its "param" field.
+func (g *Gateway) failParam(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg, param string, retryAfter time.Duration) {
 	x.outcome, x.reason = outcome, reason
 	if x.wroteHeader {
 		return // a stream already started; relay wrote its own error event
@@ -358,7 +368,7 @@ func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outc
 	x.wroteHeader = true
 	x.status = x.endpoint.Dialect.Status(k)
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout))
-	x.endpoint.Dialect.WriteError(w, k, msg, retryAfter)
+	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
 }
 
 // ErrShutdown is the cause of every request's context once a shutdown

@@ -101,6 +101,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 		return m, req, true
 	}
 	why := fmt.Sprintf("%s requests are not translated to another API", x.endpoint.Path)
+	param := "" // the parameter at fault, when one is
 	if translates(x.endpoint) {
 		e := out.edit
 		e.Model = out.body.Model // each call sets its target's
@@ -122,6 +123,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 			why = "the request could not be translated: " + err.Error()
 		} else {
 			why = fmt.Sprintf("parameter %s (at %s) cannot be translated: %s", te.Param, te.Path, te.Reason)
+			param = te.Path
 		}
 	}
 	kept := &model{name: m.name, route: m.route}
@@ -134,8 +136,8 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 		}
 	}
 	if len(kept.targets) == 0 {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
-			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), 0)
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
+			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), param, 0)
 		return m, req, false
 	}
 	req.Targets, req.Models = kept.route.Targets, kept.route.Models

@@ -105,8 +105,8 @@ func TestOpenAIClientServedByAnthropic(t *testing.T) {
 	})
 	t.Run("untranslatable", func(t *testing.T) {
 		status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil)
-		if status != 400 || !strings.Contains(string(body), "parameter n ") || errorType(t, body) != "invalid_request_error" {
-			t.Fatalf("status %d: %s; want an OpenAI 400 naming n", status, body)
+		if status != 400 || !strings.Contains(string(body), "parameter n ") || errorType(t, body) != "invalid_request_error" || errorParam(t, body) != "n" {
+			t.Fatalf("status %d: %s; want an OpenAI 400 naming n, in param too", status, body)
 		}
 	})
 	t.Run("upstream error", func(t *testing.T) {
@@ -340,5 +340,44 @@ func TestCountTokens(t *testing.T) {
 	status, _, body := s.do("/v1/messages/count_tokens", `{"model":"nope","messages":[]}`, hdr)
 	if status != 404 || !strings.Contains(string(body), `"not_found_error"`) {
 		t.Errorf("unknown model: %d %s", status, body)
+	}
+}
+
+// errorParam is an OpenAI-shaped error's "param", or "" when it is null.
+func errorParam(t *testing.T, body []byte) string {
+	t.Helper()
+	var v struct {
+		Error struct {
+			Param *string `json:"param"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	if v.Error.Param == nil {
+		return ""
+	}
+	return *v.Error.Param
+}
+
+// An OpenAI-shaped 400 names the parameter at fault in "param", as
+// OpenAI's API does and its SDKs expose; one no parameter caused has a
+// null param.
+func TestBadRequestNamesParam(t *testing.T) {
+	s := newStack(t, mock.Config{}, nil)
+	for _, c := range []struct{ body, param string }{
+		{`{"model":"mock-gpt","max_tokens":-1,"messages":[]}`, "max_tokens"},
+		{`{"model":"mock-gpt","max_tokens":5,"max_completion_tokens":5,"messages":[]}`, "max_completion_tokens"},
+		{`{"model":7,"messages":[]}`, "model"},
+		{`{"messages":[]}`, "model"},
+		{`{"model":"mock-gpt","stream":"yes","messages":[]}`, "stream"},
+		{`{"model":"mock-gpt","Model":"other","messages":[]}`, "Model"},
+		{`{"model":"mock-gpt","messages":[],"messages":[]}`, "messages"},
+		{`{"model":"mock-gpt",`, ""},
+	} {
+		status, _, body := s.do("/v1/chat/completions", c.body, nil)
+		if status != 400 || errorParam(t, body) != c.param {
+			t.Errorf("%s: %d %s; want 400 with param %q", c.body, status, body, c.param)
+		}
 	}
 }

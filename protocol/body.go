@@ -41,6 +41,22 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
+// ParamError is a malformed body that one top-level parameter is at
+// fault for, so an OpenAI-shaped error can name it in "param". It
+// wraps ErrMalformed.
+type ParamError struct {
+	Param string // the field, e.g. "max_tokens"
+	Msg   string // what to fix
+}
+
+func (e *ParamError) Error() string { return ErrMalformed.Error() + ": " + e.Msg }
+
+func (e *ParamError) Unwrap() error { return ErrMalformed }
+
+func malformedParam(param, format string, args ...any) error {
+	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
 // RoutedFields are the top-level fields the gateway reads to decide where
 // and how a request goes. Each must appear once, spelled exactly: Go's
 // encoding/json matches keys without regard to case and takes the last of
@@ -84,20 +100,20 @@ func ParseBody(raw []byte) (*Body, error) {
 		switch key {
 		case "model":
 			if err := json.Unmarshal(v, &b.Model); err != nil {
-				return nil, malformed(`"model" must be a string`)
+				return nil, malformedParam("model", `"model" must be a string`)
 			}
 			b.model = span{end - len(v), end}
 		case "stream":
 			if err := json.Unmarshal(v, &b.Stream); err != nil {
-				return nil, malformed(`"stream" must be true or false`)
+				return nil, malformedParam("stream", `"stream" must be true or false`)
 			}
 		case "max_tokens", "max_completion_tokens":
 			var n int64
 			if err := json.Unmarshal(v, &n); err != nil || n < 0 {
-				return nil, malformed("%q must be a whole number of tokens", key)
+				return nil, malformedParam(key, "%q must be a whole number of tokens", key)
 			}
 			if b.maxTokens.ok() {
-				return nil, malformed(`send one of "max_tokens" and "max_completion_tokens", not both`)
+				return nil, malformedParam(key, `send one of "max_tokens" and "max_completion_tokens", not both`)
 			}
 			b.MaxTokens, b.maxTokens = n, span{end - len(v), end}
 		case "stream_options":
@@ -114,7 +130,7 @@ func ParseBody(raw []byte) (*Body, error) {
 		return nil, malformed("unexpected data after the JSON object")
 	}
 	if !b.model.ok() || b.Model == "" {
-		return nil, malformed(`"model" is required`)
+		return nil, malformedParam("model", `"model" is required`)
 	}
 	return b, nil
 }
@@ -124,12 +140,12 @@ func ParseBody(raw []byte) (*Body, error) {
 func checkKey(seen []string, key string) error {
 	for _, s := range seen {
 		if s == key {
-			return malformed("%q appears twice; send each field once", key)
+			return malformedParam(key, "%q appears twice; send each field once", key)
 		}
 	}
 	for _, f := range RoutedFields {
 		if key != f && strings.EqualFold(key, f) {
-			return malformed("%q is not a field; the field is %q (keys are case-sensitive)", key, f)
+			return malformedParam(key, "%q is not a field; the field is %q (keys are case-sensitive)", key, f)
 		}
 	}
 	return nil
