@@ -102,11 +102,15 @@ type provider struct {
 	name    string
 	dialect protocol.Dialect
 	baseURL string
-	key     string // never logged
-	keyEnv  string // the variable it came from, for the operator's logs
-	scrub   keyScrub
-	timeout time.Duration
-	scope   int // admission scope index
+	// azureVersion is an azure provider's api-version, "" for any other
+	// kind: its calls go to Azure OpenAI's deployment URLs, with its
+	// api-key header (callURL, authorize).
+	azureVersion string
+	key          string // never logged
+	keyEnv       string // the variable it came from, for the operator's logs
+	scrub        keyScrub
+	timeout      time.Duration
+	scope        int // admission scope index
 	// forward lists the client headers this provider hears; headers are
 	// the operator's own, set on every call.
 	forward []string
@@ -214,6 +218,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			scope:   i,
 			forward: forwardList(d, pc.ForwardHeaders),
 			headers: http.Header{},
+		}
+		if pc.Kind == config.KindAzure {
+			p.azureVersion = pc.APIVersion
 		}
 		secrets := []string{p.key}
 		for k, v := range pc.Headers {

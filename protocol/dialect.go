@@ -23,10 +23,11 @@ func (d Dialect) String() string {
 	return "openai"
 }
 
-// ParseDialect maps a provider kind from config to its Dialect.
+// ParseDialect maps a provider kind from config to its Dialect; Azure
+// OpenAI ("azure") speaks OpenAI's.
 func ParseDialect(kind string) (Dialect, bool) {
 	switch kind {
-	case "openai":
+	case "openai", "azure":
 		return OpenAI, true
 	case "anthropic":
 		return Anthropic, true
