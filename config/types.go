@@ -134,6 +134,14 @@ type Provider struct {
 	// azure provider carries (default DefaultAzureAPIVersion, the current
 	// GA version; a "-preview" version works too). Only for kind azure.
 	APIVersion string `yaml:"api_version"`
+	// Responses says whether the provider serves OpenAI's Responses API
+	// (POST /v1/responses), which Sluice passes through but never
+	// translates. Default true for kind openai (OpenAI's API, vLLM and
+	// SGLang have it), false otherwise; write false for an
+	// OpenAI-compatible server without it, and its targets are skipped
+	// for Responses requests. It cannot be true for kind anthropic or
+	// azure. Nil means the default (ServesResponses).
+	Responses *bool `yaml:"responses"`
 	// Timeout bounds one upstream call end to end (default 60s).
 	Timeout Duration `yaml:"timeout"`
 	// MaxInFlight caps concurrent upstream calls to this provider

@@ -137,6 +137,9 @@ func (c *Config) validateProviders(v *checker) []string {
 		}
 		v.baseURL(at("base_url"), p.BaseURL)
 		validateAzure(v, at, p)
+		if p.Responses != nil && *p.Responses && (p.Kind == KindAnthropic || p.Kind == KindAzure) {
+			v.add(at("responses"), "the Responses API is passed through only to kind openai providers, never translated; remove it, or write responses: false")
+		}
 		// The value is never echoed: a key pasted here by mistake must not
 		// end up in logs.
 		if p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv) {

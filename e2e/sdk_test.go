@@ -16,6 +16,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -60,6 +61,7 @@ func TestSDKs(t *testing.T) {
 
 	t.Run("openai-go", func(t *testing.T) { openAIGo(t, base, "claude-behind") })
 	t.Run("anthropic-sdk-go", func(t *testing.T) { anthropicGo(t, base, "gpt-behind") })
+	t.Run("openai-go/responses", func(t *testing.T) { responsesGo(t, base, "gpt-behind", "claude-behind") })
 	t.Run("node/openai", func(t *testing.T) { nodeSDK(t, "openai.mjs", base, "claude-behind") })
 	t.Run("node/anthropic", func(t *testing.T) { nodeSDK(t, "anthropic.mjs", base, "gpt-behind") })
 }
@@ -255,5 +257,46 @@ func anthropicGo(t *testing.T, base, model string) {
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != e.status || string(apiErr.Type()) != e.typ {
 			t.Errorf("fail %s: want an *anthropic.Error with status %d and type %s, got %#v", e.fail, e.status, e.typ, err)
 		}
+	}
+}
+
+// responsesGo runs openai-go's Responses API through Sluice: passed
+// through to an OpenAI-kind provider (model), whole and streamed, and
+// refused, naming model, for one only an Anthropic provider serves
+// (refused).
+func responsesGo(t *testing.T, base, model, refused string) {
+	ctx := context.Background()
+	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-client"), option.WithMaxRetries(0))
+	p := responses.ResponseNewParams{Model: model, Instructions: openai.String("Be brief."),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")}}
+	r, err := c.Responses.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "completed" || r.OutputText() == "" || r.Usage.OutputTokens == 0 {
+		t.Errorf("response: %s", r.RawJSON())
+	}
+	s := c.Responses.NewStreaming(ctx, p)
+	var text, final string
+	for s.Next() {
+		ev := s.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			text += ev.Delta
+		case "response.completed":
+			final = ev.Response.OutputText()
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text == "" || text != final {
+		t.Errorf("stream: deltas %q, completed %q", text, final)
+	}
+	p.Model = refused
+	_, err = c.Responses.New(ctx, p)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "model" {
+		t.Errorf("Responses on an Anthropic-only model: want a 400 naming model, got %#v", err)
 	}
 }

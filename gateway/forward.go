@@ -134,6 +134,9 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch {
 	case x.reason == "upstream_connect":
 		return lifecycle.Outcome{Kind: lifecycle.ConnError}
+	case lacksResponses(x):
+		// A missing endpoint, not a failing provider (responses.go).
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
 	case x.upstreamStatus/100 != 2:
 		return lifecycle.StatusOutcome(x.upstreamStatus, 0)
 	}
@@ -176,6 +179,9 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	status := resp.StatusCode
 	x.retryAfter = retryAfter(resp.Header)
+	if status == http.StatusNotFound && x.endpoint.IsResponses() {
+		g.warnNoResponses(p)
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		if p.authWarned.CompareAndSwap(false, true) {

@@ -142,6 +142,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	// A model's targets of the other API are served by translating
 	// (translate.go), which only chat requests can be.
+	if ep.IsResponses() {
+		if m, ok = g.responsesTargets(w, x, m); !ok {
+			return
+		}
+	}
 	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
@@ -177,7 +182,13 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		req.Key = x.key.index
 	}
 	out := &outgoing{body: body, client: ep.Dialect}
-	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions {
+	if ep.IsResponses() {
+		// degrade's cap, on a body without one, goes in its own field.
+		out.edit.MaxTokensField = "max_output_tokens"
+	}
+	// (The Responses API reports usage on its own, and has no
+	// include_usage.)
+	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
 		// Ask for the stream's usage, to settle the key's budget with the
 		// provider's count; the client, which did not ask, does not see it.
 		out.edit.IncludeUsage, x.injectedUsage = true, true

@@ -25,7 +25,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", serveOK)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
-			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, ep := range protocol.Endpoints {

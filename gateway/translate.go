@@ -126,15 +126,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 			param = te.Path
 		}
 	}
-	kept := &model{name: m.name, route: m.route}
-	kept.route.Targets, kept.route.Models = nil, nil
-	for i, t := range m.targets {
-		if t.provider.dialect == d {
-			kept.targets = append(kept.targets, t)
-			kept.route.Targets = append(kept.route.Targets, m.route.Targets[i])
-			kept.route.Models = append(kept.route.Models, m.route.Models[i])
-		}
-	}
+	kept := m.keep(func(t target) bool { return t.provider.dialect == d })
 	if len(kept.targets) == 0 {
 		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
 			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), param, 0)

@@ -8,6 +8,7 @@
 //	POST /v1/chat/completions        OpenAI chat, streaming or not
 //	POST /v1/completions             OpenAI legacy completions
 //	POST /v1/embeddings              deterministic unit vectors per input
+//	POST /v1/responses               OpenAI Responses API, streaming or not
 //	POST /v1/messages                Anthropic Messages, streaming or not
 //	POST /v1/messages/count_tokens   Anthropic token count (no latency)
 //	GET  /v1/models                  OpenAI model list

@@ -95,3 +95,44 @@ func TestMessagesToolRoundTrip(t *testing.T) {
 		t.Errorf("answer to a tool result %s", compact(t, m))
 	}
 }
+
+func TestResponses(t *testing.T) {
+	_, url := startMock(t, instant())
+	ctx := context.Background()
+	body := `{"model":"gpt-x","instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"Hello there"}]}]}`
+	m := decode(t, postJSON(t, ctx, url+"/v1/responses", body, "X-Mock-Output-Tokens", "4"), http.StatusOK)
+	if m["object"] != "response" || m["status"] != "completed" || path(m, "output", 0, "content", 0, "type") != "output_text" ||
+		strings.Count(path(m, "output", 0, "content", 0, "text").(string), " ") != 4 ||
+		path(m, "usage", "input_tokens") != 5.0 || path(m, "usage", "output_tokens") != 4.0 {
+		t.Errorf("response %s", compact(t, m))
+	}
+	m = decode(t, postJSON(t, ctx, url+"/v1/responses", `{"model":"m","input":"hi","max_output_tokens":2}`, "X-Mock-Output-Tokens", "4"), http.StatusOK)
+	if m["status"] != "incomplete" || path(m, "incomplete_details", "reason") != "max_output_tokens" {
+		t.Errorf("capped response %s", compact(t, m))
+	}
+
+	resp := postJSON(t, ctx, url+"/v1/responses", `{"model":"m","input":"hi","stream":true}`, "X-Mock-Output-Tokens", "3")
+	evs, err := newSSE(resp.Body).all()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i, ev := range evs {
+		names = append(names, ev.name)
+		d := jsonOf(t, ev.data)
+		if d["type"] != ev.name || d["sequence_number"] != float64(i) || !strings.HasPrefix(ev.data, `{"type":"`) {
+			t.Errorf("event %d: %s %s", i, ev.name, ev.data)
+		}
+	}
+	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.output_text.delta response.output_text.delta response.output_text.delta " +
+		"response.output_text.done response.content_part.done response.output_item.done response.completed"
+	if strings.Join(names, " ") != want {
+		t.Errorf("events %v", names)
+	}
+	last := jsonOf(t, evs[len(evs)-1].data)
+	if path(last, "response", "usage", "output_tokens") != 3.0 ||
+		path(last, "response", "output", 0, "content", 0, "text") != path(jsonOf(t, evs[len(evs)-4].data), "text") {
+		t.Errorf("completed %s", evs[len(evs)-1].data)
+	}
+}

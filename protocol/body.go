@@ -62,7 +62,7 @@ func malformedParam(param, format string, args ...any) error {
 // encoding/json matches keys without regard to case and takes the last of
 // duplicates, other parsers take the first, so {"model":"a","Model":"b"}
 // could be checked as one model and served as another.
-var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens",
 	"messages", "system", "prompt", "input", "tools", "tool_choice", "response_format"}
 
 // ParseBody scans a JSON object body. It fails with ErrMalformed, and a
@@ -107,13 +107,14 @@ func ParseBody(raw []byte) (*Body, error) {
 			if err := json.Unmarshal(v, &b.Stream); err != nil {
 				return nil, malformedParam("stream", `"stream" must be true or false`)
 			}
-		case "max_tokens", "max_completion_tokens":
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			// max_output_tokens is the Responses API's.
 			var n int64
 			if err := json.Unmarshal(v, &n); err != nil || n < 0 {
 				return nil, malformedParam(key, "%q must be a whole number of tokens", key)
 			}
 			if b.maxTokens.ok() {
-				return nil, malformedParam(key, `send one of "max_tokens" and "max_completion_tokens", not both`)
+				return nil, malformedParam(key, `send one of "max_tokens", "max_completion_tokens" and "max_output_tokens", not two`)
 			}
 			b.MaxTokens, b.maxTokens = n, span{end - len(v), end}
 		case "stream_options":
@@ -174,9 +175,12 @@ type Edit struct {
 	// Model replaces the model's value (the target's upstream name).
 	Model string
 	// MaxTokens, when positive, caps the output allowance: a larger
-	// max_tokens (or max_completion_tokens) is lowered to it, and a body
-	// without one gets max_tokens.
+	// max_tokens (or max_completion_tokens, max_output_tokens) is lowered
+	// to it, and a body without one gets MaxTokensField.
 	MaxTokens int64
+	// MaxTokensField is the field a body without one gets: max_tokens
+	// when empty (max_output_tokens for the Responses API).
+	MaxTokensField string
 	// IncludeUsage adds stream_options {"include_usage": true}, so an
 	// OpenAI-style stream ends with its token counts.
 	IncludeUsage bool
@@ -198,7 +202,11 @@ func (b *Body) Reader(e Edit) *BodyReader {
 		limit := strconv.AppendInt(nil, e.MaxTokens, 10)
 		switch {
 		case !b.maxTokens.ok():
-			extra = append(append(append(extra, `"max_tokens":`...), limit...), ',')
+			field := e.MaxTokensField
+			if field == "" {
+				field = "max_tokens"
+			}
+			extra = append(append(append(append(append(extra, '"'), field...), `":`...), limit...), ',')
 		case b.MaxTokens > e.MaxTokens:
 			n = addSplice(&edits, n, b.maxTokens, limit)
 		}

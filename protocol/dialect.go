@@ -50,6 +50,7 @@ var Endpoints = []Endpoint{
 	{Name: "completions", Path: "/v1/completions", Dialect: OpenAI, Streams: true},
 	{Name: "embeddings", Path: "/v1/embeddings", Dialect: OpenAI},
 	{Name: "messages", Path: "/v1/messages", Dialect: Anthropic, Streams: true},
+	Responses,
 }
 
 // UpstreamPath is the path to append to a provider's base URL, which
