@@ -33,6 +33,9 @@ func TestAzureProvider(t *testing.T) {
 	if u := c.Providers[1].BaseURL; u != "https://example-resource.openai.azure.com" {
 		t.Errorf("base_url %q: the trailing slash should go", u)
 	}
+	if c.Providers[0].ServesResponses() {
+		t.Error("an azure provider serves the Responses API by default; its URL scheme for it is not supported")
+	}
 }
 
 // Each broken sample must produce exactly the listed errors. at is the
@@ -83,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 			{":4: providers[0].base_url: ", "has an API path; for kind azure write only the resource's endpoint, e.g. https://example-resource.openai.azure.com"},
 			{":5: providers[0].api_version: ", `"latest" is not an Azure OpenAI api-version; write a date such as 2024-10-21`},
 			{":9: providers[1].api_version: ", "applies only to kind: azure; remove it"},
+			{":13: providers[2].responses: ", "the Responses API is passed through only to kind openai providers"},
 		}},
 		{"bad_models.yaml", []want{
 			{":10: models[1].name: ", `"gpt" is already the name of models[0]; give each model a unique name`},

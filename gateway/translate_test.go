@@ -274,18 +274,59 @@ func TestUntranslatableSkipsOtherKindTargets(t *testing.T) {
 	}
 }
 
-// A mixed chain is listed under both APIs; a single-kind model under its own.
-func TestModelListShowsMixedChainsUnderBoth(t *testing.T) {
+// Every model is listed under both APIs, with the endpoints that serve
+// it and those that only reach it through translation; a mixed chain
+// needs none. GET /v1/models/{id} answers the same entry.
+func TestModelListShowsEveryModelUnderBoth(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "mock-anthropic", Model: "claude-backup"})
 	})
-	_, _, openai := s.get("/v1/models", nil)
-	_, _, anthropic := s.get("/v1/models", map[string]string{"anthropic-version": "2023-06-01"})
-	if !strings.Contains(string(openai), `"mock-gpt"`) || strings.Contains(string(openai), `"mock-claude"`) {
-		t.Errorf("OpenAI list: %s", openai)
+	type entry struct {
+		ID, Object, Type string
+		Sluice           struct{ Endpoints, Translated []string }
 	}
-	if !strings.Contains(string(anthropic), `"mock-gpt"`) || !strings.Contains(string(anthropic), `"mock-claude"`) || strings.Contains(string(anthropic), `"mock-embed"`) {
-		t.Errorf("Anthropic list: %s", anthropic)
+	list := func(hdr map[string]string) map[string]entry {
+		t.Helper()
+		status, _, body := s.get("/v1/models", hdr)
+		var v struct{ Data []entry }
+		if status != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("list: %d %s", status, body)
+		}
+		out := map[string]entry{}
+		for _, e := range v.Data {
+			out[e.ID] = e
+		}
+		return out
+	}
+	anthropicHdr := map[string]string{"anthropic-version": "2023-06-01"}
+	openai, anthropic := list(nil), list(anthropicHdr)
+	for _, l := range []map[string]entry{openai, anthropic} {
+		if len(l) != 3 {
+			t.Fatalf("listed %v; want all three models", l)
+		}
+	}
+	if openai["mock-gpt"].Object != "model" || anthropic["mock-gpt"].Type != "model" {
+		t.Errorf("shapes: %+v, %+v", openai["mock-gpt"], anthropic["mock-gpt"])
+	}
+	for _, c := range []struct {
+		model, endpoints, translated string
+	}{
+		{"mock-gpt", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", ""},
+		{"mock-embed", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", "/v1/messages"},
+		{"mock-claude", "/v1/chat/completions /v1/messages /v1/messages/count_tokens", "/v1/chat/completions"},
+	} {
+		for _, e := range []entry{openai[c.model], anthropic[c.model]} {
+			if got := strings.Join(e.Sluice.Endpoints, " "); got != c.endpoints {
+				t.Errorf("%s endpoints %q, want %q", c.model, got, c.endpoints)
+			}
+			if got := strings.Join(e.Sluice.Translated, " "); got != c.translated {
+				t.Errorf("%s translated %q, want %q", c.model, got, c.translated)
+			}
+		}
+	}
+	status, _, body := s.get("/v1/models/mock-claude", nil)
+	if status != 200 || !strings.Contains(string(body), `"translated":["/v1/chat/completions"]`) || !strings.Contains(string(body), `"object":"model"`) {
+		t.Errorf("GET /v1/models/mock-claude from an OpenAI client: %d %s", status, body)
 	}
 }
 
