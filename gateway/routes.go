@@ -197,6 +197,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Sluice-Token-Count", count)
 	json.NewEncoder(w).Encode(map[string]int64{"input_tokens": n})
 }
+
 // speaks reports whether one of m's targets speaks dialect d.
 func (m *model) speaks(d protocol.Dialect) bool {
 	for _, t := range m.targets {
