@@ -168,36 +168,6 @@ func (m *model) endpoints() (all, translated []string) {
 	return append(all, "/v1/messages/count_tokens"), translated
 }
 
-// serveCountTokens answers Anthropic's POST /v1/messages/count_tokens
-// from Sluice's own tokenizer, in the encoding of the model's first
-// target (see countInput), without calling a provider: the count is what
-// the gateway itself charges against budgets. X-Sluice-Token-Count says
-// whether it is exact or an estimate (Claude's tokenizer is not public,
-// so a Claude model's count is always an estimate).
-func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: g.now(), priority: g.defaultPri,
-		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
-	defer g.finish(x)
-	if !g.authenticate(w, r, x) {
-		return
-	}
-	m, _, raw, held, ok := g.readRequest(w, r, x)
-	defer g.bodies.give(held)
-	if !ok {
-		return
-	}
-	n, exact := g.countInput(m, protocol.Anthropic, raw)
-	x.outcome, x.status = outcomeOK, http.StatusOK
-	x.borrowed = true // a count spends no tokens: nothing to account
-	count := "estimated"
-	if exact {
-		count = "exact"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Sluice-Token-Count", count)
-	json.NewEncoder(w).Encode(map[string]int64{"input_tokens": n})
-}
-
 // speaks reports whether one of m's targets speaks dialect d.
 func (m *model) speaks(d protocol.Dialect) bool {
 	for _, t := range m.targets {

@@ -351,32 +351,47 @@ func TestTranslatedStreamCutEndsWithErrorEvent(t *testing.T) {
 	}
 }
 
-// POST /v1/messages/count_tokens is answered from Sluice's tokenizer,
-// with no provider call, for a model of either kind; an unknown model is
-// 404 in Anthropic's shape. The count is the one budgets charge, so it
-// grows with the prompt.
+// POST /v1/messages/count_tokens: a model whose first target is an
+// Anthropic-kind provider gets that provider's count (its target model,
+// the provider's key); any other model, or when that call fails, gets
+// Sluice's tokenizer's, the one budgets charge, which grows with the
+// prompt. An unknown model is 404 in Anthropic's shape.
 func TestCountTokens(t *testing.T) {
-	s := newStack(t, mock.Config{}, nil)
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Providers = append(c.Providers, config.Provider{Name: "dead", Kind: config.KindAnthropic, BaseURL: deadURL(t),
+			Timeout: config.Duration(config.DefaultProviderTimeout)})
+		c.Models = append(c.Models, config.Model{Name: "claude-dead", Targets: []config.Target{{Provider: "dead", Model: "claude-x"}}})
+	})
 	hdr := map[string]string{"anthropic-version": "2023-06-01"}
-	count := func(model, text string) int64 {
+	count := func(model, text, how string) int64 {
 		t.Helper()
 		status, h, body := s.do("/v1/messages/count_tokens",
 			`{"model":"`+model+`","system":"be brief","messages":[{"role":"user","content":"`+text+`"}]}`, hdr)
 		var got struct {
 			InputTokens int64 `json:"input_tokens"`
 		}
-		if status != 200 || json.Unmarshal(body, &got) != nil || got.InputTokens <= 0 || h.Get("X-Sluice-Token-Count") == "" {
-			t.Fatalf("count_tokens for %s: %d %s %v", model, status, body, h)
+		if status != 200 || json.Unmarshal(body, &got) != nil || got.InputTokens <= 0 || !strings.Contains(how, h.Get("X-Sluice-Token-Count")) {
+			t.Fatalf("count_tokens for %s: %d %s %v; want a count by %s", model, status, body, h, how)
 		}
 		return got.InputTokens
 	}
-	short, long := count("mock-claude", "hi"), count("mock-claude", strings.Repeat("tell me more about sluices ", 50))
+
+	// The provider's own count: the mock counts a quarter of the text's bytes.
+	if n := count("mock-claude", "hello there", "provider"); n != 5 { // "be brief" + "hello there" = 19 bytes
+		t.Errorf("provider count %d, want the mock's 5", n)
+	}
+	if last := s.mock.LastRequest(); last.Path != "/v1/messages/count_tokens" || last.Model != "mock-claude-sonnet" || last.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("provider saw %s model %q anthropic-version %q", last.Path, last.Model, last.Header.Get("Anthropic-Version"))
+	}
+
+	// The tokenizer: an OpenAI-kind model, and a provider that fails.
+	short, long := count("mock-gpt", "hi", "exact estimated"), count("mock-gpt", strings.Repeat("tell me more about sluices ", 50), "exact estimated")
 	if long <= short+100 {
 		t.Errorf("a 250-word prompt counts %d, a one-word one %d", long, short)
 	}
-	count("mock-gpt", "hi") // an OpenAI-kind model, counted from an Anthropic-shaped body
+	count("claude-dead", "hi", "estimated")
 	if st := s.mock.Stats(); st.Total != 0 {
-		t.Errorf("%d provider calls; counting must not call a provider", st.Total)
+		t.Errorf("%d generation calls; counting must not generate", st.Total)
 	}
 	status, _, body := s.do("/v1/messages/count_tokens", `{"model":"nope","messages":[]}`, hdr)
 	if status != 404 || !strings.Contains(string(body), `"not_found_error"`) {
