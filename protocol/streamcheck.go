@@ -225,7 +225,7 @@ func (c *StreamCheck) dispatch() bool {
 	if c.responses {
 		if c.hasData && c.dataLen > 0 && !(c.dataLen == len(doneData) && bytes.Equal(head, doneData)) && !c.json.Done() {
 			ok, c.bad = false, true
-		} else if ok {
+		} else {
 			c.dispatchResponses(name, head)
 		}
 		c.begun, c.hasData, c.dataLen, c.headN, c.nameN = false, false, 0, 0, 0
