@@ -118,3 +118,12 @@ func (c *Config) soleTarget(provider string) bool {
 	}
 	return false
 }
+
+// ServesResponses reports whether the provider serves OpenAI's Responses
+// API: its responses setting, or by default whether it is of kind openai.
+func (p *Provider) ServesResponses() bool {
+	if p.Responses != nil {
+		return *p.Responses
+	}
+	return p.Kind == KindOpenAI
+}

@@ -16,6 +16,10 @@ const (
 	DefaultLogFormat       = "text"
 	DefaultLogLevel        = "info"
 	DefaultProviderTimeout = 60 * time.Second
+	// DefaultAzureAPIVersion is the api-version an azure provider sends
+	// when its config names none: Azure OpenAI's current GA data-plane
+	// version.
+	DefaultAzureAPIVersion = "2024-10-21"
 	DefaultMaxInFlight     = 256
 	DefaultQueueDepth      = 150
 	DefaultQueueWait       = 5 * time.Second
@@ -58,6 +62,9 @@ const (
 const (
 	KindOpenAI    = "openai"
 	KindAnthropic = "anthropic"
+	// KindAzure is Azure OpenAI: OpenAI's API under Azure's URL scheme
+	// (a deployment per model, an api-version query) and api-key header.
+	KindAzure = "azure"
 )
 
 // applyDefaults fills in every field the file left out. A field the file
@@ -86,6 +93,9 @@ func (c *Config) applyDefaults() {
 		p := &c.Providers[i]
 		if unset(fmt.Sprintf("providers[%d].timeout", i), p.Timeout == 0) {
 			p.Timeout = Duration(DefaultProviderTimeout)
+		}
+		if p.Kind == KindAzure && p.APIVersion == "" {
+			p.APIVersion = DefaultAzureAPIVersion
 		}
 		// Client paths are appended to base_url; a trailing slash would
 		// double up.

@@ -17,6 +17,27 @@ func TestMixedKindsAccepted(t *testing.T) {
 	}
 }
 
+// kind azure: api_version defaults to the GA version, and an azure
+// provider may back up an openai one (both speak OpenAI's API).
+func TestAzureProvider(t *testing.T) {
+	c, err := Load("testdata/azure.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Providers[0].APIVersion; v != DefaultAzureAPIVersion {
+		t.Errorf("default api_version %q, want %q", v, DefaultAzureAPIVersion)
+	}
+	if v := c.Providers[1].APIVersion; v != "2025-04-01-preview" {
+		t.Errorf("api_version %q", v)
+	}
+	if u := c.Providers[1].BaseURL; u != "https://example-resource.openai.azure.com" {
+		t.Errorf("base_url %q: the trailing slash should go", u)
+	}
+	if c.Providers[0].ServesResponses() {
+		t.Error("an azure provider serves the Responses API by default; its URL scheme for it is not supported")
+	}
+}
+
 // Each broken sample must produce exactly the listed errors. at is the
 // "file:line: field: " start an editor jumps to; fix is part of the hint.
 func TestParseErrors(t *testing.T) {
@@ -50,7 +71,7 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"bad_providers.yaml", []want{
 			{":2: providers[0].name: ", `may only contain letters, digits, '.', '_' and '-'; write e.g. "my-provider"`},
-			{":3: providers[0].kind: ", `"azure" is not a supported kind; use openai`},
+			{":3: providers[0].kind: ", `"bedrock" is not a supported kind; use openai`},
 			{":4: providers[0].base_url: ", "is not an absolute http(s) URL; write e.g. https://api.openai.com/v1"},
 			{":5: providers[0].api_key_env: ", "must be the name of an environment variable"},
 			{":6: providers[0].timeout: ", "must be positive; write e.g. 60s"},
@@ -60,6 +81,12 @@ func TestParseErrors(t *testing.T) {
 			{":13: providers[2].base_url: ", "must not contain credentials; put the key in an environment variable"},
 			{":14: providers[3].name: ", "missing; give each provider a unique name"},
 			{":14: providers[3].base_url: ", "missing; write the API root"},
+		}},
+		{"bad_azure.yaml", []want{
+			{":4: providers[0].base_url: ", "has an API path; for kind azure write only the resource's endpoint, e.g. https://example-resource.openai.azure.com"},
+			{":5: providers[0].api_version: ", `"latest" is not an Azure OpenAI api-version; write a date such as 2024-10-21`},
+			{":9: providers[1].api_version: ", "applies only to kind: azure; remove it"},
+			{":13: providers[2].responses: ", "the Responses API is passed through only to kind openai providers"},
 		}},
 		{"bad_models.yaml", []want{
 			{":10: models[1].name: ", `"gpt" is already the name of models[0]; give each model a unique name`},

@@ -298,8 +298,12 @@ func (c *Config) validateDegrade(v *checker, i int, m *Model) {
 	}
 }
 
+// kindOf is the API a provider speaks: azure speaks OpenAI's.
 func (c *Config) kindOf(provider string) string {
 	if p, ok := c.Provider(provider); ok {
+		if p.Kind == KindAzure {
+			return KindOpenAI
+		}
 		return p.Kind
 	}
 	return ""

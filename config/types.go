@@ -121,16 +121,33 @@ type Log struct {
 // Provider is one upstream API endpoint.
 type Provider struct {
 	Name string `yaml:"name"`
-	// Kind is the wire protocol the provider speaks: "openai" or "anthropic".
+	// Kind is the wire protocol the provider speaks: "openai",
+	// "anthropic", or "azure" (Azure OpenAI: OpenAI's API, called at
+	// {base_url}/openai/deployments/{target model}/...?api-version=...
+	// with the key in an api-key header).
 	Kind string `yaml:"kind"`
 	// BaseURL includes the API version prefix, e.g. https://api.openai.com/v1
 	// or http://127.0.0.1:8000/v1 for vLLM. Client paths below /v1 are
-	// appended to it.
+	// appended to it. For kind azure it is the resource's endpoint, e.g.
+	// https://NAME.openai.azure.com, with no /openai path: each target's
+	// model is then its deployment's name.
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's key.
 	// The key itself never appears in config, logs or errors. Empty means
 	// the provider needs no key (self-hosted).
 	APIKeyEnv string `yaml:"api_key_env"`
+	// APIVersion is the api-version query parameter every call to an
+	// azure provider carries (default DefaultAzureAPIVersion, the current
+	// GA version; a "-preview" version works too). Only for kind azure.
+	APIVersion string `yaml:"api_version"`
+	// Responses says whether the provider serves OpenAI's Responses API
+	// (POST /v1/responses), which Sluice passes through but never
+	// translates. Default true for kind openai (OpenAI's API, vLLM and
+	// SGLang have it), false otherwise; write false for an
+	// OpenAI-compatible server without it, and its targets are skipped
+	// for Responses requests. It cannot be true for kind anthropic or
+	// azure. Nil means the default (ServesResponses).
+	Responses *bool `yaml:"responses"`
 	// Timeout bounds one upstream call end to end (default 60s).
 	Timeout Duration `yaml:"timeout"`
 	// MaxInFlight caps concurrent upstream calls to this provider

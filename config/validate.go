@@ -132,12 +132,16 @@ func (c *Config) validateProviders(v *checker) []string {
 		}
 		switch p.Kind {
 		case "":
-			v.add(at("kind"), "missing; write kind: openai or kind: anthropic")
-		case KindOpenAI, KindAnthropic:
+			v.add(at("kind"), "missing; write kind: openai, kind: anthropic or kind: azure")
+		case KindOpenAI, KindAnthropic, KindAzure:
 		default:
-			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers) or anthropic", short(p.Kind))
+			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers), anthropic or azure (Azure OpenAI)", short(p.Kind))
 		}
 		v.baseURL(at("base_url"), p.BaseURL)
+		validateAzure(v, at, p)
+		if p.Responses != nil && *p.Responses && (p.Kind == KindAnthropic || p.Kind == KindAzure) {
+			v.add(at("responses"), "the Responses API is passed through only to kind openai providers, never translated; remove it, or write responses: false")
+		}
 		// The value is never echoed: a key pasted here by mistake must not
 		// end up in logs.
 		if p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv) {
@@ -160,6 +164,28 @@ func (c *Config) validateProviders(v *checker) []string {
 		}
 	}
 	return known
+}
+
+var azureAPIVersion = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$`)
+
+// validateAzure checks what only an azure provider has: its api_version,
+// and a base_url that is the resource's endpoint, since the gateway adds
+// /openai/deployments/{deployment} itself.
+func validateAzure(v *checker, at func(string) string, p Provider) {
+	if p.Kind != KindAzure {
+		if p.APIVersion != "" {
+			v.add(at("api_version"), "applies only to kind: azure; remove it")
+		}
+		return
+	}
+	if !azureAPIVersion.MatchString(p.APIVersion) {
+		v.add(at("api_version"), "%s is not an Azure OpenAI api-version; write a date such as %s (or YYYY-MM-DD-preview), or remove it for that default", short(p.APIVersion), DefaultAzureAPIVersion)
+	}
+	if u, err := url.Parse(p.BaseURL); err == nil && u.Host != "" {
+		if path := strings.TrimRight(u.Path, "/"); strings.HasSuffix(path, "/openai") || strings.Contains(path, "/openai/") || strings.HasSuffix(path, "/v1") {
+			v.add(at("base_url"), "%s has an API path; for kind azure write only the resource's endpoint, e.g. %s://%s, and name each deployment as a target's model", short(p.BaseURL), u.Scheme, u.Host)
+		}
+	}
 }
 
 func (c *Config) validateServer(v *checker) {

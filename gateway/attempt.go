@@ -47,6 +47,7 @@ type attempt struct {
 	ready int
 	check protocol.StreamCheck
 	err   error
+	ep    protocol.Endpoint // the client's, which says how its streams end
 	// span is the call's trace span; nil with tracing off (tracing.go).
 	span trace.Span
 }
@@ -70,6 +71,7 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	if a.span != nil {
 		propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
+	a.ep = ep
 	a.start = g.now()
 	a.resp, a.err = g.transport.RoundTrip(req)
 	if a.err != nil {
@@ -99,7 +101,7 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 // client never sees it.
 func (g *Gateway) readHead(a *attempt) {
 	a.buf = relayBufPool.Get().(*[]byte)
-	a.check = protocol.NewStreamCheck(a.t.provider.dialect)
+	a.check = protocol.NewStreamCheckFor(a.ep, a.t.provider.dialect)
 	buf := *a.buf
 	scanned := 0
 	for {
@@ -115,7 +117,7 @@ func (g *Gateway) readHead(a *attempt) {
 			}
 		}
 		a.first += n
-		head, token := protocol.StreamHead(a.t.provider.dialect, buf[scanned:a.first])
+		head, token := protocol.StreamHeadFor(a.ep, a.t.provider.dialect, buf[scanned:a.first])
 		scanned += head
 		if token || a.first == len(buf) {
 			a.firstAt = g.now()
@@ -170,6 +172,8 @@ func (a *attempt) usable() bool { return a.err == nil && a.resp.StatusCode/100 =
 // outcome classifies an attempt that is not relayed to the client.
 func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 	switch {
+	case a.err == nil && a.ep.IsResponses() && a.resp.StatusCode == http.StatusNotFound:
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled} // a missing endpoint (responses.go)
 	case a.err == nil:
 		return refusal(a.resp)
 	case timedOut(callCtx):

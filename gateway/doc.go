@@ -21,11 +21,15 @@
 //     (idempotency.go);
 //  5. admission: wait for a slot in the global and provider limits, or be
 //     refused with an honest Retry-After;
-//  6. upstream: the provider's key replaces the client's credentials,
-//     model is rewritten, the deadline rides on the request's context;
+//  6. upstream: the provider's key replaces the client's credentials
+//     (an Azure OpenAI provider's in api-key, its target model in the
+//     deployment URL: callURL), model is rewritten, the deadline rides
+//     on the request's context;
 //     a target whose provider speaks the other API gets the request
 //     translated (package translate), on its own API's path, and a
 //     request that cannot be translated skips such targets (translate.go);
+//     a Responses API request goes only to targets that serve it, and is
+//     never translated (responses.go);
 //  7. relay: SSE is flushed as it arrives; other bodies are checked to be
 //     well-formed JSON before the client sees them; a translated answer,
 //     error or stream (event by event) comes back in the client's API.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -43,12 +44,12 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
-	url := p.baseURL + ep.UpstreamPath()
+	path := ep.UpstreamPath()
 	if p.dialect != ep.Dialect {
-		url = p.baseURL + chatPath(p.dialect) // a translated request (translate.go)
+		path = chatPath(p.dialect) // a translated request (translate.go)
 	}
 	br := out.reader(t)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(path, t.model), br)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +67,28 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 	return req, nil
 }
 
+// callURL is where a call to API path (below the version prefix, e.g.
+// /chat/completions) for upstream model goes. Azure OpenAI names the
+// model in the path, as a deployment, and the API's version in a query:
+// {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=V.
+func (p *provider) callURL(path, model string) string {
+	if p.azureVersion == "" {
+		return p.baseURL + path
+	}
+	return p.baseURL + "/openai/deployments/" + url.PathEscape(model) + path + "?api-version=" + url.QueryEscape(p.azureVersion)
+}
+
 // authorize sets the provider's own credentials and content type on an
 // upstream request's headers; a client's Anthropic-Version is kept.
+// Azure OpenAI takes its key in api-key, not as a bearer token.
 func (p *provider) authorize(h http.Header) {
 	h.Set("Content-Type", "application/json")
+	if p.azureVersion != "" {
+		if p.key != "" {
+			h.Set("Api-Key", p.key)
+		}
+		return
+	}
 	switch p.dialect {
 	case protocol.Anthropic:
 		if p.key != "" {
@@ -115,6 +134,9 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch {
 	case x.reason == "upstream_connect":
 		return lifecycle.Outcome{Kind: lifecycle.ConnError}
+	case lacksResponses(x):
+		// A missing endpoint, not a failing provider (responses.go).
+		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
 	case x.upstreamStatus/100 != 2:
 		return lifecycle.StatusOutcome(x.upstreamStatus, 0)
 	}
@@ -157,6 +179,9 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	status := resp.StatusCode
 	x.retryAfter = retryAfter(resp.Header)
+	if status == http.StatusNotFound && x.endpoint.IsResponses() {
+		g.warnNoResponses(p)
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		if p.authWarned.CompareAndSwap(false, true) {

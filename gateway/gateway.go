@@ -112,11 +112,18 @@ type provider struct {
 	name    string
 	dialect protocol.Dialect
 	baseURL string
-	key     string // never logged
-	keyEnv  string // the variable it came from, for the operator's logs
-	scrub   keyScrub
-	timeout time.Duration
-	scope   int // admission scope index
+	// azureVersion is an azure provider's api-version, "" for any other
+	// kind: its calls go to Azure OpenAI's deployment URLs, with its
+	// api-key header (callURL, authorize).
+	azureVersion string
+	// responses: the provider serves the Responses API (config
+	// ServesResponses); responsesWarned: its 404 to one was logged.
+	responses, responsesWarned atomic.Bool
+	key                        string // never logged
+	keyEnv                     string // the variable it came from, for the operator's logs
+	scrub                      keyScrub
+	timeout                    time.Duration
+	scope                      int // admission scope index
 	// forward lists the client headers this provider hears; headers are
 	// the operator's own, set on every call.
 	forward []string
@@ -232,6 +239,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			forward: forwardList(d, pc.ForwardHeaders),
 			headers: http.Header{},
 		}
+		if pc.Kind == config.KindAzure {
+			p.azureVersion = pc.APIVersion
+		}
+		p.responses.Store(pc.ServesResponses())
 		secrets := []string{p.key}
 		for k, v := range pc.Headers {
 			p.headers.Set(k, v)

@@ -87,7 +87,11 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchang
 func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
 	body, err := protocol.ParseBody(raw)
 	if err != nil {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), 0)
+		param := ""
+		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
+			param = pe.Param
+		}
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), param, 0)
 		return nil, nil, false
 	}
 	x.stream = body.Stream
@@ -139,6 +143,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	// A model's targets of the other API are served by translating
 	// (translate.go), which only chat requests can be.
+	if ep.IsResponses() {
+		if m, ok = g.responsesTargets(w, x, m); !ok {
+			return
+		}
+	}
 	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
@@ -174,7 +183,13 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		req.Key = x.key.index
 	}
 	out := &outgoing{body: body, client: ep.Dialect}
-	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions {
+	if ep.IsResponses() {
+		// degrade's cap, on a body without one, goes in its own field.
+		out.edit.MaxTokensField = "max_output_tokens"
+	}
+	// (The Responses API reports usage on its own, and has no
+	// include_usage.)
+	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
 		// Ask for the stream's usage, to settle the key's budget with the
 		// provider's count; the client, which did not ask, does not see it.
 		out.edit.IncludeUsage, x.injectedUsage = true, true
@@ -352,6 +367,12 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 
 // fail is the one place an error answer is written and recorded.
 func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
+	g.failParam(w, x, k, outcome, reason, msg, "", retryAfter)
+}
+
+// failParam is fail for an error that request parameter param caused,
+// which an OpenAI-shaped answer names in its "param" field.
+func (g *Gateway) failParam(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg, param string, retryAfter time.Duration) {
 	x.outcome, x.reason = outcome, reason
 	if x.wroteHeader {
 		return // a stream already started; relay wrote its own error event
@@ -359,7 +380,7 @@ func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outc
 	x.wroteHeader = true
 	x.status = x.endpoint.Dialect.Status(k)
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout))
-	x.endpoint.Dialect.WriteError(w, k, msg, retryAfter)
+	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
 }
 
 // ErrShutdown is the cause of every request's context once a shutdown

@@ -74,8 +74,8 @@ func TestEndpoints(t *testing.T) {
 			}
 		})
 	}
-	// Each API lists what it can call, in its own shape; the Anthropic
-	// caller is told apart by anthropic-version.
+	// Each API lists every model, in its own shape; the Anthropic caller
+	// is told apart by anthropic-version.
 	t.Run("models", func(t *testing.T) {
 		list := func(hdr map[string]string) string {
 			req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/models", nil)
@@ -91,11 +91,11 @@ func TestEndpoints(t *testing.T) {
 			return string(b)
 		}
 		openai := list(nil)
-		if !strings.Contains(openai, `"mock-gpt"`) || strings.Contains(openai, `"mock-claude"`) || !strings.Contains(openai, `"object":"list"`) {
+		if !strings.Contains(openai, `"mock-gpt"`) || !strings.Contains(openai, `"mock-claude"`) || !strings.Contains(openai, `"object":"list"`) {
 			t.Fatalf("OpenAI model list: %s", openai)
 		}
 		anthropic := list(map[string]string{"anthropic-version": "2023-06-01"})
-		if !strings.Contains(anthropic, `"mock-claude"`) || strings.Contains(anthropic, `"mock-gpt"`) || !strings.Contains(anthropic, `"has_more":false`) {
+		if !strings.Contains(anthropic, `"mock-claude"`) || !strings.Contains(anthropic, `"mock-gpt"`) || !strings.Contains(anthropic, `"has_more":false`) {
 			t.Fatalf("Anthropic model list: %s", anthropic)
 		}
 		// An x-api-key alone is not Anthropic: OpenAI-compatible clients send it too.

@@ -25,7 +25,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", serveOK)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
-			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
+			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, ep := range protocol.Endpoints {
@@ -84,14 +84,14 @@ func dialectOf(r *http.Request) protocol.Dialect {
 	return protocol.OpenAI
 }
 
-// serveModels lists, in the caller's dialect, the models the caller can
-// call natively, or with an id (GET /v1/models/{id}) answers that one
-// model's entry, or 404 when the list would not hold it: those with a target whose provider speaks its API (a
-// mixed failover chain is listed under both), and that its key may use.
-// A model whose providers all speak the other API can still be called
-// for chat through translation (translate.go), but is not listed: a
-// model list is read as "what this API serves as is", and a client
-// picking from it should not meet a translation refusal.
+// serveModels lists, in the caller's dialect, every model its key may
+// use, or with an id (GET /v1/models/{id}) answers that one model's
+// entry, or 404 when the list would not hold it. Every model is listed
+// under both APIs: with translation (translate.go), a chat request in
+// either API reaches any model. Each entry says, under "sluice", which
+// client endpoints serve the model and which of those only through
+// translation (modelEndpoints), so a client can pick a model that serves
+// what it needs as is.
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	d := dialectOf(r)
 	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
@@ -101,15 +101,17 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var names []string
 	for _, n := range g.modelNames {
-		if (id == "" || n == id) && g.models[n].speaks(d) && (x.key == nil || x.key.models == nil || x.key.models[n]) {
+		if (id == "" || n == id) && (x.key == nil || x.key.models == nil || x.key.models[n]) {
 			names = append(names, n)
 		}
 	}
 	entry := func(n string) map[string]any {
+		all, translated := g.models[n].endpoints()
+		ext := map[string]any{"endpoints": all, "translated": translated}
 		if d == protocol.Anthropic {
-			return map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+			return map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z", "sluice": ext}
 		}
-		return map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice"}
+		return map[string]any{"id": n, "object": "model", "created": 0, "owned_by": "sluice", "sluice": ext}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if id != "" {
@@ -120,25 +122,50 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(entry(id))
 		return
 	}
+	data := make([]map[string]any, 0, len(names))
+	for _, n := range names {
+		data = append(data, entry(n))
+	}
 	var body any
 	if d == protocol.Anthropic {
-		data := make([]map[string]any, 0, len(names))
-		for _, n := range names {
-			data = append(data, entry(n))
-		}
 		var first, last any
 		if len(names) > 0 {
 			first, last = names[0], names[len(names)-1]
 		}
 		body = map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last}
 	} else {
-		data := make([]map[string]any, 0, len(names))
-		for _, n := range names {
-			data = append(data, entry(n))
-		}
 		body = map[string]any{"object": "list", "data": data}
 	}
 	json.NewEncoder(w).Encode(body)
+}
+
+// endpoints lists the client paths that serve m, and those of them that
+// reach no target in their own API, only ones served by translation:
+// chat in both APIs (translated when no target speaks it), legacy
+// completions and embeddings when a target speaks OpenAI's API (they are
+// never translated), the Responses API when a target serves it, and
+// count_tokens, which Sluice answers itself.
+func (m *model) endpoints() (all, translated []string) {
+	oai, ant, responses := m.speaks(protocol.OpenAI), m.speaks(protocol.Anthropic), false
+	for _, t := range m.targets {
+		responses = responses || t.provider.responses.Load()
+	}
+	translated = []string{}
+	all = append(all, "/v1/chat/completions")
+	if !oai {
+		translated = append(translated, "/v1/chat/completions")
+	}
+	if oai {
+		all = append(all, "/v1/completions", "/v1/embeddings")
+	}
+	if responses {
+		all = append(all, protocol.Responses.Path)
+	}
+	all = append(all, "/v1/messages")
+	if !ant {
+		translated = append(translated, "/v1/messages")
+	}
+	return append(all, "/v1/messages/count_tokens"), translated
 }
 
 // speaks reports whether one of m's targets speaks dialect d.
@@ -149,34 +176,4 @@ func (m *model) speaks(d protocol.Dialect) bool {
 		}
 	}
 	return false
-}
-
-// serveCountTokens answers Anthropic's POST /v1/messages/count_tokens
-// from Sluice's own tokenizer, in the encoding of the model's first
-// target (see countInput), without calling a provider: the count is what
-// the gateway itself charges against budgets. X-Sluice-Token-Count says
-// whether it is exact or an estimate (Claude's tokenizer is not public,
-// so a Claude model's count is always an estimate).
-func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: g.now(), priority: g.defaultPri,
-		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
-	defer g.finish(x)
-	if !g.authenticate(w, r, x) {
-		return
-	}
-	m, _, raw, held, ok := g.readRequest(w, r, x)
-	defer g.bodies.give(held)
-	if !ok {
-		return
-	}
-	n, exact := g.countInput(m, protocol.Anthropic, raw)
-	x.outcome, x.status = outcomeOK, http.StatusOK
-	x.borrowed = true // a count spends no tokens: nothing to account
-	count := "estimated"
-	if exact {
-		count = "exact"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Sluice-Token-Count", count)
-	json.NewEncoder(w).Encode(map[string]int64{"input_tokens": n})
 }

@@ -101,6 +101,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 		return m, req, true
 	}
 	why := fmt.Sprintf("%s requests are not translated to another API", x.endpoint.Path)
+	param := "" // the parameter at fault, when one is
 	if translates(x.endpoint) {
 		e := out.edit
 		e.Model = out.body.Model // each call sets its target's
@@ -122,20 +123,13 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 			why = "the request could not be translated: " + err.Error()
 		} else {
 			why = fmt.Sprintf("parameter %s (at %s) cannot be translated: %s", te.Param, te.Path, te.Reason)
+			param = te.Path
 		}
 	}
-	kept := &model{name: m.name, route: m.route}
-	kept.route.Targets, kept.route.Models = nil, nil
-	for i, t := range m.targets {
-		if t.provider.dialect == d {
-			kept.targets = append(kept.targets, t)
-			kept.route.Targets = append(kept.route.Targets, m.route.Targets[i])
-			kept.route.Models = append(kept.route.Models, m.route.Models[i])
-		}
-	}
+	kept := m.keep(func(t target) bool { return t.provider.dialect == d })
 	if len(kept.targets) == 0 {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
-			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), 0)
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
+			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), param, 0)
 		return m, req, false
 	}
 	req.Targets, req.Models = kept.route.Targets, kept.route.Models

@@ -105,8 +105,8 @@ func TestOpenAIClientServedByAnthropic(t *testing.T) {
 	})
 	t.Run("untranslatable", func(t *testing.T) {
 		status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil)
-		if status != 400 || !strings.Contains(string(body), "parameter n ") || errorType(t, body) != "invalid_request_error" {
-			t.Fatalf("status %d: %s; want an OpenAI 400 naming n", status, body)
+		if status != 400 || !strings.Contains(string(body), "parameter n ") || errorType(t, body) != "invalid_request_error" || errorParam(t, body) != "n" {
+			t.Fatalf("status %d: %s; want an OpenAI 400 naming n, in param too", status, body)
 		}
 	})
 	t.Run("upstream error", func(t *testing.T) {
@@ -274,18 +274,59 @@ func TestUntranslatableSkipsOtherKindTargets(t *testing.T) {
 	}
 }
 
-// A mixed chain is listed under both APIs; a single-kind model under its own.
-func TestModelListShowsMixedChainsUnderBoth(t *testing.T) {
+// Every model is listed under both APIs, with the endpoints that serve
+// it and those that only reach it through translation; a mixed chain
+// needs none. GET /v1/models/{id} answers the same entry.
+func TestModelListShowsEveryModelUnderBoth(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "mock-anthropic", Model: "claude-backup"})
 	})
-	_, _, openai := s.get("/v1/models", nil)
-	_, _, anthropic := s.get("/v1/models", map[string]string{"anthropic-version": "2023-06-01"})
-	if !strings.Contains(string(openai), `"mock-gpt"`) || strings.Contains(string(openai), `"mock-claude"`) {
-		t.Errorf("OpenAI list: %s", openai)
+	type entry struct {
+		ID, Object, Type string
+		Sluice           struct{ Endpoints, Translated []string }
 	}
-	if !strings.Contains(string(anthropic), `"mock-gpt"`) || !strings.Contains(string(anthropic), `"mock-claude"`) || strings.Contains(string(anthropic), `"mock-embed"`) {
-		t.Errorf("Anthropic list: %s", anthropic)
+	list := func(hdr map[string]string) map[string]entry {
+		t.Helper()
+		status, _, body := s.get("/v1/models", hdr)
+		var v struct{ Data []entry }
+		if status != 200 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("list: %d %s", status, body)
+		}
+		out := map[string]entry{}
+		for _, e := range v.Data {
+			out[e.ID] = e
+		}
+		return out
+	}
+	anthropicHdr := map[string]string{"anthropic-version": "2023-06-01"}
+	openai, anthropic := list(nil), list(anthropicHdr)
+	for _, l := range []map[string]entry{openai, anthropic} {
+		if len(l) != 3 {
+			t.Fatalf("listed %v; want all three models", l)
+		}
+	}
+	if openai["mock-gpt"].Object != "model" || anthropic["mock-gpt"].Type != "model" {
+		t.Errorf("shapes: %+v, %+v", openai["mock-gpt"], anthropic["mock-gpt"])
+	}
+	for _, c := range []struct {
+		model, endpoints, translated string
+	}{
+		{"mock-gpt", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", ""},
+		{"mock-embed", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", "/v1/messages"},
+		{"mock-claude", "/v1/chat/completions /v1/messages /v1/messages/count_tokens", "/v1/chat/completions"},
+	} {
+		for _, e := range []entry{openai[c.model], anthropic[c.model]} {
+			if got := strings.Join(e.Sluice.Endpoints, " "); got != c.endpoints {
+				t.Errorf("%s endpoints %q, want %q", c.model, got, c.endpoints)
+			}
+			if got := strings.Join(e.Sluice.Translated, " "); got != c.translated {
+				t.Errorf("%s translated %q, want %q", c.model, got, c.translated)
+			}
+		}
+	}
+	status, _, body := s.get("/v1/models/mock-claude", nil)
+	if status != 200 || !strings.Contains(string(body), `"translated":["/v1/chat/completions"]`) || !strings.Contains(string(body), `"object":"model"`) {
+		t.Errorf("GET /v1/models/mock-claude from an OpenAI client: %d %s", status, body)
 	}
 }
 
@@ -310,35 +351,89 @@ func TestTranslatedStreamCutEndsWithErrorEvent(t *testing.T) {
 	}
 }
 
-// POST /v1/messages/count_tokens is answered from Sluice's tokenizer,
-// with no provider call, for a model of either kind; an unknown model is
-// 404 in Anthropic's shape. The count is the one budgets charge, so it
-// grows with the prompt.
+// POST /v1/messages/count_tokens: a model whose first target is an
+// Anthropic-kind provider gets that provider's count (its target model,
+// the provider's key); any other model, or when that call fails, gets
+// Sluice's tokenizer's, the one budgets charge, which grows with the
+// prompt. An unknown model is 404 in Anthropic's shape.
 func TestCountTokens(t *testing.T) {
-	s := newStack(t, mock.Config{}, nil)
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Providers = append(c.Providers, config.Provider{Name: "dead", Kind: config.KindAnthropic, BaseURL: deadURL(t),
+			Timeout: config.Duration(config.DefaultProviderTimeout)})
+		c.Models = append(c.Models, config.Model{Name: "claude-dead", Targets: []config.Target{{Provider: "dead", Model: "claude-x"}}})
+	})
 	hdr := map[string]string{"anthropic-version": "2023-06-01"}
-	count := func(model, text string) int64 {
+	count := func(model, text, how string) int64 {
 		t.Helper()
 		status, h, body := s.do("/v1/messages/count_tokens",
 			`{"model":"`+model+`","system":"be brief","messages":[{"role":"user","content":"`+text+`"}]}`, hdr)
 		var got struct {
 			InputTokens int64 `json:"input_tokens"`
 		}
-		if status != 200 || json.Unmarshal(body, &got) != nil || got.InputTokens <= 0 || h.Get("X-Sluice-Token-Count") == "" {
-			t.Fatalf("count_tokens for %s: %d %s %v", model, status, body, h)
+		if status != 200 || json.Unmarshal(body, &got) != nil || got.InputTokens <= 0 || !strings.Contains(how, h.Get("X-Sluice-Token-Count")) {
+			t.Fatalf("count_tokens for %s: %d %s %v; want a count by %s", model, status, body, h, how)
 		}
 		return got.InputTokens
 	}
-	short, long := count("mock-claude", "hi"), count("mock-claude", strings.Repeat("tell me more about sluices ", 50))
+
+	// The provider's own count: the mock counts a quarter of the text's bytes.
+	if n := count("mock-claude", "hello there", "provider"); n != 5 { // "be brief" + "hello there" = 19 bytes
+		t.Errorf("provider count %d, want the mock's 5", n)
+	}
+	if last := s.mock.LastRequest(); last.Path != "/v1/messages/count_tokens" || last.Model != "mock-claude-sonnet" || last.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("provider saw %s model %q anthropic-version %q", last.Path, last.Model, last.Header.Get("Anthropic-Version"))
+	}
+
+	// The tokenizer: an OpenAI-kind model, and a provider that fails.
+	short, long := count("mock-gpt", "hi", "exact estimated"), count("mock-gpt", strings.Repeat("tell me more about sluices ", 50), "exact estimated")
 	if long <= short+100 {
 		t.Errorf("a 250-word prompt counts %d, a one-word one %d", long, short)
 	}
-	count("mock-gpt", "hi") // an OpenAI-kind model, counted from an Anthropic-shaped body
+	count("claude-dead", "hi", "estimated")
 	if st := s.mock.Stats(); st.Total != 0 {
-		t.Errorf("%d provider calls; counting must not call a provider", st.Total)
+		t.Errorf("%d generation calls; counting must not generate", st.Total)
 	}
 	status, _, body := s.do("/v1/messages/count_tokens", `{"model":"nope","messages":[]}`, hdr)
 	if status != 404 || !strings.Contains(string(body), `"not_found_error"`) {
 		t.Errorf("unknown model: %d %s", status, body)
+	}
+}
+
+// errorParam is an OpenAI-shaped error's "param", or "" when it is null.
+func errorParam(t *testing.T, body []byte) string {
+	t.Helper()
+	var v struct {
+		Error struct {
+			Param *string `json:"param"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	if v.Error.Param == nil {
+		return ""
+	}
+	return *v.Error.Param
+}
+
+// An OpenAI-shaped 400 names the parameter at fault in "param", as
+// OpenAI's API does and its SDKs expose; one no parameter caused has a
+// null param.
+func TestBadRequestNamesParam(t *testing.T) {
+	s := newStack(t, mock.Config{}, nil)
+	for _, c := range []struct{ body, param string }{
+		{`{"model":"mock-gpt","max_tokens":-1,"messages":[]}`, "max_tokens"},
+		{`{"model":"mock-gpt","max_tokens":5,"max_completion_tokens":5,"messages":[]}`, "max_completion_tokens"},
+		{`{"model":7,"messages":[]}`, "model"},
+		{`{"messages":[]}`, "model"},
+		{`{"model":"mock-gpt","stream":"yes","messages":[]}`, "stream"},
+		{`{"model":"mock-gpt","Model":"other","messages":[]}`, "Model"},
+		{`{"model":"mock-gpt","messages":[],"messages":[]}`, "messages"},
+		{`{"model":"mock-gpt",`, ""},
+	} {
+		status, _, body := s.do("/v1/chat/completions", c.body, nil)
+		if status != 400 || errorParam(t, body) != c.param {
+			t.Errorf("%s: %d %s; want 400 with param %q", c.body, status, body, c.param)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // anthropic is the Anthropic Messages API wire protocol.
@@ -55,8 +56,9 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		if q.MaxTokens != nil && *q.MaxTokens > 0 {
 			c.maxTokens = *q.MaxTokens
 		}
+		c.toolTurn(body, q.Messages)
 		c.enc = func(p *plan) encoder {
-			return &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt}
+			return &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool}
 		}
 		return c, nil
 	})
@@ -86,6 +88,11 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 type messagesEnc struct {
 	id, model string
 	prompt    int
+	tool      *toolUse
+}
+
+func (e *messagesEnc) toolBlock(input string) toolUseBlock {
+	return toolUseBlock{Type: "tool_use", ID: "toolu_" + strings.TrimPrefix(e.id, "msg_"), Name: e.tool.name, Input: json.RawMessage(input)}
 }
 
 func stopReason(capped bool) string {
@@ -110,7 +117,7 @@ type messageObject struct {
 	Type         string         `json:"type"`
 	Role         string         `json:"role"`
 	Model        string         `json:"model"`
-	Content      []textBlock    `json:"content"`
+	Content      []any          `json:"content"`
 	StopReason   *string        `json:"stop_reason"`
 	StopSequence *string        `json:"stop_sequence"`
 	Usage        anthropicUsage `json:"usage"`
@@ -118,9 +125,13 @@ type messageObject struct {
 
 func (e *messagesEnc) body(text string, tokens int, capped bool) []byte {
 	reason := stopReason(capped)
+	content := []any{textBlock{"text", text}}
+	if e.tool != nil && !capped {
+		content, reason = append(content, e.toolBlock(e.tool.args)), "tool_use"
+	}
 	b, _ := json.Marshal(messageObject{
 		ID: e.id, Type: "message", Role: "assistant", Model: e.model,
-		Content:    []textBlock{{"text", text}},
+		Content:    content,
 		StopReason: &reason,
 		Usage:      anthropicUsage{e.prompt, tokens},
 	})
@@ -136,10 +147,10 @@ func sseEvent(name string, v any) []byte {
 
 // blockEvent is a content_block_* event; type leads, as in Anthropic's.
 type blockEvent struct {
-	Type         string     `json:"type"`
-	Index        int        `json:"index"`
-	ContentBlock *textBlock `json:"content_block,omitempty"`
-	Delta        *textBlock `json:"delta,omitempty"`
+	Type         string `json:"type"`
+	Index        int    `json:"index"`
+	ContentBlock any    `json:"content_block,omitempty"`
+	Delta        any    `json:"delta,omitempty"`
 }
 
 func (e *messagesEnc) streamHead() []byte {
@@ -148,7 +159,7 @@ func (e *messagesEnc) streamHead() []byte {
 		Message messageObject `json:"message"`
 	}{"message_start", messageObject{
 		ID: e.id, Type: "message", Role: "assistant", Model: e.model,
-		Content: []textBlock{},
+		Content: []any{},
 		Usage:   anthropicUsage{e.prompt, 1},
 	}})
 	b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &textBlock{"text", ""}})...)
@@ -168,10 +179,17 @@ func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
 		OutputTokens int `json:"output_tokens"`
 	}
 	b := sseEvent("content_block_stop", blockEvent{Type: "content_block_stop"})
+	reason := stopReason(capped)
+	if e.tool != nil && !capped {
+		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: 1, ContentBlock: e.toolBlock("{}")})...)
+		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: 1, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
+		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: 1})...)
+		reason = "tool_use"
+	}
 	b = append(b, sseEvent("message_delta", struct {
 		Type  string `json:"type"`
 		Delta delta  `json:"delta"`
 		Usage usage  `json:"usage"`
-	}{"message_delta", delta{StopReason: stopReason(capped)}, usage{tokens}})...)
+	}{"message_delta", delta{StopReason: reason}, usage{tokens}})...)
 	return append(b, sseEvent("message_stop", map[string]string{"type": "message_stop"})...)
 }

@@ -8,6 +8,7 @@
 //	POST /v1/chat/completions        OpenAI chat, streaming or not
 //	POST /v1/completions             OpenAI legacy completions
 //	POST /v1/embeddings              deterministic unit vectors per input
+//	POST /v1/responses               OpenAI Responses API, streaming or not
 //	POST /v1/messages                Anthropic Messages, streaming or not
 //	POST /v1/messages/count_tokens   Anthropic token count (no latency)
 //	GET  /v1/models                  OpenAI model list
@@ -53,6 +54,17 @@
 // Every wait ends as soon as the request context does, and such a call is
 // counted in Stats.CancelledByClient: that is how a gateway test sees that
 // a cancel reached the upstream.
+//
+// # Tools
+//
+// A request that offers tools (and whose tool_choice is not none) gets an
+// answer that calls the tool tool_choice names, or the first one, with
+// every property of its schema filled ("mock", 1, true, null), and the
+// finish reason tool_calls / tool_use, whole or streamed as each API
+// streams a call. A request whose last message is a tool result calls no
+// tool, and its answer's text starts with "tool result: " and the
+// result's text, so a client's whole tool round trip runs against the
+// mock (tools.go).
 //
 // # Failure kinds
 //

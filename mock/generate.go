@@ -33,6 +33,10 @@ type call struct {
 	maxTokens    int  // 0 = no cap
 	noTokens     bool // embeddings: only TTFT, then the body
 	enc          func(p *plan) encoder
+	// tool is the tool the answer calls, echo the tool result its text
+	// starts with (tools.go).
+	tool *toolUse
+	echo string
 }
 
 // encoder renders one call's response; tokens is the count generated and
@@ -99,7 +103,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 		return outCancelled
 	}
 	defer s.sched.release()
-	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens}
+	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens, echo: c.echo}
 	// Unless EarlyHead is set, nothing, not even headers, goes out before
 	// TTFT, so TTFT is also time to first byte whichever way a gateway
 	// measures it.
@@ -135,7 +139,8 @@ type gen struct {
 	enc    encoder
 	n      int
 	capped bool
-	opened bool // the stream's headers and head are sent
+	opened bool   // the stream's headers and head are sent
+	echo   string // text before the generated tokens (tools.go)
 }
 
 // tpot is re-read per token because the batch changes while we generate.
@@ -150,6 +155,7 @@ func (g *gen) failKind() string {
 
 func (g *gen) whole() outcome {
 	var text strings.Builder
+	text.WriteString(g.echo)
 	for i := range g.n {
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
@@ -207,6 +213,9 @@ func (g *gen) stream() outcome {
 		cut = min(cut, g.n)
 	}
 	if !g.opened && !g.send(g.enc.streamHead()) {
+		return outCancelled
+	}
+	if g.echo != "" && !g.send(g.enc.streamToken(g.echo)) {
 		return outCancelled
 	}
 	for i := range g.n + 1 {

@@ -101,8 +101,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return nil, badJSON(err)
 		}
 		c := q.call(messagesBytes(q.Messages))
+		c.toolTurn(body, q.Messages)
 		c.enc = func(p *plan) encoder {
-			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage()}}
+			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage()}, c.tool}
 		}
 		return c, nil
 	})
@@ -166,7 +167,10 @@ type oaiCommon struct {
 
 var done = []byte("data: [DONE]\n\n")
 
-type chatEnc struct{ oaiCommon }
+type chatEnc struct {
+	oaiCommon
+	tool *toolUse
+}
 
 type chatChoice struct {
 	Index        int        `json:"index"`
@@ -177,8 +181,9 @@ type chatChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Content   *string          `json:"content,omitempty"`
+	ToolCalls []openAIToolCall `json:"tool_calls,omitempty"`
 }
 
 type chatObject struct {
@@ -195,11 +200,21 @@ func (e *chatEnc) object(kind string, ch chatChoice) chatObject {
 	return chatObject{e.id, kind, e.created, e.model, "fp_sluice_mock", []chatChoice{ch}, nil}
 }
 
+// toolCall is the answer's call to e.tool, for a stream when index is set.
+func (e *chatEnc) toolCall(index *int) openAIToolCall {
+	c := openAIToolCall{Index: index, ID: "call_" + e.id, Type: "function"}
+	c.Function.Name, c.Function.Arguments = e.tool.name, e.tool.args
+	return c
+}
+
 func (e *chatEnc) body(text string, tokens int, capped bool) []byte {
-	o := e.object("chat.completion", chatChoice{
-		Message:      &chatDelta{Role: "assistant", Content: &text},
-		FinishReason: finishReason(capped),
-	})
+	msg := &chatDelta{Role: "assistant", Content: &text}
+	finish := finishReason(capped)
+	if e.tool != nil && !capped {
+		msg.ToolCalls = []openAIToolCall{e.toolCall(nil)}
+		*finish = "tool_calls"
+	}
+	o := e.object("chat.completion", chatChoice{Message: msg, FinishReason: finish})
 	o.Usage = newUsage(e.prompt, tokens)
 	b, _ := json.Marshal(o)
 	return b
@@ -216,7 +231,21 @@ func (e *chatEnc) streamToken(tok string) []byte {
 }
 
 func (e *chatEnc) streamTail(tokens int, capped bool) []byte {
-	b := sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finishReason(capped)}))
+	var b []byte
+	finish := finishReason(capped)
+	if e.tool != nil && !capped {
+		// The call's head (id, name), then its arguments, as OpenAI
+		// streams them.
+		head := e.toolCall(new(int))
+		args := head.Function.Arguments
+		head.Function.Arguments = ""
+		b = sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{head}}}))
+		more := openAIToolCall{Index: new(int)}
+		more.Function.Arguments = args
+		b = append(b, sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{more}}}))...)
+		*finish = "tool_calls"
+	}
+	b = append(b, sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finish}))...)
 	if e.includeUsage {
 		// The extra chunk stream_options.include_usage asks for.
 		u := e.object("chat.completion.chunk", chatChoice{})

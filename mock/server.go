@@ -89,6 +89,7 @@ func New(cfg Config) *Server {
 	m.HandleFunc("/v1/chat/completions", post(openAI{}, s.handleChat))
 	m.HandleFunc("/v1/completions", post(openAI{}, s.handleCompletions))
 	m.HandleFunc("/v1/embeddings", post(openAI{}, s.handleEmbeddings))
+	m.HandleFunc("/v1/responses", post(openAI{}, s.handleResponses))
 	m.HandleFunc("/v1/messages", post(anthropic{}, s.handleMessages))
 	m.HandleFunc("/v1/messages/count_tokens", post(anthropic{}, s.handleCountTokens))
 	m.HandleFunc("/v1/models", s.handleModels)

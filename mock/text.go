@@ -74,5 +74,6 @@ func messagesBytes(msgs []message) int {
 }
 
 type message struct {
+	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }

@@ -41,12 +41,28 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
+// ParamError is a malformed body that one top-level parameter is at
+// fault for, so an OpenAI-shaped error can name it in "param". It
+// wraps ErrMalformed.
+type ParamError struct {
+	Param string // the field, e.g. "max_tokens"
+	Msg   string // what to fix
+}
+
+func (e *ParamError) Error() string { return ErrMalformed.Error() + ": " + e.Msg }
+
+func (e *ParamError) Unwrap() error { return ErrMalformed }
+
+func malformedParam(param, format string, args ...any) error {
+	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
 // RoutedFields are the top-level fields the gateway reads to decide where
 // and how a request goes. Each must appear once, spelled exactly: Go's
 // encoding/json matches keys without regard to case and takes the last of
 // duplicates, other parsers take the first, so {"model":"a","Model":"b"}
 // could be checked as one model and served as another.
-var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens",
 	"messages", "system", "prompt", "input", "tools", "tool_choice", "response_format"}
 
 // ParseBody scans a JSON object body. It fails with ErrMalformed, and a
@@ -84,20 +100,21 @@ func ParseBody(raw []byte) (*Body, error) {
 		switch key {
 		case "model":
 			if err := json.Unmarshal(v, &b.Model); err != nil {
-				return nil, malformed(`"model" must be a string`)
+				return nil, malformedParam("model", `"model" must be a string`)
 			}
 			b.model = span{end - len(v), end}
 		case "stream":
 			if err := json.Unmarshal(v, &b.Stream); err != nil {
-				return nil, malformed(`"stream" must be true or false`)
+				return nil, malformedParam("stream", `"stream" must be true or false`)
 			}
-		case "max_tokens", "max_completion_tokens":
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			// max_output_tokens is the Responses API's.
 			var n int64
 			if err := json.Unmarshal(v, &n); err != nil || n < 0 {
-				return nil, malformed("%q must be a whole number of tokens", key)
+				return nil, malformedParam(key, "%q must be a whole number of tokens", key)
 			}
 			if b.maxTokens.ok() {
-				return nil, malformed(`send one of "max_tokens" and "max_completion_tokens", not both`)
+				return nil, malformedParam(key, `send one of "max_tokens", "max_completion_tokens" and "max_output_tokens", not two`)
 			}
 			b.MaxTokens, b.maxTokens = n, span{end - len(v), end}
 		case "stream_options":
@@ -114,7 +131,7 @@ func ParseBody(raw []byte) (*Body, error) {
 		return nil, malformed("unexpected data after the JSON object")
 	}
 	if !b.model.ok() || b.Model == "" {
-		return nil, malformed(`"model" is required`)
+		return nil, malformedParam("model", `"model" is required`)
 	}
 	return b, nil
 }
@@ -124,12 +141,12 @@ func ParseBody(raw []byte) (*Body, error) {
 func checkKey(seen []string, key string) error {
 	for _, s := range seen {
 		if s == key {
-			return malformed("%q appears twice; send each field once", key)
+			return malformedParam(key, "%q appears twice; send each field once", key)
 		}
 	}
 	for _, f := range RoutedFields {
 		if key != f && strings.EqualFold(key, f) {
-			return malformed("%q is not a field; the field is %q (keys are case-sensitive)", key, f)
+			return malformedParam(key, "%q is not a field; the field is %q (keys are case-sensitive)", key, f)
 		}
 	}
 	return nil
@@ -158,9 +175,12 @@ type Edit struct {
 	// Model replaces the model's value (the target's upstream name).
 	Model string
 	// MaxTokens, when positive, caps the output allowance: a larger
-	// max_tokens (or max_completion_tokens) is lowered to it, and a body
-	// without one gets max_tokens.
+	// max_tokens (or max_completion_tokens, max_output_tokens) is lowered
+	// to it, and a body without one gets MaxTokensField.
 	MaxTokens int64
+	// MaxTokensField is the field a body without one gets: max_tokens
+	// when empty (max_output_tokens for the Responses API).
+	MaxTokensField string
 	// IncludeUsage adds stream_options {"include_usage": true}, so an
 	// OpenAI-style stream ends with its token counts.
 	IncludeUsage bool
@@ -182,7 +202,11 @@ func (b *Body) Reader(e Edit) *BodyReader {
 		limit := strconv.AppendInt(nil, e.MaxTokens, 10)
 		switch {
 		case !b.maxTokens.ok():
-			extra = append(append(append(extra, `"max_tokens":`...), limit...), ',')
+			field := e.MaxTokensField
+			if field == "" {
+				field = "max_tokens"
+			}
+			extra = append(append(append(append(append(extra, '"'), field...), `":`...), limit...), ',')
 		case b.MaxTokens > e.MaxTokens:
 			n = addSplice(&edits, n, b.maxTokens, limit)
 		}

@@ -23,10 +23,11 @@ func (d Dialect) String() string {
 	return "openai"
 }
 
-// ParseDialect maps a provider kind from config to its Dialect.
+// ParseDialect maps a provider kind from config to its Dialect; Azure
+// OpenAI ("azure") speaks OpenAI's.
 func ParseDialect(kind string) (Dialect, bool) {
 	switch kind {
-	case "openai":
+	case "openai", "azure":
 		return OpenAI, true
 	case "anthropic":
 		return Anthropic, true
@@ -49,6 +50,7 @@ var Endpoints = []Endpoint{
 	{Name: "completions", Path: "/v1/completions", Dialect: OpenAI, Streams: true},
 	{Name: "embeddings", Path: "/v1/embeddings", Dialect: OpenAI},
 	{Name: "messages", Path: "/v1/messages", Dialect: Anthropic, Streams: true},
+	Responses,
 }
 
 // UpstreamPath is the path to append to a provider's base URL, which
@@ -161,12 +163,22 @@ func (k Kind) typeName(d Dialect) string {
 }
 
 // ErrorBody renders an error in the dialect's own JSON shape.
-func (d Dialect) ErrorBody(k Kind, msg string) []byte {
+func (d Dialect) ErrorBody(k Kind, msg string) []byte { return d.ErrorBodyParam(k, msg, "") }
+
+// ErrorBodyParam is ErrorBody for an error a request parameter caused:
+// OpenAI's shape names it in "param" (null when param is empty), as
+// OpenAI's own API does and its SDKs expose; Anthropic's has no such
+// field, and the message must name it.
+func (d Dialect) ErrorBodyParam(k Kind, msg, param string) []byte {
 	var v any
 	if d == Anthropic {
 		v = map[string]any{"type": "error", "error": map[string]string{"type": k.typeName(d), "message": msg}}
 	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": k.typeName(d), "param": nil, "code": nil}}
+		var p any
+		if param != "" {
+			p = param
+		}
+		v = map[string]any{"error": map[string]any{"message": msg, "type": k.typeName(d), "param": p, "code": nil}}
 	}
 	b, _ := json.Marshal(v) // maps of strings always marshal
 	return b
@@ -186,6 +198,12 @@ func (d Dialect) StreamErrorEvent(k Kind, msg string) []byte {
 // when retryAfter is positive, Retry-After in whole seconds (rounded up)
 // and retry-after-ms, which both vendors' SDKs read.
 func (d Dialect) WriteError(w http.ResponseWriter, k Kind, msg string, retryAfter time.Duration) {
+	d.WriteErrorParam(w, k, msg, "", retryAfter)
+}
+
+// WriteErrorParam is WriteError for an error parameter param caused
+// (ErrorBodyParam).
+func (d Dialect) WriteErrorParam(w http.ResponseWriter, k Kind, msg, param string, retryAfter time.Duration) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if retryAfter > 0 {
@@ -193,7 +211,7 @@ func (d Dialect) WriteError(w http.ResponseWriter, k Kind, msg string, retryAfte
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 		h.Set("Retry-After-Ms", strconv.FormatInt(int64((retryAfter+time.Millisecond-1)/time.Millisecond), 10)) // never early
 	}
-	body := d.ErrorBody(k, msg)
+	body := d.ErrorBodyParam(k, msg, param)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(d.Status(k))
 	w.Write(body)

@@ -13,7 +13,8 @@ import "bytes"
 // only: a client never sees half of an event that turns out to be
 // corrupt. It keeps a few fixed arrays and allocates nothing.
 type StreamCheck struct {
-	dialect Dialect
+	dialect   Dialect
+	responses bool // a Responses API stream (responses.go)
 
 	st     uint8 // where in a line the scan is
 	field  [8]byte
@@ -221,6 +222,16 @@ var (
 func (c *StreamCheck) dispatch() bool {
 	head, name := c.head[:c.headN], c.name[:c.nameN]
 	ok := true
+	if c.responses {
+		if c.hasData && c.dataLen > 0 && !(c.dataLen == len(doneData) && bytes.Equal(head, doneData)) && !c.json.Done() {
+			ok, c.bad = false, true
+		} else {
+			c.dispatchResponses(name, head)
+		}
+		c.begun, c.hasData, c.dataLen, c.headN, c.nameN = false, false, 0, 0, 0
+		c.json.Reset()
+		return ok
+	}
 	if c.hasData && c.dataLen > 0 {
 		switch {
 		case c.dataLen == len(doneData) && bytes.Equal(head, doneData):

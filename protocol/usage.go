@@ -55,7 +55,8 @@ const MaxUsage = 99_999_999
 // StreamUsage watches a relayed SSE stream, in whatever chunks it
 // arrives, for the output token count: the last completion_tokens or
 // output_tokens seen, or else the number of content deltas (OpenAI's
-// non-empty "content" and Anthropic's text_delta), about one per token.
+// non-empty "content", Anthropic's text_delta and the Responses API's
+// response.output_text.delta), about one per token.
 // It keeps only a short tail of the previous chunk, in fixed arrays, so
 // it allocates nothing per chunk.
 type StreamUsage struct {
@@ -76,6 +77,8 @@ var (
 	contentDelta = []byte(`"content":"`)
 	emptyContent = []byte(`"content":""`)
 	textDelta    = []byte(`"type":"text_delta"`)
+	// outputDelta: a Responses API stream's text delta.
+	outputDelta = []byte(`"type":"response.output_text.delta"`)
 )
 
 // maxUsageDigits: MaxUsage's digits; a longer number is no count.
@@ -87,7 +90,7 @@ const tailLen = 48
 
 // Write scans the next chunk.
 func (u *StreamUsage) Write(p []byte) {
-	u.events += bytes.Count(p, contentDelta) - bytes.Count(p, emptyContent) + bytes.Count(p, textDelta)
+	u.events += bytes.Count(p, contentDelta) - bytes.Count(p, emptyContent) + bytes.Count(p, textDelta) + bytes.Count(p, outputDelta)
 	if u.tailN > 0 {
 		// A key or a number split across the previous chunk and this one
 		// is whole in the seam between them.
