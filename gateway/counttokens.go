@@ -17,6 +17,13 @@ import (
 // the gateway's own count answers instead.
 const countTokensTimeout = 5 * time.Second
 
+// countTokensInFlight caps the count_tokens calls a provider has from
+// this gateway at once. Counts take no admission slot and no budget, so
+// without a cap one client asking for counts in a loop would spend the
+// gateway's account with the provider (its rate limits) for everybody's
+// generations; past the cap, the tokenizer counts.
+const countTokensInFlight = 4
+
 // serveCountTokens answers Anthropic's POST /v1/messages/count_tokens.
 // When the model's first target is an Anthropic-kind provider (and its
 // breaker is not open), the count is that provider's own, from its
@@ -71,6 +78,12 @@ func (g *Gateway) providerCount(r *http.Request, x *exchange, t target, body *pr
 		x.reason = "count_tokens_breaker_open"
 		return 0, false
 	}
+	if p.counting.Add(1) > countTokensInFlight {
+		p.counting.Add(-1)
+		x.reason = "count_tokens_busy"
+		return 0, false
+	}
+	defer p.counting.Add(-1)
 	ctx, cancel := context.WithTimeout(r.Context(), min(countTokensTimeout, p.timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL("/messages/count_tokens", t.model), bytes.NewReader(body.WithModel(t.model)))

@@ -109,9 +109,11 @@ type Gateway struct {
 }
 
 type provider struct {
-	name    string
-	dialect protocol.Dialect
-	baseURL string
+	name string
+	// counting is its count_tokens calls in flight (counttokens.go).
+	counting atomic.Int32
+	dialect  protocol.Dialect
+	baseURL  string
 	// azureVersion is an azure provider's api-version, "" for any other
 	// kind: its calls go to Azure OpenAI's deployment URLs, with its
 	// api-key header (callURL, authorize).
