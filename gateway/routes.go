@@ -23,6 +23,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", g.serveModels)
 	mux.HandleFunc("POST /v1/messages/count_tokens", g.serveCountTokens)
 	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /admin/evals", g.serveEvals)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
 			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
@@ -54,7 +55,8 @@ func (g *Gateway) Handler() http.Handler {
 	})
 }
 
-// AdminHandler serves /metrics, /healthz and /readyz on the admin listener.
+// AdminHandler serves /metrics, /healthz, /readyz and /admin/evals on
+// the admin listener.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))

@@ -54,14 +54,14 @@ import (
 // reachable picks, for a request all of whose targets are out of
 // rotation, the target whose provider is likeliest to answer it in time,
 // if the request's time left exceeds that provider's estimate.
-func (e *Engine) reachable(now time.Time, r Request) (int, bool) {
+func (e *Engine) reachable(now time.Time, r Request, skip func(int) bool) (int, bool) {
 	if r.Deadline.IsZero() {
 		return 0, false
 	}
 	best, bestEst := -1, time.Duration(0)
 	for i, s := range targets(r) {
 		sc := e.scope(s)
-		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness {
+		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness || (skip != nil && skip(i)) {
 			continue
 		}
 		if est := e.latencyEstimate(now, s); best < 0 || est < bestEst {
