@@ -23,7 +23,6 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", g.serveModels)
 	mux.HandleFunc("POST /v1/messages/count_tokens", g.serveCountTokens)
 	mux.HandleFunc("GET /healthz", serveOK)
-	mux.HandleFunc("GET /admin/evals", g.serveEvals)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		dialectOf(r).WriteError(w, protocol.NotFound, "no route for "+r.Method+" "+r.URL.Path+
 			"; Sluice serves POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages, /v1/messages/count_tokens and GET /v1/models[/{id}]", 0)
@@ -61,6 +60,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /admin/evals", g.serveEvals)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !g.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)

@@ -82,7 +82,7 @@ func (a *answers) reply(prompt string) []string {
 // for matching Answers.
 func promptText(body []byte) string {
 	var q struct {
-		Messages []message      `json:"messages"`
+		Messages []message       `json:"messages"`
 		System   json.RawMessage `json:"system"`
 	}
 	if json.Unmarshal(body, &q) != nil {
