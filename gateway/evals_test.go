@@ -80,7 +80,7 @@ func TestEvalsDegradeAWrongPrimary(t *testing.T) {
 				Model        string
 				PassRate     *float64 `json:"pass_rate"`
 				Degraded     bool
-				LastRun      *time.Time `json:"last_run"`
+				LastRun      *time.Time                            `json:"last_run"`
 				LastFailures []struct{ Case, Kind, Reason string } `json:"last_failures"`
 			}
 		}
