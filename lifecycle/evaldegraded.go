@@ -14,9 +14,12 @@ package lifecycle
 //     the same rules, before the request is held for a probe's verdict
 //     (hold.go) or refused: a likely-wrong answer is still better than
 //     none, and a degraded target is the last resort, not a dead end;
-//   - a hedge or a rescue never goes to a degraded target: both race a
+//   - a hedge or a rescue does not go to a degraded target: both race a
 //     call already running on a target that answers correctly, and the
-//     first answer would win;
+//     first answer would win. The exception is a call that would be
+//     answered early because its provider can no longer meet its
+//     deadline (reach.go): it is rescued onto a degraded target instead,
+//     as the last resort it is for new requests;
 //   - a retry, whose first call has failed, tries the targets that are
 //     not degraded first, then a degraded one.
 //

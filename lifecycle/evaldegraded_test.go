@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/admission"
+	"github.com/sluice-gw/sluice/breaker"
 )
 
 func TestEvalDegradedRouting(t *testing.T) {
@@ -88,5 +89,44 @@ func TestRouteNamesItsModel(t *testing.T) {
 	rt := Route{Name: "chat", Targets: []int{0, 1}, Timeout: time.Second}
 	if r := rt.Request(admission.Interactive, false, at(0), 0); r.Model != "chat" {
 		t.Fatalf("request model %q, want chat", r.Model)
+	}
+}
+
+// Calls slow on an open primary are not rescued onto a degraded backup
+// while the primary may still answer them in time; once it more likely
+// than not cannot, they are rescued onto it instead of being answered
+// early: a likely-wrong answer beats none.
+func TestDegradedBackupRescuesOnlyTheOutOfReach(t *testing.T) {
+	b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: time.Second,
+		Steady: true, ProbeInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
+		Scopes:    []ScopeConfig{{Name: "primary", Breaker: b, SyntheticProbes: true, Rescue: true}, {Name: "backup", Fixed: 10}},
+	})
+	e.SetEvalDegraded("chat", 1, true)
+	var ids []ID
+	for i := range 4 {
+		d := time.Duration(i) * 100 * time.Millisecond
+		a, _ := e.Arrive(at(d), Request{Model: "chat", Targets: []int{0, 1}, Deadline: at(d + 15*time.Second)})
+		if a.Target != 0 {
+			t.Fatalf("arrival %d went to target %d", i, a.Target)
+		}
+		ids = append(ids, a.ID)
+	}
+	rd := e.Tick(at(1400 * time.Millisecond)) // all four slow: trip
+	if len(rd.Transitions) == 0 || len(rd.Second) != 0 || len(rd.Abandon) != 0 {
+		t.Fatalf("at the trip: %+v; want no rescue onto the degraded backup yet", rd)
+	}
+	rd = e.Tick(at(8 * time.Second))
+	if len(rd.Abandon) != 0 || len(rd.Second) != 4 {
+		t.Fatalf("at 8 s: abandon %+v second %+v; want all four rescued", rd.Abandon, rd.Second)
+	}
+	for i, s := range rd.Second {
+		if s.ID != ids[i] || s.Target != 1 || s.Kind != Rescue {
+			t.Errorf("second %d: %+v", i, s)
+		}
 	}
 }

@@ -161,9 +161,17 @@ func (e *Engine) judgeReach(now time.Time, q *request, rd *Ready) {
 		e.abandonT.push(q, at)
 		return
 	}
-	q.expired = true // no second call from here on
 	sc := e.scopes[q.scope]
 	sc.floor, sc.estAt = max(sc.floor, now.Sub(e.oldestUnanswered(q.scope, q.started))), time.Time{}
+	if q.second == nil && e.rescuable(q) && e.degradedTargets(q.req) != nil {
+		// Out of reach here, but a target its evals degraded can still
+		// answer: a likely-wrong answer beats none (evaldegraded.go).
+		if i, ok := e.second(now, q, false, true); ok {
+			e.sendRescue(q, i, rd)
+			return
+		}
+	}
+	q.expired = true // no second call from here on
 	e.hedges.stats.Abandoned++
 	rd.Abandon = append(rd.Abandon, admission.Refusal{Ticket: q.id, Priority: q.req.Priority,
 		Reason: admission.ReasonTooSlow, RetryAfter: e.untilAvailable(now, q.req)})

@@ -128,7 +128,7 @@ func (e *Engine) rescue(now time.Time, q *request, rd *Ready) bool {
 	if !e.rescuable(q) {
 		return false
 	}
-	i, ok := e.second(now, q, false, Rescue)
+	i, ok := e.second(now, q, false, false)
 	if !ok {
 		if !q.stranded && e.canMove(now, q) {
 			q.stranded = true
@@ -190,7 +190,7 @@ func (e *Engine) rescueStranded(now time.Time, rd *Ready) {
 		if e.reqs[q.id] != q || !e.rescuable(q) || e.scopes[q.scope].cfg.Breaker.Weight(now) >= 1 {
 			continue
 		}
-		if i, ok := e.second(now, q, false, Rescue); ok {
+		if i, ok := e.second(now, q, false, false); ok {
 			e.sendRescue(q, i, rd)
 			continue
 		}

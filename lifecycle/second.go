@@ -73,9 +73,8 @@ type secondCall struct {
 // second sets up q's second call on the first target, after q's own in
 // failover order (and then q's own, if sameOK), whose breaker takes
 // traffic and whose provider has room. A target degraded by its evals
-// is never a hedge's or a rescue's; a retry (kind Retry) tries it last
-// (evaldegraded.go).
-func (e *Engine) second(now time.Time, q *request, sameOK bool, kind SecondKind) (int, bool) {
+// is tried last, and only if degradedOK (evaldegraded.go).
+func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int, bool) {
 	ts := targets(q.req)
 	deg := e.degradedTargets(q.req)
 	order := make([]int, 0, len(ts))
@@ -90,7 +89,7 @@ func (e *Engine) second(now time.Time, q *request, sameOK bool, kind SecondKind)
 	if sameOK {
 		order = append(order, q.target)
 	}
-	if kind == Retry {
+	if degradedOK {
 		order = append(order, last...)
 	}
 	for _, i := range order {
