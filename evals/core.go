@@ -187,7 +187,11 @@ type inFlight struct {
 }
 
 // Calls counts a target's calls that have ended, by result.
-type Calls struct{ Pass, Fail, Error int }
+type Calls struct {
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Error int `json:"error"`
+}
 
 // NextTimer is when Due has something to do next: a run coming due, or
 // room in the call bucket for a waiting call.
