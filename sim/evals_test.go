@@ -54,17 +54,6 @@ func TestSeed004OutageDegradedBackupStillServes(t *testing.T) {
 	}
 }
 
-// A scenario that models neither quality nor evals prints the table it
-// always did.
-func TestUngradedTableUnchanged(t *testing.T) {
-	res := simulate(t, "../scenarios/littles-law.yaml", Options{})
-	var b bytes.Buffer
-	report.WriteTable(&b, res.Rows)
-	if strings.Contains(b.String(), "correct") {
-		t.Errorf("an ungraded table has a correct column:\n%s", b.String())
-	}
-}
-
 func byName(rows []*report.Row) map[string]*report.Row {
 	m := map[string]*report.Row{}
 	for _, r := range rows {
