@@ -172,6 +172,9 @@ func run(h *gateway.Host, cfg *config.Config, log *slog.Logger, embedded bool, r
 	if embedded {
 		attrs = append(attrs, "mode", "embedded default with built-in fake provider")
 	}
+	if n := evalModels(cfg); n > 0 {
+		attrs = append(attrs, "eval_sets", n)
+	}
 	log.Info("sluice serving", attrs...)
 
 	var sig os.Signal
@@ -236,4 +239,15 @@ func printScaled(w io.Writer, cfg *config.Config) error {
 		cfg.TimeFactor(), cfg.TimeFactor(), cfg.TimeFactor(), strings.Join(config.Unscaled, ", "))
 	_, err = w.Write(b)
 	return err
+}
+
+// evalModels counts the models that declare fallback evals.
+func evalModels(cfg *config.Config) int {
+	n := 0
+	for _, m := range cfg.Models {
+		if m.Evals != nil {
+			n++
+		}
+	}
+	return n
 }

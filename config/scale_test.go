@@ -35,6 +35,9 @@ var scaledDurations = []string{
 	"models[].timeout",
 	"models[].hedge_after.fixed",
 	"models[].degrade.queue_age",
+	// A replay t times as fast runs the evals t times as often.
+	"models[].evals.interval",
+	"models[].evals.timeout",
 	"admission.queue.max_wait",
 	"keys[].limits.burst",
 	"keys[].limits.token_burst",

@@ -53,6 +53,9 @@ type Config struct {
 	Lanes Lanes `yaml:"lanes"`
 	// Prices, per upstream model, give the cost of each request.
 	Prices map[string]Price `yaml:"prices"`
+	// Evals bounds the eval calls of every model's eval set together
+	// (models[].evals); unused when no model declares one.
+	Evals EvalBudget `yaml:"evals"`
 	// Scenario is ignored by serve; sim and load read it, so that one file
 	// describes a gateway and the traffic to test it with.
 	Scenario RawNode `yaml:"scenario"`
@@ -300,6 +303,11 @@ type Model struct {
 	// of its key's output budget until its usage settles it (default
 	// 1024; more for reasoning models, whose answers run long).
 	DefaultMaxTokens int64 `yaml:"default_max_tokens"`
+	// Evals, when set, is the model's eval set: prompts with checks run
+	// against every target on a schedule; a target that fails too many
+	// is degraded, and failover passes over it (evals.go). Unset: no
+	// eval runs for the model.
+	Evals *Evals `yaml:"evals"`
 }
 
 // Target is one {provider, upstream model name} pair.

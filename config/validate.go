@@ -59,6 +59,7 @@ func (c *Config) validate() []*Error {
 	c.validateTracing(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
+	c.validateEvals(v)
 	for i := range c.Models {
 		c.validateDegrade(v, i, &c.Models[i])
 	}

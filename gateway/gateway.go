@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/evals"
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/metrics"
 	"github.com/sluice-gw/sluice/protocol"
@@ -90,6 +91,10 @@ type Gateway struct {
 	tracer trace.Tracer
 	prices map[string]config.Price
 	ready  atomic.Bool
+
+	// evals runs the models' fallback evals (evals.go); nil when no
+	// model declares any.
+	evals *evals.Runner
 
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
@@ -296,6 +301,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.announce(scopeNames[t.Scope], t)
 	})
 	g.runner.SetProber(g.probe)
+	if err := g.startEvals(cfg); err != nil {
+		g.runner.Close()
+		return nil, err
+	}
 	// The factor the configuration was time-scaled by (config.Scaled),
 	// for sluice load to check its own --time-scale against.
 	g.metrics.TimeScale.Set(cfg.TimeFactor())
@@ -357,6 +366,9 @@ func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
 
 // Close stops the gateway's timers.
 func (g *Gateway) Close() {
+	if g.evals != nil {
+		g.evals.Close()
+	}
 	g.runner.Close()
 	if g.fleet != nil {
 		g.fleet.close()

@@ -108,11 +108,12 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /metrics, /healthz and /readyz.
+// AdminHandler serves /metrics, /healthz, /readyz and /admin/evals.
 func (h *Host) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)

@@ -54,11 +54,13 @@ func (g *Gateway) Handler() http.Handler {
 	})
 }
 
-// AdminHandler serves /metrics, /healthz and /readyz on the admin listener.
+// AdminHandler serves /metrics, /healthz, /readyz and /admin/evals on
+// the admin listener.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /admin/evals", g.serveEvals)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !g.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)

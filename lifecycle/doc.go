@@ -27,7 +27,10 @@
 // misses its deadline (Ready.Abandon; reach.go). A new request whose
 // every target is out of rotation is served through a provider open for
 // slowness that can still answer it in time (reach.go), waits for a
-// synthetic probe's verdict (hold.go), or is refused.
+// synthetic probe's verdict (hold.go), or is refused. A target that its
+// model's fallback evals degraded (SetEvalDegraded; package evals) is
+// ranked after every target that is not, a last resort rather than out
+// of rotation (evaldegraded.go).
 //
 // Policy lives here, not in the hosts: what an HTTP status means
 // (StatusOutcome), where a model routes and how long its requests may

@@ -110,6 +110,8 @@ type Config struct {
 // failover order, the upstream model name at each, its deadline and its
 // hedging.
 type Route struct {
+	// Name is the client-facing model's name.
+	Name string
 	// Targets are scope indices in failover order; Models the upstream
 	// model name at each.
 	Targets []int
@@ -138,7 +140,7 @@ func (rt Route) Request(p admission.Priority, stream bool, now time.Time, client
 	if clientTimeout > 0 && clientTimeout < timeout {
 		timeout = clientTimeout
 	}
-	return Request{Priority: p, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
+	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
 		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput}
 }
 
@@ -173,6 +175,10 @@ type Request struct {
 	// p95, which its breaker keeps; with no breaker, or too few healthy
 	// samples yet, there is no hedge.
 	HedgeAtP95 bool
+	// Model is the client-facing model whose Route built the request
+	// (Route.Request), for its targets' eval degradation
+	// (SetEvalDegraded); "" for none.
+	Model string
 	// Degraded: the host serves it degraded (ShouldDegrade), the cheap
 	// way pressure calls for, so admission lets it wait rather than
 	// refuse it at the door (admission.Request.Degraded).
@@ -411,6 +417,9 @@ type Engine struct {
 	newlyPaused []int
 	// books are the token budgets (budgets.go).
 	books books
+	// evalDegraded holds, per model, which of its targets its evals
+	// degraded (evaldegraded.go).
+	evalDegraded map[string][]bool
 	// keyTenants maps a key (from 1) to its tenant.
 	keyTenants []int
 }
@@ -538,7 +547,29 @@ func targets(r Request) []int {
 	return []int{r.Scope}
 }
 
-// route picks the first target whose breaker takes the request: a closed
+// route picks a target for r among those not degraded by their evals
+// first, then among the degraded ones (evaldegraded.go).
+func (e *Engine) route(now time.Time, r Request) (placement, bool) {
+	deg := e.degradedTargets(r)
+	if deg == nil {
+		return e.routeAmong(now, r, nil)
+	}
+	p, ok := e.routeAmong(now, r, func(i int) bool { return deg[i] })
+	if ok && !p.held {
+		return p, true
+	}
+	q, ok2 := e.routeAmong(now, r, func(i int) bool { return !deg[i] })
+	if ok2 && !q.held {
+		return q, true
+	}
+	if ok {
+		return p, true
+	}
+	return q, ok2
+}
+
+// routeAmong picks, among the targets skip does not rule out (nil: all),
+// the first whose breaker takes the request: a closed
 // breaker always; a recovering one for its share of the traffic (its
 // step's weight, accumulated so the share is exact and needs no random
 // draw); a half-open one while it has probes to give. With no breaker
@@ -546,11 +577,11 @@ func targets(r Request) []int {
 // (pause.go). ok is false when every target is turned away: when every
 // provider is unhealthy, Sluice sheds rather than search for a fast
 // provider that does not exist.
-func (e *Engine) route(now time.Time, r Request) (placement, bool) {
+func (e *Engine) routeAmong(now time.Time, r Request, skip func(int) bool) (placement, bool) {
 	passed := -1 // a recovering target passed over for its share
 	hold := -1   // a target probed synthetically, to wait for (hold.go)
 	for i, s := range targets(r) {
-		if e.closed(now, r, i) {
+		if (skip != nil && skip(i)) || e.closed(now, r, i) {
 			continue
 		}
 		sc := e.scope(s)
@@ -594,7 +625,7 @@ func (e *Engine) route(now time.Time, r Request) (placement, bool) {
 	// answer before the request's deadline serves it anyway (reach.go);
 	// else the request waits for a synthetic probe's verdict (hold.go),
 	// or is refused.
-	if i, ok := e.reachable(now, r); ok {
+	if i, ok := e.reachable(now, r, skip); ok {
 		return placement{target: i, scope: targets(r)[i], through: true}, true
 	}
 	if hold >= 0 {

@@ -96,7 +96,7 @@ func Limits(l config.Limits) quota.Limits {
 // route resolves a model's targets to scopes and reads its timeout and
 // hedging.
 func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, error) {
-	r := Route{Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
+	r := Route{Name: m.Name, Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
 	for j, t := range m.Targets {
 		s := -1
 		for i := range cfg.Providers {

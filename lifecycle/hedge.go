@@ -72,7 +72,7 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 	}
 	// The next targets in failover order first, then the same one: a
 	// thin tail on a healthy provider is worth a second try there too.
-	if i, ok := e.second(now, q, true); ok {
+	if i, ok := e.second(now, q, true, false); ok {
 		e.hedges.tokens--
 		e.hedges.stats.Fired++
 		rd.Second = append(rd.Second, SecondCall{ID: q.id, Target: i, Kind: Hedge})

@@ -54,14 +54,14 @@ import (
 // reachable picks, for a request all of whose targets are out of
 // rotation, the target whose provider is likeliest to answer it in time,
 // if the request's time left exceeds that provider's estimate.
-func (e *Engine) reachable(now time.Time, r Request) (int, bool) {
+func (e *Engine) reachable(now time.Time, r Request, skip func(int) bool) (int, bool) {
 	if r.Deadline.IsZero() {
 		return 0, false
 	}
 	best, bestEst := -1, time.Duration(0)
 	for i, s := range targets(r) {
 		sc := e.scope(s)
-		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness {
+		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness || (skip != nil && skip(i)) {
 			continue
 		}
 		if est := e.latencyEstimate(now, s); best < 0 || est < bestEst {
@@ -161,9 +161,17 @@ func (e *Engine) judgeReach(now time.Time, q *request, rd *Ready) {
 		e.abandonT.push(q, at)
 		return
 	}
-	q.expired = true // no second call from here on
 	sc := e.scopes[q.scope]
 	sc.floor, sc.estAt = max(sc.floor, now.Sub(e.oldestUnanswered(q.scope, q.started))), time.Time{}
+	if q.second == nil && e.rescuable(q) && e.degradedTargets(q.req) != nil {
+		// Out of reach here, but a target its evals degraded can still
+		// answer: a likely-wrong answer beats none (evaldegraded.go).
+		if i, ok := e.second(now, q, false, true); ok {
+			e.sendRescue(q, i, rd)
+			return
+		}
+	}
+	q.expired = true // no second call from here on
 	e.hedges.stats.Abandoned++
 	rd.Abandon = append(rd.Abandon, admission.Refusal{Ticket: q.id, Priority: q.req.Priority,
 		Reason: admission.ReasonTooSlow, RetryAfter: e.untilAvailable(now, q.req)})

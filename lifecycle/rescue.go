@@ -128,7 +128,7 @@ func (e *Engine) rescue(now time.Time, q *request, rd *Ready) bool {
 	if !e.rescuable(q) {
 		return false
 	}
-	i, ok := e.second(now, q, false)
+	i, ok := e.second(now, q, false, false)
 	if !ok {
 		if !q.stranded && e.canMove(now, q) {
 			q.stranded = true
@@ -151,9 +151,10 @@ func (e *Engine) sendRescue(q *request, target int, rd *Ready) {
 // room or not.
 func (e *Engine) canMove(now time.Time, q *request) bool {
 	ts := targets(q.req)
+	deg := e.degradedTargets(q.req)
 	for i := q.target + 1; i < len(ts); i++ {
 		s := ts[i]
-		if e.isPaused(now, s) {
+		if e.isPaused(now, s) || (deg != nil && deg[i]) {
 			continue
 		}
 		if sc := e.scope(s); sc == nil || sc.cfg.Breaker == nil || sc.cfg.Breaker.Weight(now) > 0 {
@@ -189,7 +190,7 @@ func (e *Engine) rescueStranded(now time.Time, rd *Ready) {
 		if e.reqs[q.id] != q || !e.rescuable(q) || e.scopes[q.scope].cfg.Breaker.Weight(now) >= 1 {
 			continue
 		}
-		if i, ok := e.second(now, q, false); ok {
+		if i, ok := e.second(now, q, false, false); ok {
 			e.sendRescue(q, i, rd)
 			continue
 		}

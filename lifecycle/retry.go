@@ -45,7 +45,7 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.
 		wait = time.Duration(e.rng.Int64N(int64(e.retryCfg.Base) + 1))
 	}
 	sameFits := wait <= e.scaled(RetryAfterHold) && (q.req.Deadline.IsZero() || now.Add(wait).Before(q.req.Deadline))
-	i, ok := e.second(now, q, sameFits)
+	i, ok := e.second(now, q, sameFits, true)
 	if !ok {
 		return 0, 0, false
 	}

@@ -418,6 +418,14 @@ func (r *Runner) probe(p ProbeStart, timeout time.Duration) {
 	r.applyLocked(now, rd)
 }
 
+// SetEvalDegraded marks a model's target degraded by its evals, or not
+// (Engine.SetEvalDegraded).
+func (r *Runner) SetEvalDegraded(model string, target int, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.e.SetEvalDegraded(model, target, on)
+}
+
 // SecondStats reports the engine's hedging counters.
 func (r *Runner) SecondStats() SecondStats {
 	r.mu.Lock()

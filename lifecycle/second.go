@@ -72,15 +72,25 @@ type secondCall struct {
 
 // second sets up q's second call on the first target, after q's own in
 // failover order (and then q's own, if sameOK), whose breaker takes
-// traffic and whose provider has room.
-func (e *Engine) second(now time.Time, q *request, sameOK bool) (int, bool) {
+// traffic and whose provider has room. A target degraded by its evals
+// is tried last, and only if degradedOK (evaldegraded.go).
+func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int, bool) {
 	ts := targets(q.req)
+	deg := e.degradedTargets(q.req)
 	order := make([]int, 0, len(ts))
+	var last []int
 	for i := q.target + 1; i < len(ts); i++ {
+		if deg != nil && deg[i] {
+			last = append(last, i)
+			continue
+		}
 		order = append(order, i)
 	}
 	if sameOK {
 		order = append(order, q.target)
+	}
+	if degradedOK {
+		order = append(order, last...)
 	}
 	for _, i := range order {
 		s := ts[i]

@@ -67,6 +67,8 @@ type Metrics struct {
 	// Idempotency counts requests with an Idempotency-Key by what became
 	// of them (idempotency.go).
 	Idempotency *prometheus.CounterVec
+	// Evals are the fallback evals' metrics (evals.go).
+	Evals Evals
 
 	// src is what the gauges read at scrape time: the serving
 	// configuration's engine, which a reload replaces.
@@ -201,6 +203,7 @@ func New() *Metrics {
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerIdempotency()
+	m.registerEvals()
 	return m
 }
 

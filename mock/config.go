@@ -51,6 +51,15 @@ type Config struct {
 	// Models is what GET /v1/models lists; any model name is accepted.
 	Models []string `yaml:"models"`
 
+	// Answers script the replies to prompts that contain a given text
+	// (answers.go); other prompts get pseudo-latin words.
+	Answers []Answer `yaml:"answers"`
+	// Quality is the share of answers that are right (default 1): a
+	// scripted answer is its wrong reply otherwise, and the simulator
+	// counts an answer of this provider correct with this probability
+	// (sluice sim's correct column).
+	Quality *float64 `yaml:"quality"`
+
 	// Now is the clock that brownout and failure windows are judged by
 	// (default time.Now). Sleeps always use real timers.
 	Now func() time.Time `yaml:"-"`
@@ -185,6 +194,14 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("jitter.kind %q: want fixed, uniform or lognormal", c.Jitter.Kind)
+	}
+	if q := c.Quality; q != nil && !(*q >= 0 && *q <= 1) {
+		bad("quality %v: want a share from 0 to 1", *q)
+	}
+	for i, a := range c.Answers {
+		if a.Match == "" {
+			bad("answers[%d].match: missing; write a text the prompt contains", i)
+		}
 	}
 	if r := c.OutputTokens; r.Min < 0 || (r.Max != 0 && r.Max < r.Min) {
 		bad("output_tokens %d..%d: want 0 <= min <= max", r.Min, r.Max)

@@ -104,6 +104,14 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	}
 	defer s.sched.release()
 	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens, echo: c.echo}
+	if s.answers != nil && !c.noTokens {
+		s.rngMu.Lock()
+		g.reply = s.answers.reply(promptText(body))
+		s.rngMu.Unlock()
+		if g.reply != nil {
+			g.n = len(g.reply)
+		}
+	}
 	// Unless EarlyHead is set, nothing, not even headers, goes out before
 	// TTFT, so TTFT is also time to first byte whichever way a gateway
 	// measures it.
@@ -141,6 +149,16 @@ type gen struct {
 	capped bool
 	opened bool   // the stream's headers and head are sent
 	echo   string // text before the generated tokens (tools.go)
+	// reply is a scripted answer's words (answers.go); nil: generated.
+	reply []string
+}
+
+// token is the i-th token of the reply.
+func (g *gen) token(i int) string {
+	if i < len(g.reply) {
+		return g.reply[i]
+	}
+	return word(g.p.rng)
 }
 
 // tpot is re-read per token because the batch changes while we generate.
@@ -160,7 +178,7 @@ func (g *gen) whole() outcome {
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
-		text.WriteString(word(g.p.rng))
+		text.WriteString(g.token(i))
 	}
 	body := g.enc.body(text.String(), g.n, g.capped)
 	switch g.failKind() {
@@ -229,7 +247,7 @@ func (g *gen) stream() outcome {
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
-		if !g.send(g.enc.streamToken(word(g.p.rng))) {
+		if !g.send(g.enc.streamToken(g.token(i))) {
 			return outCancelled
 		}
 	}

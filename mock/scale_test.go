@@ -46,6 +46,9 @@ func fillConfig(t *testing.T) Config {
 			v.SetInt(int64(n))
 		case reflect.Uint64:
 			v.SetUint(uint64(n))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+			fill(v.Elem())
 		case reflect.Float64:
 			v.SetFloat(float64(n) + 0.5)
 		case reflect.Bool:
@@ -81,6 +84,8 @@ func compareFields(path string, got, orig reflect.Value, check func(path string,
 		for i := range got.Len() {
 			compareFields(path+"[]", got.Index(i), orig.Index(i), check)
 		}
+	case reflect.Pointer:
+		compareFields(path, got.Elem(), orig.Elem(), check)
 	case reflect.Func:
 	default:
 		check(path, got, orig)

@@ -18,8 +18,9 @@ type Server struct {
 	mux   *http.ServeMux
 	sched *scheduler
 
-	rngMu   sync.Mutex // guards planner
+	rngMu   sync.Mutex // guards planner and answers
 	planner *Planner
+	answers *answers
 
 	mu    sync.Mutex
 	stats Stats
@@ -83,6 +84,7 @@ func New(cfg Config) *Server {
 		now:     now,
 		start:   now(),
 		planner: NewPlanner(cfg),
+		answers: newAnswers(cfg),
 		sched:   newScheduler(cfg),
 	}
 	m := http.NewServeMux()

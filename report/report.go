@@ -83,6 +83,13 @@ type Row struct {
 	// Degraded counts requests answered (ok or late) in the degraded way
 	// their model's degrade: names (X-Sluice-Degraded).
 	Degraded int
+	// Graded: the runner judged whether each answer was right (the
+	// scenario models answer quality, or runs evals); Correct then counts
+	// the OK answers that were, and EvalDegraded the times a target was
+	// degraded by its evals.
+	Graded       bool
+	Correct      int
+	EvalDegraded int
 	// Streams breaks the row down by traffic stream, when the scenario
 	// has more than its main one (scenario clients.streams).
 	Streams []*StreamRow
@@ -152,6 +159,15 @@ func (r *Row) Goodput() float64 {
 	return float64(r.Counts[OK]) / r.Duration.Seconds()
 }
 
+// CorrectPerSec is correct OK answers per second: goodput that counts
+// correctness.
+func (r *Row) CorrectPerSec() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Correct) / r.Duration.Seconds()
+}
+
 // Amplification is attempts per unique request.
 func (r *Row) Amplification() float64 {
 	if r.Unique == 0 {
@@ -176,14 +192,16 @@ func pct(s Samples, q float64) string {
 // where a row has more than one class), then latencies.
 //
 // The rateLimited and degraded columns appear only when some row has
-// any, and a table per row breaks it down by traffic stream when the
-// row has streams (WriteStreams), so a scenario that uses neither keys
-// nor streams prints the table it always did.
+// any, the correct columns only when some row was graded, and a table
+// per row breaks it down by traffic stream when the row has streams
+// (WriteStreams), so a scenario that uses neither keys nor streams
+// prints the table it always did.
 func WriteTable(w io.Writer, rows []*Row) {
-	limited, degraded := false, false
+	limited, degraded, graded := false, false, false
 	for _, r := range rows {
 		limited = limited || r.Counts[RateLimited] > 0
 		degraded = degraded || r.Degraded > 0
+		graded = graded || r.Graded
 	}
 	opt := func(show bool, v string) string {
 		if !show {
@@ -193,23 +211,24 @@ func WriteTable(w io.Writer, rows []*Row) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tok\tlate\ttimedOut\tshed\t"+opt(limited, "rateLimited")+"lost\tfailed\t"+opt(degraded, "degraded")+
-		"crashes\tpeak\tgoodput/s\tretry amp\textra calls\t")
+		"crashes\tpeak\tgoodput/s\t"+opt(graded, "correct\tcorrect/s\teval-degraded")+"retry amp\textra calls\t")
 	for _, r := range rows {
 		c := r.Counts
 		extra := "-"
 		if r.Extra > 0 && r.Unique > 0 {
 			extra = fmt.Sprintf("%.1f%%", 100*float64(r.Extra)/float64(r.Unique))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s%d\t%d\t%.1f\t%.2f\t%s\t\n", r.Name,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s%d\t%d\t%.1f\t%s%.2f\t%s\t\n", r.Name,
 			c[OK], c[Late], c[TimedOut], c[Shed], opt(limited, fmt.Sprint(c[RateLimited])), c[Lost], c[Failed],
-			opt(degraded, fmt.Sprint(r.Degraded)), r.Crashes, r.Peak, r.Goodput(), r.Amplification(), extra)
+			opt(degraded, fmt.Sprint(r.Degraded)), r.Crashes, r.Peak, r.Goodput(),
+			opt(graded, fmt.Sprintf("%d\t%.1f\t%d", r.Correct, r.CorrectPerSec(), r.EvalDegraded)), r.Amplification(), extra)
 		if classes(r) > 1 {
 			for p, pc := range r.ByPriority {
 				if pc.Total() == 0 {
 					continue
 				}
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s\t\t\t\t\t\n", Priorities[p],
-					pc[OK], pc[Late], pc[TimedOut], pc[Shed], opt(limited, fmt.Sprint(pc[RateLimited])), pc[Lost], pc[Failed], opt(degraded, ""))
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%s\t\t\t%s\t\t\n", Priorities[p],
+					pc[OK], pc[Late], pc[TimedOut], pc[Shed], opt(limited, fmt.Sprint(pc[RateLimited])), pc[Lost], pc[Failed], opt(degraded, ""), opt(graded, "\t\t"))
 			}
 		}
 	}
@@ -349,9 +368,14 @@ type Summary struct {
 	TTFTMs        map[string]float64        `json:"ttft_ms"`
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
 	Degraded      int                       `json:"degraded,omitempty"`
-	Streams       []StreamSummary           `json:"streams,omitempty"`
-	Fleet         *FleetSummary             `json:"fleet,omitempty"`
-	Minutes       []MinuteSummary           `json:"minutes,omitempty"`
+	// Correct and CorrectPerSec count the OK answers that were right,
+	// when the run graded them; EvalDegraded the eval degradations.
+	Correct       *int            `json:"correct,omitempty"`
+	CorrectPerSec float64         `json:"correct_per_sec,omitempty"`
+	EvalDegraded  int             `json:"eval_degraded,omitempty"`
+	Streams       []StreamSummary `json:"streams,omitempty"`
+	Fleet         *FleetSummary   `json:"fleet,omitempty"`
+	Minutes       []MinuteSummary `json:"minutes,omitempty"`
 }
 
 // FleetSummary is a row's Fleet.
@@ -410,6 +434,10 @@ func Summarise(rows []*Row) []Summary {
 			}
 		}
 		s.Degraded = r.Degraded
+		if r.Graded {
+			n := r.Correct
+			s.Correct, s.CorrectPerSec, s.EvalDegraded = &n, r.CorrectPerSec(), r.EvalDegraded
+		}
 		if f := r.Fleet; f != nil {
 			s.Fleet = &FleetSummary{Replicas: f.Replicas, Shared: f.Shared, Trips: f.Trips, OwnTrips: f.OwnTrips,
 				DisagreementMs: float64(f.Disagreement) / float64(time.Millisecond), Flips: f.Flips}

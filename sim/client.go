@@ -89,8 +89,8 @@ func (r *run) final(q *request, o report.Outcome) {
 	}
 }
 
-// answered records a complete answer.
-func (r *run) answered(q *request) {
+// answered records a complete answer, from upstream u.
+func (r *run) answered(q *request, u *upstream) {
 	took := r.now - q.first
 	if q.ttft == 0 {
 		q.ttft = took
@@ -103,6 +103,7 @@ func (r *run) answered(q *request) {
 		o = report.Late
 	}
 	if o == report.OK {
+		r.grade(u)
 		r.row.Latency[q.pri] = append(r.row.Latency[q.pri], took)
 		ttft := q.ttft
 		r.row.TTFT[q.pri] = append(r.row.TTFT[q.pri], ttft)

@@ -32,6 +32,8 @@ const (
 	evEvidence   // a replica's breaker counts reach another
 	// evAttemptTimeout: an attempt's own timeout (clients.timeout) passes.
 	evAttemptTimeout
+	// evEval: the fallback evals' next timer (evals.go).
+	evEval
 )
 
 type event struct {

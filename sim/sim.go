@@ -157,6 +157,10 @@ type run struct {
 	patienceQ    []event
 	patienceHead int
 	routes       map[string]lifecycle.Route
+	// evals runs the models' fallback evals, nil without any; gradeRng
+	// draws whether an answer is right (evals.go).
+	evals    *simEvals
+	gradeRng *rand.Rand
 }
 
 // replica is one gateway process: its engine (admission, limits,
@@ -192,7 +196,14 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	r.timeline = &report.Timeline{}
 	r.row.Timeline = r.timeline
 	for _, p := range cfg.Providers {
-		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
+		u := newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic)
+		r.ups = append(r.ups, u)
+		r.row.Graded = r.row.Graded || u.quality < 1
+	}
+	r.row.Graded = r.row.Graded || cfg.HasEvals()
+	r.gradeRng = rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x9ade))
+	if err := r.startEvals(); err != nil {
+		return nil, err
 	}
 	if n := sc.Fleet.Size(); n > 1 {
 		r.fleet = newFleet(sc, cfg, n)
@@ -262,6 +273,7 @@ func (r *run) restartEngine(rp *replica) error {
 		rp.eng.ShareEvidence()
 	}
 	r.routes = ec.Routes
+	r.reapplyEvals(rp)
 	rp.byID = make(map[lifecycle.ID]*request)
 	rp.tickAt = -1
 	return nil
@@ -341,6 +353,8 @@ func (r *run) loop() {
 			r.patience(e.req)
 		case evAttemptTimeout:
 			r.attemptTimeout(e.req)
+		case evEval:
+			r.evalTick()
 		case evArrive:
 			q := e.req
 			if q == nil {
@@ -373,6 +387,7 @@ func (r *run) loop() {
 		for _, rp := range r.reps {
 			r.armEngine(rp)
 		}
+		r.armEvals()
 	}
 }
 

@@ -69,7 +69,7 @@ func TestLittlesLawMatchesSeedTables(t *testing.T) {
 // The same scenario and seed give byte-identical output: table, CSV and
 // plot.
 func TestDeterministic(t *testing.T) {
-	for _, path := range []string{"../scenarios/littles-law.yaml", "testdata/mixed.yaml"} {
+	for _, path := range []string{"../scenarios/littles-law.yaml", "testdata/mixed.yaml", "../scenarios/evals/seed004.yaml"} {
 		t.Run(path, func(t *testing.T) {
 			var outs [2][]byte
 			for i := range outs {

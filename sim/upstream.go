@@ -18,11 +18,13 @@ type upstream struct {
 	planner   *mock.Planner
 	anthropic bool
 	capacity  *workload.Capacity[*upCall]
+	// quality is the share of its answers that are right (evals.go).
+	quality float64
 }
 
 func newUpstream(cfg mock.Config, anthropic bool) *upstream {
 	return &upstream{
-		cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic,
+		cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic, quality: cfg.QualityOf(),
 		capacity: workload.NewCapacity[*upCall](cfg.MaxRunning, cfg.MaxWaiting, cfg.BatchSlowdown),
 	}
 }
@@ -270,7 +272,7 @@ func (r *run) upstreamDone(c *upCall) {
 	switch {
 	case won:
 		r.leaveGateway(q)
-		r.answered(q)
+		r.answered(q, c.u)
 	case r.live(q):
 		// The other call may still answer.
 	default:

@@ -1,0 +1,112 @@
+package mock
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+)
+
+// Answer scripts the reply to prompts that contain Match: Reply when the
+// call is answered right, Wrong (default "I am not sure.") when the
+// provider's Quality draws a wrong answer. Fallback evals are tested
+// with them: one provider answers an eval's prompt correctly, another
+// wrongly.
+type Answer struct {
+	Match string `yaml:"match"`
+	Reply string `yaml:"reply"`
+	Wrong string `yaml:"wrong"`
+}
+
+// DefaultWrong is a scripted answer's wrong reply when none is given.
+const DefaultWrong = "I am not sure."
+
+// QualityOf is the share of answers a provider gets right: Quality, or
+// 1 when unset.
+func (c Config) QualityOf() float64 {
+	if c.Quality == nil {
+		return 1
+	}
+	return *c.Quality
+}
+
+// answers picks the reply for a call's prompt text: nil for a prompt no
+// Answer matches (the reply is then pseudo-latin words). Right or wrong
+// is drawn from its own source, seeded by Config.Seed, so scripting
+// answers changes no other draw.
+type answers struct {
+	list    []Answer
+	quality float64
+	rng     *rand.Rand // guarded by Server.rngMu
+}
+
+func newAnswers(c Config) *answers {
+	if len(c.Answers) == 0 {
+		return nil
+	}
+	return &answers{list: c.Answers, quality: c.QualityOf(), rng: rand.New(rand.NewPCG(c.Seed, c.Seed^0xa5e7))}
+}
+
+// reply returns the words of the scripted reply to prompt, each with a
+// leading space as generated words have, or nil.
+func (a *answers) reply(prompt string) []string {
+	if a == nil {
+		return nil
+	}
+	for _, x := range a.list {
+		if x.Match == "" || !strings.Contains(prompt, x.Match) {
+			continue
+		}
+		text := x.Reply
+		if a.quality < 1 && a.rng.Float64() >= a.quality {
+			text = x.Wrong
+			if text == "" {
+				text = DefaultWrong
+			}
+		}
+		var out []string
+		for i, w := range strings.Fields(text) {
+			if i > 0 {
+				w = " " + w
+			}
+			out = append(out, w)
+		}
+		if len(out) == 0 {
+			out = []string{""}
+		}
+		return out
+	}
+	return nil
+}
+
+// promptText is the text of a chat request's messages and system prompt,
+// for matching Answers.
+func promptText(body []byte) string {
+	var q struct {
+		Messages []message       `json:"messages"`
+		System   json.RawMessage `json:"system"`
+	}
+	if json.Unmarshal(body, &q) != nil {
+		return ""
+	}
+	var b strings.Builder
+	add := func(raw json.RawMessage) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			b.WriteString(s + "\n")
+			return
+		}
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) == nil {
+			for _, p := range parts {
+				b.WriteString(p.Text + "\n")
+			}
+		}
+	}
+	add(q.System)
+	for _, m := range q.Messages {
+		add(m.Content)
+	}
+	return b.String()
+}
