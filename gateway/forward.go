@@ -34,18 +34,19 @@ const (
 	relayChunk = 32 << 10
 )
 
-// upstreamRequest builds the call to t's provider: the client headers its
+// upstreamRequest builds the call to t's provider at base (its API root,
+// or its replica's): the client headers its
 // API needs and nothing else (headers.go), the operator's own headers,
 // the provider's key, the body with its model rewritten (read from the
 // request's one buffer, not copied), and the time left.
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
-	url := p.baseURL + ep.UpstreamPath()
+	url := base + ep.UpstreamPath()
 	if p.dialect != ep.Dialect {
-		url = p.baseURL + chatPath(p.dialect) // a translated request (translate.go)
+		url = base + chatPath(p.dialect) // a translated request (translate.go)
 	}
 	br := out.reader(t)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, br)

@@ -32,6 +32,8 @@ const (
 	evEvidence   // a replica's breaker counts reach another
 	// evAttemptTimeout: an attempt's own timeout (clients.timeout) passes.
 	evAttemptTimeout
+	// evScrape: the gateway reads its pools' replicas' metrics.
+	evScrape
 )
 
 type event struct {

@@ -140,7 +140,11 @@ type run struct {
 	seq    uint64
 	rng    *rand.Rand
 	ups    []*upstream
-	scope  int // the main stream's model's first target's provider, for the series
+	// pools holds, per scope, a pooled provider's replicas' upstreams
+	// (nil for a provider of one server, whose upstream is ups[s]; for a
+	// pool, ups[s] is its first replica).
+	pools [][]*upstream
+	scope int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
 	flows   []*flow
 	nextUID uint64
@@ -190,7 +194,20 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	r.timeline = &report.Timeline{}
 	r.row.Timeline = r.timeline
 	for _, p := range cfg.Providers {
-		r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic))
+		anthropic := p.Kind == config.KindAnthropic
+		if !p.Pooled() {
+			r.ups = append(r.ups, newUpstream(f.Upstream(p.Name), anthropic))
+			r.pools = append(r.pools, nil)
+			continue
+		}
+		// A pool: one modelled server per replica, each playing the
+		// scenario's upstream of the replica's name.
+		var reps []*upstream
+		for _, rc := range p.Replicas {
+			reps = append(reps, newUpstream(f.Upstream(rc.Name), anthropic))
+		}
+		r.ups = append(r.ups, reps[0])
+		r.pools = append(r.pools, reps)
 	}
 	if n := sc.Fleet.Size(); n > 1 {
 		r.fleet = newFleet(sc, cfg, n)
@@ -237,6 +254,7 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		}
 	}
 	r.push(0, classSample, evSample, nil)
+	r.startScrapes()
 	return r, nil
 }
 
@@ -364,6 +382,8 @@ func (r *run) loop() {
 			if next := r.now + r.sc.Tick; next < r.sc.Duration {
 				r.push(next, classArrival, evArrivals, nil)
 			}
+		case evScrape:
+			r.scrape()
 		case evSample:
 			r.sample()
 			r.push(r.now+r.o.SampleEvery, classSample, evSample, nil)
