@@ -418,6 +418,9 @@ type Engine struct {
 	books books
 	// keyTenants maps a key (from 1) to its tenant.
 	keyTenants []int
+	// poolOutSeen: per scope, its pool was out of rotation at the last
+	// Tick (poolEdge).
+	poolOutSeen []bool
 }
 
 // tenant is r's tenant for admission's fairness: its key's, or 0.
@@ -465,6 +468,7 @@ func New(cfg Config) *Engine {
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	e.paused = make([]time.Time, len(cfg.Scopes))
 	e.holding = make([]bool, len(cfg.Scopes))
+	e.poolOutSeen = make([]bool, len(cfg.Scopes))
 	e.books = newBooks(cfg.Budgets)
 	e.books.replicas = cfg.Replicas
 	ac := cfg.Admission
@@ -969,6 +973,9 @@ func (e *Engine) Tick(now time.Time) Ready {
 			sc.cfg.Pool.Tick(now)
 			moved = true // a replica drained or back moves the pool's limit
 		}
+	}
+	for s := range e.scopes {
+		e.poolEdge(now, s, &rd)
 	}
 	if moved {
 		e.settle(now, &rd) // a trip moves its waiters before slots are handed out

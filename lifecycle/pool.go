@@ -128,6 +128,21 @@ func (e *Engine) poolTransitions() []Transition {
 	return out
 }
 
+// poolEdge notices scope s's pool going out of rotation for time's
+// sake (the last usable replica's metrics went stale) and moves its
+// waiters on, as a trip would.
+func (e *Engine) poolEdge(now time.Time, s int, rd *Ready) {
+	p := e.pool(s)
+	if p == nil {
+		return
+	}
+	out := !p.Available(now)
+	if out && !e.poolOutSeen[s] {
+		e.reroute(now, s, rd)
+	}
+	e.poolOutSeen[s] = out
+}
+
 // replicaTripped reacts to a replica's breaker opening: when that took
 // its pool's last replica out, the pool's waiters move on, as a
 // provider's do when its breaker opens.

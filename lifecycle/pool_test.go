@@ -173,3 +173,31 @@ func TestPoolReplicaBreakerTripsAlone(t *testing.T) {
 		e.Finish(now, a.ID, Outcome{Kind: OK})
 	}
 }
+
+// When the pool's last replica goes stale, with no call ending to
+// notice it, the engine's timer does: its waiters move to the model's
+// next target.
+func TestPoolGoingStaleMovesItsWaiters(t *testing.T) {
+	e := poolEngine(t, "    pool: {scrape_interval: 1s, stale_after: 3s}\n")
+	for i := range 3 {
+		e.Observe(t0, 0, i, pool.Load{})
+	}
+	for range 6 {
+		e.Arrive(t0, chat(t0))
+	}
+	a, _ := e.Arrive(t0, chat(t0))
+	if a.Verdict != admission.Queued {
+		t.Fatalf("verdict %v, want queued at the pool's limit", a.Verdict)
+	}
+	next, ok := e.NextTimer()
+	if !ok || next.After(at(3*time.Second+time.Millisecond)) {
+		t.Fatalf("next timer %v, %v; want when the metrics go stale, 3 s in", next.Sub(t0), ok)
+	}
+	rd := e.Tick(next)
+	if len(rd.Start) != 1 || rd.Start[0] != a.ID {
+		t.Fatalf("started %v, want the waiter, moved on", rd.Start)
+	}
+	if tg, _ := e.Target(a.ID); tg != 1 {
+		t.Errorf("the waiter is on target %d, want the backup", tg)
+	}
+}

@@ -466,15 +466,30 @@ func (p *Pool) Tick(now time.Time) {
 	}
 }
 
-// NextTimer is the earliest of the replicas' breakers' timers.
+// NextTimer is the earliest of the replicas' breakers' timers and the
+// instants their metrics go stale, after the latest instant the pool
+// saw: the pool's limit shrinks then, and the host should Tick.
 func (p *Pool) NextTimer() (time.Time, bool) {
 	var next time.Time
-	for _, r := range p.reps {
-		if r.cfg.Breaker == nil {
-			continue
-		}
-		if at, ok := r.cfg.Breaker.NextTimer(); ok && (next.IsZero() || at.Before(next)) {
+	consider := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
 			next = at
+		}
+	}
+	for _, r := range p.reps {
+		if b := r.cfg.Breaker; b != nil {
+			if at, ok := b.NextTimer(); ok {
+				consider(at)
+			}
+		}
+		if r.cfg.Metrics && p.cfg.StaleAfter > 0 && !p.born.IsZero() {
+			last := p.born
+			if r.observed {
+				last = r.loadAt
+			}
+			if at := last.Add(p.cfg.StaleAfter + time.Nanosecond); at.After(p.now) {
+				consider(at)
+			}
 		}
 	}
 	return next, !next.IsZero()
