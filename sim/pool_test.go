@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/sluice-gw/sluice/report"
 	"github.com/sluice-gw/sluice/scenario"
@@ -36,7 +37,14 @@ func poolRows(t *testing.T, path string) map[string]report.Summary {
 // load-aware routing (the default) must cut TTFT p99 by at least 30 %
 // against round-robin and serve more; with four even replicas it must
 // do no worse.
+//
+// Four six-minute runs: skipped under the race detector, which would
+// make them minutes and can find nothing in one goroutine (.ci/run runs
+// them without it).
 func TestPoolLoadAwareBeatsRoundRobin(t *testing.T) {
+	if raceEnabled {
+		t.Skip("four six-minute simulations; run without -race: go test ./sim -run PoolLoadAware")
+	}
 	hot := poolRows(t, "../scenarios/pools/hot-replica.yaml")
 	ll, rr := hot["least_loaded"], hot["round_robin"]
 	t.Logf("hot replica: TTFT p99 %.0f ms vs %.0f ms, goodput %.1f/s vs %.1f/s", ll.TTFTMs["p99"], rr.TTFTMs["p99"], ll.GoodputPerSec, rr.GoodputPerSec)
@@ -63,6 +71,7 @@ func TestPoolScenarioDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		f.Scenario.Duration = 2 * time.Minute // at a quarter of the rate: short, still busy
 		res, err := Run(f, Options{RPSScale: 0.25})
 		if err != nil {
 			t.Fatal(err)
