@@ -20,10 +20,13 @@ const (
 	// when its config names none: Azure OpenAI's current GA data-plane
 	// version.
 	DefaultAzureAPIVersion = "2024-10-21"
-	DefaultMaxInFlight     = 256
-	DefaultQueueDepth      = 150
-	DefaultQueueWait       = 5 * time.Second
-	DefaultPriority        = PriorityInteractive
+	// DefaultScrapeInterval is how often a pool reads its replicas'
+	// metrics.
+	DefaultScrapeInterval = time.Second
+	DefaultMaxInFlight    = 256
+	DefaultQueueDepth     = 150
+	DefaultQueueWait      = 5 * time.Second
+	DefaultPriority       = PriorityInteractive
 
 	// Server limits. Envoy's own defaults where it has one (60 KiB of
 	// headers, 100 header fields); the others are sized so an honest
@@ -56,6 +59,12 @@ const (
 	PriorityCritical    = "critical"
 	PriorityInteractive = "interactive"
 	PriorityBackground  = "background"
+)
+
+// Pool balances (Pool.Balance).
+const (
+	PoolLeastLoaded = "least_loaded"
+	PoolRoundRobin  = "round_robin"
 )
 
 // Provider kinds: the wire protocol a provider speaks.
@@ -100,6 +109,25 @@ func (c *Config) applyDefaults() {
 		// Client paths are appended to base_url; a trailing slash would
 		// double up.
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		for j := range p.Replicas {
+			r := &p.Replicas[j]
+			r.BaseURL = strings.TrimRight(r.BaseURL, "/")
+			if r.Name == "" {
+				r.Name = fmt.Sprintf("%s-%d", p.Name, j+1)
+			}
+		}
+		if p.Pooled() {
+			pl := &p.Pool
+			if pl.Balance == "" {
+				pl.Balance = PoolLeastLoaded
+			}
+			if unset(fmt.Sprintf("providers[%d].pool.scrape_interval", i), pl.ScrapeInterval == 0) {
+				pl.ScrapeInterval = Duration(DefaultScrapeInterval)
+			}
+			if unset(fmt.Sprintf("providers[%d].pool.stale_after", i), pl.StaleAfter == 0) {
+				pl.StaleAfter = 3 * pl.ScrapeInterval
+			}
+		}
 		// Every provider has a breaker unless the file says off, and
 		// it probes with the gateway's own calls (see Breaker.Probe).
 		switch {
@@ -173,10 +201,10 @@ func (c *Config) applyDefaults() {
 func (c *Config) capacity() int {
 	sum := 0
 	for _, p := range c.Providers {
-		if p.MaxInFlight <= 0 {
+		if p.Capacity() <= 0 {
 			return c.Admission.MaxInFlight
 		}
-		sum += p.MaxInFlight
+		sum += p.Capacity()
 	}
 	if sum > 0 && sum < c.Admission.MaxInFlight {
 		return sum
@@ -187,10 +215,10 @@ func (c *Config) capacity() int {
 func (c *Config) defaultMaxInFlight() int {
 	sum := 0
 	for _, p := range c.Providers {
-		if p.MaxInFlight <= 0 {
+		if p.Capacity() <= 0 {
 			return DefaultMaxInFlight
 		}
-		sum += p.MaxInFlight
+		sum += p.Capacity()
 	}
 	return max(sum, DefaultMaxInFlight)
 }

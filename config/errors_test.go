@@ -88,6 +88,16 @@ func TestParseErrors(t *testing.T) {
 			{":9: providers[1].api_version: ", "applies only to kind: azure; remove it"},
 			{":13: providers[2].responses: ", "the Responses API is passed through only to kind openai providers"},
 		}},
+		{"bad_pool.yaml", []want{
+			{":4: providers[0].base_url: ", "a provider with replicas takes no base_url"},
+			{":6: providers[0].replicas[0].metrics_url: ", "is not an absolute http(s) URL; write e.g. http://10.0.0.5:8000/metrics"},
+			{":7: providers[0].replicas[1].base_url: ", "is not an absolute http(s) URL"},
+			{":7: providers[0].replicas[1].max_in_flight: ", "-2 is negative; write 0 for the provider's max_in_flight"},
+			{":8: providers[0].replicas[2].name: ", `"a" is already the name of replicas[1]`},
+			{":10: providers[0].pool.balance: ", `"random" is not valid; use least_loaded or round_robin`},
+			{":12: providers[0].pool.stale_after: ", "is shorter than scrape_interval (2s)"},
+			{":13: providers[0].pool.max_waiting: ", "-1 is negative"},
+		}},
 		{"bad_models.yaml", []want{
 			{":10: models[1].name: ", `"gpt" is already the name of models[0]; give each model a unique name`},
 			{":14: models[2].name: ", "missing; write the model name clients will send"},

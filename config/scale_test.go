@@ -16,6 +16,8 @@ import (
 var scaledDurations = []string{
 	"server.stream_idle_timeout",
 	"providers[].timeout",
+	"providers[].pool.scrape_interval",
+	"providers[].pool.stale_after",
 	"providers[].limit.slow_threshold",
 	"providers[].limit.window",
 	"providers[].limit.cooldown",

@@ -133,7 +133,8 @@ type Provider struct {
 	// or http://127.0.0.1:8000/v1 for vLLM. Client paths below /v1 are
 	// appended to it. For kind azure it is the resource's endpoint, e.g.
 	// https://NAME.openai.azure.com, with no /openai path: each target's
-	// model is then its deployment's name.
+	// model is then its deployment's name. A pool (Replicas) has none:
+	// each replica has its own.
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's key.
 	// The key itself never appears in config, logs or errors. Empty means
@@ -154,7 +155,7 @@ type Provider struct {
 	// Timeout bounds one upstream call end to end (default 60s).
 	Timeout Duration `yaml:"timeout"`
 	// MaxInFlight caps concurrent upstream calls to this provider
-	// (0 = only the global limit applies).
+	// (0 = only the global limit applies); for a pool, to each replica.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// Limit makes this provider's concurrency limit adaptive. Without
 	// it the limit is fixed at MaxInFlight.
@@ -181,6 +182,85 @@ type Provider struct {
 	// headers must not reach a third party, nor change how the provider
 	// treats the gateway's key for everyone.
 	ForwardHeaders []string `yaml:"forward_headers"`
+	// Replicas makes the provider a pool of self-hosted servers (vLLM,
+	// SGLang) serving the same model, in place of base_url: each call
+	// goes to one replica, chosen by Pool.Balance. Each replica has its
+	// own concurrency limit (max_in_flight, its own or the provider's)
+	// and its own breaker (the provider's breaker settings, probing with
+	// traffic); the provider's limit is the sum of its replicas'. Empty:
+	// the provider is base_url alone.
+	Replicas []Replica `yaml:"replicas"`
+	// Pool says how calls are spread over Replicas; ignored without them.
+	Pool Pool `yaml:"pool"`
+}
+
+// Replica is one server of a provider's pool.
+type Replica struct {
+	// Name labels the replica in logs, metrics and a scenario's
+	// upstreams (default: the provider's name, "-" and the replica's
+	// place from 1, e.g. vllm-2).
+	Name string `yaml:"name"`
+	// BaseURL is the replica's API root, as a provider's base_url.
+	BaseURL string `yaml:"base_url"`
+	// MetricsURL, when set, is the replica's Prometheus metrics (vLLM's
+	// and SGLang's /metrics), scraped every pool.scrape_interval: its
+	// queue, batch and KV cache use join the choice of replica, and a
+	// replica whose metrics stop answering is drained. Empty: the
+	// replica is judged by this gateway's own calls alone.
+	MetricsURL string `yaml:"metrics_url"`
+	// MaxInFlight caps this gateway's calls on the replica (default: the
+	// provider's max_in_flight; 0 there too means no cap).
+	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// Pool configures how a provider's replicas share its calls.
+type Pool struct {
+	// Balance is "least_loaded" (the default: the replica with the
+	// fewest requests in progress, from this gateway's calls and its
+	// metrics, weighted by its recent first-token time; see package
+	// pool) or "round_robin" (each usable replica in turn, for
+	// comparison).
+	Balance string `yaml:"balance"`
+	// ScrapeInterval is how often each replica's metrics_url is read
+	// (default 1s). Each scrape must answer within it.
+	ScrapeInterval Duration `yaml:"scrape_interval"`
+	// StaleAfter drains a replica whose metrics have not answered for
+	// this long: no new calls until a scrape succeeds again (default
+	// three scrape intervals).
+	StaleAfter Duration `yaml:"stale_after"`
+	// MaxWaiting drains a replica whose metrics show more requests
+	// waiting than this, while another replica is under its cap (0, the
+	// default: more waiting than running, a queue longer than a whole
+	// batch).
+	MaxWaiting int `yaml:"max_waiting"`
+}
+
+// Pooled reports whether the provider is a pool of replicas.
+func (p *Provider) Pooled() bool { return len(p.Replicas) > 0 }
+
+// ReplicaLimit is replica i's concurrency cap (0: none).
+func (p *Provider) ReplicaLimit(i int) int {
+	if n := p.Replicas[i].MaxInFlight; n > 0 {
+		return n
+	}
+	return p.MaxInFlight
+}
+
+// Capacity is the provider's concurrency cap: its max_in_flight, or, for
+// a pool, the sum of its replicas' (0 when any has none: no cap).
+func (p *Provider) Capacity() int {
+	if !p.Pooled() {
+		return p.MaxInFlight
+	}
+	sum := 0
+	for i := range p.Replicas {
+		n := p.ReplicaLimit(i)
+		if n <= 0 {
+			return 0
+		}
+		sum += n
+	}
+	return sum
 }
 
 // Breaker configures a provider's circuit breaker.

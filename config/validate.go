@@ -138,7 +138,11 @@ func (c *Config) validateProviders(v *checker) []string {
 		default:
 			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers), anthropic or azure (Azure OpenAI)", short(p.Kind))
 		}
-		v.baseURL(at("base_url"), p.BaseURL)
+		if p.Pooled() {
+			validatePool(v, at, p)
+		} else {
+			v.baseURL(at("base_url"), p.BaseURL)
+		}
 		validateAzure(v, at, p)
 		if p.Responses != nil && *p.Responses && (p.Kind == KindAnthropic || p.Kind == KindAzure) {
 			v.add(at("responses"), "the Responses API is passed through only to kind openai providers, never translated; remove it, or write responses: false")
@@ -186,6 +190,60 @@ func validateAzure(v *checker, at func(string) string, p Provider) {
 		if path := strings.TrimRight(u.Path, "/"); strings.HasSuffix(path, "/openai") || strings.Contains(path, "/openai/") || strings.HasSuffix(path, "/v1") {
 			v.add(at("base_url"), "%s has an API path; for kind azure write only the resource's endpoint, e.g. %s://%s, and name each deployment as a target's model", short(p.BaseURL), u.Scheme, u.Host)
 		}
+	}
+}
+
+// validatePool checks a pooled provider's replicas and pool settings.
+func validatePool(v *checker, at func(string) string, p Provider) {
+	if p.BaseURL != "" {
+		v.add(at("base_url"), "a provider with replicas takes no base_url; give each replica its own base_url, or remove replicas")
+	}
+	if p.Kind != KindOpenAI {
+		v.add(at("replicas"), "a pool is of self-hosted OpenAI-compatible servers (vLLM, SGLang); kind %s takes one base_url", short(p.Kind))
+	}
+	names := map[string]int{}
+	for j, r := range p.Replicas {
+		rat := func(f string) string { return at(fmt.Sprintf("replicas[%d].%s", j, f)) }
+		v.baseURL(rat("base_url"), r.BaseURL)
+		if r.MetricsURL != "" {
+			v.metricsURL(rat("metrics_url"), r.MetricsURL)
+		}
+		if r.MaxInFlight < 0 {
+			v.add(rat("max_in_flight"), "%d is negative; write 0 for the provider's max_in_flight, or a positive number", r.MaxInFlight)
+		}
+		switch k, dup := names[r.Name]; {
+		case !providerName.MatchString(r.Name):
+			v.add(rat("name"), "%s may only contain letters, digits, '.', '_' and '-'; write e.g. %s", short(r.Name), short(sanitizeName(r.Name)))
+		case dup:
+			v.add(rat("name"), "%s is already the name of replicas[%d]; give each replica a unique name", short(r.Name), k)
+		default:
+			names[r.Name] = j
+		}
+	}
+	pl := p.Pool
+	v.oneOf(at("pool.balance"), pl.Balance, PoolLeastLoaded, PoolRoundRobin)
+	if pl.ScrapeInterval <= 0 {
+		v.add(at("pool.scrape_interval"), "must be positive; write e.g. 1s, or remove it for the default of %s", Duration(DefaultScrapeInterval))
+	}
+	if pl.StaleAfter < pl.ScrapeInterval {
+		v.add(at("pool.stale_after"), "%s is shorter than scrape_interval (%s), so every replica would be drained between scrapes; write at least the interval, e.g. %s", pl.StaleAfter, pl.ScrapeInterval, 3*pl.ScrapeInterval)
+	}
+	if pl.MaxWaiting < 0 {
+		v.add(at("pool.max_waiting"), "%d is negative; write 0 to drain a replica whose queue is longer than its batch, or a positive number of waiting requests", pl.MaxWaiting)
+	}
+}
+
+// metricsURL checks a replica's metrics endpoint: an absolute http(s)
+// URL with no credentials.
+func (v *checker) metricsURL(path, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
+		v.add(path, "%s is not an absolute http(s) URL; write e.g. http://10.0.0.5:8000/metrics", short(raw))
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(path, "%s has scheme %s; use http or https", short(raw), short(u.Scheme))
+	case u.User != nil:
+		v.add(path, "must not contain credentials")
 	}
 }
 

@@ -32,8 +32,11 @@ type attempt struct {
 	n int
 	// second is what made this call when it is the request's second:
 	// hedge, rescue or retry (responseheaders.go).
-	second  string
-	t       target
+	second string
+	t      target
+	// base is the API root the call goes to: its provider's, or the
+	// replica's the engine picked in a pool.
+	base    string
 	ctx     context.Context
 	cancel  context.CancelFunc
 	start   time.Time
@@ -55,15 +58,21 @@ type attempt struct {
 // newAttempt makes an attempt, with a context of its own: a loser of a
 // race, or a stream whose provider goes quiet, is cancelled alone.
 func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
-	a := &attempt{n: n, t: t}
+	a := &attempt{n: n, t: t, base: t.provider.baseURL}
 	a.ctx, a.cancel = context.WithCancel(call.Context())
+	if p := t.provider; len(p.replicas) > 0 {
+		if i, ok := call.Replica(n); ok && i < len(p.replicas) {
+			a.base = p.replicas[i].baseURL
+			g.metrics.ReplicaCalls.WithLabelValues(p.name, p.replicas[i].name).Inc()
+		}
+	}
 	return a
 }
 
 // send makes the upstream call and waits for its first byte.
 func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	ctx := g.traceAttempt(a, ep)
-	req, err := g.upstreamRequest(ctx, r, a.t, ep, body, deadline)
+	req, err := g.upstreamRequest(ctx, r, a.t, a.base, ep, body, deadline)
 	if err != nil {
 		a.err = err
 		return

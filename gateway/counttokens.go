@@ -86,7 +86,7 @@ func (g *Gateway) providerCount(r *http.Request, x *exchange, t target, body *pr
 	defer p.counting.Add(-1)
 	ctx, cancel := context.WithTimeout(r.Context(), min(countTokensTimeout, p.timeout))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL("/messages/count_tokens", t.model), bytes.NewReader(body.WithModel(t.model)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), "/messages/count_tokens", t.model), bytes.NewReader(body.WithModel(t.model)))
 	if err != nil {
 		return 0, false
 	}

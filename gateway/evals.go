@@ -107,7 +107,7 @@ func (g *Gateway) evalCall(ctx context.Context, s *evals.Set, target int, c eval
 		return evals.Result{Reason: "unknown provider"}
 	}
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+chatPath(p.dialect),
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), chatPath(p.dialect), t.Upstream),
 		bytes.NewReader(evalBody(p.dialect, t.Upstream, c, p.probeCompletionTokens.Load())))
 	if err != nil {
 		return evals.Result{Reason: "cannot build the request"}

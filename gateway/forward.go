@@ -35,11 +35,12 @@ const (
 	relayChunk = 32 << 10
 )
 
-// upstreamRequest builds the call to t's provider: the client headers its
+// upstreamRequest builds the call to t's provider at base (its API root,
+// or its replica's): the client headers its
 // API needs and nothing else (headers.go), the operator's own headers,
 // the provider's key, the body with its model rewritten (read from the
 // request's one buffer, not copied), and the time left.
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
@@ -49,7 +50,7 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 		path = chatPath(p.dialect) // a translated request (translate.go)
 	}
 	br := out.reader(t)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(path, t.model), br)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(base, path, t.model), br)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +72,20 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 // /chat/completions) for upstream model goes. Azure OpenAI names the
 // model in the path, as a deployment, and the API's version in a query:
 // {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=V.
-func (p *provider) callURL(path, model string) string {
+func (p *provider) callURL(base, path, model string) string {
 	if p.azureVersion == "" {
-		return p.baseURL + path
+		return base + path
 	}
-	return p.baseURL + "/openai/deployments/" + url.PathEscape(model) + path + "?api-version=" + url.QueryEscape(p.azureVersion)
+	return base + "/openai/deployments/" + url.PathEscape(model) + path + "?api-version=" + url.QueryEscape(p.azureVersion)
+}
+
+// anyBase is an API root of the provider for the gateway's own calls
+// (evals, probes, counts): its base_url, or a pool's first replica's.
+func (p *provider) anyBase() string {
+	if p.baseURL == "" && len(p.replicas) > 0 {
+		return p.replicas[0].baseURL
+	}
+	return p.baseURL
 }
 
 // authorize sets the provider's own credentials and content type on an

@@ -111,6 +111,9 @@ type Gateway struct {
 	// the configuration it replaced has finished its last one.
 	active  atomic.Int64
 	handler http.Handler
+	// scrapeCtx ends the pools' metric scrapers (pool.go) at Close.
+	scrapeCtx    context.Context
+	stopScraping context.CancelFunc
 }
 
 type provider struct {
@@ -138,6 +141,9 @@ type provider struct {
 	// authWarned: a refusal of the gateway's key was logged, and is not
 	// again until a call succeeds.
 	authWarned atomic.Bool
+	// replicas are a pooled provider's servers, in config order (the
+	// engine's pool indexes them); nil for a provider of one base_url.
+	replicas []replicaEndpoint
 	// probeModel is the upstream model a synthetic breaker probe asks for.
 	probeModel string
 	// probeCompletionTokens: probes ask for max_completion_tokens (the
@@ -258,6 +264,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		p.scrub = newKeyScrub(secrets...)
+		for _, r := range pc.Replicas {
+			p.replicas = append(p.replicas, replicaEndpoint{name: r.Name, baseURL: strings.TrimSuffix(r.BaseURL, "/"), metricsURL: r.MetricsURL})
+		}
 		if b := pc.Breaker; b != nil {
 			p.probeModel = b.ProbeModel
 		}
@@ -297,6 +306,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.setUpIdempotency(cfg, opts.idem)
 	g.runner = lifecycle.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
+		if t.Replica > 0 {
+			// A replica's own breaker: logged and counted under the
+			// replica's name; a fleet shares provider breakers only.
+			g.breakerTransition(g.byScope[t.Scope].replicas[t.Replica-1].name, t)
+			return
+		}
 		g.breakerTransition(scopeNames[t.Scope], t)
 		g.announce(scopeNames[t.Scope], t)
 	})
@@ -323,6 +338,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.metrics.SetFleet(g.fleetState)
 		g.follow()
 	}
+	g.scrapeCtx, g.stopScraping = context.WithCancel(context.Background())
+	g.startScrapers(cfg)
 	g.ready.Store(true)
 	g.handler = g.Handler()
 	return g, nil
@@ -369,6 +386,7 @@ func (g *Gateway) Close() {
 	if g.evals != nil {
 		g.evals.Close()
 	}
+	g.stopScraping()
 	g.runner.Close()
 	if g.fleet != nil {
 		g.fleet.close()

@@ -99,7 +99,7 @@ func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome 
 }
 
 func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionTokens bool) lifecycle.Outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(probePath(p.dialect), p.probeModel), bytes.NewReader(probeBody(p.probeModel, completionTokens)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), probePath(p.dialect), p.probeModel), bytes.NewReader(probeBody(p.probeModel, completionTokens)))
 	if err != nil {
 		return lifecycle.Outcome{Kind: lifecycle.Failed}
 	}

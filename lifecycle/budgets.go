@@ -439,10 +439,11 @@ func (e *Engine) ShouldDegrade(now time.Time, r Request, d Degradation) bool {
 }
 
 // closed reports whether target i of r takes no calls for now: its
-// provider asked for a pause, or its budgets cannot take r.
+// provider asked for a pause, its budgets cannot take r, or it is a pool
+// with no replica taking calls.
 func (e *Engine) closed(now time.Time, r Request, i int) bool {
 	ts := targets(r)
-	return e.isPaused(now, ts[i]) || e.books.targetWait(now, r, i) > 0
+	return e.isPaused(now, ts[i]) || e.books.targetWait(now, r, i) > 0 || e.poolOut(now, ts[i])
 }
 
 // settleBudgets settles a finished request's charges: each call's on its

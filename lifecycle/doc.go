@@ -32,6 +32,13 @@
 // ranked after every target that is not, a last resort rather than out
 // of rotation (evaldegraded.go).
 //
+// A provider may be a pool of replicas (pool.go, package pool): one
+// scope to admission and to routing, whose limit is the sum of its
+// usable replicas'; which replica a call goes to is picked by the pool
+// when the call starts (a waiter's load picture is the one at its
+// start, not its arrival), and the host reads it with Replica. The
+// replicas' scraped metrics come in through Observe, as outcomes do.
+//
 // Policy lives here, not in the hosts: what an HTTP status means
 // (StatusOutcome), where a model routes and how long its requests may
 // take (Route, built by FromConfig), and which call an ending belongs to

@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/limit"
+	"github.com/sluice-gw/sluice/pool"
 	"github.com/sluice-gw/sluice/quota"
 )
 
@@ -68,6 +69,11 @@ type ScopeConfig struct {
 	// of its own (Ready.Probe) and routes no user request to it until a
 	// probe passes; see probe.go.
 	SyntheticProbes bool
+	// Pool, when set, makes the scope a pool of replicas (pool.go): its
+	// limit is the pool's (under Limit, if that is set too), each call
+	// goes to the replica the pool picks, and each replica has its own
+	// breaker, so Breaker should be nil.
+	Pool *pool.Pool
 }
 
 // Config configures an Engine. Admission.Scopes is ignored: the engine
@@ -257,9 +263,13 @@ type Ready struct {
 	Probe []ProbeStart
 }
 
-// Transition is one breaker state change of a scope.
+// Transition is one breaker state change of a scope, or of one of a
+// pooled scope's replicas.
 type Transition struct {
 	Scope int
+	// Replica, from 1, names the replica of a pool whose breaker moved;
+	// 0 is the scope's own breaker.
+	Replica int
 	breaker.Transition
 }
 
@@ -372,6 +382,10 @@ type request struct {
 	charged [2]int
 	// chargedN: the multiplier each call was charged with (books.share).
 	chargedN [2]int64
+	// picks: the replica each call went to on a pooled scope, when
+	// picked (pool.go).
+	picks  [2]pool.Pick
+	picked [2]bool
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -422,6 +436,9 @@ type Engine struct {
 	evalDegraded map[string][]bool
 	// keyTenants maps a key (from 1) to its tenant.
 	keyTenants []int
+	// poolOutSeen: per scope, its pool was out of rotation at the last
+	// Tick (poolEdge).
+	poolOutSeen []bool
 }
 
 // tenant is r's tenant for admission's fairness: its key's, or 0.
@@ -450,8 +467,14 @@ func New(cfg Config) *Engine {
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
 		s := &scope{cfg: sc, limiter: share(admission.Fixed(sc.Fixed), cfg.Replicas)}
+		if sc.Pool != nil {
+			s.limiter = share(poolLimiter{sc.Pool}, cfg.Replicas)
+		}
 		if sc.Limit != nil {
 			s.limiter = algLimiter{sc.Limit}
+			if sc.Pool != nil {
+				s.limiter = minLimiter{s.limiter, share(poolLimiter{sc.Pool}, cfg.Replicas)}
+			}
 			if _, ok := sc.Limit.(ticker); ok {
 				e.periodic = true
 			}
@@ -463,6 +486,7 @@ func New(cfg Config) *Engine {
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	e.paused = make([]time.Time, len(cfg.Scopes))
 	e.holding = make([]bool, len(cfg.Scopes))
+	e.poolOutSeen = make([]bool, len(cfg.Scopes))
 	e.books = newBooks(cfg.Budgets)
 	e.books.replicas = cfg.Replicas
 	ac := cfg.Admission
@@ -699,7 +723,7 @@ func (e *Engine) transitions() []Transition {
 			}
 		}
 	}
-	return out
+	return append(out, e.poolTransitions()...)
 }
 
 // drop forgets a request that left before starting (displaced, expired,
@@ -717,6 +741,7 @@ func (e *Engine) drop(now time.Time, id ID) {
 // start moves a request into flight and arms its timers.
 func (e *Engine) start(now time.Time, q *request) {
 	q.started = now
+	e.pick(now, q, 0, q.scope)
 	q.chargedN[0] = e.books.charge(now, q.req, q.target)
 	q.charged[0] = q.target + 1
 	// Slow means past a threshold, not at it. The breaker and the limit
@@ -822,6 +847,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	if q.hasTicket {
 		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o))
 	}
+	e.unpick(now, q, 0, q.scope, q.started, q.firstByte, o)
 	e.slow.remove(q)
 	e.dropT.remove(q)
 	e.hedgeT.remove(q)
@@ -983,6 +1009,13 @@ func (e *Engine) Tick(now time.Time) Ready {
 		if sc.cfg.Breaker != nil {
 			sc.cfg.Breaker.Tick(now)
 		}
+		if sc.cfg.Pool != nil {
+			sc.cfg.Pool.Tick(now)
+			moved = true // a replica drained or back moves the pool's limit
+		}
+	}
+	for s := range e.scopes {
+		e.poolEdge(now, s, &rd)
 	}
 	if moved {
 		e.settle(now, &rd) // a trip moves its waiters before slots are handed out
@@ -1048,6 +1081,9 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	for _, sc := range e.scopes {
 		if sc.cfg.Breaker != nil {
 			consider(sc.cfg.Breaker.NextTimer())
+		}
+		if sc.cfg.Pool != nil {
+			consider(sc.cfg.Pool.NextTimer())
 		}
 	}
 	return next, !next.IsZero()

@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-gw/sluice/breaker"
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/limit"
+	"github.com/sluice-gw/sluice/pool"
 	"github.com/sluice-gw/sluice/quota"
 )
 
@@ -131,23 +132,14 @@ func scopeConfig(pc *config.Provider, timeScale float64) (ScopeConfig, error) {
 		return ScopeConfig{}, fmt.Errorf("limit.signal: unknown signal %q", l.Signal)
 	}
 	sc := ScopeConfig{Name: pc.Name, Fixed: pc.MaxInFlight, Signal: sig, SlowThreshold: l.SlowThreshold.D()}
-	if bc := pc.Breaker; bc != nil {
-		b, err := breaker.New(breaker.Config{
-			Window:        bc.Window.D(),
-			MinCalls:      bc.MinCalls,
-			ErrorRate:     bc.ErrorRate,
-			SlowRate:      bc.SlowRate,
-			SlowThreshold: bc.SlowThreshold.D(),
-			OpenFor:       bc.OpenFor.D(),
-			OpenForMax:    bc.OpenForMax.D(),
-			Probes:        bc.Probes,
-			ProbeTimeout:  bc.ProbeTimeout.D(),
-			ProbeInterval: bc.ProbeInterval.D(),
-			StepHold:      bc.StepHold.D(),
-			Steps:         bc.Steps,
-			Steady:        bc.Probe == config.ProbeSynthetic,
-			TimeScale:     timeScale,
-		})
+	if pc.Pooled() {
+		p, err := newPool(pc, timeScale)
+		if err != nil {
+			return sc, err
+		}
+		sc.Pool, sc.Fixed = p, pc.Capacity()
+	} else if bc := pc.Breaker; bc != nil {
+		b, err := breaker.New(breakerConfig(bc, bc.Probe == config.ProbeSynthetic, timeScale))
 		if err != nil {
 			return sc, err
 		}
@@ -183,4 +175,54 @@ func scopeConfig(pc *config.Provider, timeScale float64) (ScopeConfig, error) {
 	}
 	sc.Limit = alg
 	return sc, nil
+}
+
+// breakerConfig is a provider's breaker settings as the breaker takes
+// them; steady: its probes are synthetic (breaker.Config.Steady).
+func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.Config {
+	return breaker.Config{
+		Window:        bc.Window.D(),
+		MinCalls:      bc.MinCalls,
+		ErrorRate:     bc.ErrorRate,
+		SlowRate:      bc.SlowRate,
+		SlowThreshold: bc.SlowThreshold.D(),
+		OpenFor:       bc.OpenFor.D(),
+		OpenForMax:    bc.OpenForMax.D(),
+		Probes:        bc.Probes,
+		ProbeTimeout:  bc.ProbeTimeout.D(),
+		ProbeInterval: bc.ProbeInterval.D(),
+		StepHold:      bc.StepHold.D(),
+		Steps:         bc.Steps,
+		Steady:        steady,
+		TimeScale:     timeScale,
+	}
+}
+
+// newPool builds a pooled provider's replica pool: each replica with its
+// limit and a breaker of its own from the provider's breaker settings.
+// A replica's breaker probes with the pool's own calls: a synthetic
+// probe would need a route to one replica, and a pool has others to
+// carry its traffic meanwhile.
+func newPool(pc *config.Provider, timeScale float64) (*pool.Pool, error) {
+	bal, ok := pool.ParseBalance(pc.Pool.Balance)
+	if !ok {
+		return nil, fmt.Errorf("pool.balance: unknown balance %q", pc.Pool.Balance)
+	}
+	if timeScale <= 0 {
+		timeScale = 1
+	}
+	cfg := pool.Config{Balance: bal, MaxWaiting: pc.Pool.MaxWaiting, StaleAfter: pc.Pool.StaleAfter.D(),
+		Decay: time.Duration(float64(pool.DefaultDecay) * timeScale)}
+	for i, r := range pc.Replicas {
+		rc := pool.Replica{Limit: pc.ReplicaLimit(i), Metrics: r.MetricsURL != ""}
+		if bc := pc.Breaker; bc != nil {
+			b, err := breaker.New(breakerConfig(bc, false, timeScale))
+			if err != nil {
+				return nil, fmt.Errorf("replicas[%d]: %w", i, err)
+			}
+			rc.Breaker = b
+		}
+		cfg.Replicas = append(cfg.Replicas, rc)
+	}
+	return pool.New(cfg), nil
 }

@@ -44,6 +44,10 @@ func (e *Engine) settle(now time.Time, rd *Ready) {
 		ts := e.transitions()
 		rd.Transitions = append(rd.Transitions, ts...)
 		for _, t := range ts {
+			if t.Replica > 0 {
+				e.replicaTripped(now, t, rd)
+				continue
+			}
 			switch t.To {
 			case breaker.Open:
 				e.outOfRotation(t.Scope, true, t.Reason)

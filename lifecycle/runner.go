@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/breaker"
+	"github.com/sluice-gw/sluice/pool"
 	"github.com/sluice-gw/sluice/quota"
 )
 
@@ -182,6 +183,18 @@ func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
 		c.secondSent.Store(true)
 	}
 	return target, delay, ok
+}
+
+// Replica is the replica of a pooled provider that the request's call
+// (attempt 0 or 1) goes to, once the engine has started it: the first
+// call's when the Call is handed out, a second call's once it is sent
+// (Seconds) or granted (Retry). ok is false for a provider that is not
+// a pool.
+func (c *Call) Replica(attempt int) (int, bool) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Replica(c.id, attempt)
 }
 
 // End reports how one of the request's calls ended, by its attempt
@@ -446,6 +459,22 @@ func (r *Runner) BreakerStats() []*breaker.Stats {
 		}
 	}
 	return out
+}
+
+// Observe hands the engine a scrape of a pooled provider's replica
+// (scope s, replica i); see Engine.Observe.
+func (r *Runner) Observe(s, i int, l pool.Load) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.applyLocked(now, r.e.Observe(now, s, i, l))
+}
+
+// PoolStats reports scope s's replicas, nil if it is not a pool.
+func (r *Runner) PoolStats(s int) []pool.Stat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.PoolStats(r.now(), s)
 }
 
 // armLocked points the timer at the engine's next timer, or, when a

@@ -104,7 +104,7 @@ func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil && sc.cfg.Breaker.Weight(now) <= 0 {
 			continue // open or probing: not a place for a second call
 		}
-		if !e.adm.Room(s) {
+		if !e.adm.Room(s) || e.poolOut(now, s) {
 			continue
 		}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
@@ -118,6 +118,7 @@ func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int
 		q.chargedN[1] = e.books.charge(now, q.req, i)
 		q.charged[1] = i + 1
 		q.second = h
+		e.pick(now, q, 1, s)
 		return i, true
 	}
 	return 0, false
@@ -176,6 +177,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))
 	}
+	e.unpick(now, q, 1, h.scope, h.started, h.firstByte, o)
 	// A trip by this outcome moves its provider's waiters before the
 	// freed slot is handed out (see complete).
 	e.settle(now, &rd)

@@ -129,6 +129,11 @@ func checkTimeScale(ctx context.Context, f *scenario.File, o Options, ts, gatewa
 			if root, ok := loopbackRoot(p.BaseURL); ok {
 				ask(root, fmt.Sprintf(" (providers[%d] %s)", i, p.Name))
 			}
+			for j, r := range p.Replicas {
+				if root, ok := loopbackRoot(r.BaseURL); ok {
+					ask(root, fmt.Sprintf(" (providers[%d].replicas[%d] %s)", i, j, r.Name))
+				}
+			}
 		}
 	}
 	if o.Metrics == "" && !targetIsMock && ts != 1 {

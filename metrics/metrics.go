@@ -41,6 +41,12 @@ type Metrics struct {
 	// Rescues counts slow calls stranded on a provider whose breaker is
 	// open or recovering, given a second call on another target.
 	Rescues *prometheus.CounterVec
+	// ReplicaCalls counts upstream calls sent to each replica of a
+	// pooled provider; ReplicaScrapes, scrapes of its metrics by result;
+	// ReplicaDrained is 1 while a replica takes no new calls, by reason.
+	ReplicaCalls   *prometheus.CounterVec
+	ReplicaScrapes *prometheus.CounterVec
+	ReplicaDrained *prometheus.GaugeVec
 	// Probes counts synthetic breaker probes by result.
 	Probes *prometheus.CounterVec
 	// Reloads counts configuration reloads, by result.
@@ -164,6 +170,18 @@ func New() *Metrics {
 			Name: "sluice_rescues_total",
 			Help: "Calls still waiting on a provider past its slow threshold while its breaker is open or recovering, given a second call on another target.",
 		}, []string{"model", "from", "to"}),
+		ReplicaCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_replica_calls_total",
+			Help: "Upstream calls sent to each replica of a pooled provider.",
+		}, []string{"provider", "replica"}),
+		ReplicaScrapes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_replica_scrapes_total",
+			Help: "Scrapes of a pooled provider's replicas' metrics, by result (ok, error).",
+		}, []string{"provider", "replica", "result"}),
+		ReplicaDrained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_replica_drained",
+			Help: "1 while a replica of a pooled provider takes no new calls, by reason (stale: its metrics stopped answering; queued: its queue is past the cap; tripped: its breaker is open), else 0.",
+		}, []string{"provider", "replica", "reason"}),
 		Probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_breaker_probes_total",
 			Help: "Synthetic probes of half-open breakers, by result (ok: a 2xx answer, whose speed the breaker judges; error, rate_limited, timeout, cancelled).",
@@ -198,7 +216,7 @@ func New() *Metrics {
 		}),
 	}
 	m.TimeScale.Set(1)
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.Probes, m.Reloads,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.ReplicaCalls, m.ReplicaScrapes, m.ReplicaDrained, m.Probes, m.Reloads,
 		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.TimeScale,
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

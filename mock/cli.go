@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s := New(cfg)
 	shutdown, failed := s.serve(ln)
-	fmt.Fprintf(stdout, "sluice mock: listening on http://%s (OpenAI and Anthropic APIs under /v1, counters at /stats)\n", ln.Addr())
+	fmt.Fprintf(stdout, "sluice mock: listening on http://%s (OpenAI and Anthropic APIs under /v1, counters at /stats, vLLM gauges at /metrics)\n", ln.Addr())
 	if cfg.TimeScale != 0 && cfg.TimeScale != 1 {
 		fmt.Fprintf(stdout, "sluice mock: time scale %g: every latency and window is %g times its scripted length\n", cfg.TimeScale, cfg.TimeScale)
 	}

@@ -13,6 +13,9 @@
 //	POST /v1/messages/count_tokens   Anthropic token count (no latency)
 //	GET  /v1/models                  OpenAI model list
 //	GET  /stats, POST /stats/reset   counters (see Stats)
+//	GET  /metrics                    vLLM's queue gauges from the capacity model
+//	                                 (vllm:num_requests_running, _waiting,
+//	                                 vllm:kv_cache_usage_perc), for replica pools
 //	GET  /health                     200
 //
 // Any model name is accepted and echoed. Prompt tokens are estimated as

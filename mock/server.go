@@ -95,6 +95,7 @@ func New(cfg Config) *Server {
 	m.HandleFunc("/v1/messages", post(anthropic{}, s.handleMessages))
 	m.HandleFunc("/v1/messages/count_tokens", post(anthropic{}, s.handleCountTokens))
 	m.HandleFunc("/v1/models", s.handleModels)
+	m.Handle("/metrics", s.metricsHandler())
 	m.HandleFunc("/stats", s.handleStats)
 	m.HandleFunc("/stats/reset", post(openAI{}, s.handleStatsReset))
 	m.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {})

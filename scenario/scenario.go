@@ -363,15 +363,23 @@ func (f *File) validate() error {
 		}
 	}
 	f.upstreams = map[string]mock.Config{}
+	// The upstreams to model: each provider, or each replica of a pool
+	// (named as config.Replica.Name says).
 	known := map[string]bool{}
-	for _, p := range f.Gateway.Providers {
-		known[p.Name] = true
+	addKnown := func(ps []config.Provider) {
+		for _, p := range ps {
+			if !p.Pooled() {
+				known[p.Name] = true
+			}
+			for _, r := range p.Replicas {
+				known[r.Name] = true
+			}
+		}
 	}
+	addKnown(f.Gateway.Providers)
 	for _, p := range s.Policies {
 		if cfg, err := f.PolicyConfig(p); err == nil {
-			for _, pp := range cfg.Providers {
-				known[pp.Name] = true
-			}
+			addKnown(cfg.Providers)
 		}
 	}
 	for name := range s.Upstreams {

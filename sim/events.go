@@ -34,6 +34,8 @@ const (
 	evAttemptTimeout
 	// evEval: the fallback evals' next timer (evals.go).
 	evEval
+	// evScrape: the gateway reads its pools' replicas' metrics.
+	evScrape
 )
 
 type event struct {

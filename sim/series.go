@@ -79,7 +79,13 @@ func (r *run) sample() {
 		p.Limit += rp.eng.ScopeLimit(r.scope)
 	}
 	waiting := 0
-	for _, u := range r.ups {
+	for s, u := range r.ups {
+		if r.pools[s] != nil {
+			for _, pu := range r.pools[s] {
+				waiting += pu.capacity.Waiting()
+			}
+			continue
+		}
 		waiting += u.capacity.Waiting()
 	}
 	p.Upstream = waiting

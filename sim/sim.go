@@ -142,7 +142,11 @@ type run struct {
 	seq    uint64
 	rng    *rand.Rand
 	ups    []*upstream
-	scope  int // the main stream's model's first target's provider, for the series
+	// pools holds, per scope, a pooled provider's replicas' upstreams
+	// (nil for a provider of one server, whose upstream is ups[s]; for a
+	// pool, ups[s] is its first replica).
+	pools [][]*upstream
+	scope int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
 	flows   []*flow
 	nextUID uint64
@@ -196,9 +200,24 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	r.timeline = &report.Timeline{}
 	r.row.Timeline = r.timeline
 	for _, p := range cfg.Providers {
-		u := newUpstream(f.Upstream(p.Name), p.Kind == config.KindAnthropic)
-		r.ups = append(r.ups, u)
-		r.row.Graded = r.row.Graded || u.quality < 1
+		anthropic := p.Kind == config.KindAnthropic
+		if !p.Pooled() {
+			u := newUpstream(f.Upstream(p.Name), anthropic)
+			r.ups = append(r.ups, u)
+			r.pools = append(r.pools, nil)
+			r.row.Graded = r.row.Graded || u.quality < 1
+			continue
+		}
+		// A pool: one modelled server per replica, each playing the
+		// scenario's upstream of the replica's name.
+		var reps []*upstream
+		for _, rc := range p.Replicas {
+			u := newUpstream(f.Upstream(rc.Name), anthropic)
+			reps = append(reps, u)
+			r.row.Graded = r.row.Graded || u.quality < 1
+		}
+		r.ups = append(r.ups, reps[0])
+		r.pools = append(r.pools, reps)
 	}
 	r.row.Graded = r.row.Graded || cfg.HasEvals()
 	r.gradeRng = rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x9ade))
@@ -250,6 +269,7 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 		}
 	}
 	r.push(0, classSample, evSample, nil)
+	r.startScrapes()
 	return r, nil
 }
 
@@ -380,6 +400,8 @@ func (r *run) loop() {
 			if next := r.now + r.sc.Tick; next < r.sc.Duration {
 				r.push(next, classArrival, evArrivals, nil)
 			}
+		case evScrape:
+			r.scrape()
 		case evSample:
 			r.sample()
 			r.push(r.now+r.o.SampleEvery, classSample, evSample, nil)

@@ -124,7 +124,7 @@ func (r *run) startUpstream(q *request) { r.startCall(q, 0, q.scope) }
 
 // startCall sends one of q's calls to the provider of scope.
 func (r *run) startCall(q *request, attempt, scope int) {
-	c := &upCall{u: r.ups[scope], q: q, attempt: attempt}
+	c := &upCall{u: r.upstreamOf(q, attempt, scope), q: q, attempt: attempt}
 	q.calls[attempt] = c
 	r.launch(c)
 }
@@ -133,7 +133,7 @@ func (r *run) startCall(q *request, attempt, scope int) {
 // the provider's Retry-After). The call exists from now, so a client
 // that leaves during the wait cancels it like any other.
 func (r *run) startCallAfter(q *request, attempt, scope int, delay time.Duration) {
-	c := &upCall{u: r.ups[scope], q: q, attempt: attempt, delayed: true}
+	c := &upCall{u: r.upstreamOf(q, attempt, scope), q: q, attempt: attempt, delayed: true}
 	q.calls[attempt] = c
 	r.pushCall(r.now+delay, evLaunch, c)
 }
