@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/dashboard"
 	"github.com/sluice-gw/sluice/metrics"
 )
 
@@ -44,6 +45,12 @@ type Host struct {
 	base   context.Context
 	cancel context.CancelCauseFunc
 
+	// dash samples the metrics for the dashboard while the host serves
+	// (admin.go); token guards the admin routes, "" for none.
+	dash     *dashboard.Recorder
+	dashStop context.CancelFunc // under mu; nil until Serve
+	token    string
+
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
 	drains  sync.WaitGroup // replaced configurations still finishing
@@ -64,7 +71,9 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server}
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server,
+		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken()}
+	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -90,9 +99,13 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /metrics, /healthz and /readyz.
+// AdminHandler serves /metrics, /healthz, /readyz and the dashboard
+// (/dashboard/, admin.go), all but the probes behind admin.token_env's
+// token when one is set.
 func (h *Host) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/dashboard/", dashboard.Handler("/dashboard/", h.dash))
+	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusFound))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +115,7 @@ func (h *Host) AdminHandler() http.Handler {
 		}
 		serveOK(w, r)
 	})
-	return mux
+	return guardAdmin(h.token, mux)
 }
 
 // Serve serves the client API on client and the admin API on admin until
@@ -123,6 +136,7 @@ func (h *Host) Serve(client, admin net.Listener) error {
 		}
 	}
 	h.mu.Lock()
+	h.startDashboard()
 	api, adm := newServer(h), newServer(h.AdminHandler())
 	h.servers = []*http.Server{api, adm}
 	h.mu.Unlock()
@@ -159,6 +173,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 		return err
 	}
 	old := h.cur.Swap(g)
+	h.dash.SetBudgets(dashboardBudgets(&running))
 	h.metrics.Reloads.WithLabelValues("ok").Inc()
 	h.drains.Add(1)
 	go func() {
@@ -184,7 +199,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 		}
 	}
 	h.mu.Lock()
-	servers := h.servers
+	servers, stopDash := h.servers, h.dashStop
 	h.mu.Unlock()
 	done := make(chan error, len(servers))
 	for _, s := range servers {
@@ -209,6 +224,9 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	}
 	h.drains.Wait()
 	h.cur.Load().Close()
+	if stopDash != nil {
+		stopDash()
+	}
 	return err
 }
 
