@@ -38,7 +38,8 @@ func chromium(t *testing.T) string {
 // The dashboard in a real browser during sluice demo's brownout: headless
 // Chromium loads the page from the demo's admin listener and, reading the
 // page's own chart data and DOM (not pixels), sees the primary's breaker
-// open, the queue rise while it was full, and the fail-back begin; the
+// open, the queue rise after the brownout's start (while the primary's
+// limit was full of slow calls), and the fail-back begin; the
 // page logs no console error and throws nothing. It saves the screenshot
 // the README shows (docs/img/dashboard.png; quality 100 makes a PNG).
 func TestDashboardInBrowser(t *testing.T) {
@@ -99,9 +100,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	  if (!d || !d.charts["c-queue"]) return false;
 	  const opened = d.events.some(e => e.kind === "breaker" && e.provider === "primary" && e.to === "open");
 	  const li = document.querySelector('#events li[data-provider="primary"][data-to="open"]');
+	  const mark = d.events.find(e => e.kind === "mark" && e.label.startsWith("brownout starts"));
+	  if (!mark) return false;
+	  // The queue chart's own arrays: x in seconds, then one per series.
 	  const c = d.charts["c-queue"], data = c.plot.data;
 	  let queued = 0;
-	  c.series.forEach((label, i) => { if (label.endsWith(" queued")) queued = Math.max(queued, ...data[i + 1]); });
+	  c.series.forEach((label, i) => {
+	    if (!label.endsWith(" queued")) return;
+	    data[i + 1].forEach((v, j) => { if (data[0][j] * 1000 >= mark.t) queued = Math.max(queued, v); });
+	  });
 	  return opened && li !== null && queued > 0;
 	})()`
 	// Then the fail-back, for a screenshot that tells the whole story.

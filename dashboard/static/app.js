@@ -30,9 +30,11 @@
           ctx.save();
           ctx.font = Math.round(10 * devicePixelRatio) + "px system-ui, sans-serif";
           ctx.textBaseline = "top";
+          var row = 0;
           state.events.forEach(function (e) {
             var t = e.t / 1000;
             if (e.kind === "verdict" || t < lo || t > hi) { return; }
+            var dy = (row++ % 3) * 12 * devicePixelRatio;
             var x = Math.round(u.valToPos(t, "x", true));
             var c = e.kind === "mark" ? "#8e44ad" : (STATE_COLOUR[e.to] || "#9aa4b0");
             ctx.strokeStyle = c;
@@ -43,7 +45,7 @@
             ctx.moveTo(x, top);
             ctx.lineTo(x, top + h);
             ctx.stroke();
-            ctx.fillText(e.label, x + 3 * devicePixelRatio, top + 2 * devicePixelRatio);
+            ctx.fillText(e.label, x + 3 * devicePixelRatio, top + 2 * devicePixelRatio + dy);
           });
           ctx.restore();
         }]
@@ -53,7 +55,7 @@
 
   function unitAxis(unit, scale, side) {
     return {
-      scale: scale || "y", side: side === undefined ? 3 : side, label: unit, size: 60,
+      scale: scale || "y", side: side === undefined ? 3 : side, label: unit, size: 86,
       values: function (u, vals) { return vals.map(function (v) { return v == null ? "" : fmt(v) + " " + unit; }); }
     };
   }
@@ -152,7 +154,8 @@
         series.push({ label: k === "-" ? "(no key)" : k, stroke: colour(i), width: 2 });
         cols.push(ss.map(function (s) { return (s.tokens_per_min || {})[k] || 0; }));
       });
-      return { series: series, cols: cols, axes: [unitAxis("tok/min")] };
+      return { series: series, cols: cols, axes: [unitAxis("tok/min")],
+        empty: "No token counts: the gateway counts tokens when it needs them (prices:, key or provider token limits, lanes)." };
     }
   };
 
@@ -183,6 +186,13 @@
       var data = [xs].concat(spec.cols);
       var key = spec.series.map(function (s) { return s.label; }).join("|");
       var c = state.charts[id];
+      if (!spec.series.length) {
+        if (c) { c.plot.destroy(); delete state.charts[id]; }
+        el.textContent = spec.empty || "nothing yet";
+        el.classList.add("empty");
+        return;
+      }
+      el.classList.remove("empty");
       if (c && c.key === key) {
         c.plot.setData(data);
         return;
@@ -220,8 +230,9 @@
     ctx.scale(dpr, dpr);
     ctx.clearRect(0, 0, w, h);
     if (!ss.length) { return; }
-    var label = 90, t1 = ss[ss.length - 1].t, t0 = t1 - WINDOW_MS;
-    var px = function (t) { return label + (w - label) * (t - t0) / WINDOW_MS; };
+    // The same span as the charts: the samples held, up to the window.
+    var label = 90, t1 = ss[ss.length - 1].t, t0 = Math.max(ss[0].t - 1000, t1 - WINDOW_MS), span = Math.max(1000, t1 - t0);
+    var px = function (t) { return label + (w - label) * (t - t0) / span; };
     ctx.font = "12px system-ui, sans-serif";
     ctx.textBaseline = "middle";
     names.forEach(function (n, row) {
