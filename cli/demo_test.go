@@ -68,3 +68,29 @@ func TestDemoShortTour(t *testing.T) {
 		t.Errorf("wall time %v for a 12 s tour", wall)
 	}
 }
+
+// Ctrl-C (here, the context ending) stops the tour at once, everything
+// shut down, with exit 130 and no table of cut-off requests.
+func TestDemoInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the demo")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runDemo(ctx, demoOptions{duration: time.Minute, listen: "127.0.0.1:0", admin: "127.0.0.1:0",
+			onReady: func(string) { close(ready) }}, &out, &errb)
+	}()
+	<-ready
+	cancel()
+	select {
+	case code := <-done:
+		if code != 130 || !strings.Contains(out.String(), "interrupted after") || strings.Contains(out.String(), "timedOut") {
+			t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the demo did not stop within 15 s of the interrupt")
+	}
+}
