@@ -14,6 +14,8 @@ import (
 const usage = `sluice: an LLM API gateway that says no early and cheaply.
 
 Usage:
+  sluice demo [--duration 60s]             the 60-second tour: fake providers, the gateway and load on loopback,
+                                           a brownout watched live (terminal and dashboard), then with/without Sluice
   sluice serve [--config FILE] [--check] [--listen ADDR] [--admin-listen ADDR]
                                            run the gateway (no config: embedded default with a built-in fake provider)
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
@@ -36,6 +38,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return Serve(args[1:], stdout, stderr)
+	case "demo":
+		return Demo(args[1:], stdout, stderr)
 	case "mock":
 		return mock.Main(args[1:], stdout, stderr)
 	case "sim":

@@ -15,8 +15,11 @@ import (
 type Config struct {
 	// Listen is the client-facing address, host:port.
 	Listen string `yaml:"listen"`
-	// AdminListen serves /metrics, /healthz and /readyz, host:port.
+	// AdminListen serves /metrics, /healthz, /readyz and the dashboard,
+	// host:port. Beyond loopback it needs admin.token_env (or admin.open).
 	AdminListen string `yaml:"admin_listen"`
+	// Admin guards the admin listener.
+	Admin Admin `yaml:"admin"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
 	// Server bounds what clients can hold of the gateway: connections,

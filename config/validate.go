@@ -43,6 +43,7 @@ func (c *Config) validate() []*Error {
 	if sameAddr(c.Listen, c.AdminListen) {
 		v.add("admin_listen", "%s is the same address as listen; give it another port, e.g. %s", short(c.AdminListen), DefaultAdminListen)
 	}
+	c.validateAdmin(v)
 	if c.MaxBodyBytes <= 0 {
 		v.add("max_body_bytes", "must be positive (0 would refuse every request body); write e.g. 10MiB")
 	}
@@ -336,6 +337,9 @@ func (c *Config) CheckEnv() error {
 			errs = append(errs, &Error{File: c.src.fileName(), Line: c.src.line(path), Field: path,
 				Msg: fmt.Sprintf("environment variable %s is not set (or is empty); export the provider's key in it, or remove api_key_env if the provider needs no key", p.APIKeyEnv)})
 		}
+	}
+	if e := c.checkAdminEnv(); e != nil {
+		errs = append(errs, e)
 	}
 	return joinErrors(c.src.fileName(), errs)
 }

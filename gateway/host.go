@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/dashboard"
 	"github.com/sluice-gw/sluice/metrics"
 )
 
@@ -50,6 +51,11 @@ type Host struct {
 	// stopTracing flushes and ends the tracer provider the host built.
 	tracing     config.Tracing
 	stopTracing func(context.Context) error
+	// dash samples the metrics for the dashboard while the host serves
+	// (admin.go); token guards the admin routes, "" for none.
+	dash     *dashboard.Recorder
+	dashStop context.CancelFunc // under mu; nil until Serve
+	token    string
 
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
@@ -82,7 +88,9 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing}
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
+		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken()}
+	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -108,9 +116,13 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /metrics, /healthz, /readyz and /admin/evals.
+// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals and the
+// dashboard (/dashboard/, admin.go), all but the probes behind
+// admin.token_env's token when one is set.
 func (h *Host) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/dashboard/", dashboard.Handler("/dashboard/", h.dash))
+	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusFound))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
@@ -121,7 +133,7 @@ func (h *Host) AdminHandler() http.Handler {
 		}
 		serveOK(w, r)
 	})
-	return mux
+	return guardAdmin(h.token, mux)
 }
 
 // Serve serves the client API on client and the admin API on admin until
@@ -142,6 +154,7 @@ func (h *Host) Serve(client, admin net.Listener) error {
 		}
 	}
 	h.mu.Lock()
+	h.startDashboard()
 	api, adm := newServer(h), newServer(h.AdminHandler())
 	h.servers = []*http.Server{api, adm}
 	h.mu.Unlock()
@@ -181,6 +194,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 		return err
 	}
 	old := h.cur.Swap(g)
+	h.dash.SetBudgets(dashboardBudgets(&running))
 	h.metrics.Reloads.WithLabelValues("ok").Inc()
 	h.drains.Add(1)
 	go func() {
@@ -206,7 +220,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 		}
 	}
 	h.mu.Lock()
-	servers := h.servers
+	servers, stopDash := h.servers, h.dashStop
 	h.mu.Unlock()
 	done := make(chan error, len(servers))
 	for _, s := range servers {
@@ -231,6 +245,9 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	}
 	h.drains.Wait()
 	h.cur.Load().Close()
+	if stopDash != nil {
+		stopDash()
+	}
 	if h.stopTracing != nil {
 		// The spans still batched go out, within what is left of the
 		// grace.
