@@ -171,6 +171,14 @@ func (r *Recorder) Sample(now time.Time) {
 	for _, p := range rd.priorities {
 		s.Queue[p] = int(rd.gauges["queue|"+p])
 	}
+	for key, v := range rd.gauges {
+		if target, ok := strings.CutPrefix(key, "eval|"); ok {
+			if s.EvalPassRate == nil {
+				s.EvalPassRate = map[string]float64{}
+			}
+			s.EvalPassRate[target] = v
+		}
+	}
 	for _, name := range rd.providers {
 		p := Provider{Name: name, InFlight: int(rd.gauges["in_flight|"+name]), Limit: int(rd.gauges["limit|"+name]),
 			State: rd.states[name], Weight: rd.gauges["weight|"+name],
@@ -350,6 +358,8 @@ func read(fams []*dto.MetricFamily) reading {
 					k = "-"
 				}
 				rd.counters["tok|"+k] += m.GetCounter().GetValue()
+			case "sluice_eval_pass_rate":
+				rd.gauges["eval|"+l["model"]+" "+l["provider"]+"/"+l["upstream_model"]] = m.GetGauge().GetValue()
 			case "sluice_in_flight_requests":
 				rd.gauges["in_flight|"+l["scope"]] = m.GetGauge().GetValue()
 			case "sluice_concurrency_limit":

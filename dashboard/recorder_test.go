@@ -236,3 +236,24 @@ func BenchmarkDataJSON(b *testing.B) {
 		b.SetBytes(int64(w.Body.Len()))
 	}
 }
+
+// An eval-graded target's pass rate is in every sample, by model and
+// target; without evals there is none.
+func TestRecorderEvalPassRates(t *testing.T) {
+	m := metrics.New()
+	newGate(m)
+	r := NewRecorder(m.Registry, 0)
+	t0 := time.Unix(1_700_000_000, 0)
+	r.Sample(t0)
+	if got := r.Since(0).Samples[0].EvalPassRate; got != nil {
+		t.Fatalf("pass rates %v with no evals", got)
+	}
+	m.Evals.PassRate.WithLabelValues("chat", "backup", "m2").Set(0.6)
+	m.Evals.PassRate.WithLabelValues("chat", "primary", "m1").Set(1)
+	r.Sample(t0.Add(time.Second))
+	ss := r.Since(0).Samples
+	got := ss[len(ss)-1].EvalPassRate
+	if len(got) != 2 || got["chat backup/m2"] != 0.6 || got["chat primary/m1"] != 1 {
+		t.Errorf("pass rates %v, want chat backup/m2 0.6 and chat primary/m1 1", got)
+	}
+}

@@ -32,6 +32,10 @@ type Sample struct {
 	// TokensPerMin is tokens (input and output) per minute by key, at
 	// the last second's pace; "-" is requests without a key.
 	TokensPerMin map[string]float64 `json:"tokens_per_min,omitempty"`
+	// EvalPassRate is each eval-graded target's pass rate, 0 to 1, by
+	// "model provider/upstream model" (models[].evals; absent without
+	// evals).
+	EvalPassRate map[string]float64 `json:"eval_pass_rate,omitempty"`
 	Providers    []Provider         `json:"providers"`
 	// Verdict is Classify's kind at this second.
 	Verdict string `json:"verdict"`

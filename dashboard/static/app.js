@@ -156,6 +156,15 @@
       });
       return { series: series, cols: cols, axes: [unitAxis("tok/min")],
         empty: "No token counts: the gateway counts tokens when it needs them (prices:, key or provider token limits, lanes)." };
+    },
+    "c-evals": function (ss) {
+      var keys = keysOf(ss, function (s) { return s.eval_pass_rate; }), series = [], cols = [];
+      keys.forEach(function (k, i) {
+        series.push({ label: k, stroke: colour(i), width: 2 });
+        cols.push(ss.map(function (s) { var r = s.eval_pass_rate || {}; return k in r ? 100 * r[k] : null; }));
+      });
+      return { series: series, cols: cols, axes: [unitAxis("% passed")],
+        empty: "No eval sets: declare models[].evals to grade each target on a schedule (README, \"Fallback evals\")." };
     }
   };
 
