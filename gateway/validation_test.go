@@ -306,7 +306,9 @@ func TestValidationRefuse(t *testing.T) {
 		up := newScripted(t, invalidPerson)
 		s, g := validationStack(t, up, config.OnInvalidRefuse, "oa")
 		status, hdr, body := s.do("/v1/chat/completions", openAISchemaBody(false), nil)
-		var v struct{ Error struct{ Type, Message string } }
+		var v struct {
+			Error struct{ Type, Message string }
+		}
 		json.Unmarshal(body, &v)
 		if status != 502 || !strings.Contains(v.Error.Message, "failed validation") || !strings.Contains(v.Error.Message, "/age") ||
 			hdr.Get("X-Sluice-Validation") != "invalid" {
