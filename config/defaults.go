@@ -164,6 +164,9 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	for i := range c.Models {
+		if v := &c.Models[i].Validation; v.OnInvalid == "" {
+			v.OnInvalid = OnInvalidRetry
+		}
 		if d := c.Models[i].Degrade; d != nil {
 			if unset(fmt.Sprintf("models[%d].degrade.queue_age", i), d.QueueAge == 0) {
 				d.QueueAge = Duration(DefaultDegradeQueueAge)

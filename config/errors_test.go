@@ -104,6 +104,7 @@ func TestParseErrors(t *testing.T) {
 			{":15: models[2].targets[0].provider: ", "missing; set it to a provider's name; known providers: openai"},
 			{":17: models[3].targets: ", "at least one target is required; add - provider:"},
 			{":20: models[4].targets[0].model: ", "missing; write the model name the provider expects"},
+			{":23: models[5].validation.on_invalid: ", `"drop" is not valid; use retry, annotate or refuse`},
 		}},
 		{"bad_admission.yaml", []want{
 			{":2: log.format: ", `"xml" is not valid; use text or json`},

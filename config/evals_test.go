@@ -72,7 +72,7 @@ func TestEvalsValidation(t *testing.T) {
 		{"no check", "    evals: {cases: [{prompt: hi}]}\n", "cases[0]: no check; set one of exact, contains, regex, json_schema or number"},
 		{"two checks", "    evals: {cases: [{prompt: hi, contains: a, regex: b}]}\n", "sets 2 checks; set exactly one"},
 		{"bad regex", "    evals: {cases: [{prompt: hi, regex: '(['}]}\n", "cases[0].regex: \"([\" does not compile"},
-		{"bad schema", "    evals: {cases: [{prompt: hi, json_schema: {type: 12}}]}\n", "cases[0].json_schema: schema:"},
+		{"bad schema", "    evals: {cases: [{prompt: hi, json_schema: {type: 12}}]}\n", "cases[0].json_schema: not a valid JSON schema: at /type"},
 		{"schema not JSON", "    evals: {cases: [{prompt: hi, json_schema: '{nope'}]}\n", "schema is not JSON"},
 		{"threshold", "    evals: {threshold: 1.5, cases: [{prompt: hi, contains: a}]}\n", "evals.threshold: 1.5 is not a pass rate"},
 		{"interval", "    evals: {interval: 10ms, cases: [{prompt: hi, contains: a}]}\n", "evals.interval: 10ms is too short"},

@@ -391,6 +391,57 @@ type Model struct {
 	// is degraded, and failover passes over it (evals.go). Unset: no
 	// eval runs for the model.
 	Evals *Evals `yaml:"evals"`
+	// Validation says what the gateway does with an answer that breaks
+	// the structured output its request asked for.
+	Validation Validation `yaml:"validation"`
+}
+
+// The actions for an invalid answer (Validation.OnInvalid).
+const (
+	OnInvalidRetry    = "retry"
+	OnInvalidAnnotate = "annotate"
+	OnInvalidRefuse   = "refuse"
+)
+
+// Validation holds a model's answers to the structured output their
+// request declared, whichever backend served them: OpenAI's
+// response_format (json_schema: the text must be JSON valid against the
+// schema; json_object: a JSON object) and the input schemas of the tools
+// a request declares (each tool call must name one, with arguments valid
+// against its schema). A request that declares neither is not checked.
+// Every verdict is counted in sluice_validation_total and, for a whole
+// answer, told in the X-Sluice-Validation header (valid or invalid, with
+// X-Sluice-Validation-Reason).
+type Validation struct {
+	// OnInvalid is what an invalid whole (non-streamed) answer does:
+	//
+	//   - retry (the default): the answer is not sent; the request is
+	//     tried again, on the model's next target that can take it (or
+	//     the same one after a short wait), under the retries: budget.
+	//     When no retry is possible (budget spent, deadline too close,
+	//     already retried) the invalid answer is returned annotated.
+	//   - annotate: the answer is returned as it is, with
+	//     X-Sluice-Validation: invalid and the reason.
+	//   - refuse: a 502 in the client's API, saying why the answer
+	//     failed validation.
+	//
+	// Why retry by default: an answer that breaks its schema is worth
+	// no more to the client than an error, and the client would retry
+	// it itself, paying the same generation again after a round trip; a
+	// retry here costs the same, comes sooner, may reach another backend,
+	// and the retry budget bounds it, so a model that is always invalid
+	// cannot double the load. Falling back to annotate, not refuse, keeps
+	// what the client would have got without Sluice when no retry is
+	// left. A stream is checked at its end, after its answer went out,
+	// so for a stream every action is annotate, sent as a trailing event.
+	OnInvalid string `yaml:"on_invalid"`
+	// CountInBreaker (default false) counts an invalid answer as a
+	// failure of the provider that made it, in its circuit breaker, so a
+	// backend that keeps breaking schemas is taken out of rotation like
+	// one that keeps erroring. Off by default because the request's own
+	// schema can be what the model cannot meet, and one client's hard
+	// schema must not open a breaker for everyone.
+	CountInBreaker bool `yaml:"count_in_breaker"`
 }
 
 // Target is one {provider, upstream model name} pair.

@@ -442,6 +442,9 @@ func (c *Config) validateModels(v *checker, known []string) {
 		if m.Timeout < 0 {
 			v.add(at("timeout"), "must not be negative; write e.g. 30s, or remove it to use the provider's timeout")
 		}
+		if a := m.Validation.OnInvalid; a != "" {
+			v.oneOf(at("validation.on_invalid"), a, OnInvalidRetry, OnInvalidAnnotate, OnInvalidRefuse)
+		}
 		if len(m.Targets) == 0 {
 			v.add(at("targets"), "at least one target is required; add - provider: <name> and model: <upstream model name>")
 		}

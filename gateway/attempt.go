@@ -53,6 +53,13 @@ type attempt struct {
 	ep    protocol.Endpoint // the client's, which says how its streams end
 	// span is the call's trace span; nil with tracing off (tracing.go).
 	span trace.Span
+	// checked: a whole answer read and checked against the request's
+	// contract (readAnswer); invalid says why it failed, empty when it
+	// held; retryInvalid: an invalid answer is to be retried, so the call
+	// is not usable.
+	checked      bool
+	invalid      string
+	retryInvalid bool
 }
 
 // newAttempt makes an attempt, with a context of its own: a loser of a
@@ -89,8 +96,11 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	}
 	g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, strconv.Itoa(a.resp.StatusCode)).Inc()
 	a.firstAt = g.now()
-	if a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header) {
+	switch {
+	case a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header):
 		g.readHead(a)
+	case body.contract != nil && a.resp.StatusCode/100 == 2:
+		g.readAnswer(a, body)
 	}
 }
 
@@ -175,8 +185,14 @@ func errOrEOF(err error) error {
 	return err
 }
 
-// usable: the call answered 2xx (a stream, with its first chunk).
-func (a *attempt) usable() bool { return a.err == nil && a.resp.StatusCode/100 == 2 }
+// usable: the call answered 2xx (a stream, with its first chunk), and
+// not with an answer that failed validation and is to be retried.
+func (a *attempt) usable() bool {
+	return a.err == nil && a.resp.StatusCode/100 == 2 && (a.invalid == "" || !a.retryInvalid)
+}
+
+// answered: the call has an answer to relay, usable or not.
+func (a *attempt) answered() bool { return a.err == nil && a.resp != nil && a.resp.StatusCode/100 == 2 }
 
 // outcome classifies an attempt that is not relayed to the client.
 func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
@@ -184,7 +200,9 @@ func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 	case a.err == nil && a.ep.IsResponses() && a.resp.StatusCode == http.StatusNotFound:
 		return lifecycle.Outcome{Kind: lifecycle.Cancelled} // a missing endpoint (responses.go)
 	case a.err == nil:
-		return refusal(a.resp)
+		o := refusal(a.resp)
+		o.Invalid = a.invalid != ""
+		return o
 	case timedOut(callCtx):
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
 	case a.ctx.Err() != nil:
@@ -292,6 +310,11 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 				return
 			}
 			if failed != nil {
+				if failed.answered() && !a.answered() {
+					// An invalid answer beats a failure: it is what the
+					// client gets if nothing better comes.
+					failed, a = a, failed
+				}
 				g.discard(call, failed, failed.outcome(call.Context()))
 			}
 			failed = a // wait for the other call, if there is one
@@ -373,6 +396,10 @@ func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 	}
 	x.upstreamStatus = a.resp.StatusCode
 	x.requestID = requestID(a.resp.Header, a.t.provider.scrub)
+	if judged(x, a, x.onInvalid) {
+		g.refuseInvalid(w, x, a)
+		return
+	}
 	if x.cross != nil && x.cross.dropped != "" && crossed(x, a) {
 		w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
 	}

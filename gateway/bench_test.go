@@ -75,3 +75,30 @@ func benchHandler(b *testing.B, tp *sdktrace.TracerProvider) {
 		}
 	}
 }
+
+// BenchmarkHandlerStructured is BenchmarkHandler for a request that
+// declares a response_format schema: the same path plus compiling the
+// schema (cached after the first) and checking the answer.
+func BenchmarkHandlerStructured(b *testing.B) {
+	cfg := config.Default("http://127.0.0.1:1")
+	g, err := gateway.New(cfg, gateway.Options{
+		Logger:    gateway.NewLogger(io.Discard, cfg.Log),
+		Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"{\"name\":\"Ada\",\"age\":36}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	h := g.Handler()
+	body := strings.Replace(openAISchemaBody(false), `"model":"gpt"`, `"model":"mock-gpt"`, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Header().Get("X-Sluice-Validation") != "valid" {
+			b.Fatalf("status %d, verdict %q: %s", rec.Code, rec.Header().Get("X-Sluice-Validation"), rec.Body)
+		}
+	}
+}

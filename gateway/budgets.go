@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/quota"
 	"github.com/sluice-gw/sluice/tokens"
+	"github.com/sluice-gw/sluice/validate"
 )
 
 // Tokens are the cost. With budgets, lanes, prices or degradation
@@ -57,6 +58,11 @@ type outgoing struct {
 	// targets of the other one, edits applied (translate.go).
 	client protocol.Dialect
 	cross  *crossRequest
+	// contract is the structured output the request declared, checked
+	// in every whole answer before it is committed (validation.go);
+	// onInvalid its model's action, model its name for the metric.
+	contract         *validate.Contract
+	onInvalid, model string
 }
 
 // reader returns the body for a call to t.

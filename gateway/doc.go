@@ -32,7 +32,9 @@
 //     never translated (responses.go);
 //  7. relay: SSE is flushed as it arrives; other bodies are checked to be
 //     well-formed JSON before the client sees them; a translated answer,
-//     error or stream (event by event) comes back in the client's API.
+//     error or stream (event by event) comes back in the client's API;
+//     an answer to a request that declared structured output is checked
+//     against it, and annotated, retried or refused (validation.go).
 //
 // Every request releases its admission slot exactly once (a deferred,
 // idempotent Release), and every client gets exactly one well-formed

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-gw/sluice/admission"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/quota"
+	"github.com/sluice-gw/sluice/validate"
 )
 
 // Outcomes label sluice_requests_total and the request log.
@@ -94,6 +95,14 @@ type exchange struct {
 	// cross is the request translated for its model's targets of the
 	// other API, when it has any (translate.go).
 	cross *crossRequest
+	// contract is the structured output the request declared (nil:
+	// none), onInvalid its model's action; verdict, invalid and
+	// invalidReason the answer's verdict (validation.go).
+	contract      *validate.Contract
+	onInvalid     string
+	verdict       uint8
+	invalid       bool
+	invalidReason string
 }
 
 // finish records the exchange in metrics and writes its log line.

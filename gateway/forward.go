@@ -132,7 +132,7 @@ func outcomeOf(x *exchange) lifecycle.Outcome {
 func outcomeKind(x *exchange) lifecycle.Outcome {
 	switch x.outcome {
 	case outcomeOK:
-		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown}
+		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown, Invalid: x.invalid}
 	case outcomeTimeout:
 		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
 	case outcomeCancelled, outcomeShed:
@@ -142,6 +142,10 @@ func outcomeKind(x *exchange) lifecycle.Outcome {
 		return lifecycle.Outcome{Kind: lifecycle.Cancelled, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown}
 	}
 	switch {
+	case x.reason == "invalid_answer":
+		// Refused by the gateway (on_invalid: refuse): the provider did
+		// answer; what the answer is worth is Invalid's to say.
+		return lifecycle.Outcome{Kind: lifecycle.OK, Invalid: true}
 	case x.reason == "upstream_connect":
 		return lifecycle.Outcome{Kind: lifecycle.ConnError}
 	case lacksResponses(x):

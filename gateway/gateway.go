@@ -159,6 +159,9 @@ type model struct {
 	// calls them.
 	route   lifecycle.Route
 	targets []target
+	// onInvalid is validation.on_invalid: what an answer that breaks
+	// its request's declared structured output does (validation.go).
+	onInvalid string
 }
 
 type target struct {
@@ -279,7 +282,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	for _, mc := range cfg.Models {
-		m := &model{name: mc.Name, route: ec.Routes[mc.Name]}
+		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
 		for j, s := range m.route.Targets {
 			p := g.byScope[s]
 			t := target{provider: p, model: m.route.Models[j]}

@@ -203,6 +203,11 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
 		x.inputTokens = req.InputTokens
 	}
+	// Structured output is compiled once, before any upstream call
+	// (validation.go); a request that declares none costs two checks.
+	if !g.contractOf(w, x, m, body, out) {
+		return
+	}
 	m, req, ok := g.crossDialect(w, x, m, req, out)
 	if !ok {
 		return

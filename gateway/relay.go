@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/protocol"
+	"github.com/sluice-gw/sluice/validate"
 )
 
 // The relays: a provider's answer goes to the client as it arrives, and
@@ -118,6 +119,9 @@ type streamRelay struct {
 	n, ready int
 	// midEvent: part of an event that has not ended has gone out.
 	midEvent bool
+	// answer collects what the request's contract checks, when it
+	// declared one (validation.go).
+	answer *validate.Collector
 }
 
 // relayStream copies an SSE answer to the client as it arrives, whole
@@ -153,6 +157,10 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	s.buf = *s.bp
 	s.n, s.ready = a.first, a.ready
 	s.usage.Write(s.buf[:s.n])
+	if x.contract != nil {
+		s.answer = validate.NewCollector(x.endpoint.Dialect)
+		s.answer.Write(s.buf[:s.n])
+	}
 	readErr := s.pump(resp.Body, p)
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	switch {
@@ -171,6 +179,9 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 			}
 			if verdict == protocol.StreamOK {
 				x.outcome = outcomeOK
+				if s.answer != nil {
+					g.streamVerdict(s.cw, x, p, s.answer)
+				}
 			} else {
 				x.outcome, x.reason = outcomeUpstreamError, verdict
 			}
@@ -225,6 +236,9 @@ func (s *streamRelay) pump(body io.Reader, p *provider) error {
 			s.idle.kick()
 			chunk := s.buf[s.n : s.n+m]
 			s.usage.Write(chunk)
+			if s.answer != nil {
+				s.answer.Write(chunk)
+			}
 			b, ok, bad := s.a.check.Feed(chunk)
 			if !ok {
 				// The events before the bad one end where it begins.
@@ -341,6 +355,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	p.scrub.scrub(data)
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	markVerdict(w.Header(), x)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
@@ -370,6 +385,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	usage.Write(head)
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	markVerdict(w.Header(), x)
 	if resp.ContentLength >= 0 {
 		// Scrubbing keeps lengths, so the provider's length is true.
 		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))

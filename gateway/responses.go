@@ -51,7 +51,7 @@ func (m *model) keep(ok func(target) bool) *model {
 	if all {
 		return m
 	}
-	kept := &model{name: m.name, route: m.route}
+	kept := &model{name: m.name, route: m.route, onInvalid: m.onInvalid}
 	kept.route.Targets, kept.route.Models = nil, nil
 	for i, t := range m.targets {
 		if ok(t) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-gw/sluice/lifecycle"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/translate"
+	"github.com/sluice-gw/sluice/validate"
 )
 
 // Cross-dialect serving. A model's targets may speak either API; a
@@ -191,6 +192,10 @@ func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r 
 	includeUsage := x.cross != nil && x.cross.includeUsage
 	tr := translate.NewStream(p.dialect, x.endpoint.Dialect, translate.StreamConfig{IncludeUsage: includeUsage, Created: g.now().Unix()})
 	check := protocol.NewStreamCheck(x.endpoint.Dialect)
+	var answer *validate.Collector
+	if x.contract != nil {
+		answer = validate.NewCollector(x.endpoint.Dialect)
+	}
 
 	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -211,6 +216,9 @@ func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r 
 		out := translate.Encode(evs)
 		if _, ok, _ := check.Feed(out); !ok {
 			return errMalformedEvent
+		}
+		if answer != nil {
+			answer.Write(out)
 		}
 		p.scrub.scrub(out)
 		idle.t.Stop() // a slow client is not a quiet provider
@@ -287,6 +295,9 @@ func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r 
 			fail(check.End(), fmt.Sprintf("provider %s's stream could not be completed in the %s API", p.name, x.endpoint.Dialect))
 		default:
 			x.outcome = outcomeOK
+			if answer != nil {
+				g.streamVerdict(cw, x, p, answer)
+			}
 		}
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)

@@ -136,6 +136,9 @@ type Route struct {
 	// DefaultOutput is what a request naming no max_tokens reserves
 	// (0: Budgets.OutputReserve).
 	DefaultOutput int64
+	// InvalidFails: an answer that breaks the request's declared schema
+	// (Outcome.Invalid) counts as an error in its provider's breaker.
+	InvalidFails bool
 }
 
 // Request is the engine's request for one of the route's: its deadline
@@ -147,7 +150,7 @@ func (rt Route) Request(p admission.Priority, stream bool, now time.Time, client
 		timeout = clientTimeout
 	}
 	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
-		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput}
+		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput, InvalidFails: rt.InvalidFails}
 }
 
 // Request is what the engine needs to know about a request.
@@ -172,6 +175,9 @@ type Request struct {
 	// DefaultOutput replaces Budgets.OutputReserve for a request that
 	// names no max_tokens, when positive (Route.DefaultOutput).
 	DefaultOutput int64
+	// InvalidFails (Route.InvalidFails): an invalid answer is an error
+	// for its provider's breaker.
+	InvalidFails bool
 	// Deadline is when the request's time runs out; zero means never.
 	Deadline time.Time
 	// HedgeAfter, when positive, sends a second call (a hedge) if the
@@ -236,6 +242,12 @@ type Outcome struct {
 	OutputTokens int
 	InputTokens  int64
 	UsageKnown   bool
+	// Invalid: the call answered (Kind OK), but its answer breaks the
+	// structured output its request declared (package validate). Limits
+	// and latency take it as the answer it is; the breaker counts it as
+	// an error only when the request's InvalidFails says so; and it may
+	// be retried, like a 5xx, while nothing has reached the client.
+	Invalid bool
 }
 
 // Ready lists what the host must do after a call into the engine.
@@ -845,7 +857,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 		}
 	}
 	if q.hasTicket {
-		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o))
+		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o, q.req.InvalidFails))
 	}
 	e.unpick(now, q, 0, q.scope, q.started, q.firstByte, o)
 	e.slow.remove(q)
@@ -896,14 +908,18 @@ func (e *Engine) pump(now time.Time, rd *Ready) {
 // a 529 is an error, and so is a 401, 403, 404 or 408 (a target that
 // refuses our key, lacks the model or times out fails every request);
 // any other 4xx is the request's own fault and says nothing about the
-// provider. The latency is the scope's signal, like the limit's.
-func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome) breaker.Outcome {
+// provider. An invalid answer is an error when invalidFails, else the
+// answer it is. The latency is the scope's signal, like the limit's.
+func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome, invalidFails bool) breaker.Outcome {
 	lat := now.Sub(started)
 	if sig == TTFT && !firstByte.IsZero() {
 		lat = firstByte.Sub(started)
 	}
 	switch o.Kind {
 	case OK:
+		if o.Invalid && invalidFails {
+			return breaker.Outcome{Kind: breaker.Error, Latency: lat}
+		}
 		return breaker.Outcome{Kind: breaker.OK, Latency: lat}
 	case TimedOut:
 		// Slow if it ran past the slow threshold; a shorter deadline was

@@ -115,6 +115,7 @@ func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, er
 	}
 	r.Races = r.Races || r.HedgeAfter > 0 || r.HedgeAtP95
 	r.DefaultOutput = m.DefaultMaxTokens
+	r.InvalidFails = m.Validation.CountInBreaker
 	if d := m.Degrade; d != nil {
 		r.Degrade = &Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
 			QueueAge: d.QueueAge.D(), BudgetBelow: d.BudgetBelow}

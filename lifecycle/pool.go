@@ -74,7 +74,7 @@ func (e *Engine) unpick(now time.Time, q *request, attempt, s int, started, firs
 	if sc == nil || sc.cfg.Pool == nil {
 		return
 	}
-	bo := breakerOutcome(e.signal(sc, q), started, firstByte, now, o)
+	bo := breakerOutcome(e.signal(sc, q), started, firstByte, now, o, q.req.InvalidFails)
 	sc.cfg.Pool.Done(now, q.picks[attempt], bo, bo.Latency, o.Kind == OK)
 }
 

@@ -77,7 +77,7 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 	}
 	delete(e.probes, id)
 	b := e.scopes[p.scope].cfg.Breaker
-	bo := breakerOutcome(Total, p.started, time.Time{}, now, o)
+	bo := breakerOutcome(Total, p.started, time.Time{}, now, o, false)
 	if bo.Kind == breaker.RateLimited || bo.Kind == breaker.Cancelled {
 		// The provider's own wait, bounded like any Retry-After it sends
 		// (pause.go): one answer must not take it out of rotation for a day.

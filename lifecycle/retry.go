@@ -13,7 +13,8 @@ type RetryConfig struct {
 
 // Retry decides whether a request whose first call failed with o, before
 // any byte reached the client, gets a second call: only for a failure
-// that is safe to retry (a connection error, 429, 5xx or 529), at most
+// that is safe to retry (a connection error, 429, 5xx or 529, or an
+// answer that broke the request's declared schema), at most
 // once, and within the failing provider's retry budget (retries of a
 // provider's failures stay a share of the requests sent to it). The
 // second call goes to the next of the request's targets that can take
@@ -59,9 +60,12 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.
 }
 
 // retryable: failures that leave nothing behind at the provider worth
-// keeping and say nothing about the request itself.
+// keeping and say nothing about the request itself, and answers that
+// broke the request's schema (another try, or another backend, may not).
 func retryable(o Outcome) bool {
 	switch o.Kind {
+	case OK:
+		return o.Invalid
 	case ConnError, Overloaded:
 		return true
 	case Failed:

@@ -175,7 +175,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	e.heard(now, h.scope, h.started, h.firstByte, o)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
-		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o))
+		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o, q.req.InvalidFails))
 	}
 	e.unpick(now, q, 1, h.scope, h.started, h.firstByte, o)
 	// A trip by this outcome moves its provider's waiters before the

@@ -38,6 +38,13 @@ type Metrics struct {
 	Hedges *prometheus.CounterVec
 	// Retries counts retries onto another target.
 	Retries *prometheus.CounterVec
+	// Validation counts verdicts on answers to requests that declared
+	// structured output (package validate), by the provider that made
+	// the answer, the model asked for, result (valid or invalid) and
+	// stream ("true": judged at its end, sent as its trailing event).
+	// What an invalid answer then did shows in sluice_retries_total and
+	// in sluice_requests_total's reason invalid_answer (refused).
+	Validation *prometheus.CounterVec
 	// Rescues counts slow calls stranded on a provider whose breaker is
 	// open or recovering, given a second call on another target.
 	Rescues *prometheus.CounterVec
@@ -166,6 +173,10 @@ func New() *Metrics {
 			Name: "sluice_retries_total",
 			Help: "Requests retried onto another target after a safe failure (before any byte reached the client).",
 		}, []string{"model", "provider"}),
+		Validation: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_validation_total",
+			Help: "Answers checked against the structured output their request declared, by the provider and model that made them and the verdict.",
+		}, []string{"provider", "model", "result", "stream"}),
 		Rescues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_rescues_total",
 			Help: "Calls still waiting on a provider past its slow threshold while its breaker is open or recovering, given a second call on another target.",
@@ -216,7 +227,7 @@ func New() *Metrics {
 		}),
 	}
 	m.TimeScale.Set(1)
-	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Rescues, m.ReplicaCalls, m.ReplicaScrapes, m.ReplicaDrained, m.Probes, m.Reloads,
+	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Validation, m.Rescues, m.ReplicaCalls, m.ReplicaScrapes, m.ReplicaDrained, m.Probes, m.Reloads,
 		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.TimeScale,
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -28,8 +28,8 @@ type Body struct {
 	// StreamOptions: the body sets stream_options.
 	StreamOptions bool
 	// spans of values, quotes included: model, the max-tokens field,
-	// messages; -1 when absent
-	model, maxTokens, messages span
+	// messages, tools, response_format; -1 when absent
+	model, maxTokens, messages, tools, responseFormat span
 }
 
 // span is where a top-level value lies in the raw body.
@@ -79,7 +79,7 @@ func ParseBody(raw []byte) (*Body, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, malformed("body must be a JSON object")
 	}
-	b := &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}}
+	b := &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}}
 	var seenBuf [16]string // top-level keys: a request has a handful
 	seen := seenBuf[:0]
 	for dec.More() {
@@ -121,6 +121,10 @@ func ParseBody(raw []byte) (*Body, error) {
 			b.StreamOptions = true
 		case "messages":
 			b.messages = span{end - len(v), end}
+		case "tools":
+			b.tools = span{end - len(v), end}
+		case "response_format":
+			b.responseFormat = span{end - len(v), end}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -158,6 +162,19 @@ func (b *Body) Messages() []byte {
 		return nil
 	}
 	return b.raw[b.messages.start:b.messages.end]
+}
+
+// Tools is the raw "tools" value, or nil.
+func (b *Body) Tools() []byte { return b.value(b.tools) }
+
+// ResponseFormat is the raw "response_format" value, or nil.
+func (b *Body) ResponseFormat() []byte { return b.value(b.responseFormat) }
+
+func (b *Body) value(s span) []byte {
+	if !s.ok() {
+		return nil
+	}
+	return b.raw[s.start:s.end]
 }
 
 // Raw is the body as the client sent it.

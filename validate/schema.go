@@ -2,6 +2,23 @@
 // a JSON schema, compiled once and checked against a document, with an
 // error that says where the document breaks the schema.
 //
+// Organisation:
+//   - Schema (schema.go): one compiled JSON schema and its Check.
+//   - Contract (contract.go): what one chat request declared, in either
+//     API: OpenAI's response_format (json_schema or json_object) and the
+//     input schemas of its tools (OpenAI's function.parameters,
+//     Anthropic's input_schema). ForRequest compiles it, within
+//     MaxSchemaBytes and MaxTools, sharing compiled schemas between
+//     requests that send the same bytes (cache.go); Check judges an
+//     Answer.
+//   - Answer (answer.go): the parts of an answer a contract judges (each
+//     choice's text and tool calls), read from a whole answer
+//     (ParseAnswer) or gathered from a stream as it passes (Collector,
+//     bounded by MaxAnswerBytes), in either API.
+//
+// The gateway decides what a verdict does (gateway/validation.go); this
+// package only gives it.
+//
 // The compiler is github.com/santhosh-tekuri/jsonschema (drafts 4 to
 // 2020-12). Schemas come from requests and config, never from the
 // network: a schema that names a remote $ref is refused rather than
@@ -49,6 +66,12 @@ func Compile(raw []byte) (*Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		if errors.As(err, &sve) {
+			// Where the schema breaks the JSON Schema rules, not the
+			// metaschema's name and the URL Sluice gave it.
+			return nil, fmt.Errorf("not a valid JSON schema: %s", oneLine(sve.Err))
+		}
 		return nil, fmt.Errorf("schema: %s", oneLine(err))
 	}
 	return &Schema{s: s}, nil
