@@ -165,7 +165,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Models {
 		if v := &c.Models[i].Validation; v.OnInvalid == "" {
-			v.OnInvalid = OnInvalidRetry
+			v.OnInvalid = OnInvalidAnnotate
 		}
 		if d := c.Models[i].Degrade; d != nil {
 			if unset(fmt.Sprintf("models[%d].degrade.queue_age", i), d.QueueAge == 0) {

@@ -61,9 +61,9 @@ func TestValidFullConfig(t *testing.T) {
 		Models: []Model{
 			{Name: "gpt-4o", Timeout: Duration(20 * time.Second), Targets: []Target{
 				{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}},
-				Validation: Validation{OnInvalid: OnInvalidRetry}},
+				Validation: Validation{OnInvalid: OnInvalidAnnotate}},
 			{Name: "1.10", Targets: []Target{{Provider: "anthropic", Model: "claude-haiku"}},
-				Validation: Validation{OnInvalid: OnInvalidRetry}},
+				Validation: Validation{OnInvalid: OnInvalidAnnotate}},
 		},
 		Hedging: Budget{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
 		Retries: Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},

@@ -415,25 +415,28 @@ const (
 type Validation struct {
 	// OnInvalid is what an invalid whole (non-streamed) answer does:
 	//
-	//   - retry (the default): the answer is not sent; the request is
-	//     tried again, on the model's next target that can take it (or
-	//     the same one after a short wait), under the retries: budget.
-	//     When no retry is possible (budget spent, deadline too close,
-	//     already retried) the invalid answer is returned annotated.
-	//   - annotate: the answer is returned as it is, with
+	//   - annotate (the default): the answer is returned as it is, with
 	//     X-Sluice-Validation: invalid and the reason.
+	//   - retry: the answer is not sent; the request is tried again, on
+	//     the model's next target that can take it (or the same one
+	//     after a short wait), under the retries: budget. When no retry
+	//     is possible (budget spent, deadline too close, already
+	//     retried) the invalid answer is returned annotated.
 	//   - refuse: a 502 in the client's API, saying why the answer
 	//     failed validation.
 	//
-	// Why retry by default: an answer that breaks its schema is worth
-	// no more to the client than an error, and the client would retry
-	// it itself, paying the same generation again after a round trip; a
-	// retry here costs the same, comes sooner, may reach another backend,
-	// and the retry budget bounds it, so a model that is always invalid
-	// cannot double the load. Falling back to annotate, not refuse, keeps
-	// what the client would have got without Sluice when no retry is
-	// left. A stream is checked at its end, after its answer went out,
-	// so for a stream every action is annotate, sent as a trailing event.
+	// Why annotate by default: whether an answer can meet its schema is
+	// the client's choice (a schema no model can satisfy is one line of
+	// JSON), while the retries: budget is shared by every client of the
+	// provider. Retrying invalid answers by default would let one client's
+	// impossible schema spend the budget that everybody's failovers need
+	// in a brownout. Annotate gives the client what it would have got
+	// without Sluice, plus the verdict. Choose retry for a model whose
+	// clients you trust (an answer that breaks its schema is worth no
+	// more than an error, and a retry here comes sooner than the
+	// client's, and may reach another backend). A stream is checked at
+	// its end, after its answer went out, so for a stream every action
+	// is annotate, sent as a trailing event.
 	OnInvalid string `yaml:"on_invalid"`
 	// CountInBreaker (default false) counts an invalid answer as a
 	// failure of the provider that made it, in its circuit breaker, so a

@@ -73,10 +73,10 @@ func (g *Gateway) contractOf(w http.ResponseWriter, x *exchange, m *model, body 
 	return true
 }
 
-// onInvalidOf is a model's validation.on_invalid, retry when unset.
+// onInvalidOf is a model's validation.on_invalid, annotate when unset.
 func onInvalidOf(v config.Validation) string {
 	if v.OnInvalid == "" {
-		return config.OnInvalidRetry
+		return config.OnInvalidAnnotate
 	}
 	return v.OnInvalid
 }

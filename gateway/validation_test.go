@@ -336,13 +336,13 @@ func TestValidationRefuse(t *testing.T) {
 	})
 }
 
-// retry (the default): an invalid answer is not sent; the request goes
+// retry: an invalid answer is not sent; the request goes
 // to the next target, under the retry budget, through the engine's own
 // retry. A backend of the other API answers the retry, translated.
 func TestValidationRetry(t *testing.T) {
 	t.Run("next target answers valid", func(t *testing.T) {
 		up := newScripted(t, invalidCall, validCall)
-		s, g := validationStack(t, up, "", "oa", "an")
+		s, g := validationStack(t, up, config.OnInvalidRetry, "oa", "an")
 		status, hdr, body := s.do("/v1/chat/completions", openAIToolsBody(false), nil)
 		if status != 200 || hdr.Get("X-Sluice-Validation") != "valid" {
 			t.Fatalf("status %d, verdict %q: %s", status, hdr.Get("X-Sluice-Validation"), body)
@@ -372,14 +372,18 @@ func TestValidationRetry(t *testing.T) {
 			t.Fatalf("%d upstream calls, want 2 (one retry)", n)
 		}
 	})
-	t.Run("annotate does not retry", func(t *testing.T) {
-		up := newScripted(t, invalidPerson, validPerson)
-		s, _ := validationStack(t, up, config.OnInvalidAnnotate, "oa", "an")
-		_, hdr, _ := s.do("/v1/chat/completions", openAISchemaBody(false), nil)
-		if hdr.Get("X-Sluice-Validation") != "invalid" || up.calls.Load() != 1 {
-			t.Fatalf("verdict %q after %d calls; want the first answer, annotated", hdr.Get("X-Sluice-Validation"), up.calls.Load())
-		}
-	})
+	// Annotate, written or by default (a client's impossible schema must
+	// not spend the retry budget every client's failovers share).
+	for _, action := range []string{config.OnInvalidAnnotate, ""} {
+		t.Run("annotate does not retry "+action, func(t *testing.T) {
+			up := newScripted(t, invalidPerson, validPerson)
+			s, _ := validationStack(t, up, action, "oa", "an")
+			_, hdr, _ := s.do("/v1/chat/completions", openAISchemaBody(false), nil)
+			if hdr.Get("X-Sluice-Validation") != "invalid" || up.calls.Load() != 1 {
+				t.Fatalf("verdict %q after %d calls; want the first answer, annotated", hdr.Get("X-Sluice-Validation"), up.calls.Load())
+			}
+		})
+	}
 }
 
 // A schema that does not compile is the client's 400, before any
