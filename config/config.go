@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -84,7 +83,7 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	if !c.AuthRequired() && !loopback(c.Listen) {
+	if !c.AuthRequired() && !Loopback(c.Listen) {
 		out = append(out, fmt.Sprintf("OPEN GATEWAY: listen %s is reachable beyond this machine and no keys are required, so anyone who can reach the port spends the providers' keys; define keys: (sluice keys new), or listen on 127.0.0.1", c.Listen))
 	}
 	for _, p := range c.Providers {
@@ -93,20 +92,6 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return out
-}
-
-// loopback reports whether a listen address is reachable from this
-// machine only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // soleTarget reports whether provider is some model's only target.

@@ -59,12 +59,9 @@ var (
 	sseDone  = []byte("[DONE]")
 )
 
-// headEvent reports whether one SSE event belongs to the stream's head.
-// It reads bytes, not JSON, so that the start of every stream costs no
-// allocation: a key's quotes cannot appear unescaped inside a JSON
-// string, so a match is a real key.
-func headEvent(d Dialect, ev []byte) bool {
-	var name, data []byte
+// eventFields returns an SSE event's name and data (its last of each),
+// without allocating.
+func eventFields(ev []byte) (name, data []byte) {
 	for line := range bytes.Lines(ev) {
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
@@ -74,6 +71,15 @@ func headEvent(d Dialect, ev []byte) bool {
 			name = bytes.TrimSpace(line[len(sseEvent):])
 		}
 	}
+	return name, data
+}
+
+// headEvent reports whether one SSE event belongs to the stream's head.
+// It reads bytes, not JSON, so that the start of every stream costs no
+// allocation: a key's quotes cannot appear unescaped inside a JSON
+// string, so a match is a real key.
+func headEvent(d Dialect, ev []byte) bool {
+	name, data := eventFields(ev)
 	if len(data) == 0 && len(name) == 0 {
 		return true // a comment (": keep-alive") or an empty event
 	}

@@ -46,16 +46,7 @@ var responsesHeadEvents = []string{"response.created", "response.in_progress", "
 	"response.output_item.added", "response.content_part.added"}
 
 func responsesHeadEvent(ev []byte) bool {
-	var name, data []byte
-	for line := range bytes.Lines(ev) {
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case bytes.HasPrefix(line, sseData):
-			data = bytes.TrimSpace(line[len(sseData):])
-		case bytes.HasPrefix(line, sseEvent):
-			name = bytes.TrimSpace(line[len(sseEvent):])
-		}
-	}
+	name, data := eventFields(ev)
 	if len(data) == 0 && len(name) == 0 {
 		return true // a comment or an empty event
 	}
