@@ -51,8 +51,10 @@ func (m *model) keep(ok func(target) bool) *model {
 	if all {
 		return m
 	}
-	kept := &model{name: m.name, route: m.route, onInvalid: m.onInvalid}
-	kept.route.Targets, kept.route.Models = nil, nil
+	// A copy keeps every setting of the model; only its targets narrow.
+	c := *m
+	kept := &c
+	kept.targets, kept.route.Targets, kept.route.Models = nil, nil, nil
 	for i, t := range m.targets {
 		if ok(t) {
 			kept.targets = append(kept.targets, t)
