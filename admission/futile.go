@@ -10,8 +10,11 @@ import "time"
 // class's refusals over a rolling window; while they are at least half its
 // decisions, refusals say so (Refusal.Futile), and the gateway tells the
 // client not to retry (x-should-retry: false, which the OpenAI and
-// Anthropic SDKs and the client package honour). A burst that sheds a few
-// requests of an otherwise served class leaves retries encouraged.
+// Anthropic SDKs and the client package honour). So do a class's
+// refusals while it has been refused in nearly every second of the
+// window, whatever its share (saturated): demand has outrun the gateway,
+// and a retry only takes another request's place. A burst that sheds a
+// few requests of an otherwise served class leaves retries encouraged.
 const (
 	futileBuckets = 10
 	futileBucket  = time.Second
@@ -22,6 +25,11 @@ const (
 	// futileEvidence decisions in the window make the share trusted, so
 	// that two refusals at a trickle of traffic do not turn retries off.
 	futileEvidence = 20
+	// saturatedQuiet is how many of the window's full seconds may pass
+	// without a refusal while the class still counts as saturated: near
+	// the balance of demand and service, a queue that is full most of the
+	// time has a second or two of slack now and then.
+	saturatedQuiet = 2
 )
 
 // Events the futile meter counts, per class and bucket.
@@ -101,9 +109,32 @@ func (m *futileMeter) mostly(now time.Time, p Priority, part, whole int) bool {
 }
 
 // futile reports whether a retry of class p is more likely refused than
-// served now.
+// served now, or, served or not, adds to an overload that retries cannot
+// shorten (saturated).
 func (m *futileMeter) futile(now time.Time, p Priority) bool {
-	return m.mostly(now, p, evRefused, evDecided)
+	return m.mostly(now, p, evRefused, evDecided) || m.saturated(now, p)
+}
+
+// saturated reports whether class p has been refused in all but at
+// most saturatedQuiet of the window's full buckets: not a burst that
+// sheds for a second or two, but demand that has outrun what the
+// gateway serves for most of the window. A retry then only changes who
+// is refused, not how many: each one that is served takes the place of
+// another request, which is refused in its stead, so retries add load
+// and serve no one more. The newest bucket is still filling and does
+// not count.
+func (m *futileMeter) saturated(now time.Time, p Priority) bool {
+	if p >= numPriorities || m.sum(now, evDecided, p, p+1) < futileEvidence {
+		return false
+	}
+	newest := m.bucket(now)
+	quiet := 0
+	for i := range futileBuckets {
+		if i != newest && m.n[i][evRefused][p] == 0 {
+			quiet++
+		}
+	}
+	return quiet <= saturatedQuiet
 }
 
 // starved reports whether most of class p's recent waiters were refused

@@ -52,6 +52,36 @@ func TestFutileMarksRefusalsOfAMostlyRefusedClass(t *testing.T) {
 	}
 }
 
+// A class refused in nearly every second of the window is saturated:
+// however small its refused share, a retry only takes the place of
+// another request, so its refusals say not to retry. More seconds
+// without a refusal than saturatedQuiet (a burst, not demand outrunning
+// the gateway) leave retries encouraged.
+func TestSaturatedClassRefusalsAreFutile(t *testing.T) {
+	for _, gap := range []bool{false, true} {
+		h := newHarness(t, Config{Global: Fixed(1), FailFast: true})
+		tk := h.admit(inter, Admitted).Ticket
+		var last Refusal
+		// Four requests a second, one refused; a gap skips the refusals
+		// of saturatedQuiet+1 seconds inside the window.
+		for i := range 4 * (futileBuckets + 2) {
+			h.at(time.Duration(i) * futileBucket / 4)
+			if i%4 != 1 {
+				h.c.Release(h.now, tk)
+				tk = h.admit(inter, Admitted).Ticket
+				continue
+			}
+			if sec := i / 4; gap && sec >= 4 && sec <= 4+saturatedQuiet {
+				continue
+			}
+			last = h.admit(inter, Rejected).Refusal
+		}
+		if last.Futile == gap {
+			t.Errorf("gap %v: refused one in four in every second but %v: Futile = %v", gap, gap, last.Futile)
+		}
+	}
+}
+
 // The window forgets: ten seconds after the refusals stop, a refusal is
 // no longer futile.
 func TestFutileForgets(t *testing.T) {
