@@ -82,7 +82,8 @@ type Config struct {
 	// served in arrival order.
 	FairTenants bool
 	// FailFast marks refusals Futile while their class is refused at
-	// least as often as it is admitted, and refuses at once a request
+	// least as often as it is admitted, or in nearly every second of the
+	// window (saturated), and refuses at once a request
 	// that cannot start while most of its class's waiters leave the
 	// queue unserved (see futileMeter).
 	FailFast bool
@@ -137,7 +138,8 @@ type Refusal struct {
 	Reason     Reason
 	RetryAfter time.Duration
 	// Futile: the class is refused at least as often as admitted now, so
-	// a retry is more likely refused than served (Config.FailFast).
+	// a retry is more likely refused than served, or it is saturated, so
+	// a served retry only takes another's place (Config.FailFast).
 	Futile bool
 }
 

@@ -475,7 +475,9 @@ type Admission struct {
 	// often as it is admitted over the last 10 s, its refusals carry
 	// x-should-retry: false, because a retry is then more likely refused
 	// than served (the OpenAI and Anthropic SDKs and Sluice's client
-	// honour it); and while most of a class's waiters leave the queue
+	// honour it), and so do they while it has been refused in nearly
+	// every second of them, when a served retry only takes another
+	// request's place; and while most of a class's waiters leave the queue
 	// unserved, its requests that cannot start at once are refused at
 	// the door instead of waiting to be refused.
 	FailFast *bool `yaml:"fail_fast"`
