@@ -205,7 +205,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 	}
 	// Structured output is compiled once, before any upstream call
 	// (validation.go); a request that declares none costs two checks.
-	if !g.contractOf(w, x, m, body, out) {
+	if !g.contractOf(w, r, x, m, body, out, req.Deadline) {
 		return
 	}
 	m, req, ok := g.crossDialect(w, x, m, req, out)

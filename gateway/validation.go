@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/sluice-gw/sluice/config"
 	"github.com/sluice-gw/sluice/protocol"
@@ -51,8 +53,9 @@ const (
 )
 
 // contractOf compiles the structured output a request declares, for
-// chat endpoints; ok false: it could not be, and the client has its 400.
-func (g *Gateway) contractOf(w http.ResponseWriter, x *exchange, m *model, body *protocol.Body, out *outgoing) bool {
+// chat endpoints; ok false: it could not be, and the client has its 400
+// (or its 504, when its deadline passed while compiles ahead of it ran).
+func (g *Gateway) contractOf(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, out *outgoing, deadline time.Time) bool {
 	if !translates(x.endpoint) {
 		return true
 	}
@@ -60,8 +63,19 @@ func (g *Gateway) contractOf(w http.ResponseWriter, x *exchange, m *model, body 
 	if rf == nil && tools == nil {
 		return true
 	}
-	c, err := validate.ForRequest(x.endpoint.Dialect, rf, tools)
-	if err != nil {
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	c, err := validate.ForRequest(ctx, x.endpoint.Dialect, rf, tools)
+	switch {
+	case err == nil:
+	case r.Context().Err() != nil:
+		g.clientGone(w, r, x)
+		return false
+	case ctx.Err() != nil:
+		g.fail(w, x, protocol.Timeout, outcomeTimeout, "compile_deadline",
+			fmt.Sprintf("the request's %s deadline passed while it waited to have its schemas compiled", deadline.Sub(x.start).Round(time.Millisecond)), 0)
+		return false
+	default:
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_schema",
 			fmt.Sprintf("the request's structured output cannot be checked: %v", err), 0)
 		return false

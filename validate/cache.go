@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"crypto/sha256"
 	"runtime"
 	"sync"
@@ -29,8 +30,11 @@ var cache = struct {
 var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // compileCached is Compile, sharing compiled schemas between requests
-// that send the same bytes. Failures are not kept.
-func compileCached(raw []byte) (*Schema, error) {
+// that send the same bytes. Failures are not kept. A request waits for a
+// compile slot no longer than its context lets it: a burst of costly
+// schemas queues its own requests, and each gives up at its deadline
+// (ctx.Err()) instead of holding its connection past it.
+func compileCached(ctx context.Context, raw []byte) (*Schema, error) {
 	key := sha256.Sum256(raw)
 	cache.Lock()
 	s, ok := cache.m[key]
@@ -38,7 +42,11 @@ func compileCached(raw []byte) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	compileSlots <- struct{}{}
+	select {
+	case compileSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	s, err := Compile(raw)
 	<-compileSlots
 	if err != nil {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,8 +67,9 @@ func bad(param, format string, args ...any) error {
 // ForRequest compiles the contract a request in dialect d declares in
 // its response_format (OpenAI) and tools (both). A nil Contract and nil
 // error: it asked for no structured output. The error is a
-// *RequestError.
-func ForRequest(d protocol.Dialect, responseFormat, tools []byte) (*Contract, error) {
+// *RequestError, or ctx's error when ctx ended while the request waited
+// for a compile slot.
+func ForRequest(ctx context.Context, d protocol.Dialect, responseFormat, tools []byte) (*Contract, error) {
 	if len(responseFormat) == 0 && len(tools) == 0 {
 		return nil, nil
 	}
@@ -76,11 +78,11 @@ func ForRequest(d protocol.Dialect, responseFormat, tools []byte) (*Contract, er
 	}
 	c := &Contract{}
 	if d == protocol.OpenAI {
-		if err := c.openAIFormat(responseFormat); err != nil {
+		if err := c.openAIFormat(ctx, responseFormat); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.declareTools(d, tools); err != nil {
+	if err := c.declareTools(ctx, d, tools); err != nil {
 		return nil, err
 	}
 	if c.Format == AnyText && c.tools == nil {
@@ -91,7 +93,7 @@ func ForRequest(d protocol.Dialect, responseFormat, tools []byte) (*Contract, er
 
 func isNull(raw []byte) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
 
-func (c *Contract) openAIFormat(raw []byte) error {
+func (c *Contract) openAIFormat(ctx context.Context, raw []byte) error {
 	if isNull(raw) {
 		return nil
 	}
@@ -114,7 +116,10 @@ func (c *Contract) openAIFormat(raw []byte) error {
 			return bad("response_format.json_schema", "is required when type is json_schema; give it a schema")
 		}
 		if !isNull(rf.JSONSchema.Schema) {
-			s, err := compileCached(rf.JSONSchema.Schema)
+			s, err := compileCached(ctx, rf.JSONSchema.Schema)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				return bad("response_format.json_schema.schema", "%v", err)
 			}
@@ -126,7 +131,7 @@ func (c *Contract) openAIFormat(raw []byte) error {
 	return nil
 }
 
-func (c *Contract) declareTools(d protocol.Dialect, raw []byte) error {
+func (c *Contract) declareTools(ctx context.Context, d protocol.Dialect, raw []byte) error {
 	if isNull(raw) {
 		return nil
 	}
@@ -157,7 +162,9 @@ func (c *Contract) declareTools(d protocol.Dialect, raw []byte) error {
 		}
 		var s *Schema
 		if !isNull(schema) {
-			if s, err = compileCached(schema); err != nil {
+			if s, err = compileCached(ctx, schema); ctx.Err() != nil {
+				return ctx.Err()
+			} else if err != nil {
 				param := at + ".function.parameters"
 				if d == protocol.Anthropic {
 					param = at + ".input_schema"

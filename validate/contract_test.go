@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,19 +22,19 @@ func TestForRequestNothingAsked(t *testing.T) {
 		{protocol.OpenAI, `null`, `[]`},
 		{protocol.Anthropic, "", `[{"type":"web_search_20250305","name":"web_search"}]`},
 	} {
-		c, err := ForRequest(tc.d, []byte(tc.rf), []byte(tc.tools))
+		c, err := ForRequest(context.Background(), tc.d, []byte(tc.rf), []byte(tc.tools))
 		if c != nil || err != nil {
 			t.Errorf("%s %q %q: contract %v, error %v; want none", tc.d, tc.rf, tc.tools, c, err)
 		}
 	}
 	// The hot path: a request that asks for nothing costs nothing.
-	if n := testing.AllocsPerRun(100, func() { ForRequest(protocol.OpenAI, nil, nil) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { ForRequest(context.Background(), protocol.OpenAI, nil, nil) }); n != 0 {
 		t.Errorf("ForRequest with nothing asked allocates %v times", n)
 	}
 }
 
 func TestContractCheck(t *testing.T) {
-	oa, err := ForRequest(protocol.OpenAI,
+	oa, err := ForRequest(context.Background(), protocol.OpenAI,
 		[]byte(`{"type":"json_schema","json_schema":{"name":"p","schema":`+person+`}}`),
 		[]byte(`[{"type":"function","function":{"name":"get_weather","parameters":`+weather+`}},{"type":"function","function":{"name":"noop"}}]`))
 	if err != nil {
@@ -68,7 +69,7 @@ func TestContractCheck(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
-	obj, _ := ForRequest(protocol.OpenAI, []byte(`{"type":"json_object"}`), nil)
+	obj, _ := ForRequest(context.Background(), protocol.OpenAI, []byte(`{"type":"json_object"}`), nil)
 	if obj.Check(Answer{Choices: []Choice{{Text: []byte(`{"a":1}`)}}}) != nil || obj.Check(Answer{Choices: []Choice{{Text: []byte(`"a"`)}}}) == nil {
 		t.Error("json_object must take an object and only an object")
 	}
@@ -91,7 +92,7 @@ func TestForRequestRefusals(t *testing.T) {
 		{protocol.OpenAI, "", big, "tools"},
 		{protocol.Anthropic, "", many, "tools"},
 	} {
-		_, err := ForRequest(tc.d, []byte(tc.rf), []byte(tc.tools))
+		_, err := ForRequest(context.Background(), tc.d, []byte(tc.rf), []byte(tc.tools))
 		var re *RequestError
 		if !errors.As(err, &re) || re.Param != tc.param {
 			t.Errorf("%s %.80s %.80s: got %v, want a RequestError at %s", tc.d, tc.rf, tc.tools, err, tc.param)
@@ -166,7 +167,7 @@ func BenchmarkContract(b *testing.B) {
 	b.Run("compile", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ForRequest(protocol.OpenAI, rf, nil)
+			ForRequest(context.Background(), protocol.OpenAI, rf, nil)
 		}
 	})
 	b.Run("compile uncached", func(b *testing.B) {
@@ -191,7 +192,7 @@ func BenchmarkContract(b *testing.B) {
 			Compile([]byte(big.String()))
 		}
 	})
-	c, _ := ForRequest(protocol.OpenAI, rf, nil)
+	c, _ := ForRequest(context.Background(), protocol.OpenAI, rf, nil)
 	b.Run("check", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
