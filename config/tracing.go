@@ -18,6 +18,13 @@ type Tracing struct {
 	// request that arrives with a traceparent follows its caller's
 	// sampling decision, as OpenTelemetry's parent-based sampler does.
 	SampleRatio float64 `yaml:"sample_ratio"`
+	// ParentSampledPerSecond caps the requests a second recorded because
+	// their caller's traceparent said so (default 100). The header is
+	// the client's, and a recorded request costs about 1.7 times the
+	// gateway's work, so without a cap one client could make every one
+	// of its requests cost that, whatever sample_ratio says; past the
+	// cap its requests are not recorded.
+	ParentSampledPerSecond float64 `yaml:"parent_sampled_per_second"`
 	// ServiceName names the gateway in traces (default "sluice").
 	ServiceName string `yaml:"service_name"`
 	// Headers are sent with every export (a collector's API key); values
@@ -32,6 +39,9 @@ func (t Tracing) On() bool { return t.Endpoint != "" }
 func (t *Tracing) fill(unset func(field string, zero bool) bool) {
 	if unset("sample_ratio", t.SampleRatio == 0) {
 		t.SampleRatio = 1
+	}
+	if unset("parent_sampled_per_second", t.ParentSampledPerSecond == 0) {
+		t.ParentSampledPerSecond = 100
 	}
 	if unset("service_name", t.ServiceName == "") {
 		t.ServiceName = "sluice"
@@ -48,5 +58,8 @@ func (c *Config) validateTracing(v *checker) {
 	}
 	if t.SampleRatio <= 0 || t.SampleRatio > 1 {
 		v.add("tracing.sample_ratio", "%v must be above 0 and at most 1; write e.g. 0.1 to record one new trace in ten", t.SampleRatio)
+	}
+	if t.ParentSampledPerSecond < 0 {
+		v.add("tracing.parent_sampled_per_second", "%v must not be negative; write e.g. 100", t.ParentSampledPerSecond)
 	}
 }

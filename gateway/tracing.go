@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -58,8 +61,59 @@ func NewTracerProvider(t config.Tracing) (*sdktrace.TracerProvider, error) {
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.SampleRatio))),
+		sdktrace.WithSampler(newCallerCapped(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.SampleRatio)), t.ParentSampledPerSecond, time.Now)),
 	), nil
+}
+
+// callerCapped is a Sampler that records at most perSecond requests a
+// second (a burst of one second's worth) on their caller's say-so: a
+// remote parent span context marked sampled. Its other decisions are
+// inner's. The traceparent is the client's header, and so is the trace
+// ID a ratio judges, so neither may decide alone how much of the
+// gateway's work a client's requests cost.
+type callerCapped struct {
+	inner     sdktrace.Sampler
+	perSecond float64
+	now       func() time.Time
+
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+func newCallerCapped(inner sdktrace.Sampler, perSecond float64, now func() time.Time) *callerCapped {
+	return &callerCapped{inner: inner, perSecond: perSecond, now: now, tokens: perSecond, last: now()}
+}
+
+func (s *callerCapped) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	res := s.inner.ShouldSample(p)
+	parent := trace.SpanContextFromContext(p.ParentContext)
+	if res.Decision != sdktrace.RecordAndSample || !parent.IsRemote() || !parent.IsSampled() || s.take() {
+		return res
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop, Tracestate: parent.TraceState()}
+}
+
+// take spends one of the second's recordings, if one is left.
+func (s *callerCapped) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	burst := s.perSecond
+	if burst > 0 {
+		burst = max(burst, 1)
+	}
+	s.tokens = min(burst, s.tokens+now.Sub(s.last).Seconds()*s.perSecond)
+	s.last = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+func (s *callerCapped) Description() string {
+	return fmt.Sprintf("CallerCapped{%s,perSecond:%g}", s.inner.Description(), s.perSecond)
 }
 
 // operation is the GenAI operation an endpoint performs.

@@ -156,12 +156,13 @@ func TestHostExportsTracesOverOTLP(t *testing.T) {
 func TestTracingConfig(t *testing.T) {
 	base := "providers: [{name: p, kind: openai, base_url: \"http://127.0.0.1:1/v1\"}]\nmodels: [{name: m, targets: [{provider: p, model: x}]}]\n"
 	c, err := config.Parse([]byte(base), "t.yaml")
-	if err != nil || c.Tracing.On() || c.Tracing.SampleRatio != 1 || c.Tracing.ServiceName != "sluice" {
-		t.Fatalf("defaults: %+v, %v; want off, ratio 1, service sluice", c.Tracing, err)
+	if err != nil || c.Tracing.On() || c.Tracing.SampleRatio != 1 || c.Tracing.ServiceName != "sluice" || c.Tracing.ParentSampledPerSecond != 100 {
+		t.Fatalf("defaults: %+v, %v; want off, ratio 1, 100 caller-sampled a second, service sluice", c.Tracing, err)
 	}
 	for yaml, want := range map[string]string{
-		"tracing: {endpoint: collector:4318}\n":                   `tracing.endpoint: "collector:4318" is not an http(s) URL`,
-		"tracing: {endpoint: http://c:4318, sample_ratio: 1.5}\n": "tracing.sample_ratio: 1.5 must be above 0 and at most 1",
+		"tracing: {endpoint: collector:4318}\n":                               `tracing.endpoint: "collector:4318" is not an http(s) URL`,
+		"tracing: {endpoint: http://c:4318, sample_ratio: 1.5}\n":             "tracing.sample_ratio: 1.5 must be above 0 and at most 1",
+		"tracing: {endpoint: http://c:4318, parent_sampled_per_second: -1}\n": "tracing.parent_sampled_per_second: -1 must not be negative",
 	} {
 		if _, err := config.Parse([]byte(base+yaml), "t.yaml"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", yaml, err, want)
