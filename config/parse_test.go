@@ -69,7 +69,7 @@ func TestValidFullConfig(t *testing.T) {
 		Retries: Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Idempotency: Idempotency{TTL: Duration(DefaultIdempotencyTTL), MaxEntries: DefaultIdempotencyMaxEntries,
 			MaxBytes: DefaultIdempotencyMaxBytes, MaxResponseBytes: DefaultIdempotencyMaxResponseBytes},
-		Tracing: Tracing{SampleRatio: 1, ServiceName: "sluice"},
+		Tracing: Tracing{SampleRatio: 1, ParentSampledPerSecond: 100, ServiceName: "sluice"},
 		Admission: Admission{
 			MaxInFlight:     32,
 			Queue:           Queue{MaxDepth: 40, MaxWait: Duration(2500 * time.Millisecond)},
