@@ -55,10 +55,13 @@ type attempt struct {
 	span trace.Span
 	// checked: a whole answer read and checked against the request's
 	// contract (readAnswer); invalid says why it failed, empty when it
-	// held; retryInvalid: an invalid answer is to be retried, so the call
-	// is not usable.
+	// held; unchecked says why it could not be judged (the check took
+	// too long), and an unjudged answer is neither retried nor refused;
+	// retryInvalid: an invalid answer is to be retried, so the call is
+	// not usable.
 	checked      bool
 	invalid      string
+	unchecked    string
 	retryInvalid bool
 }
 

@@ -126,18 +126,28 @@ func (g *Gateway) readAnswer(a *attempt, out *outgoing) {
 		if err == nil {
 			err = out.contract.Check(ans)
 		}
-		if err != nil {
+		switch {
+		case validate.IsCostly(err):
+			a.unchecked = reasonText(a.t.provider, err.Error())
+		case err != nil:
 			a.invalid = reasonText(a.t.provider, err.Error())
 		}
 	}
-	g.countVerdict(a.t.provider.name, out.model, a.invalid == "", false)
+	g.countVerdict(a.t.provider.name, out.model, resultOf(a.invalid == "", a.unchecked != ""), false)
 }
 
-func (g *Gateway) countVerdict(provider, model string, valid, stream bool) {
-	result := "invalid"
-	if valid {
-		result = "valid"
+// resultOf is a verdict's sluice_validation_total result.
+func resultOf(valid, unchecked bool) string {
+	switch {
+	case unchecked:
+		return "unchecked"
+	case valid:
+		return "valid"
 	}
+	return "invalid"
+}
+
+func (g *Gateway) countVerdict(provider, model, result string, stream bool) {
 	s := "false"
 	if stream {
 		s = "true"
@@ -170,6 +180,9 @@ func markVerdict(h http.Header, x *exchange) {
 	case verdictInvalid:
 		h.Set(headerVerdict, "invalid")
 		h.Set(headerReason, x.invalidReason)
+	case verdictUnchecked:
+		h.Set(headerVerdict, "unchecked")
+		h.Set(headerReason, x.invalidReason)
 	}
 }
 
@@ -178,6 +191,9 @@ const (
 	verdictNone uint8 = iota
 	verdictValid
 	verdictInvalid
+	// verdictUnchecked: checking took too long (validate.ErrCostly); the
+	// answer goes out as it came, its reason in invalidReason.
+	verdictUnchecked
 )
 
 // judged records attempt a's verdict on x, as it is about to be relayed
@@ -185,6 +201,10 @@ const (
 // refuse).
 func judged(x *exchange, a *attempt, onInvalid string) (refuse bool) {
 	if !a.checked {
+		return false
+	}
+	if a.unchecked != "" {
+		x.verdict, x.invalidReason = verdictUnchecked, a.unchecked
 		return false
 	}
 	if a.invalid == "" {
@@ -212,13 +232,18 @@ func (g *Gateway) streamVerdict(cw clientWriter, x *exchange, p *provider, k *va
 	if err == nil {
 		err = x.contract.Check(ans)
 	}
-	t := trailer{Type: trailerEvent, Valid: err == nil}
+	valid := err == nil
+	t := trailer{Type: trailerEvent, Valid: &valid}
 	x.verdict = verdictValid
-	if err != nil {
+	switch {
+	case validate.IsCostly(err):
+		t.Valid, t.Reason = nil, reasonText(p, err.Error())
+		x.verdict, x.invalidReason = verdictUnchecked, t.Reason
+	case err != nil:
 		t.Reason = reasonText(p, err.Error())
 		x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, t.Reason
 	}
-	g.countVerdict(p.name, x.model, err == nil, true)
+	g.countVerdict(p.name, x.model, resultOf(valid, t.Valid == nil), true)
 	data, _ := json.Marshal(t)
 	ev := make([]byte, 0, len(data)+40)
 	ev = append(ev, "event: "+trailerEvent+"\ndata: "...)
@@ -226,9 +251,10 @@ func (g *Gateway) streamVerdict(cw clientWriter, x *exchange, p *provider, k *va
 	cw.write(ev)
 }
 
-// trailer is a stream's verdict event's data.
+// trailer is a stream's verdict event's data; Valid is null for an
+// answer that could not be judged (verdictUnchecked).
 type trailer struct {
 	Type   string `json:"type"`
-	Valid  bool   `json:"valid"`
+	Valid  *bool  `json:"valid"`
 	Reason string `json:"reason,omitempty"`
 }

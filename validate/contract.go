@@ -235,7 +235,8 @@ type Call struct {
 var ErrTooLarge = fmt.Errorf("answer's text and tool arguments are over %d bytes, more than the gateway checks", MaxAnswerBytes)
 
 // Check says whether a holds to the contract: nil, or an error that says
-// where it does not, in one line. A choice that made tool calls is judged
+// where it does not, in one line, or ErrCostly when checking took too
+// long to wait for (budget.go). A choice that made tool calls is judged
 // by them (its text is then the model's aside, not the answer); one that
 // made none, by its text against response_format.
 func (c *Contract) Check(a Answer) error {
@@ -244,7 +245,7 @@ func (c *Contract) Check(a Answer) error {
 	}
 	for i, ch := range a.Choices {
 		if err := c.checkChoice(ch); err != nil {
-			if len(a.Choices) > 1 {
+			if len(a.Choices) > 1 && !IsCostly(err) {
 				return fmt.Errorf("choice %d: %w", i, err)
 			}
 			return err
@@ -285,7 +286,10 @@ func (c *Contract) checkChoice(ch Choice) error {
 	if c.schema == nil {
 		return nil
 	}
-	if err := c.schema.CheckValue(v); err != nil {
+	if err := checkContained(c.schema, v); err != nil {
+		if IsCostly(err) {
+			return err
+		}
 		return fmt.Errorf("the answer's text breaks response_format's schema: %v", err)
 	}
 	return nil
@@ -313,7 +317,10 @@ func (c *Contract) checkCall(call Call) error {
 	if s == nil {
 		return nil
 	}
-	if err := s.CheckValue(v); err != nil {
+	if err := checkContained(s, v); err != nil {
+		if IsCostly(err) {
+			return err
+		}
 		return fmt.Errorf("tool %q's arguments break its schema: %v", call.Name, err)
 	}
 	return nil
