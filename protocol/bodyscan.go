@@ -25,30 +25,37 @@ func scanBody(raw []byte) (b *Body, ok bool) {
 		return nil, false
 	}
 	b = &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}}
+	if !eachField(raw, i, routedFieldBytes, b.take) || !b.model.ok() {
+		return nil, false
+	}
+	return b, true
+}
+
+// eachField calls f with each key of the object that starts at raw[i]
+// (valid JSON) and its value's span. It stops, false, when f does or when
+// a key is not plain, repeats, or is one of names in another case: a key
+// encoding/json might read otherwise than its bytes say.
+func eachField(raw []byte, i int, names [][]byte, f func(key []byte, at span) bool) bool {
 	var seenBuf [16][]byte
 	seen := seenBuf[:0]
-	// The body is one valid JSON object: after '{' come either '}' or
-	// "key": value pairs separated by commas.
+	// After '{' come either '}' or "key": value pairs separated by commas.
 	for i = skipSpace(raw, i+1); raw[i] != '}'; {
 		end := stringEnd(raw, i)
 		key := raw[i+1 : end]
-		if !plainKey(seen, key) {
-			return nil, false
+		if !plainKey(seen, key, names) {
+			return false
 		}
 		seen = append(seen, key)
 		i = skipSpace(raw, skipSpace(raw, end+1)+1) // past the colon
 		vend := skipValue(raw, i)
-		if !b.take(key, span{i, vend}) {
-			return nil, false
+		if !f(key, span{i, vend}) {
+			return false
 		}
 		if i = skipSpace(raw, vend); raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
 	}
-	if !b.model.ok() {
-		return nil, false
-	}
-	return b, true
+	return true
 }
 
 // take records a top-level field the gateway reads, at its value's span;
@@ -90,18 +97,20 @@ func (b *Body) take(key []byte, at span) bool {
 
 // routedFieldBytes is RoutedFields as byte slices, for comparing raw keys
 // without converting them.
-var routedFieldBytes = func() [][]byte {
-	out := make([][]byte, len(RoutedFields))
-	for i, f := range RoutedFields {
-		out[i] = []byte(f)
+var routedFieldBytes = byteSlices(RoutedFields)
+
+func byteSlices(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
 	}
 	return out
-}()
+}
 
 // plainKey reports whether key is unescaped valid UTF-8 (so its raw bytes
-// are its value), not among seen, and not a routed field's name in another
-// case: a key checkKey would pass.
-func plainKey(seen [][]byte, key []byte) bool {
+// are its value), not among seen, and not one of names in another case
+// (for a request body, RoutedFields: a key checkKey would pass).
+func plainKey(seen [][]byte, key []byte, names [][]byte) bool {
 	if !plainString(key) {
 		return false
 	}
@@ -110,7 +119,7 @@ func plainKey(seen [][]byte, key []byte) bool {
 			return false
 		}
 	}
-	for _, f := range routedFieldBytes {
+	for _, f := range names {
 		if bytes.EqualFold(key, f) && !bytes.Equal(key, f) {
 			return false
 		}
