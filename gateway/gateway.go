@@ -138,6 +138,8 @@ type provider struct {
 	// the operator's own, set on every call.
 	forward []string
 	headers http.Header
+	// keyHeader is the key as its header's value (authorize).
+	keyHeader []string
 	// authWarned: a refusal of the gateway's key was logged, and is not
 	// again until a call succeeds.
 	authWarned atomic.Bool
@@ -257,6 +259,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}
 		if pc.Kind == config.KindAzure {
 			p.azureVersion = pc.APIVersion
+		}
+		if p.key != "" {
+			p.keyHeader = []string{p.keyHeaderValue(p.key)}
 		}
 		p.responses.Store(pc.ServesResponses())
 		secrets := []string{p.key}
