@@ -270,7 +270,18 @@ func retryAfter(h http.Header) time.Duration {
 }
 
 func mediaType(h http.Header) string {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h.Get("Content-Type")
+	switch v {
+	// What providers send, spelled as they send it, needs no parsing
+	// (mime.ParseMediaType allocates its parameter map).
+	case "application/json", "text/event-stream":
+		return v
+	case "application/json; charset=utf-8":
+		return "application/json"
+	case "text/event-stream; charset=utf-8":
+		return "text/event-stream"
+	}
+	mt, _, _ := mime.ParseMediaType(v)
 	return mt
 }
 
