@@ -118,16 +118,16 @@ func run(args []string) int {
 	}
 	r := &results{}
 	if o.runs("throughput") && ctx.Err() == nil {
-		r.Throughput = runThroughput(ctx, e, o, all)
+		r.Throughput = runThroughput(ctx, e, o, withBaseline(e, all))
 	}
 	if o.runs("latency") && ctx.Err() == nil {
 		r.Latency = runLatency(ctx, e, o, withBaseline(e, all))
 	}
 	if o.runs("overload") && ctx.Err() == nil {
-		r.Overload = runOverload(ctx, e, o, []kind{direct, sluice, haProxy})
+		r.Overload = runOverload(ctx, e, o, withBaseline(e, []kind{direct, sluice, haProxy}))
 	}
 	if o.runs("streams") && ctx.Err() == nil {
-		r.Streams = runStreams(ctx, e, o, []kind{goProxy, haProxy, sluice})
+		r.Streams = runStreams(ctx, e, o, withBaseline(e, []kind{goProxy, haProxy, sluice}))
 	}
 	if o.runs("brownout") && ctx.Err() == nil {
 		r.Brownout = runBrownout(ctx, e, o, all)

@@ -106,7 +106,7 @@ HAProxy and (with --portkey) the Portkey gateway, each in front of its own
 	fs.BoolVar(&o.portkey, "portkey", false, "also benchmark the Portkey gateway (npm install @portkey-ai/gateway into a temp dir)")
 	fs.StringVar(&o.portkeyDir, "portkey-dir", "", "install Portkey here and keep it across runs (default: a temp dir removed on exit)")
 	fs.StringVar(&o.sluiceBin, "sluice", "", "sluice binary (default: go build ./cmd/sluice into the temp dir)")
-	fs.StringVar(&o.baseline, "sluice-baseline", "", "an earlier sluice binary: run it as target sluice-before in the latency and hostile phases (mocks still use the current binary)")
+	fs.StringVar(&o.baseline, "sluice-baseline", "", "an earlier sluice binary: run it as target sluice-before beside sluice in every phase but brownout (mocks still use the current binary)")
 	fs.StringVar(&o.haproxyBin, "haproxy", "", "haproxy binary (default: haproxy on PATH; skipped if absent)")
 	fs.StringVar(&o.doc, "doc", "docs/BENCHMARKS.md", "write the figures between the markers of this Markdown file (empty: do not)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (configs, process logs) for inspection")
@@ -175,7 +175,7 @@ func (o *options) settings() []string {
 		"Latencies are measured by the client from handing the request to its transport to the last body byte; `added` = target minus direct at the same percentile",
 	}
 	if o.baseline != "" {
-		s = append(s, fmt.Sprintf("sluice-before: `%s` (--sluice-baseline), an earlier sluice with the same generated config, in the latency and hostile phases; every mock is the current binary's", o.baseline))
+		s = append(s, fmt.Sprintf("sluice-before: `%s` (--sluice-baseline), an earlier sluice with the same generated config, beside sluice in every phase but brownout; every mock is the current binary's", o.baseline))
 	}
 	if o.runs("hostile") {
 		s = append(s, hostileSettings(o))

@@ -194,7 +194,7 @@ func measureStreams(ctx context.Context, e *env, o *options, t *target, row *str
 // goRuntime reads Sluice's Go runtime gauges from its /metrics (nil for
 // other targets), to split its RSS into heap and stacks.
 func goRuntime(ctx context.Context, t *target) map[string]float64 {
-	if t.kind != sluice {
+	if !t.kind.isSluice() {
 		return nil
 	}
 	v, err := scrapeValues(ctx, t.admin+"/metrics", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes", "go_goroutines")

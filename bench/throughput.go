@@ -73,7 +73,7 @@ func runThroughput(ctx context.Context, e *env, o *options, kinds []kind) []thro
 		if res.errs > 0 {
 			row.Note = joinNotes(row.Note, "first error: "+res.firstErr)
 		}
-		if t.kind == sluice {
+		if t.kind.isSluice() {
 			row.Note = joinNotes(row.Note, sluiceEvidence(ctx, t))
 		}
 		e.logf("  %-8s %6.0f req/s; CPU/req %s proxy, %s mock, %s load generator; other load %.2f cores; %d errors",

@@ -102,3 +102,44 @@ func BenchmarkHandlerStructured(b *testing.B) {
 		}
 	}
 }
+
+// TestHandlerAllocs bounds what one non-streamed chat completion costs
+// the gateway in allocations, with metrics and the request log on (the
+// upstream canned, so the transport's own are not counted). It counted
+// 139 before request bodies and answers were scanned without
+// encoding/json (protocol.ParseBody, protocol.OutputTokens) and the
+// upstream call's constant headers were made once, 73 after; the bound
+// leaves a little room for the standard library's own changes.
+func TestHandlerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	cfg := config.Default("http://127.0.0.1:1")
+	g, err := gateway.New(cfg, gateway.Options{
+		Logger:    gateway.NewLogger(io.Discard, cfg.Log),
+		Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h := g.Handler()
+	one := func() {
+		req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Content-Type", "application/json")
+		rec := &responseRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, req)
+		if rec.status != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.status, rec.body.String())
+		}
+	}
+	for range 50 {
+		one() // warm pools and label caches
+	}
+	const bound = 80
+	n := testing.AllocsPerRun(500, one)
+	t.Logf("%.1f allocations per request (the test's own request, recorder and canned answer included)", n)
+	if n > bound {
+		t.Errorf("%.1f allocations per request, want at most %d", n, bound)
+	}
+}

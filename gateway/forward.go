@@ -61,7 +61,7 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 		req.Header[k] = vv
 	}
 	p.authorize(req.Header)
-	req.Header.Set("User-Agent", userAgent)
+	req.Header["User-Agent"] = userAgentValue
 	// A downstream Sluice (or any upstream that reads it) learns how much
 	// time is left; the context enforces it here either way.
 	req.Header.Set("X-Sluice-Timeout", strconv.FormatInt(time.Until(deadline).Milliseconds(), 10)+"ms")
@@ -90,29 +90,46 @@ func (p *provider) anyBase() string {
 
 // authorize sets the provider's own credentials and content type on an
 // upstream request's headers; a client's Anthropic-Version is kept.
-// Azure OpenAI takes its key in api-key, not as a bearer token.
+// Azure OpenAI takes its key in api-key, not as a bearer token. The
+// values are slices made once (keyHeader) and shared by every call, as
+// the operator's own headers are: nothing writes into a request's header
+// values in place.
 func (p *provider) authorize(h http.Header) {
-	h.Set("Content-Type", "application/json")
-	if p.azureVersion != "" {
-		if p.key != "" {
-			h.Set("Api-Key", p.key)
-		}
-		return
+	h["Content-Type"] = jsonContentType
+	if p.keyHeader != nil {
+		h[p.keyHeaderName()] = p.keyHeader
 	}
-	switch p.dialect {
-	case protocol.Anthropic:
-		if p.key != "" {
-			h.Set("X-Api-Key", p.key)
-		}
-		if h.Get("Anthropic-Version") == "" {
-			h.Set("Anthropic-Version", "2023-06-01")
-		}
-	default:
-		if p.key != "" {
-			h.Set("Authorization", "Bearer "+p.key)
-		}
+	if p.azureVersion == "" && p.dialect == protocol.Anthropic && h.Get("Anthropic-Version") == "" {
+		h["Anthropic-Version"] = anthropicVersion
 	}
 }
+
+// keyHeaderName is the header that carries the provider's key:
+// Azure's api-key, Anthropic's x-api-key, or else a bearer token.
+func (p *provider) keyHeaderName() string {
+	switch {
+	case p.azureVersion != "":
+		return "Api-Key"
+	case p.dialect == protocol.Anthropic:
+		return "X-Api-Key"
+	}
+	return "Authorization"
+}
+
+// keyHeaderValue is keyHeaderName's value for key.
+func (p *provider) keyHeaderValue(key string) string {
+	if p.keyHeaderName() == "Authorization" {
+		return "Bearer " + key
+	}
+	return key
+}
+
+// Header values every upstream call carries, made once.
+var (
+	jsonContentType  = []string{"application/json"}
+	anthropicVersion = []string{"2023-06-01"}
+	userAgentValue   = []string{userAgent}
+)
 
 // timedOut reports whether ctx ended because the request's deadline
 // passed: the engine expired it, or the context's own deadline fired.
@@ -253,7 +270,18 @@ func retryAfter(h http.Header) time.Duration {
 }
 
 func mediaType(h http.Header) string {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h.Get("Content-Type")
+	switch v {
+	// What providers send, spelled as they send it, needs no parsing
+	// (mime.ParseMediaType allocates its parameter map).
+	case "application/json", "text/event-stream":
+		return v
+	case "application/json; charset=utf-8":
+		return "application/json"
+	case "text/event-stream; charset=utf-8":
+		return "text/event-stream"
+	}
+	mt, _, _ := mime.ParseMediaType(v)
 	return mt
 }
 

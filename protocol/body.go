@@ -71,6 +71,16 @@ var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "
 // only in case, if model is missing or not a string, or if stream is not
 // a boolean.
 func ParseBody(raw []byte) (*Body, error) {
+	if b, ok := scanBody(raw); ok {
+		return b, nil
+	}
+	return decodeBody(raw)
+}
+
+// decodeBody is ParseBody with encoding/json's tokenizer: the reference
+// for what a body means, and the path that words every refusal.
+// scanBody takes only bodies it agrees on and leaves the rest here.
+func decodeBody(raw []byte) (*Body, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil {

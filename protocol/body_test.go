@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -67,12 +68,26 @@ func TestWithModelKeepsEveryOtherByte(t *testing.T) {
 }
 
 // FuzzParseBody: whatever ParseBody accepts, WithModel turns into valid
-// JSON whose model is the new name and whose other keys are unchanged.
+// JSON whose model is the new name and whose other keys are unchanged;
+// and a body the fast scan takes is read exactly as encoding/json's
+// tokenizer reads it.
 func FuzzParseBody(f *testing.F) {
-	for _, s := range []string{`{"model":"m"}`, `{"a":[1,{"model":2}],"model":"m","stream":false}`, `{"model":"m","x":"\ud800"}`} {
+	for _, s := range []string{`{"model":"m"}`, `{"a":[1,{"model":2}],"model":"m","stream":false}`, `{"model":"m","x":"\ud800"}`,
+		` { "model" : "m\u00e9" , "stream" : true , "max_tokens" : 12 , "messages" : [ {"role":"user","content":"}]\""} ] , "n" : -1.5e3 } `,
+		`{"model":"m","Stream":true}`, `{"model":"m","model":"n"}`, `{"model":"m","max_tokens":1,"max_output_tokens":2}`,
+		`{"model":"m","stream":null,"max_tokens":null}`, `{"model":"é","tools":[],"response_format":{"type":"json_object"},"stream_options":{}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if fast, ok := scanBody(data); ok {
+			ref, err := decodeBody(data)
+			if err != nil {
+				t.Fatalf("the fast scan took a body the decoder refuses (%v): %q", err, data)
+			}
+			if !reflect.DeepEqual(fast, ref) {
+				t.Fatalf("the fast scan and the decoder disagree on %q:\n%+v\n%+v", data, *fast, *ref)
+			}
+		}
 		b, err := ParseBody(data)
 		if err != nil {
 			return
@@ -154,6 +169,22 @@ func TestBodyEdits(t *testing.T) {
 	}
 	if _, err := ParseBody([]byte(`{"model":"a","max_tokens":"lots"}`)); err == nil {
 		t.Error(`max_tokens "lots" was accepted`)
+	}
+}
+
+// TestParseBodyAllocs: a body of the common shape costs two
+// allocations, the Body and its model's name, however many fields it has.
+func TestParseBodyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector; .ci/run checks them without it")
+	}
+	raw := []byte(`{"model":"mock-gpt","messages":[{"role":"user","content":"hello"}],"max_tokens":64,"stream":false,"temperature":0.2,"tools":[]}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := ParseBody(raw); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("%.0f allocations per body parsed, want at most 2 (the Body and the model's name)", n)
 	}
 }
 

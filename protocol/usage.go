@@ -13,6 +13,15 @@ import (
 // JSON at all (an object or not), so one pass both checks an answer and
 // reads its usage.
 func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
+	if a, ok := scanAnswer(body); ok {
+		return a.result()
+	}
+	return decodeAnswer(body)
+}
+
+// decodeAnswer is OutputTokens with encoding/json: the reference, and the
+// path for every answer scanAnswer leaves to it.
+func decodeAnswer(body []byte) (n int, found, valid bool, finish string) {
 	var v struct {
 		Usage struct {
 			CompletionTokens *int `json:"completion_tokens"`
@@ -28,17 +37,38 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 		var typeErr *json.UnmarshalTypeError
 		return 0, false, errors.As(err, &typeErr), "" // well-formed, just not this shape
 	}
-	finish = v.StopReason
-	if f := v.Choices[0].FinishReason; f != "" {
+	a := answerFields{finishReason: v.Choices[0].FinishReason, stopReason: v.StopReason}
+	if v.Usage.CompletionTokens != nil {
+		a.completionTokens, a.haveCompletion = *v.Usage.CompletionTokens, true
+	}
+	if v.Usage.OutputTokens != nil {
+		a.outputTokens, a.haveOutput = *v.Usage.OutputTokens, true
+	}
+	return a.result()
+}
+
+// answerFields are the fields of a whole answer OutputTokens reads; the
+// have flags say a count was there.
+type answerFields struct {
+	completionTokens, outputTokens int
+	haveCompletion, haveOutput     bool
+	finishReason, stopReason       string
+}
+
+// result is OutputTokens' answer for an answer that is well-formed JSON.
+func (a answerFields) result() (n int, found, valid bool, finish string) {
+	finish = a.stopReason
+	if f := a.finishReason; f != "" {
 		finish = f
 	}
 	if len(finish) > maxReason {
 		finish = ""
 	}
-	for _, n := range []*int{v.Usage.CompletionTokens, v.Usage.OutputTokens} {
-		if n != nil && *n >= 0 && *n <= MaxUsage {
-			return *n, true, true, finish
-		}
+	switch {
+	case a.haveCompletion && a.completionTokens >= 0 && a.completionTokens <= MaxUsage:
+		return a.completionTokens, true, true, finish
+	case a.haveOutput && a.outputTokens >= 0 && a.outputTokens <= MaxUsage:
+		return a.outputTokens, true, true, finish
 	}
 	return 0, false, true, finish
 }

@@ -115,3 +115,44 @@ func FuzzStreamUsage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOutputTokens: an answer the fast scan takes is read exactly as the
+// decoder reads it.
+func FuzzOutputTokens(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+		`{"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":9}}`,
+		`{"choices":[{"finish_reason":"length"},{"finish_reason":7}],"usage":{"completion_tokens":-4,"output_tokens":5}}`,
+		`{"Usage":{"completion_tokens":1}}`, `{"usage":{"completion_tokens":1.0}}`, `{"usage":null,"choices":null}`,
+		`{"usage":{"completion_tokens":1},"usage":{"output_tokens":2}}`, `{"stop_reason":"\u0065nd"}`, ` [ ] `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, ok := scanAnswer(data)
+		if !ok {
+			return
+		}
+		n, found, valid, finish := a.result()
+		rn, rfound, rvalid, rfinish := decodeAnswer(data)
+		if n != rn || found != rfound || valid != rvalid || finish != rfinish {
+			t.Fatalf("%q: fast scan %d %v %v %q, decoder %d %v %v %q", data, n, found, valid, finish, rn, rfound, rvalid, rfinish)
+		}
+	})
+}
+
+// TestOutputTokensAllocs: a chat answer's usage and finish reason cost
+// one allocation, the reason's string.
+func TestOutputTokensAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector; .ci/run checks them without it")
+	}
+	raw := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if v, found, valid, finish := OutputTokens(raw); v != 1 || !found || !valid || finish != "stop" {
+			t.Fatalf("got %d %v %v %q", v, found, valid, finish)
+		}
+	}); n > 1 {
+		t.Errorf("%.0f allocations per answer read, want at most 1 (the finish reason)", n)
+	}
+}
