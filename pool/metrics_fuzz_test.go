@@ -81,4 +81,3 @@ func num(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
-
