@@ -74,3 +74,33 @@ func FuzzKeyScrub(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReasonText: a validation verdict's reason quotes the provider's
+// answer and goes out in a header and a trailing event. Whatever the
+// answer held, the reason is printable ASCII, bounded, and carries no
+// part of the provider's key eight bytes long, even where the bound
+// cuts through it.
+func FuzzReasonText(f *testing.F) {
+	const key = "3f9a2c7e41b84d0f9e6a5b1c2d3e4f50" // an Azure-style key: no sk- prefix
+	f.Add("tool \"", "\" arguments are not JSON", uint16(0))
+	f.Add("", "", uint16(290))
+	f.Add("refused: \n\x00\xff", "Bearer abcdefghijkl", uint16(280))
+	f.Fuzz(func(t *testing.T, before, after string, pad uint16) {
+		p := &provider{scrub: newKeyScrub(key)}
+		s := strings.Repeat("x", int(pad)%(2*maxReason)) + before + key + after
+		got := reasonText(p, s)
+		if len(got) > maxReason+len("...") {
+			t.Fatalf("%d bytes", len(got))
+		}
+		for i := 0; i < len(got); i++ {
+			if c := got[i]; c < 0x20 || c > 0x7e {
+				t.Fatalf("byte %#x at %d in %q", c, i, got)
+			}
+		}
+		for i := 0; i+8 <= len(key); i++ {
+			if strings.Contains(got, key[i:i+8]) && !strings.Contains(before+after, key[i:i+8]) {
+				t.Fatalf("%q of the key reached the reason: %q", key[i:i+8], got)
+			}
+		}
+	})
+}

@@ -18,16 +18,30 @@ import (
 // the time for the socket buffers to fill), and its upstream call is
 // cancelled: a few such clients cannot hold the gateway's slots for the
 // length of the request's deadline.
+//
+// The gateway's side of each connection has a fixed 64 KiB send buffer
+// (smallSendBuffers). Left to itself, Linux grows a loopback socket's
+// send buffer up to 4 MiB, and filling three of them with a stream's
+// small events, relayed under -race, is seconds of CPU: on a loaded
+// machine it alone outlasted the wait, which measured the CPU rather
+// than write_timeout.
 func TestClientThatStopsReadingLosesItsSlot(t *testing.T) {
 	s := newStack(t, mock.Config{TTFT: time.Millisecond, TPOT: 0}, func(c *config.Config) {
 		c.Log.Format = "json"
 		c.Server.WriteTimeout = config.Duration(300 * time.Millisecond)
 		c.Providers[0].Timeout = config.Duration(30 * time.Second)
 	})
+	srv := httptest.NewUnstartedServer(s.gw.Handler())
+	srv.Listener = smallSendBuffers{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
 	cases := []struct{ name, body string }{
-		// About 20 MB each: more than loopback's socket buffers hold.
+		// Each answer is far more than the 64 KiB send buffer and the
+		// client's 4 KiB receive buffer hold: the stream about 20 MB,
+		// the whole answer about 1 MB (which the mock builds whole
+		// before its first byte, so it is kept no larger than needed).
 		{"stream", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
-		{"whole answer", `{"model":"mock-embed","input":[` + strings.Repeat(`"x",`, 799) + `"x"],"dimensions":2048}`},
+		{"whole answer", `{"model":"mock-embed","input":[` + strings.Repeat(`"x",`, 49) + `"x"],"dimensions":2048}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,9 +50,10 @@ func TestClientThatStopsReadingLosesItsSlot(t *testing.T) {
 				path = "/v1/embeddings"
 			}
 			s.mock.ResetStats()
+			logged := len(s.requestLog()) // the lines of the cases before
 			var conns []net.Conn
 			for range 3 {
-				conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+				conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,17 +77,40 @@ func TestClientThatStopsReadingLosesItsSlot(t *testing.T) {
 				st := s.mock.Stats()
 				return st.InFlight == 0
 			})
-			stalled := 0
-			for _, l := range s.requestLog() {
-				if l.Reason == "client_stalled" {
-					stalled++
+			// A request's log line is written after its slot and its
+			// upstream call are given back, so it is waited for too.
+			var reasons []string
+			defer func() {
+				if t.Failed() {
+					t.Logf("reasons logged: %q", reasons)
 				}
-			}
-			if stalled < 3 {
-				t.Errorf("%d requests logged as client_stalled, want 3", stalled)
-			}
+			}()
+			waitForLong(t, 5*time.Second, "three requests logged as client_stalled", func() bool {
+				reasons = reasons[:0]
+				stalled := 0
+				for _, l := range s.requestLog()[logged:] {
+					reasons = append(reasons, l.Reason)
+					if l.Reason == "client_stalled" {
+						stalled++
+					}
+				}
+				return stalled == 3
+			})
 		})
 	}
+}
+
+// smallSendBuffers accepts connections whose send buffer is fixed at
+// 64 KiB, as a client across a network would bound what it takes in
+// before the gateway's writes block.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(64 << 10)
+	}
+	return c, err
 }
 
 // waitForLong is waitFor with a longer limit, for conditions that take

@@ -157,18 +157,19 @@ func (g *Gateway) countVerdict(provider, model, result string, stream bool) {
 
 // reasonText makes a verdict's reason fit for a header: printable ASCII,
 // bounded, and scrubbed of the provider's key (the reason quotes bits of
-// its answer).
+// its answer). It scrubs first: a bound that cut through the key would
+// leave a part of it that no longer matches.
 func reasonText(p *provider, s string) string {
-	b := []byte(s)
+	b := p.scrub.text([]byte(s))
 	if len(b) > maxReason {
-		b = append(b[:maxReason], "..."...)
+		b = append(b[:maxReason:maxReason], "..."...)
 	}
 	for i, c := range b {
 		if c < 0x20 || c > 0x7e {
 			b[i] = '?'
 		}
 	}
-	return string(p.scrub.text(b))
+	return string(b)
 }
 
 // markVerdict tells the client a checked whole answer's verdict, in

@@ -200,9 +200,10 @@ func (p *plan) applyHeaders(h http.Header) error {
 	return nil
 }
 
-// parseLatency takes a Go duration, or a bare number of milliseconds.
+// parseLatency takes a Go duration, or a bare number of milliseconds
+// that fits a Duration (a larger one would wrap, often to a negative).
 func parseLatency(v string) (time.Duration, error) {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= math.MaxInt64/int64(time.Millisecond) {
 		return time.Duration(n) * time.Millisecond, nil
 	}
 	d, err := time.ParseDuration(v)

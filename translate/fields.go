@@ -120,6 +120,21 @@ func getString(o *object, key string) (string, bool, error) {
 	return s, true, nil
 }
 
+// getRequired reads a string both APIs require to be non-empty: a tool's
+// name, or the id that links a tool call to its result. An empty one is
+// refused like a missing one: translated, it would be dropped (its field
+// is omitempty) or sent empty, and the other API refuses either.
+func getRequired(o *object, key, param string) (string, error) {
+	s, ok, err := getString(o, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok || s == "" {
+		return "", invalid(param, o.at(key), "is required and must not be empty")
+	}
+	return s, nil
+}
+
 func getBool(o *object, key string) (bool, bool, error) {
 	v := o.get(key)
 	if v == nil {

@@ -272,11 +272,9 @@ func (c *conv) assistantContent(mo *object) ([]anBlock, bool, error) {
 			}
 			continue
 		}
-		id, ok, err := getString(co, "id")
+		id, err := getRequired(co, "id", "messages.tool_calls.id")
 		if err != nil {
 			return nil, false, err
-		} else if !ok {
-			return nil, false, invalid("messages.tool_calls.id", co.at("id"), "is required")
 		}
 		fo, err := parseObject(co.get("function"), co.at("function"))
 		if err != nil {
@@ -324,12 +322,9 @@ func argumentsToInput(args, path string) (json.RawMessage, error) {
 }
 
 func (c *conv) toolResult(mo *object) (anBlock, error) {
-	id, ok, err := getString(mo, "tool_call_id")
+	id, err := getRequired(mo, "tool_call_id", "messages.tool_call_id")
 	if err != nil {
 		return anBlock{}, err
-	}
-	if !ok {
-		return anBlock{}, invalid("messages.tool_call_id", mo.at("tool_call_id"), "is required")
 	}
 	blocks, fromStr, err := c.textOnly(mo, "content", "tool")
 	if err != nil {

@@ -222,11 +222,8 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 			return err
 		}
 		var t anTool
-		var ok bool
-		if t.Name, ok, err = getString(fo, "name"); err != nil {
+		if t.Name, err = getRequired(fo, "name", "tools.function.name"); err != nil {
 			return err
-		} else if !ok {
-			return invalid("tools.function.name", fo.at("name"), "is required")
 		}
 		if t.Description, _, err = getString(fo, "description"); err != nil {
 			return err
@@ -291,11 +288,9 @@ func (c *conv) toolChoiceToAnthropic(o *object, out *anRequest) error {
 			if err != nil {
 				return err
 			}
-			name, ok, err := getString(fo, "name")
+			name, err := getRequired(fo, "name", "tool_choice.function.name")
 			if err != nil {
 				return err
-			} else if !ok {
-				return invalid("tool_choice.function.name", "tool_choice.function.name", "is required")
 			}
 			if err := fo.refuseUnused(c, "Anthropic"); err != nil {
 				return err

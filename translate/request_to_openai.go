@@ -193,11 +193,8 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 			continue
 		}
 		var f oaFunctionDef
-		var ok bool
-		if f.Name, ok, err = getString(to, "name"); err != nil {
+		if f.Name, err = getRequired(to, "name", "tools.name"); err != nil {
 			return err
-		} else if !ok {
-			return invalid("tools.name", to.at("name"), "is required")
 		}
 		if f.Description, _, err = getString(to, "description"); err != nil {
 			return err
@@ -230,11 +227,9 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 	case "none":
 		out.ToolChoice = "none"
 	case "tool":
-		name, ok, err := getString(tc, "name")
+		name, err := getRequired(tc, "name", "tool_choice.name")
 		if err != nil {
 			return err
-		} else if !ok {
-			return invalid("tool_choice.name", "tool_choice.name", "is required")
 		}
 		var named oaNamedToolChoice
 		named.Type = "function"
@@ -391,12 +386,9 @@ func (c *conv) imageToOpenAI(bo *object) (string, bool, error) {
 }
 
 func (c *conv) toolResultToOpenAI(bo *object) (oaMessage, bool, error) {
-	id, ok, err := getString(bo, "tool_use_id")
+	id, err := getRequired(bo, "tool_use_id", "messages.content.tool_use_id")
 	if err != nil {
 		return oaMessage{}, false, err
-	}
-	if !ok {
-		return oaMessage{}, false, invalid("messages.content.tool_use_id", bo.at("tool_use_id"), "is required")
 	}
 	if isErr, _, err := getBool(bo, "is_error"); err != nil {
 		return oaMessage{}, false, err

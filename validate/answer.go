@@ -124,11 +124,17 @@ const maxLine = 256 << 10
 func (k *Collector) Write(p []byte) {
 	for len(p) > 0 && !k.over && k.err == nil {
 		i := bytes.IndexByte(p, '\n')
+		end := i
 		if i < 0 {
-			if len(k.line)+len(p) > maxLine {
-				k.over = true
-				return
-			}
+			end = len(p)
+		}
+		// Every line is held to maxLine, whole or in pieces, so that
+		// the verdict does not depend on how the stream was cut.
+		if len(k.line)+end > maxLine {
+			k.over = true
+			return
+		}
+		if i < 0 {
 			k.line = append(k.line, p...)
 			return
 		}
