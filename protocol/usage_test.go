@@ -116,9 +116,9 @@ func FuzzStreamUsage(f *testing.F) {
 	})
 }
 
-// FuzzOutputTokens: an answer the fast scan takes is read exactly as the
+// FuzzAnswerScan: an answer the fast scan takes is read exactly as the
 // decoder reads it.
-func FuzzOutputTokens(f *testing.F) {
+func FuzzAnswerScan(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
 		`{"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":9}}`,

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func FuzzContract(f *testing.F) {
 		} else {
 			rf = fmt.Appendf(nil, `{"type":"json_schema","json_schema":{"name":"x","schema":%s}}`, schema)
 		}
-		c, err := ForRequest(protocol.OpenAI, rf, tools)
+		c, err := ForRequest(context.Background(), protocol.OpenAI, rf, tools)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {
