@@ -67,6 +67,18 @@ type outcome struct {
 	detail  string // why, for malformed and unanswered requests
 }
 
+// kind names an error or a cut for the report: its status, or, for a
+// stream that had answered 200, how it ended.
+func (o outcome) kind() string {
+	switch {
+	case o.verdict == vCut:
+		return "cut"
+	case o.status == http.StatusOK:
+		return "error events"
+	}
+	return fmt.Sprint(o.status)
+}
+
 // body renders the request body in the call's dialect.
 func (c call) body() []byte {
 	m := map[string]any{

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,31 +52,61 @@ var notCovered = []string{
 // gatewayConfig is the configuration most faults run: a primary (OpenAI)
 // that takes the fault and whose calls may carry X-Mock-Fail, and a
 // healthy secondary (Anthropic) behind it, so a failover crosses dialects.
+// The primary's breaker is off, so every call meets the fault at the
+// share the row states instead of the breaker steering most of them
+// away after the first failures; upstream-flapping turns it back on,
+// since the breaker's behaviour on a provider that comes and goes is
+// part of that fault.
 // server adds to the server section; extra is appended at the end.
 func gatewayConfig(primary, secondary *upstream, server, extra string) string {
 	return fmt.Sprintf(`listen: ${LISTEN}
 admin_listen: ${ADMIN}
 log: {level: warn}
-server: {write_timeout: 1s, stream_idle_timeout: 1s, drain_delay: 300ms, shutdown_grace: 5s%s}
+server: %s
 hedging: {budget: 1, burst: 1000}
 providers:
-  - {name: primary, kind: openai, base_url: %s, timeout: 3s, forward_headers: [X-Mock-Output-Tokens, X-Mock-Fail, X-Mock-Latency]}
+  - {name: primary, kind: openai, base_url: %s, timeout: 3s, breaker: off, forward_headers: [X-Mock-Output-Tokens, X-Mock-Fail, X-Mock-Latency]}
   - {name: secondary, kind: anthropic, base_url: %s, timeout: 3s, forward_headers: [X-Mock-Output-Tokens]}
 models:
   - {name: chat, targets: [{provider: primary, model: m}, {provider: secondary, model: m}]}
-%s`, server, primary.url(), secondary.url(), extra)
+%s`, serverSection(server), primary.url(), secondary.url(), extra)
+}
+
+// serverSection is the server settings the faults share, short enough
+// that a fault's timeouts fire within its run, with overrides ("key:
+// value" items, comma-separated) put in place of the same keys.
+func serverSection(overrides string) string {
+	items := []string{"write_timeout: 1s", "stream_idle_timeout: 1s", "drain_delay: 300ms", "shutdown_grace: 5s"}
+	for _, o := range strings.Split(overrides, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		key, _, _ := strings.Cut(o, ":")
+		i := slices.IndexFunc(items, func(it string) bool { return strings.HasPrefix(it, key+":") })
+		if i < 0 {
+			items = append(items, o)
+		} else {
+			items[i] = o
+		}
+	}
+	return "{" + strings.Join(items, ", ") + "}"
 }
 
 // pair starts the usual two providers and a gateway over them, then
-// begins the run.
-func (r *run) pair(primaryArgs []string, server, extra string) (primary, secondary *upstream, err error) {
+// begins the run. edits, if any, rewrite the configuration first.
+func (r *run) pair(primaryArgs []string, server, extra string, edits ...func(string) string) (primary, secondary *upstream, err error) {
 	if primary, err = r.startUpstream(primaryArgs...); err != nil {
 		return
 	}
 	if secondary, err = r.startUpstream("--ttft", "20ms", "--tpot", "2ms"); err != nil {
 		return
 	}
-	if r.gw, err = r.startGateway(gatewayConfig(primary, secondary, server, extra)); err != nil {
+	cfg := gatewayConfig(primary, secondary, server, extra)
+	for _, edit := range edits {
+		cfg = edit(cfg)
+	}
+	if r.gw, err = r.startGateway(cfg); err != nil {
 		return
 	}
 	return primary, secondary, r.begin()
@@ -190,8 +221,12 @@ func playTruncated(r *run) error {
 }
 
 func playFlapping(r *run) error {
-	p, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "2ms"}, "", "")
+	p, s, err := r.pair([]string{"--ttft", "10ms", "--tpot", "2ms"}, "", "")
 	if err != nil {
+		return err
+	}
+	r.gw.write(strings.Replace(gatewayConfig(p, s, "", ""), "breaker: off, ", "", 1))
+	if err := r.reload(); err != nil {
 		return err
 	}
 	stop := r.every(300*time.Millisecond, func(n int) { p.relay.set(toxics{Down: n%2 == 0}) })

@@ -25,8 +25,9 @@ var leakGauges = []string{
 }
 
 // scrape reads a Prometheus text page and sums each metric's series by
-// name (labels dropped): the checks want totals, such as every scope's
-// in-flight requests together.
+// name (labels dropped): the checks want totals, such as every key's
+// budget reservations together. Each series is also kept whole under
+// its name and labels, as the page writes them.
 func scrape(addr string) (map[string]float64, error) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/metrics")
@@ -46,15 +47,20 @@ func scrape(addr string) (map[string]float64, error) {
 			continue
 		}
 		name := line[:strings.IndexAny(line, "{ ")]
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		sp := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
 		if err == nil {
 			sums[name] += v
+			if series := line[:sp]; series != name {
+				sums[series] = v
+			}
 		}
 	}
 	return sums, sc.Err()
 }
 
 // leaked sums the leak gauges on a scraped page.
+// Only the sums by name are read: a gauge's series are its parts.
 func leaked(m map[string]float64) (total float64, which []string) {
 	for _, g := range leakGauges {
 		if v := m[g]; v != 0 {
@@ -75,13 +81,18 @@ func usageOf(m map[string]float64) usage {
 	return usage{Goroutines: int(m["go_goroutines"]), RSS: m["process_resident_memory_bytes"]}
 }
 
-// sampler scrapes a gateway every interval and keeps the highest
-// goroutine count and RSS seen: the "during" column.
+// globalInFlight is the series of the requests admitted gateway-wide.
+const globalInFlight = `sluice_in_flight_requests{scope="global"}`
+
+// sampler scrapes a gateway every interval while a fault runs: the
+// "during" column is the highest goroutine count and RSS it saw, and
+// the RSS check compares the two halves of the run.
 type sampler struct {
-	mu   sync.Mutex
-	peak usage
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	samples  []sample
+	inFlight float64
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func startSampler(admin string, every time.Duration) *sampler {
@@ -92,7 +103,7 @@ func startSampler(admin string, every time.Duration) *sampler {
 		defer t.Stop()
 		for {
 			if m, err := scrape(admin); err == nil {
-				s.observe(usageOf(m))
+				s.observe(usageOf(m), m[globalInFlight])
 			}
 			select {
 			case <-s.stop:
@@ -104,18 +115,47 @@ func startSampler(admin string, every time.Duration) *sampler {
 	return s
 }
 
-func (s *sampler) observe(u usage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.peak.Goroutines = max(s.peak.Goroutines, u.Goroutines)
-	s.peak.RSS = max(s.peak.RSS, u.RSS)
+// sample is one scrape's usage and when it was taken.
+type sample struct {
+	at time.Time
+	u  usage
 }
 
-// finish stops the sampler and returns the peak it saw.
-func (s *sampler) finish() usage {
+func (s *sampler) observe(u usage, inFlight float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight = max(s.inFlight, inFlight)
+	s.samples = append(s.samples, sample{time.Now(), u})
+}
+
+// peakInFlight is the most requests the gateway had in flight at once.
+func (s *sampler) peakInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(s.inFlight)
+}
+
+// finish stops the sampler and returns the peak it saw over the whole
+// run, and over each half of it by time.
+func (s *sampler) finish() (all, first, second usage) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peak
+	if len(s.samples) == 0 {
+		return
+	}
+	start, end := s.samples[0].at, s.samples[len(s.samples)-1].at
+	mid := start.Add(end.Sub(start) / 2)
+	for _, x := range s.samples {
+		half := &first
+		if x.at.After(mid) {
+			half = &second
+		}
+		for _, p := range []*usage{&all, half} {
+			p.Goroutines = max(p.Goroutines, x.u.Goroutines)
+			p.RSS = max(p.RSS, x.u.RSS)
+		}
+	}
+	return all, first, second
 }

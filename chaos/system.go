@@ -74,7 +74,7 @@ func at(d time.Duration, f func()) (wait func()) {
 }
 
 func playSlowloris(r *run) error {
-	_, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "2ms"}, ", read_header_timeout: 1s, body_read_timeout: 1s", "")
+	_, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "2ms"}, "read_header_timeout: 1s, body_read_timeout: 1s", "")
 	if err != nil {
 		return err
 	}
@@ -164,18 +164,27 @@ func playManyConnections(r *run) error {
 		r.note("%d connections asked; the open-file limit of %d allows %d", n, limit, most)
 		n = most
 	}
-	server := fmt.Sprintf(", max_connections: %d", 2*n)
+	// The harness's own clients are thousands of goroutines on a shared
+	// machine: the default write_timeout (10s) keeps a client that is
+	// merely slow to be scheduled from counting as one that stopped
+	// reading (client-stops-reading is that fault).
+	server := fmt.Sprintf("max_connections: %d, stream_idle_timeout: 10s, write_timeout: 10s", 2*n)
 	extra := fmt.Sprintf("admission: {max_in_flight: %d, queue: {max_depth: %d}}\n", 2*n, n)
-	_, _, err = r.pair([]string{"--ttft", "10ms", "--tpot", "20ms"}, server, extra)
+	// A token a second: the fault is the number of connections held
+	// open, not the bytes through them, which two shared cores could
+	// not carry for ten thousand streams at a provider's usual pace.
+	longer := func(cfg string) string { return strings.ReplaceAll(cfg, "timeout: 3s", "timeout: 60s") }
+	_, _, err = r.pair([]string{"--ttft", "10ms", "--tpot", "1s"}, server, extra, longer)
 	if err != nil {
 		return err
 	}
-	// Every client holds one stream of 1-2 s open at a time, so all of
-	// them are in flight together once the ramp is done.
+	// Every client holds a stream open about as long as the fault runs,
+	// so all of them are in flight together once the ramp is done.
+	tokens := max(2, int(r.span/time.Second)+1)
 	r.newClient(n).closedLoop(n, r.span, func(i int, rng *rand.Rand) call {
-		return call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: 50 + rng.IntN(50)}
+		return call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: tokens}
 	})
-	r.note("%d clients, each with a stream open at once", n)
+	r.note("%d clients, each holding a stream of about %d s open; at most %d in flight at the gateway at once", n, tokens-1, r.samp.peakInFlight())
 	return nil
 }
 

@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +20,7 @@ type tally struct {
 
 	mu       sync.Mutex
 	examples []string            // the first few failed answers, for the report
+	errors   map[string]int64    // the errors and cuts, by status or kind
 	answers  map[string][]string // Idempotency-Key → ids of its successful answers
 }
 
@@ -28,6 +32,12 @@ func (t *tally) record(c call, o outcome) {
 	if (o.verdict == vMalformed || o.verdict == vNone) && len(t.examples) < 3 {
 		t.examples = append(t.examples, fmt.Sprintf("%s stream=%v: %s", c.dialect, c.stream, o.detail))
 	}
+	if o.verdict == vError || o.verdict == vCut {
+		if t.errors == nil {
+			t.errors = map[string]int64{}
+		}
+		t.errors[o.kind()]++
+	}
 	if c.idemKey != "" && o.verdict == vOK && o.id != "" {
 		if t.answers == nil {
 			t.answers = map[string][]string{}
@@ -37,6 +47,21 @@ func (t *tally) record(c call, o outcome) {
 }
 
 func (t *tally) count(v verdict) int64 { return t.verdicts[v].Load() }
+
+// errorKinds lists the errors and cuts by kind, most frequent first.
+func (t *tally) errorKinds() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	kinds := make([]string, 0, len(t.errors))
+	for k := range t.errors {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(cmp.Compare(t.errors[b], t.errors[a]), cmp.Compare(a, b)) })
+	for i, k := range kinds {
+		kinds[i] = fmt.Sprintf("%d %s", t.errors[k], k)
+	}
+	return strings.Join(kinds, ", ")
+}
 
 // answered is every request that got a status line back.
 func (t *tally) answered() int64 {
