@@ -12,10 +12,14 @@ import (
 // TestSmoke is the short run CI does: every fault for 2 s against real
 // processes, and every row must hold. It builds the sluice binary, and
 // needs redis-server for the redis-killed row. About a minute; skipped
-// with -short.
+// with -short and under the race detector (CI runs it without:
+// go test ./chaos -run Smoke).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos smoke run takes about a minute")
+	}
+	if raceEnabled {
+		t.Skip("the chaos smoke run drives processes built without the race detector; run it without -race")
 	}
 	bin := filepath.Join(t.TempDir(), "sluice")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sluice").CombinedOutput(); err != nil {

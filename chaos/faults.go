@@ -266,16 +266,44 @@ func playVanish(r *run) error {
 	if err != nil {
 		return err
 	}
+	// A call left running would go on for 2 s (100 tokens), while its
+	// client is back with its next request in some 100 ms: lost cancels
+	// would pile up at the provider far past two calls per client.
+	stop := r.watchUpstream(2 * 32)
 	r.newClient(32).closedLoop(32, r.span, func(i int, rng *rand.Rand) call {
 		return call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: 100, vanishAfter: 3}
 	})
+	stop()
 	r.cancelled(p)
 	return nil
 }
 
+// watchUpstream samples the calls in flight at every provider until the
+// returned stop is called, and fails the row if they ever exceed bound:
+// the check, while a fault runs, that calls end with their clients.
+func (r *run) watchUpstream(bound int64) (stop func()) {
+	var peak int64
+	end := r.every(50*time.Millisecond, func(int) {
+		var n int64
+		for _, u := range r.ups {
+			if st, err := u.mock.stats(); err == nil {
+				n += st.InFlight
+			}
+		}
+		peak = max(peak, n)
+	})
+	return func() {
+		end()
+		r.note("at most %d calls in flight upstream (bound %d)", peak, bound)
+		if peak > bound {
+			r.fail("%d calls in flight upstream at once, past the %d the clients could hold", peak, bound)
+		}
+	}
+}
+
 func playVanishHedged(r *run) error {
 	hedged := "  - {name: hedged, hedge_after: 100ms, targets: [{provider: primary, model: m}, {provider: secondary, model: m}]}\n"
-	p, s, err := r.pair([]string{"--ttft", "500ms", "--tpot", "5ms"}, "", "")
+	p, s, err := r.pair([]string{"--ttft", "500ms", "--tpot", "10ms"}, "", "")
 	if err != nil {
 		return err
 	}
@@ -286,9 +314,14 @@ func playVanishHedged(r *run) error {
 	if err := r.reload(); err != nil {
 		return err
 	}
+	// Each client leaves after 250 ms, having had two calls made for
+	// it; a call left running would go on for 2.5 s (200 tokens), so
+	// lost cancels would pile up far past four calls per client.
+	stop := r.watchUpstream(4 * 16)
 	r.newClient(16).closedLoop(16, r.span, func(i int, rng *rand.Rand) call {
-		return call{dialect: dialectOf(rng.IntN(2)), stream: rng.IntN(2) == 0, model: "hedged", tokens: 16, vanishAt: 250 * time.Millisecond}
+		return call{dialect: dialectOf(rng.IntN(2)), stream: rng.IntN(2) == 0, model: "hedged", tokens: 200, vanishAt: 250 * time.Millisecond}
 	})
+	stop()
 	m, err := scrape(r.gw.admin)
 	if err != nil {
 		return err

@@ -155,7 +155,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice chaos: %v\n", err)
 		return 2
 	}
-	rep.Command = "sluice chaos " + strings.Join(args, " ")
+	rep.Command = strings.TrimSpace("go run ./cmd/sluice chaos " + strings.Join(args, " "))
 	var b bytes.Buffer
 	rep.write(&b)
 	if *out == "" {
