@@ -38,7 +38,7 @@ var faults = []fault{
 	{"many-connections", "thousands of clients hold a stream open each at once (see the row)", playManyConnections},
 	{"overload-10x", "ten times the primary's capacity, open loop, at one model with a single target", playOverload},
 	{"sighup-under-load", "SIGHUP every 250 ms, alternating two configurations, under closed-loop traffic", playSIGHUP},
-	{"sigterm-under-load", "SIGTERM mid-run with streams in flight (drain_delay 300ms); clients stop sending at the signal", playSIGTERM},
+	{"sigterm-under-load", "SIGTERM mid-run with streams in flight (drain_delay 300ms); the clients stop sending once /readyz fails, polled every 100 ms as a load balancer would", playSIGTERM},
 	{"redis-killed", "the fleet's own redis-server is killed (SIGKILL) a third of the way in, and started again at two thirds", playRedis},
 	{"replica-killed-mid-stream", "one of a pool's two replicas is killed (SIGKILL) halfway through, with streams in flight on it", playReplicaKilled},
 }

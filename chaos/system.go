@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,10 +255,28 @@ func playSIGTERM(r *run) error {
 	if _, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "10ms"}, "", ""); err != nil {
 		return err
 	}
+	// The clients stand behind a load balancer that checks /readyz every
+	// 100 ms and stops sending once it fails, as drain_delay expects: they
+	// go on sending after the signal until the check sees it. Its checks
+	// start 50 ms out of step with the signal, so it lands between two.
 	var stopped atomic.Bool
+	var sentAt time.Time
+	var before, after atomic.Int64 // requests sent by the signal, and by the stop
 	signalled := at(r.span/2, func() {
-		stopped.Store(true)
+		sentAt = time.Now()
+		before.Store(r.tally.sent.Load())
 		r.gw.signal(syscall.SIGTERM)
+	})
+	time.Sleep(50 * time.Millisecond)
+	unready := r.every(100*time.Millisecond, func(int) {
+		resp, err := http.Get("http://" + r.gw.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		if (err != nil || resp.StatusCode != http.StatusOK) && !stopped.Load() {
+			after.Store(r.tally.sent.Load())
+			stopped.Store(true)
+		}
 	})
 	c := r.newClient(32)
 	var wg sync.WaitGroup
@@ -265,13 +284,16 @@ func playSIGTERM(r *run) error {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 3))
 			for !stopped.Load() {
-				// Streams of about a second, so some are mid-way at the signal.
-				c.send(context.Background(), call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: 50 + rng.IntN(100)})
+				// Streams of 50 ms to a second: some are mid-way at the
+				// signal, and others end and are followed by new ones
+				// before the balancer notices.
+				c.send(context.Background(), call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: 5 + rng.IntN(100)})
 			}
 		})
 	}
 	signalled()
 	wg.Wait()
+	unready()
 	select {
 	case <-r.gw.done:
 	case <-time.After(10 * time.Second):
@@ -281,9 +303,10 @@ func playSIGTERM(r *run) error {
 	if r.gw.err != nil {
 		r.fail("the gateway exited with %v after SIGTERM", r.gw.err)
 	}
-	r.note("the gateway exited 0 after draining")
+	r.note("%d requests sent after the signal (%d by then), before /readyz was seen failing; the gateway exited 0, %v after the signal",
+		after.Load()-before.Load(), before.Load(), time.Since(sentAt).Round(10*time.Millisecond))
 	if ok := r.tally.count(vOK); ok != r.tally.sent.Load() {
-		r.fail("%d of %d requests in flight at SIGTERM did not finish", r.tally.sent.Load()-ok, r.tally.sent.Load())
+		r.fail("%d of %d requests sent before /readyz failed did not succeed", r.tally.sent.Load()-ok, r.tally.sent.Load())
 	}
 	return nil
 }
