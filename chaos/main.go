@@ -96,6 +96,9 @@ func runFault(f fault, o Options) row {
 	}
 	r.measure()
 	r.row.Took = time.Since(start)
+	if !r.row.Holds() && o.Progress != nil && r.gw != nil {
+		fmt.Fprintf(o.Progress, "--- %s: the gateway's log, last lines\n%s\n---\n", f.name, tail(r.gw.out.String(), 30))
+	}
 	return r.row
 }
 
@@ -169,6 +172,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// tail is s's last n lines.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // or is v if set, else the short or the full default.

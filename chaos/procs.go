@@ -221,10 +221,16 @@ func (r *run) startGateway(cfg string) (*gatewayProc, error) {
 	return g, waitHTTP(p, "http://"+admin+"/readyz")
 }
 
-// write replaces the gateway's configuration file (a SIGHUP applies it).
+// write replaces the gateway's configuration file (a SIGHUP applies it)
+// by a rename, as configuration management does, so a reload never
+// reads a file half written.
 func (g *gatewayProc) write(cfg string) error {
 	cfg = strings.NewReplacer("${LISTEN}", g.listen, "${ADMIN}", g.admin).Replace(cfg)
-	return os.WriteFile(g.config, []byte(cfg), 0o600)
+	tmp := g.config + ".new"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, g.config)
 }
 
 // startRedis runs a redis-server of the run's own on a free loopback

@@ -162,12 +162,15 @@ func (r *run) measureUpstream(left time.Time) {
 	}
 	r.row.UpstreamLeft = -1
 	waitUntil(settleWithin, func() bool {
+		// A count is as of when it was asked for: on a busy machine the
+		// answer can take a while to come back.
+		asked := time.Since(left)
 		n := inFlight()
-		if r.row.UpstreamLeft < 0 && time.Since(left) >= cancelWithin {
+		if r.row.UpstreamLeft < 0 && asked >= cancelWithin {
 			r.row.UpstreamLeft = n
 		}
 		if n == 0 && r.row.UpstreamZero == 0 {
-			r.row.UpstreamZero = time.Since(left)
+			r.row.UpstreamZero = asked
 		}
 		return n == 0 && r.row.UpstreamLeft >= 0
 	})
