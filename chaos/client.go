@@ -2,14 +2,17 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluice-gw/sluice/protocol"
@@ -282,6 +285,21 @@ func streamID(head []byte) string {
 	rest := string(head[i+len(key):])
 	id, _, _ := strings.Cut(rest, `"`)
 	return id
+}
+
+// smallWindow has the transport dial connections whose receive buffer is
+// fixed at bytes, as a client on a slow or constrained link has. Without
+// it, loopback's buffers autotune to tens of megabytes (tcp_rmem), which
+// can swallow a whole answer that a client is not reading.
+func smallWindow(t *http.Transport, bytes int) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, bytes)
+		})
+		return cmp.Or(err, serr)
+	}}
+	t.DialContext = d.DialContext
 }
 
 // newHTTPClient is a client for n concurrent callers, each keeping its
