@@ -27,7 +27,7 @@ type fault struct {
 var faults = []fault{
 	{"upstream-reset", "a third of calls to the primary are reset by TCP RST, half before any byte, half after three tokens", playResets},
 	{"upstream-hang-before-headers", "a third of calls to the primary never answer (provider timeout 1s)", playHeaderHang},
-	{"upstream-hang-mid-stream", "the relay passes 1.5 KB of each primary connection and then nothing, holding it open (stream_idle_timeout 1s)", playStreamHang},
+	{"upstream-hang-mid-stream", "the relay passes 1.5 KB of each primary connection and then nothing, holding it open (stream_idle_timeout 1s; the primary's timeout 5s for a stall before the first token)", playStreamHang},
 	{"upstream-garbage-body", "a third of the primary's answers are half a JSON body, or a stream with one cut-off event", playGarbage},
 	{"upstream-truncated-sse", "a third of the primary's answers close the connection partway, without the last events or [DONE]", playTruncated},
 	{"upstream-flapping", "the primary's host drops every connection (RST) for alternate periods of 300 ms", playFlapping},
@@ -175,7 +175,11 @@ func playHeaderHang(r *run) error {
 }
 
 func playStreamHang(r *run) error {
-	p, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "5ms"}, "stream_idle_timeout: 1s", "")
+	// A stall before the first token is the provider timeout's to end
+	// (stream_idle_timeout counts from the first token: a model may
+	// think long before it), so the primary's is 5s here.
+	short := func(cfg string) string { return strings.Replace(cfg, "timeout: 30s", "timeout: 5s", 1) }
+	p, _, err := r.pair([]string{"--ttft", "10ms", "--tpot", "5ms"}, "stream_idle_timeout: 1s", "", short)
 	if err != nil {
 		return err
 	}
@@ -228,7 +232,10 @@ func playFlapping(r *run) error {
 	if err != nil {
 		return err
 	}
-	r.gw.write(strings.Replace(gatewayConfig(p, s, "", ""), "breaker: off, ", "", 1))
+	// The breaker probes with traffic rather than synthetic calls of its
+	// own, which would be upstream calls with no client, and would count
+	// as calls left running after the clients left.
+	r.gw.write(strings.Replace(gatewayConfig(p, s, "", ""), "breaker: off, ", "breaker: {probe: traffic}, ", 1))
 	if err := r.reload(); err != nil {
 		return err
 	}
@@ -254,19 +261,31 @@ func playStopReading(r *run) error {
 	if err != nil {
 		return err
 	}
-	c := r.newClient(8)
+	workers := 8
+	if r.short {
+		workers = 4 // four 30 MB answers at once are enough for a smoke run
+	}
+	c := r.newClient(workers)
 	smallWindow(c.hc.Transport.(*http.Transport), 64<<10)
-	c.closedLoop(8, r.span, func(i int, rng *rand.Rand) call {
+	c.closedLoop(workers, r.span, func(i int, rng *rand.Rand) call {
 		// 200,000 tokens are some 30 MB of events: far more than the
-		// client's 64 KB window and the gateway's send buffer hold, so
-		// the gateway's writes must block.
-		// The pause outlasts the time a busy machine takes to fill the
-		// buffers: a client that pauses before the gateway has more to
-		// send than they hold loses nothing, and rightly so.
+		// client's 64 KB window and the gateway's send buffer (at most
+		// 4 MB) hold, so the gateway's writes must block, even on a
+		// machine busy enough to slow the provider. The pause outlasts
+		// write_timeout well.
 		return call{dialect: dialectOf(rng.IntN(2)), stream: true, model: "chat", tokens: 200000, stopReading: max(3*time.Second, r.span/2)}
 	})
-	r.cancelled(p)
-	r.note("an answer is whole (ok) when the provider, slowed by the machine's load, had not yet filled the buffers when the client read again; cut when a write blocked past write_timeout, and its call was cancelled")
+	// The mock may finish writing an answer into the relay's buffers
+	// before the gateway gives up, so the clients' cuts are the evidence.
+	st, err := p.mock.stats()
+	if err != nil {
+		return err
+	}
+	r.note("%d answers cut, %d whole (the provider, slowed by the machine's load, had not filled the buffers before the client read again); the gateway cancelled %d of the primary's %d calls",
+		r.tally.count(vCut), r.tally.count(vOK), st.CancelledByClient, st.Total)
+	if r.tally.count(vCut) == 0 {
+		r.fail("no write blocked long enough to end a request")
+	}
 	return nil
 }
 
