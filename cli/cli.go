@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sluice-gw/sluice/chaos"
 	"github.com/sluice-gw/sluice/loadgen"
 	"github.com/sluice-gw/sluice/mock"
 	"github.com/sluice-gw/sluice/sim"
@@ -21,6 +22,8 @@ Usage:
   sluice mock [flags]                      run a fake OpenAI/Anthropic-compatible provider
   sluice sim SCENARIO [flags]              simulate a scenario's policies on a virtual clock
   sluice load SCENARIO --target URL [flags] replay a scenario's traffic against a running gateway
+  sluice chaos [--short] [--only F] [--out FILE]
+                                           play faults against real processes and check the outcomes (docs/RELIABILITY.md)
   sluice keys new|hash                     make a virtual key and the config entry for it
   sluice version                           print the version and build
   sluice help                              show this help
@@ -46,6 +49,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return sim.Main(args[1:], stdout, stderr)
 	case "load":
 		return loadgen.Main(args[1:], stdout, stderr)
+	case "chaos":
+		return chaos.Main(args[1:], stdout, stderr)
 	case "keys":
 		return Keys(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version":

@@ -70,6 +70,12 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = NewLogger(os.Stderr, cfg.Log)
 	}
+	// One transport for every configuration the host serves: a reload
+	// keeps the upstream connections warm, and the configuration it
+	// replaces leaves no idle ones behind to linger until their timeout.
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()

@@ -55,11 +55,19 @@ func (e *Engine) poolOut(now time.Time, s int) bool {
 }
 
 // pick chooses the replica for q's call (attempt 0 or 1) on scope s,
-// if s is pooled.
+// if s is pooled. A second call on the pool its first went to goes to
+// another replica when one can take it (pool.Pool.PickOther).
 func (e *Engine) pick(now time.Time, q *request, attempt, s int) {
-	if p := e.pool(s); p != nil {
-		q.picks[attempt], q.picked[attempt] = p.Pick(now), true
+	p := e.pool(s)
+	switch {
+	case p == nil:
+		return
+	case attempt == 1 && s == q.scope:
+		q.picks[1] = p.PickOther(now, q.picks[0].Replica)
+	default:
+		q.picks[attempt] = p.Pick(now)
 	}
+	q.picked[attempt] = true
 }
 
 // unpick reports the end of q's call (attempt) on scope s to its

@@ -201,3 +201,47 @@ func TestPoolGoingStaleMovesItsWaiters(t *testing.T) {
 		t.Errorf("the waiter is on target %d, want the backup", tg)
 	}
 }
+
+// A model whose only target is a pool retries a call that could not
+// connect on another replica: the dead one, emptied at once by its
+// refusals, is the least loaded, and least-loaded alone would send the
+// retry straight back to it (sluice chaos's replica-killed-mid-stream
+// row answered such calls 502 while a live replica had room).
+func TestPoolRetriesOnAnotherReplica(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+providers:
+  - name: vllm
+    kind: openai
+    replicas: [{base_url: "http://127.0.0.1:1/v1"}, {base_url: "http://127.0.0.1:2/v1"}]
+models:
+  - {name: chat, targets: [{provider: vllm, model: llama}]}
+`), "pool.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(ec)
+	req := Request{Targets: []int{0}, Models: []string{"llama"}, Deadline: t0.Add(time.Minute)}
+	// Calls take turns: two on the live replica, and between them this
+	// one on the dead replica, which is then the less loaded.
+	busy, _ := e.Arrive(t0, req)
+	a, _ := e.Arrive(t0, req)
+	e.Arrive(t0, req)
+	live, _ := e.Replica(busy.ID, 0)
+	dead, _ := e.Replica(a.ID, 0)
+	if live == dead {
+		t.Fatalf("both calls on replica %d; the test needs one on each", live)
+	}
+	if _, _, ok := e.Retry(t0, a.ID, Outcome{Kind: ConnError}); !ok {
+		t.Fatal("a connection error was not retried")
+	}
+	if r, ok := e.Replica(a.ID, 1); !ok || r != live {
+		t.Errorf("the retry went to replica %d (ok %v), want %d: the dead replica %d is not where it goes", r, ok, live, dead)
+	}
+}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluice-gw/sluice/breaker"
@@ -320,7 +321,19 @@ func (p *Pool) cost(now time.Time, r *replica, floor float64) float64 {
 // ticket (the engine routes no request to a pool that is not Available,
 // but a request that was waiting when the last replica went out still
 // has to go somewhere).
-func (p *Pool) Pick(now time.Time) Pick {
+func (p *Pool) Pick(now time.Time) Pick { return p.pick(now, -1) }
+
+// PickOther is Pick for a request's second call (a retry or a hedge)
+// whose first went to replica first: every other replica Pick would
+// take comes before it. The replica that just failed, or has not
+// answered, is the one least likely to do better; and one that fails
+// fast (dead, refusing connections) looks the least loaded of all, so
+// least-loaded alone would send the retry straight back to it.
+func (p *Pool) PickOther(now time.Time, first int) Pick { return p.pick(now, first) }
+
+// pick is Pick with replica avoid (-1: none) moved to the end of the
+// order of preference.
+func (p *Pool) pick(now time.Time, avoid int) Pick {
 	p.advance(now)
 	n := len(p.reps)
 	drains := make([]Drain, n)
@@ -338,6 +351,9 @@ func (p *Pool) Pick(now time.Time) Pick {
 		}
 	} else {
 		order = p.ranked(now, drains)
+	}
+	if k := slices.Index(order, avoid); k >= 0 {
+		order = append(slices.Delete(order, k, k+1), avoid)
 	}
 	for _, i := range order {
 		r := p.reps[i]

@@ -354,3 +354,27 @@ func count(xs []int, v int) int {
 	}
 	return n
 }
+
+// A second call goes to another replica than its first, even when the
+// first's replica is the least loaded: a replica that fails fast (dead,
+// refusing connections) empties at once and would otherwise win every
+// retry of its own failures. It is still taken when nothing else can be.
+func TestPickOther(t *testing.T) {
+	// Replica 0 has a call in flight; replica 1's failed at once.
+	setup := func() *Pool {
+		p := New(Config{Replicas: replicas(2, 0, false)})
+		p.Pick(t0)
+		p.Done(t0, p.Pick(t0), breaker.Outcome{Kind: breaker.Error}, 0, false)
+		return p
+	}
+	if got := setup().Pick(t0).Replica; got != 1 {
+		t.Fatalf("Pick chose %d; the test needs the idle replica 1 to be the least loaded", got)
+	}
+	if got := setup().PickOther(t0, 1).Replica; got != 0 {
+		t.Errorf("PickOther(1) chose %d, with replica 0 able to take the call", got)
+	}
+	solo := New(Config{Replicas: replicas(1, 0, false)})
+	if got := solo.PickOther(t0, 0).Replica; got != 0 {
+		t.Errorf("a pool of one: PickOther chose %d", got)
+	}
+}
