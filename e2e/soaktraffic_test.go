@@ -54,31 +54,38 @@ func newSoakTraffic(targets []string, keys []soakKey, rate float64, seed uint64)
 }
 
 // run sends requests until ctx ends, then waits for those in flight.
+// Arrivals are due by the clock, not counted off a ticker's ticks: a
+// ticker drops the ticks its reader misses, so a driver starved of CPU
+// for a moment (the soak shares a busy machine, niced) would send less
+// than its rate; here it sends what it owes when it runs again.
 func (s *soakTraffic) run(ctx context.Context) {
 	sem := make(chan struct{}, s.maxInFlight)
 	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Duration(float64(time.Second) / s.rate))
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for i := 0; ; i++ {
+	began := time.Now()
+	for sent := 0; ; {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return
 		case <-tick.C:
 		}
-		req := s.draw(i)
-		select {
-		case sem <- struct{}{}:
-		default:
-			s.count("skipped (driver at its in-flight cap)")
-			continue
+		for due := int(time.Since(began).Seconds() * s.rate); sent < due; sent++ {
+			req := s.draw(sent)
+			select {
+			case sem <- struct{}{}:
+			default:
+				s.count("skipped (driver at its in-flight cap)")
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.count(s.send(req))
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s.count(s.send(req))
-		}()
 	}
 }
 
