@@ -122,22 +122,34 @@ type soakFigures struct {
 	goroutines, heapInuse, heapObjects, rss, requests float64
 }
 
+// upstreamIdle is how long an idle replica keeps its connections to the
+// providers: the gateway transport's IdleConnTimeout (90 s,
+// gateway/gateway.go), and a margin. Each one holds two goroutines and
+// its buffers, and how many there are follows the last minute's
+// concurrency (a brownout's slow calls open dozens), not a leak; waiting
+// them out before each profile leaves neither end any.
+const upstreamIdle = 95 * time.Second
+
 // profileFleet lets the fleet go idle (the driver's connections closed,
-// nothing in flight, the goroutine count steady), then saves each
-// replica's heap (after a GC) and goroutine profiles under out as
-// r<N>-heap-<label>.pb.gz, r<N>-goroutine-<label>.pb.gz and, readable,
-// r<N>-goroutine-<label>.txt, and returns its figures. Profiling idle
-// replicas at both ends compares like with like: what is left over
-// once the work is done.
+// nothing in flight, the upstream connections closed, the goroutine
+// count steady), then saves each replica's heap (after a GC) and
+// goroutine profiles under out as r<N>-heap-<label>.pb.gz,
+// r<N>-goroutine-<label>.pb.gz and, readable, r<N>-goroutine-<label>.txt,
+// and returns its figures. Profiling idle replicas at both ends compares
+// like with like: what is left over once the work is done.
 func profileFleet(t *testing.T, traffic *soakTraffic, fleet []*replica, out, label string) []soakFigures {
 	t.Helper()
 	traffic.client.CloseIdleConnections()
-	figs := make([]soakFigures, len(fleet))
 	for i, r := range fleet {
 		waitUntil(t, time.Minute, fmt.Sprintf("replica %d to have nothing in flight", i), func() bool {
 			m, err := scrape(r.admin)
 			return err == nil && m["sluice_in_flight_requests"] == 0
 		})
+	}
+	t.Logf("%s profiles: nothing in flight; waiting %v for the replicas' idle upstream connections to close", label, upstreamIdle)
+	time.Sleep(upstreamIdle) // a timer in another process, with nothing of it to observe
+	figs := make([]soakFigures, len(fleet))
+	for i, r := range fleet {
 		waitSteadyGoroutines(t, r.admin)
 		for _, p := range []struct{ path, file string }{
 			{"/debug/pprof/heap?gc=1", "heap-" + label + ".pb.gz"},
