@@ -122,9 +122,10 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals and the
-// dashboard (/dashboard/, admin.go), all but the probes behind
-// admin.token_env's token when one is set.
+// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals, the
+// dashboard (/dashboard/, admin.go) and the runtime profiles
+// (/debug/pprof/, pprof.go), all but the probes behind admin.token_env's
+// token when one is set.
 func (h *Host) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", dashboard.Handler("/dashboard/", h.dash))
@@ -132,6 +133,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
+	mountProfiles(mux)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
