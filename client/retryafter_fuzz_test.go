@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzRetryAfter: whatever a server sends as retry-after-ms and
-// Retry-After, the wait read from them is never negative; a sane hint (a
+// Retry-After, the wait read from them (by this client and by sluice
+// load, which reads hints with RetryAfter too) is never negative; a sane hint (a
 // number under the parser's bound, or a date) is honoured to the
 // nanosecond's rounding, and with no usable hint the wait is zero and
 // not ok, so the caller falls back to its own backoff.
@@ -35,7 +36,7 @@ func FuzzRetryAfter(f *testing.F) {
 		if ra != "" {
 			h.Set("Retry-After", ra)
 		}
-		d, ok := retryAfter(h, now)
+		d, ok := RetryAfter(h, now)
 		if d < 0 {
 			t.Fatalf("retry-after-ms %q, Retry-After %q: negative wait %v", ms, ra, d)
 		}

@@ -358,7 +358,7 @@ func (t *Transport) spend() bool {
 // client never comes back sooner than it was told, so it does not retry.
 func (t *Transport) wait(resp *http.Response, n int) (d time.Duration, ok bool) {
 	if resp != nil {
-		if d, ok := retryAfter(resp.Header, t.now()); ok {
+		if d, ok := RetryAfter(resp.Header, t.now()); ok {
 			return d, d <= t.cap
 		}
 	}
@@ -378,8 +378,13 @@ func (t *Transport) backoff(n int) time.Duration {
 	return time.Duration(f * float64(ceil+1))
 }
 
-// retryAfter parses retry-after-ms, then Retry-After (seconds or HTTP-date).
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+// RetryAfter reads a server's hint of when to come back: retry-after-ms
+// when present (the precise one both vendors' SDKs prefer), else
+// Retry-After in seconds or as an HTTP date, counted from now. ok is
+// false when there is no usable hint. A number too large for a Duration
+// (past about 31 years, or infinite) is no hint: converted, it would
+// wrap to a negative wait and a retry at once.
+func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	if v := strings.TrimSpace(h.Get(HeaderRetryAfterMS)); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			return time.Duration(ms * float64(time.Millisecond)), true

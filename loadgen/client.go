@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	sluiceclient "github.com/sluice-gw/sluice/client"
 	"github.com/sluice-gw/sluice/protocol"
 	"github.com/sluice-gw/sluice/report"
 )
@@ -129,7 +130,7 @@ func (c *client) do(ctx context.Context, url string, d protocol.Dialect, body []
 	}
 	defer resp.Body.Close()
 	a.status = resp.StatusCode
-	a.hint = retryAfter(resp.Header, a.sent)
+	a.hint, _ = sluiceclient.RetryAfter(resp.Header, a.sent) // no hint: zero, and the backoff decides
 	a.noRetry = resp.Header.Get("X-Should-Retry") == "false"
 	stream := resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if !stream {
