@@ -9,7 +9,7 @@
 # (plain `go test` runs every file there).
 #
 # Go 1.26's fuzzer can fail a target with a bare "context deadline
-# exceeded" when -fuzztime ends while a worker is busy (go.dev/issue/75804,
+# exceeded" when -fuzztime ends while a worker is busy (Go issue 75804,
 # fixed in Go 1.27), most often on a loaded machine. No input failed
 # then, so such a run is repeated once; a second failure of any kind, or
 # any failure that wrote an input, fails the run.
@@ -35,7 +35,7 @@ while read -r file target; do
     continue
   fi
   if shutdownRace; then
-    echo "   the fuzzer's deadline race (go.dev/issue/75804), no input failed; once more"
+    echo "   the fuzzer's deadline race (Go issue 75804), no input failed; once more"
     fuzz "$pkg" "$target" && continue
   fi
   tail -30 "$log"
