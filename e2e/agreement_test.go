@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -69,12 +70,20 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// start runs a process until the test ends, stopping it by its own PID.
+// start runs a process until the test ends, its output kept in memory.
 func start(t *testing.T, name string, args ...string) *bytes.Buffer {
 	t.Helper()
 	var out bytes.Buffer
+	runUntilEnd(t, &out, 5*time.Second, name, args...)
+	return &out
+}
+
+// runUntilEnd runs a process until the test ends, its output to w, and
+// stops it by its own PID: an interrupt, then a kill after grace.
+func runUntilEnd(t *testing.T, w io.Writer, grace time.Duration, name string, args ...string) {
+	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +93,11 @@ func start(t *testing.T, name string, args ...string) *bytes.Buffer {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(grace):
 			cmd.Process.Kill()
 			<-done
 		}
 	})
-	return &out
 }
 
 func waitHTTP(t *testing.T, url string) {

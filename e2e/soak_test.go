@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -234,21 +233,8 @@ func startLogged(t *testing.T, logPath, name string, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// Cleanups run last first: this one after the process has stopped.
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
 		f.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
@@ -256,6 +242,7 @@ func startLogged(t *testing.T, logPath, name string, args ...string) {
 			}
 		}
 	})
+	runUntilEnd(t, f, 10*time.Second, name, args...)
 }
 
 // dropRedisPrefix deletes the run's keys from the shared Redis: only
