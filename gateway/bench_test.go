@@ -114,23 +114,10 @@ func TestHandlerAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	cfg := config.Default("http://127.0.0.1:1")
-	g, err := gateway.New(cfg, gateway.Options{
-		Logger:    gateway.NewLogger(io.Discard, cfg.Log),
-		Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	h := g.Handler()
+	serve := cannedHandler(t, config.Default("http://127.0.0.1:1"))
 	one := func() {
-		req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody))
-		req.Header.Set("Content-Type", "application/json")
-		rec := &responseRecorder{header: http.Header{}}
-		h.ServeHTTP(rec, req)
-		if rec.status != http.StatusOK {
-			t.Fatalf("status %d: %s", rec.status, rec.body.String())
+		if status, body := serve(); status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, body)
 		}
 	}
 	for range 50 {
@@ -141,5 +128,29 @@ func TestHandlerAllocs(t *testing.T) {
 	t.Logf("%.1f allocations per request (the test's own request, recorder and canned answer included)", n)
 	if n > bound {
 		t.Errorf("%.1f allocations per request, want at most %d", n, bound)
+	}
+}
+
+// cannedHandler builds a gateway on cfg whose every upstream call gets
+// one fixed chat answer, with no sockets, for counting the handler's own
+// allocations; serve sends it one chat request and returns the status
+// and body.
+func cannedHandler(t *testing.T, cfg *config.Config) (serve func() (int, string)) {
+	t.Helper()
+	g, err := gateway.New(cfg, gateway.Options{
+		Logger:    gateway.NewLogger(io.Discard, cfg.Log),
+		Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	h := g.Handler()
+	return func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Content-Type", "application/json")
+		rec := &responseRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, req)
+		return rec.status, rec.body.String()
 	}
 }

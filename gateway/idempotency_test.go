@@ -545,21 +545,8 @@ func TestIdempotencyAbsentAllocs(t *testing.T) {
 	allocs := func(enabled bool) float64 {
 		cfg := config.Default("http://127.0.0.1:1")
 		cfg.Idempotency.Enabled = &enabled
-		g, err := gateway.New(cfg, gateway.Options{
-			Logger:    gateway.NewLogger(io.Discard, cfg.Log),
-			Transport: cannedTransport{body: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		h := g.Handler()
-		one := func() {
-			req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody))
-			req.Header.Set("Content-Type", "application/json")
-			rec := &responseRecorder{header: http.Header{}}
-			h.ServeHTTP(rec, req)
-		}
+		serve := cannedHandler(t, cfg)
+		one := func() { serve() }
 		for range 50 {
 			one() // warm pools and label caches
 		}
