@@ -1,6 +1,6 @@
 package client
 
-import "github.com/sluice-gw/sluice/workload"
+import "github.com/sluice-gw/sluice/internal/model/workload"
 
 // The retry budget and the throttle are workload's, so that the simulator
 // and sluice load model this package with its own code. The Transport

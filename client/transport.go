@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/wait"
-	"github.com/sluice-gw/sluice/workload"
 )
 
 // Header names used by the transport.

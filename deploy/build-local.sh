@@ -24,7 +24,7 @@ rm -rf "$ctx"
 mkdir -p "$ctx"
 export CGO_ENABLED=0
 go build -trimpath -ldflags "-s -w" -o "$ctx/sluice" ./cmd/sluice
-go build -trimpath -ldflags "-s -w" -o "$ctx/probe" ./deploy/probe
+go build -trimpath -ldflags "-s -w" -o "$ctx/probe" ./cmd/sluice-probe
 if [ ! -s "$certs" ]; then
 	echo "build-local: no CA roots at $certs (set CA_CERTS); the image could not call https providers" >&2
 	exit 1

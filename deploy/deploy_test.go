@@ -22,7 +22,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sluice-gw/sluice/config"
+	"github.com/sluice-gw/sluice/internal/config"
 )
 
 // The names the files share: compose services, Kubernetes objects, the
@@ -661,7 +661,7 @@ var metricName = regexp.MustCompile(`sluice_[a-z_]+`)
 func registeredMetrics(t *testing.T) func(string) (string, bool) {
 	t.Helper()
 	var src []byte
-	files, _ := filepath.Glob("../metrics/*.go")
+	files, _ := filepath.Glob("../internal/server/metrics/*.go")
 	for _, f := range files {
 		if !strings.HasSuffix(f, "_test.go") {
 			b, _ := os.ReadFile(f)
@@ -669,7 +669,7 @@ func registeredMetrics(t *testing.T) func(string) (string, bool) {
 		}
 	}
 	if len(src) == 0 {
-		t.Fatal("no source in ../metrics to check metric names against")
+		t.Fatal("no source in ../internal/server/metrics to check metric names against")
 	}
 	return func(m string) (string, bool) {
 		base := m
@@ -851,7 +851,7 @@ func TestDockerfiles(t *testing.T) {
 	}
 
 	df, _ := os.ReadFile("Dockerfile")
-	for _, want := range []string{"FROM golang:1.26 AS build", "CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "./deploy/probe"} {
+	for _, want := range []string{"FROM golang:1.26 AS build", "CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "./cmd/sluice-probe"} {
 		if !bytes.Contains(df, []byte(want)) {
 			t.Errorf("Dockerfile: no %q", want)
 		}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs Sluice's benchmark harness (bench/, documented in docs/BENCHMARKS.md).
+# Runs Sluice's benchmark harness (cmd/sluice-bench, documented in docs/BENCHMARKS.md).
 #
 #   scripts/bench.sh              # full run, about 5 minutes; rewrites docs/BENCHMARKS.md figures
 #   scripts/bench.sh --quick      # smoke run, about a minute; leaves the doc alone
@@ -12,7 +12,7 @@
 # It builds sluice into ./bin, installs HAProxy from the Debian archive when
 # it is missing and we are root (otherwise HAProxy's rows are skipped),
 # raises the open-file limit for the 5,000-stream phase, and runs
-# `go run ./bench` with the arguments given. All traffic stays on 127.0.0.1.
+# `go run ./cmd/sluice-bench` with the arguments given. All traffic stays on 127.0.0.1.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,4 +39,4 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "bench.sh: open-file limit $(ulimit -n)"
 
 export BENCH_COMMAND="scripts/bench.sh${*:+ $*}"
-exec go run ./bench --sluice bin/sluice "$@"
+exec go run ./cmd/sluice-bench --sluice bin/sluice "$@"

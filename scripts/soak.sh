@@ -21,4 +21,4 @@ export SLUICE_SOAK=1 SLUICE_SOAK_DURATION="$duration"
 [ -n "${SLUICE_SOAK_OUT:-}" ] && export SLUICE_SOAK_OUT
 # The test bounds itself; the timeout is only a backstop, good for runs
 # up to 3 h.
-exec nice -n 10 go test ./e2e -run '^TestSoak$' -count=1 -v -timeout 200m
+exec nice -n 10 go test ./test/e2e -run '^TestSoak$' -count=1 -v -timeout 200m

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/sluice-gw/sluice/cli"
+	"github.com/sluice-gw/sluice/internal/cli"
 )
 
 func main() {

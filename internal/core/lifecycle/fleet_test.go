@@ -1,0 +1,93 @@
+package lifecycle
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+)
+
+// In a fleet, each replica admits its share of the fixed limits, and
+// the share moves as replicas come and go.
+func TestFleetShare(t *testing.T) {
+	var live atomic.Int64
+	live.Store(3)
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: time.Second},
+		Scopes:    []ScopeConfig{{Fixed: 10}},
+		Replicas:  func() int { return int(live.Load()) },
+	})
+	admitted := func() int {
+		n := 0
+		for {
+			a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+			if a.Verdict != admission.Admitted {
+				return n
+			}
+			n++
+		}
+	}
+	if n := admitted(); n != 3 {
+		t.Fatalf("with 3 replicas, one admitted %d of a provider's 10, want 3", n)
+	}
+	live.Store(1)
+	if n := admitted(); n != 7 {
+		t.Fatalf("alone, it admitted %d more, want 7 (all 10)", n)
+	}
+	if got := share(admission.Fixed(0), func() int { return 5 }).Limit(); got != 0 {
+		t.Fatalf("an unlimited limit split: %d, want 0 (still unlimited)", got)
+	}
+	if got := share(admission.Fixed(2), func() int { return 5 }).Limit(); got != 1 {
+		t.Fatalf("2 split 5 ways: %d, want at least 1", got)
+	}
+}
+
+// In a fleet, each replica keeps its share of a provider's budget: a
+// third of it with three replicas live, all of it alone.
+func TestFleetProviderBudgetShare(t *testing.T) {
+	var live atomic.Int64
+	live.Store(3)
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(1000), MaxDepth: 10, MaxWait: time.Second},
+		Scopes:    []ScopeConfig{{}},
+		Budgets:   Budgets{Scopes: []quota.Limits{perMinute(90, 0, 0)}},
+		Replicas:  func() int { return int(live.Load()) },
+	})
+	n := 0
+	for {
+		a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+		if a.Verdict != admission.Admitted {
+			break
+		}
+		n++
+	}
+	if n != 30 {
+		t.Fatalf("with 3 replicas, one started %d calls of a provider's 90 a minute, want 30", n)
+	}
+}
+
+// A replica that does not probe (another holds the fleet's lease) hears
+// of a failed probe as an Open verdict: the requests it held for a
+// probe's verdict are refused then, not at the end of their wait.
+func TestAdoptedFailedProbeRefusesHeld(t *testing.T) {
+	b, err := breaker.New(breaker.Config{Steady: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(10), MaxDepth: 10, MaxWait: 5 * time.Second},
+		Scopes:    []ScopeConfig{{Fixed: 10, Breaker: b, SyntheticProbes: true}},
+	})
+	e.Adopt(at(0), 0, breaker.Open, 0, breaker.ReasonErrorRate)
+	a, _ := e.Arrive(at(time.Second), Request{Targets: []int{0}, Deadline: at(time.Minute)})
+	if a.Verdict != admission.Queued {
+		t.Fatalf("arrival with the provider out of rotation: %+v, want held for a probe's verdict", a)
+	}
+	rd := e.Adopt(at(1500*time.Millisecond), 0, breaker.HalfOpen, -1, breaker.ReasonProbeError)
+	if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != a.ID {
+		t.Fatalf("after the fleet's probe failed: %+v, want the held request refused", rd.Refuse)
+	}
+}

@@ -1,0 +1,529 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/pool"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+)
+
+// ErrDeadline is the cause of a Call's context when the engine expired it.
+// When the engine answers a call early instead (Ready.Abandon), the cause
+// is an *admission.Rejection saying why and when to retry.
+var ErrDeadline = errors.New("lifecycle: request deadline passed")
+
+// periodicTick is the longest the Runner lets pass between Ticks, so
+// windowed limits close their windows even when traffic stops.
+const periodicTick = time.Second
+
+// Runner is the concurrent shell around Engine that the gateway uses. It
+// serialises calls with one mutex, fires the engine's timers with one
+// time.Timer, and wakes each waiting request through its own channel.
+// All methods are safe for concurrent use.
+type Runner struct {
+	now func() time.Time
+	// onTransition, when set, hears every breaker transition once. It is
+	// called with the Runner's lock held, so it must not call back in.
+	onTransition func(Transition)
+	// prober sends synthetic probes; see SetProber. Their contexts derive
+	// from probeCtx, which Close cancels.
+	prober      func(ctx context.Context, scope int) Outcome
+	probeCtx    context.Context
+	stopProbing context.CancelFunc
+
+	mu      sync.Mutex // guards everything below
+	e       *Engine
+	waiters map[ID]*waiter
+	calls   map[ID]*Call // in flight
+	timer   *time.Timer
+	timerAt time.Time
+	closed  bool
+}
+
+// NewRunner wraps a new Engine. now is the clock; nil means time.Now.
+func NewRunner(cfg Config, now func() time.Time) *Runner {
+	if now == nil {
+		now = time.Now
+	}
+	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]*waiter), calls: make(map[ID]*Call)}
+	r.probeCtx, r.stopProbing = context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.armLocked(now())
+	r.mu.Unlock()
+	return r
+}
+
+// Close stops the Runner's timer. Calls in flight may still Finish.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.stopProbing()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// waiter is a queued request's Acquire, blocked until the engine settles it.
+type waiter struct {
+	ctx     context.Context
+	arrived time.Time
+	target  int
+	// done is buffered(1). nil means started: the Runner made the Call
+	// under the lock that started it, so an Expire that takes the lock
+	// before the waiter's goroutine wakes still finds the Call to cancel.
+	done chan error
+}
+
+// Call is an admitted request's hold on its slot.
+type Call struct {
+	r        *Runner
+	id       ID
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	finished atomic.Bool
+	// hedges delivers the request's second call (a hedge or a rescue),
+	// once, if the engine sends one.
+	seconds        chan SecondCall
+	secondLive     bool        // guarded by the Runner's lock
+	secondSent     atomic.Bool // secondLive, readable without the lock
+	secondFinished atomic.Bool
+	// Target indexes the request's Targets: where the engine routed it.
+	Target int
+	// Waited is how long the request spent in the queue.
+	Waited time.Duration
+}
+
+// Context is done when the caller's context is, or when the engine
+// expires the request at its deadline (cause ErrDeadline), or once the
+// call is finished. The upstream request should carry it.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// FirstByte reports the first byte of the upstream answer.
+func (c *Call) FirstByte() {
+	if c.finished.Load() {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	r.e.FirstByte(r.now(), c.id)
+	r.mu.Unlock()
+}
+
+// Finish releases the slot and reports the outcome. Only the first call
+// has an effect, so a deferred Finish after an explicit one is safe.
+func (c *Call) Finish(o Outcome) {
+	if !c.finished.CompareAndSwap(false, true) {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	now := r.now()
+	rd, _ := r.e.Finish(now, c.id, o)
+	r.applyLocked(now, rd)
+	select {
+	case <-c.seconds:
+		// The engine sent a hedge the host never took (it fired as the
+		// first call was finishing): it never ran, so end it here, or the
+		// request would wait for it forever.
+		c.secondFinished.Store(true)
+		rd, _ := r.e.FinishSecond(now, c.id, Outcome{Kind: Cancelled})
+		r.applyLocked(now, rd)
+	default:
+	}
+	done := c.doneLocked()
+	r.mu.Unlock()
+	if done {
+		c.cancel(context.Canceled)
+	}
+}
+
+// doneLocked reports whether every call of the request has finished, and
+// if so forgets it. REQUIRES: the Runner's lock.
+func (c *Call) doneLocked() bool {
+	if !c.finished.Load() || (c.secondLive && !c.secondFinished.Load()) {
+		return false
+	}
+	delete(c.r.calls, c.id)
+	return true
+}
+
+// Hedges delivers, at most once, a second call the engine wants sent
+// because the first has no first byte yet: a hedge, or a rescue from a
+// provider whose breaker opened. Its Target indexes the request's
+// Targets. The host sends it and races the two (Commit).
+func (c *Call) Seconds() <-chan SecondCall { return c.seconds }
+
+// Commit reports the first byte of attempt 0 (the first call) or 1 (the
+// hedge) and says whether that call's answer goes to the client: the
+// first to ask wins, and the host cancels the other.
+func (c *Call) Commit(attempt int) bool {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Commit(r.now(), c.id, attempt)
+}
+
+// Retry asks for a second call after the first failed with o before any
+// byte reached the client (see Engine.Retry). On true the host sends it
+// to the target returned, after delay, and ends it with FinishSecond.
+func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	target, delay, ok = r.e.Retry(r.now(), c.id, o)
+	if ok {
+		c.secondLive = true
+		c.secondSent.Store(true)
+	}
+	return target, delay, ok
+}
+
+// Replica is the replica of a pooled provider that the request's call
+// (attempt 0 or 1) goes to, once the engine has started it: the first
+// call's when the Call is handed out, a second call's once it is sent
+// (Seconds) or granted (Retry). ok is false for a provider that is not
+// a pool.
+func (c *Call) Replica(attempt int) (int, bool) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Replica(c.id, attempt)
+}
+
+// End reports how one of the request's calls ended, by its attempt
+// number: 0 the first call, 1 the second. Only the first report of each
+// has an effect, so a deferred End after an explicit one is safe.
+func (c *Call) End(attempt int, o Outcome) {
+	if attempt == 0 {
+		c.Finish(o)
+	} else {
+		c.FinishSecond(o)
+	}
+}
+
+// FinishSecond ends the hedge and reports its outcome. Only the first call
+// has an effect.
+func (c *Call) FinishSecond(o Outcome) {
+	// Most requests never have a second call: no lock for them. A hedge
+	// fired after this check is one the host never took, and Finish ends
+	// it.
+	if !c.secondSent.Load() || !c.secondFinished.CompareAndSwap(false, true) {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	now := r.now()
+	rd, _ := r.e.FinishSecond(now, c.id, o)
+	r.applyLocked(now, rd)
+	done := c.doneLocked()
+	r.mu.Unlock()
+	if done {
+		c.cancel(context.Canceled)
+	}
+}
+
+// Check reports, without taking a slot, whether req would be refused at
+// once; nil if not.
+func (r *Runner) Check(req Request) *admission.Rejection {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, refused := r.e.Check(r.now(), req); refused {
+		return rejection(f)
+	}
+	return nil
+}
+
+// BudgetStats reports every budget (Engine.BudgetStats).
+func (r *Runner) BudgetStats() []BudgetStat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.BudgetStats(r.now())
+}
+
+// Reservation and Used apply the engine's budget rules
+// (Engine.Reservation); they read only its configuration, so they take
+// no lock.
+func (r *Runner) Reservation(req Request) quota.Cost { return r.e.Reservation(req) }
+
+// Used: see Reservation.
+func (r *Runner) Used(req Request, o Outcome) quota.Cost { return r.e.Used(req, o) }
+
+// KeyStatus reports key k's budget (Engine.KeyStatus).
+func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.KeyStatus(r.now(), k)
+}
+
+// ShouldDegrade reports whether req should be served degraded
+// (Engine.ShouldDegrade).
+func (r *Runner) ShouldDegrade(req Request, d Degradation) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.ShouldDegrade(r.now(), req, d)
+}
+
+func rejection(f admission.Refusal) *admission.Rejection {
+	return &admission.Rejection{Reason: f.Reason, Priority: f.Priority, RetryAfter: f.RetryAfter, Futile: f.Futile}
+}
+
+// Acquire admits req, waiting in the queue if the engine says so, until
+// started, refused, or ctx is done. On success the caller must Finish the
+// call. A refusal is an *admission.Rejection; if ctx ends first, ctx's
+// error.
+func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
+	r.mu.Lock()
+	now := r.now()
+	a, rd := r.e.Arrive(now, req)
+	switch a.Verdict {
+	case admission.Admitted:
+		c := r.newCallLocked(ctx, a.ID, 0, a.Target)
+		r.applyLocked(now, rd)
+		r.mu.Unlock()
+		return c, nil
+	case admission.Rejected:
+		r.applyLocked(now, rd)
+		r.mu.Unlock()
+		rej := rejection(a.Refusal)
+		if a.Refusal.Reason == admission.ReasonKeyBudget || a.Refusal.Reason == admission.ReasonLaneBudget {
+			rej.Dimension, rej.TooLarge = a.Budget.Dimension.String(), a.Budget.Never
+		}
+		return nil, rej
+	}
+	// Registered before the arrival's own Ready is carried out, which may
+	// already start it (a trip settled by this arrival moves it on).
+	w := &waiter{ctx: ctx, arrived: now, target: a.Target, done: make(chan error, 1)}
+	r.waiters[a.ID] = w
+	r.applyLocked(now, rd)
+	r.mu.Unlock()
+
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return nil, err
+		}
+		return r.claim(a.ID), nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	left := r.e.Leave(r.now(), a.ID)
+	if left {
+		delete(r.waiters, a.ID)
+	}
+	r.mu.Unlock()
+	if !left {
+		// The engine settled us between ctx ending and the lock: if it
+		// started the call, hand the slot straight back.
+		if err := <-w.done; err == nil {
+			r.claim(a.ID).Finish(Outcome{Kind: Cancelled})
+		}
+	}
+	return nil, ctx.Err()
+}
+
+// claim hands a started waiter the Call the Runner made for it.
+func (r *Runner) claim(id ID) *Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[id]
+}
+
+func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan SecondCall, 1)}
+	r.calls[id] = c
+	return c
+}
+
+// applyLocked carries out a Ready.
+func (r *Runner) applyLocked(now time.Time, rd Ready) {
+	for _, id := range rd.Start {
+		if w, ok := r.waiters[id]; ok {
+			delete(r.waiters, id)
+			target := w.target
+			if t, ok := r.e.Target(id); ok {
+				target = t // the engine may have moved it while it waited
+			}
+			r.newCallLocked(w.ctx, id, now.Sub(w.arrived), target)
+			w.done <- nil
+		}
+	}
+	for _, f := range rd.Refuse {
+		if w, ok := r.waiters[f.Ticket]; ok {
+			delete(r.waiters, f.Ticket)
+			w.done <- rejection(f)
+		}
+	}
+	for _, id := range rd.Expire {
+		if c, ok := r.calls[id]; ok {
+			c.cancel(ErrDeadline)
+		}
+	}
+	for _, f := range rd.Abandon {
+		if c, ok := r.calls[f.Ticket]; ok {
+			c.cancel(rejection(f))
+		}
+	}
+	for _, h := range rd.Second {
+		if c, ok := r.calls[h.ID]; ok && !c.secondLive {
+			c.secondLive = true
+			c.secondSent.Store(true)
+			c.seconds <- h // buffered: one second call per request
+		}
+	}
+	for _, p := range rd.Probe {
+		if !r.closed {
+			go r.probe(p, p.Deadline.Sub(now))
+		}
+	}
+	if r.onTransition != nil {
+		for _, t := range rd.Transitions {
+			r.onTransition(t)
+		}
+	}
+	r.armLocked(now)
+}
+
+// OnTransition sets the hook that hears every breaker transition once.
+// It runs with the Runner's lock held, so it must be quick and must not
+// call the Runner.
+func (r *Runner) OnTransition(fn func(Transition)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onTransition = fn
+}
+
+// SetProber sets how synthetic probes are sent (ScopeConfig
+// SyntheticProbes): fn makes one probe call to scope's provider and says
+// how it ended; ctx ends at the probe's deadline. Each probe runs on its
+// own goroutine, outside the Runner's lock. Without a prober, a probe
+// fails at once (the provider stays out of rotation).
+func (r *Runner) SetProber(fn func(ctx context.Context, scope int) Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prober = fn
+}
+
+// probe sends one synthetic probe, given up after timeout (measured on
+// the real clock, like the Runner's timer), and reports it. After Close
+// the probe's context is already done.
+func (r *Runner) probe(p ProbeStart, timeout time.Duration) {
+	r.mu.Lock()
+	fn := r.prober
+	r.mu.Unlock()
+	o := Outcome{Kind: Failed}
+	if fn != nil {
+		ctx, cancel := context.WithTimeout(r.probeCtx, timeout)
+		o = fn(ctx, p.Scope)
+		cancel()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	rd, _ := r.e.FinishProbe(now, p.ID, o)
+	r.applyLocked(now, rd)
+}
+
+// SetEvalDegraded marks a model's target degraded by its evals, or not
+// (Engine.SetEvalDegraded).
+func (r *Runner) SetEvalDegraded(model string, target int, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.e.SetEvalDegraded(model, target, on)
+}
+
+// SecondStats reports the engine's hedging counters.
+func (r *Runner) SecondStats() SecondStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.SecondStats()
+}
+
+// BreakerStats reports each scope's breaker, nil where a scope has none.
+func (r *Runner) BreakerStats() []*breaker.Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	out := make([]*breaker.Stats, len(r.e.scopes))
+	for i, sc := range r.e.scopes {
+		if sc.cfg.Breaker != nil {
+			st := sc.cfg.Breaker.Stats(now)
+			out[i] = &st
+		}
+	}
+	return out
+}
+
+// Observe hands the engine a scrape of a pooled provider's replica
+// (scope s, replica i); see Engine.Observe.
+func (r *Runner) Observe(s, i int, l pool.Load) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.applyLocked(now, r.e.Observe(now, s, i, l))
+}
+
+// PoolStats reports scope s's replicas, nil if it is not a pool.
+func (r *Runner) PoolStats(s int) []pool.Stat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.PoolStats(r.now(), s)
+}
+
+// armLocked points the timer at the engine's next timer, or, when a
+// windowed limit needs ticks without traffic, at most periodicTick ahead.
+func (r *Runner) armLocked(now time.Time) {
+	if r.closed {
+		return
+	}
+	next, ok := r.e.NextTimer()
+	if tick := r.e.scaled(periodicTick); r.e.periodic && (!ok || now.Add(tick).Before(next)) {
+		next, ok = now.Add(tick), true
+	}
+	if !ok {
+		return
+	}
+	at := next
+	if r.timer != nil && at.Equal(r.timerAt) {
+		return
+	}
+	if r.timer != nil && !r.timerAt.IsZero() && r.timerAt.Before(at) && r.timerAt.After(now) {
+		return // an earlier wake-up is already set; it will re-arm
+	}
+	r.timerAt = at
+	if r.timer == nil {
+		r.timer = time.AfterFunc(at.Sub(now), r.tick)
+		return
+	}
+	r.timer.Reset(at.Sub(now))
+}
+
+func (r *Runner) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.timerAt = time.Time{}
+	r.applyLocked(now, r.e.Tick(now))
+}
+
+// Snapshot reports the engine's admission state.
+func (r *Runner) Snapshot() admission.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Snapshot(r.now())
+}
+
+// BoundRetryAfter is the wait a provider's Retry-After d earns on scope
+// (see Engine.BoundRetryAfter): the most a host passes on to a client.
+func (r *Runner) BoundRetryAfter(scope int, d time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.BoundRetryAfter(scope, d)
+}

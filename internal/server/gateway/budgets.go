@@ -1,0 +1,316 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/wire/contract"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/tokens"
+)
+
+// Tokens are the cost. With budgets, lanes, prices or degradation
+// configured, the gateway counts each request's input tokens before it
+// is admitted (package tokens, with a cache, so a conversation's earlier
+// turns are not counted again), and the engine reserves them, with the
+// request's max_tokens, from the key's budget (lifecycle/budgets.go).
+// The answer's usage settles the reservation. Without any of those,
+// nothing is counted and the path costs nothing more.
+
+// usesTokens reports whether a config needs input tokens counted.
+func usesTokens(cfg *config.Config) bool {
+	if cfg.Lanes.LargeContext.MinInputTokens > 0 || len(cfg.Prices) > 0 {
+		return true
+	}
+	for _, k := range cfg.Keys {
+		if k.Limits.Any() {
+			return true
+		}
+	}
+	for _, p := range cfg.Providers {
+		if p.Limits.Any() || len(p.ModelLimits) > 0 {
+			return true
+		}
+	}
+	for _, m := range cfg.Models {
+		if m.Degrade != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// outgoing is what a request's upstream calls send: the client's body,
+// with the edits degradation made (the model is set per target).
+type outgoing struct {
+	body *protocol.Body
+	edit protocol.Edit
+	// client is the client's API; cross, the body translated for
+	// targets of the other one, edits applied (translate.go).
+	client protocol.Dialect
+	cross  *crossRequest
+	// contract is the structured output the request declared, checked
+	// in every whole answer before it is committed (validation.go);
+	// onInvalid its model's action, model its name for the metric.
+	contract         *contract.Contract
+	onInvalid, model string
+}
+
+// reader returns the body for a call to t.
+func (o *outgoing) reader(t target) *protocol.BodyReader {
+	if o.cross != nil && t.provider.dialect != o.client {
+		return o.cross.body.Reader(protocol.Edit{Model: t.model})
+	}
+	e := o.edit
+	e.Model = t.model
+	return o.body.Reader(e)
+}
+
+// tokenCounter is the gateway's token counter: budgets' when they count
+// tokens, otherwise one made on first use (by count_tokens), so a gateway
+// that never counts never loads a vocabulary.
+func (g *Gateway) tokenCounter() *tokens.Counter {
+	if g.counter != nil {
+		return g.counter
+	}
+	g.spareOnce.Do(func() { g.spare = tokens.NewCounter(0) })
+	return g.spare
+}
+
+// countInput counts the input tokens of a request body in dialect d (the
+// client's, whichever API the model's targets speak) in the encoding of
+// its model's first target, and says whether the count is exact: in the
+// model's own encoding, and within what the counter tokenizes exactly
+// (tokens.MaxExactBytes; past it, text is estimated). A body the counter cannot
+// read was already refused as malformed; should one slip through, its
+// byte length, which a byte-level BPE never exceeds, stands in.
+func (g *Gateway) countInput(m *model, d protocol.Dialect, raw []byte) (int64, bool) {
+	enc, exact := tokens.EncodingFor(m.targets[0].model)
+	n, estimated, err := g.tokenCounter().Request(enc, d == protocol.Anthropic, raw)
+	if err != nil {
+		return int64(len(raw)), false
+	}
+	return int64(n), exact && !estimated
+}
+
+// budgetRefused answers a request its key's budget, or the large-context
+// lane's, refused: 429 with the exact wait and the key's rate-limit
+// headers; a request larger than the budget's burst gets 413 instead,
+// since no wait would let it through.
+func (g *Gateway) budgetRefused(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	who := "lane:large_context"
+	if rej.Reason == admission.ReasonKeyBudget && x.key != nil {
+		who = x.key.name
+	}
+	g.metrics.BudgetRefusals.WithLabelValues(who, rej.Dimension).Inc()
+	subject := "this key's"
+	if rej.Reason == admission.ReasonLaneBudget {
+		subject = "the large-context lane's"
+	}
+	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
+	if rej.TooLarge {
+		g.fail(w, x, protocol.TooLarge, outcomeClientError, string(rej.Reason),
+			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
+		return
+	}
+	kind, outcome := protocol.RateLimited, outcomeClientError
+	if rej.Reason == admission.ReasonLaneBudget {
+		kind, outcome = protocol.Overloaded, outcomeShed
+	}
+	g.fail(w, x, kind, outcome, string(rej.Reason),
+		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), rej.RetryAfter)
+}
+
+// setRateHeaders writes the key's budget into the headers each API's
+// clients read to pace themselves: OpenAI's x-ratelimit-* (whose one
+// token family reports the scarcer of input and output) or Anthropic's
+// anthropic-ratelimit-*. A provider's own rate-limit headers, which
+// describe the gateway's account and not the client's, are then not
+// passed on (copyResponseHeaders).
+func (g *Gateway) setRateHeaders(h http.Header, x *exchange) {
+	if x.key == nil {
+		return
+	}
+	st, ok := x.sharedStatus, x.haveShared
+	if !ok {
+		st, ok = g.runner.KeyStatus(x.key.index)
+	}
+	if !ok {
+		return
+	}
+	now := g.now()
+	if x.endpoint.Dialect == protocol.Anthropic {
+		for d, name := range [3]string{"requests", "input-tokens", "output-tokens"} {
+			s := st[d]
+			if s.Limit == 0 {
+				continue
+			}
+			h.Set("Anthropic-Ratelimit-"+name+"-Limit", strconv.FormatInt(s.Limit, 10))
+			h.Set("Anthropic-Ratelimit-"+name+"-Remaining", strconv.FormatInt(s.Remaining, 10))
+			h.Set("Anthropic-Ratelimit-"+name+"-Reset", now.Add(s.Reset).UTC().Format(time.RFC3339))
+		}
+		return
+	}
+	set := func(family string, s quota.Status) {
+		h.Set("X-Ratelimit-Limit-"+family, strconv.FormatInt(s.Limit, 10))
+		h.Set("X-Ratelimit-Remaining-"+family, strconv.FormatInt(s.Remaining, 10))
+		h.Set("X-Ratelimit-Reset-"+family, resetText(s.Reset))
+	}
+	if s := st[quota.Requests]; s.Limit > 0 {
+		set("Requests", s)
+	}
+	in, out := st[quota.InputTokens], st[quota.OutputTokens]
+	switch {
+	case in.Limit > 0 && (out.Limit == 0 || in.Remaining <= out.Remaining):
+		set("Tokens", in)
+	case out.Limit > 0:
+		set("Tokens", out)
+	}
+}
+
+// resetText is a reset duration as OpenAI writes it: "1m0s", "6ms",
+// "0s", rounded up to a millisecond so it is never early.
+func resetText(d time.Duration) string {
+	return ((d + time.Millisecond - 1) / time.Millisecond * time.Millisecond).String()
+}
+
+// isRateLimitHeader reports whether k (canonical) is a rate-limit header
+// of either API.
+func isRateLimitHeader(k string) bool {
+	return strings.HasPrefix(k, "X-Ratelimit-") || strings.HasPrefix(k, "Anthropic-Ratelimit-")
+}
+
+// degrade serves a background request under pressure in the cheaper way
+// its model's degrade: names (lifecycle.Engine.ShouldDegrade decided it
+// is time): another model, a lower max_tokens, a trimmed history. It
+// returns the model and engine request to serve it with, and marks the
+// answer with X-Sluice-Degraded.
+func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing, d lifecycle.Degradation, clientTimeout time.Duration) (*model, lifecycle.Request) {
+	var notes []string
+	if to, ok := g.models[d.To]; ok && to != m {
+		keyIdx, in, maxOut := req.Key, req.InputTokens, req.MaxOutput
+		m = to
+		req = m.route.Request(x.priority, x.stream, x.start, clientTimeout)
+		req.Key, req.InputTokens, req.MaxOutput = keyIdx, in, maxOut
+		notes = append(notes, "model="+m.name)
+	}
+	if d.MaxTokens > 0 && (req.MaxOutput == 0 || req.MaxOutput > d.MaxTokens) {
+		out.edit.MaxTokens = d.MaxTokens
+		req.MaxOutput = d.MaxTokens
+		notes = append(notes, "max_tokens="+strconv.FormatInt(d.MaxTokens, 10))
+	}
+	if d.TrimTo > 0 && req.InputTokens > d.TrimTo {
+		if msgs, dropped, n := g.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, d.TrimTo); dropped > 0 {
+			out.edit.Messages = msgs
+			req.InputTokens = n
+			notes = append(notes, "trimmed_messages="+strconv.Itoa(dropped))
+		}
+	}
+	if len(notes) == 0 {
+		return m, req
+	}
+	x.degraded = strings.Join(notes, ",")
+	req.Degraded = true
+	x.model = m.name
+	w.Header().Set("X-Sluice-Degraded", x.degraded)
+	g.metrics.Degraded.WithLabelValues(x.requested, m.name).Inc()
+	return m, req
+}
+
+// trim drops the oldest messages, never a system or developer message
+// and never the last, until the request's input fits limit tokens (or
+// nothing more can go). It returns the new messages array, how many were
+// dropped and the new count.
+func (g *Gateway) trim(m *model, dialect protocol.Dialect, body *protocol.Body, total, limit int64) ([]byte, int, int64) {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(body.Messages(), &msgs); err != nil || len(msgs) < 2 {
+		return nil, 0, total
+	}
+	keep := make([]bool, len(msgs))
+	for i := range keep {
+		keep[i] = true
+	}
+	dropped := 0
+	for i := 0; i < len(msgs)-1 && total > limit; i++ {
+		var role struct {
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(msgs[i], &role) == nil && (role.Role == "system" || role.Role == "developer") {
+			continue
+		}
+		one := append(append([]byte(`{"messages":[`), msgs[i]...), `]}`...)
+		n, _ := g.countInput(m, dialect, one)
+		total -= n
+		keep[i] = false
+		dropped++
+	}
+	if dropped == 0 {
+		return nil, 0, total
+	}
+	kept := make([]json.RawMessage, 0, len(msgs)-dropped)
+	for i, k := range keep {
+		if k {
+			kept = append(kept, msgs[i])
+		}
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return nil, 0, total
+	}
+	return out, dropped, max(total, 0)
+}
+
+// quotas names the engine's budgets for the metrics.
+func (g *Gateway) quotas() []metrics.Quota {
+	stats := g.runner.BudgetStats()
+	out := make([]metrics.Quota, 0, len(stats))
+	if g.fleet != nil {
+		out = append(out, g.sharedQuotas()...)
+	}
+	for _, s := range stats {
+		name := "large_context"
+		switch s.Owner {
+		case "key":
+			name = g.keyNames[s.Index-1]
+		case "provider":
+			name = g.byScope[s.Index].name
+		}
+		out = append(out, metrics.Quota{Owner: s.Owner, Name: name, Dimension: s.Dimension.String(),
+			Limit: s.Limit, Remaining: s.Remaining, Reserved: s.Reserved})
+	}
+	return out
+}
+
+// account records an answered request's tokens and cost.
+func (g *Gateway) account(x *exchange) {
+	if x.outcome != outcomeOK || !g.countTokens || x.borrowed {
+		return
+	}
+	key := "-"
+	if x.key != nil {
+		key = x.key.name
+	}
+	in := "counted"
+	if !x.exactCount {
+		in = "estimated"
+	}
+	out := "estimated"
+	if x.usageKnown {
+		out = "reported"
+	}
+	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "input", in).Add(float64(x.inputTokens))
+	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "output", out).Add(float64(x.outputTokens))
+	if p, ok := g.prices[x.upstreamModel]; ok {
+		x.cost = (float64(x.inputTokens)*p.Input + float64(x.outputTokens)*p.Output) / 1e6
+		g.metrics.Cost.WithLabelValues(key, x.upstreamModel).Add(x.cost)
+	}
+}

@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// countTokensTimeout bounds a count_tokens call to a provider; past it
+// the gateway's own count answers instead.
+const countTokensTimeout = 5 * time.Second
+
+// countTokensInFlight caps the count_tokens calls a provider has from
+// this gateway at once. Counts take no admission slot and no budget, so
+// without a cap one client asking for counts in a loop would spend the
+// gateway's account with the provider (its rate limits) for everybody's
+// generations; past the cap, the tokenizer counts.
+const countTokensInFlight = 4
+
+// serveCountTokens answers Anthropic's POST /v1/messages/count_tokens.
+// When the model's first target is an Anthropic-kind provider (and its
+// breaker is not open), the count is that provider's own, from its
+// count_tokens endpoint, with the target's model, the provider's key and
+// X-Sluice-Token-Count: provider. Otherwise, or when that call fails in
+// any way (no answer within countTokensTimeout, a non-2xx status, a body
+// without input_tokens), the count is Sluice's own, from its tokenizer in
+// the encoding of the model's first target (see countInput): the count
+// the gateway charges against budgets, with X-Sluice-Token-Count: exact
+// or estimated (Claude's tokenizer is not public, so a Claude model's
+// own count is always an estimate). A count spends nothing of a key's
+// budgets, and takes no admission slot.
+func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: g.now(), priority: g.defaultPri,
+		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
+	defer g.finish(x)
+	if !g.authenticate(w, r, x) {
+		return
+	}
+	m, body, raw, held, ok := g.readRequest(w, r, x)
+	defer g.bodies.give(held)
+	if !ok {
+		return
+	}
+	x.outcome, x.status = outcomeOK, http.StatusOK
+	x.borrowed = true // a count spends no tokens: nothing to account
+	n, count := int64(0), ""
+	if t := m.targets[0]; t.provider.dialect == protocol.Anthropic {
+		if c, ok := g.providerCount(r, x, t, body); ok {
+			n, count = c, "provider"
+		}
+	}
+	if count == "" {
+		var exact bool
+		n, exact = g.countInput(m, protocol.Anthropic, raw)
+		count = "estimated"
+		if exact {
+			count = "exact"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Sluice-Token-Count", count)
+	json.NewEncoder(w).Encode(map[string]int64{"input_tokens": n})
+}
+
+// providerCount asks t's provider to count the request's input tokens.
+// ok false: it could not (its breaker is open, or the call failed), and
+// the caller counts instead; the reason is in the request log.
+func (g *Gateway) providerCount(r *http.Request, x *exchange, t target, body *protocol.Body) (int64, bool) {
+	p := t.provider
+	if st := g.runner.BreakerStats(); p.scope < len(st) && st[p.scope] != nil && st[p.scope].State == breaker.Open {
+		x.reason = "count_tokens_breaker_open"
+		return 0, false
+	}
+	if p.counting.Add(1) > countTokensInFlight {
+		p.counting.Add(-1)
+		x.reason = "count_tokens_busy"
+		return 0, false
+	}
+	defer p.counting.Add(-1)
+	ctx, cancel := context.WithTimeout(r.Context(), min(countTokensTimeout, p.timeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), "/messages/count_tokens", t.model), bytes.NewReader(body.WithModel(t.model)))
+	if err != nil {
+		return 0, false
+	}
+	copyRequestHeaders(req.Header, r.Header, p.forward)
+	for k, vv := range p.headers {
+		req.Header[k] = vv
+	}
+	p.authorize(req.Header)
+	req.Header.Set("User-Agent", userAgent)
+	// The call is named in the request log and its status counted, but
+	// it is kept out of the provider's latency figures, which are
+	// generations'.
+	x.provider = p.name
+	resp, err := g.transport.RoundTrip(req)
+	if err != nil {
+		g.metrics.UpstreamStatus.WithLabelValues(p.name, "error").Inc()
+		x.reason = "count_tokens_upstream_error"
+		return 0, false
+	}
+	defer resp.Body.Close()
+	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
+	var v struct {
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal(data, &v) != nil ||
+		v.InputTokens == nil || *v.InputTokens < 0 || *v.InputTokens > protocol.MaxUsage {
+		x.reason = "count_tokens_upstream_failed"
+		return 0, false
+	}
+	return *v.InputTokens, true
+}

@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"go.opentelemetry.io/otel/trace"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/wire/contract"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Outcomes label sluice_requests_total and the request log.
+const (
+	outcomeOK            = "ok"
+	outcomeShed          = "shed"
+	outcomeClientError   = "client_error"
+	outcomeUpstreamError = "upstream_error"
+	outcomeTimeout       = "timeout"
+	outcomeCancelled     = "cancelled" // the client went away
+	outcomeInternal      = "internal_error"
+)
+
+// exchange is the record of one client request, filled in along the
+// request path and reported once, when the handler returns.
+type exchange struct {
+	start    time.Time
+	endpoint protocol.Endpoint
+	priority admission.Priority
+	// downgraded: the client asked for a class its key does not allow.
+	downgraded bool
+	// key is the client's virtual key, when keys are configured and it
+	// sent a known one.
+	key      *virtualKey
+	model    string
+	provider string
+	stream   bool
+
+	status      int // sent to the client; 499 when the client left first
+	wroteHeader bool
+	outcome     string
+	reason      string
+	waited      time.Duration
+	attempts    int // upstream calls made
+	// finish is the provider's finish or stop reason, when its answer
+	// said (for traces).
+	finish         string
+	upstreamStatus int
+	upstreamStart  time.Time
+	ttft           time.Duration
+	upstreamDur    time.Duration
+	requestID      string // the provider's request id, safe to log
+	bytesOut       int64
+	outputTokens   int // from the answer's usage, or estimated from SSE events
+	// usageKnown: outputTokens is the provider's own count.
+	usageKnown bool
+	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
+	// chunk, which the client did not ask for and is not sent.
+	injectedUsage bool
+	// inputTokens is the request's input as counted before admission
+	// (budgets.go); zero when nothing needs it counted.
+	inputTokens int64
+	exactCount  bool // inputTokens is in the model's own encoding
+	// requested is the model the client asked for; model the one that
+	// served it, which differs when degraded names how.
+	requested, degraded string
+	upstreamModel       string
+	cost                float64 // dollars, at the configured prices
+	// shared: the key's budget in the fleet's store holds sharedReserved
+	// for this request; sharedStatus is that budget as the store last
+	// answered (haveShared), for the rate-limit headers.
+	shared         bool
+	admitted       bool // the engine started it
+	haveShared     bool
+	sharedStatus   [3]quota.Status
+	sharedReserved quota.Cost
+	// retryAfter is the provider's Retry-After on a refusal, for the
+	// engine (which bounds it).
+	retryAfter time.Duration
+	// abort: the answer broke after its status went out; the connection
+	// is aborted so the client cannot take a short body for a whole one.
+	abort bool
+	// stalled: a write to the client timed out (it stopped reading).
+	stalled bool
+	// idem is what its Idempotency-Key made of the request (leader,
+	// joined, replayed, ...; idempotency.go); borrowed: its answer is
+	// another request's, which spent the tokens.
+	idem     string
+	borrowed bool
+	// span is the request's trace span; nil with tracing off
+	// (tracing.go).
+	span trace.Span
+	// cross is the request translated for its model's targets of the
+	// other API, when it has any (translate.go).
+	cross *crossRequest
+	// contract is the structured output the request declared (nil:
+	// none), onInvalid its model's action; verdict, invalid and
+	// invalidReason the answer's verdict (validation.go).
+	contract      *contract.Contract
+	onInvalid     string
+	verdict       uint8
+	invalid       bool
+	invalidReason string
+}
+
+// finish records the exchange in metrics and writes its log line.
+func (g *Gateway) finish(x *exchange) {
+	dur := g.now().Sub(x.start)
+	g.account(x)
+	g.endRequestSpan(x)
+	model, provider := x.model, x.provider
+	if model == "" {
+		model = "-"
+	}
+	if provider == "" {
+		provider = "-"
+	}
+	m := g.metrics
+	m.Requests.WithLabelValues(x.endpoint.Name, model, provider, x.priority.String(), x.outcome, x.reason).Inc()
+	m.Duration.WithLabelValues(x.endpoint.Name, model, x.outcome).Observe(dur.Seconds())
+	if x.upstreamStatus != 0 {
+		m.Upstream.WithLabelValues(provider, model).Observe(x.upstreamDur.Seconds())
+		if x.ttft > 0 {
+			m.TTFT.WithLabelValues(provider, model).Observe(x.ttft.Seconds())
+		}
+	}
+
+	level := slog.LevelInfo
+	if x.outcome == outcomeInternal {
+		level = slog.LevelError
+	}
+	if !g.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 16)
+	attrs = append(attrs,
+		slog.String("endpoint", x.endpoint.Name),
+		slog.String("model", model),
+		slog.String("provider", provider),
+		slog.String("priority", x.priority.String()),
+		slog.Bool("stream", x.stream),
+		slog.Int("status", x.status),
+		slog.String("outcome", x.outcome),
+		slog.Duration("duration", dur),
+	)
+	if x.reason != "" {
+		attrs = append(attrs, slog.String("reason", x.reason))
+	}
+	if x.downgraded {
+		attrs = append(attrs, slog.String("priority_note", "critical is reserved for declared keys; served as interactive"))
+	}
+	if x.waited > 0 {
+		attrs = append(attrs, slog.Duration("queue_wait", x.waited))
+	}
+	if x.upstreamStatus != 0 {
+		attrs = append(attrs, slog.Int("upstream_status", x.upstreamStatus), slog.Duration("ttft", x.ttft), slog.Duration("upstream_duration", x.upstreamDur))
+	}
+	if x.requestID != "" {
+		attrs = append(attrs, slog.String("upstream_request_id", x.requestID))
+	}
+	if x.bytesOut > 0 {
+		attrs = append(attrs, slog.Int64("bytes_out", x.bytesOut))
+	}
+	if x.inputTokens > 0 {
+		attrs = append(attrs, slog.Int64("input_tokens", x.inputTokens))
+	}
+	if x.outputTokens > 0 {
+		attrs = append(attrs, slog.Int("output_tokens", x.outputTokens))
+	}
+	if x.cost > 0 {
+		attrs = append(attrs, slog.Float64("cost_dollars", x.cost))
+	}
+	if x.key != nil {
+		attrs = append(attrs, slog.String("key", x.key.name), slog.String("tenant", x.key.tenant))
+	}
+	if x.degraded != "" {
+		attrs = append(attrs, slog.String("requested_model", x.requested), slog.String("degraded", x.degraded))
+	}
+	if x.idem != "" {
+		attrs = append(attrs, slog.String("idempotency", x.idem))
+	}
+	g.log.LogAttrs(context.Background(), level, "request", attrs...)
+}

@@ -1,0 +1,336 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+)
+
+// A fleet is the replicas that name one store: in it, each key's budget
+// is one budget across the fleet, taken in Redis (package store) in one
+// round trip per decision, exact across replicas; the fixed concurrency
+// limits are split between the live replicas (lifecycle/fleet.go). With
+// Redis slow (past fleet.timeout) or gone, each replica decides alone
+// with its share of every limit, says so in a log line and
+// sluice_fleet_store_shared, and goes back to the shared budgets by
+// itself when Redis answers again.
+type fleet struct {
+	rdb      *redis.Client
+	budgets  *fleetstore.Budgets
+	members  *fleetstore.Members
+	channels *fleetstore.Channels
+	leases   *fleetstore.Leases
+	id       string
+	timeout  time.Duration
+	// evidenceEvery and probeLease are the constants below, times the
+	// config's time scale (config.Config.TimeFactor): they follow the
+	// breaker's bucket width and probe interval, which scale too.
+	evidenceEvery, probeLease time.Duration
+	// stop ends the subscription to the fleet's breaker verdicts.
+	stop func()
+	// status is the last budget status each key's Take saw, for
+	// degrading on a nearly spent budget without another round trip.
+	status sync.Map // key name -> [3]quota.Status
+	// reachable: Redis answered the last heartbeat or budget call.
+	reachable atomic.Bool
+	log       *slog.Logger
+}
+
+// reach notes whether Redis answers, from a heartbeat or a budget call,
+// and logs each change once.
+func (f *fleet) reach(ok bool, cause error) {
+	if f.reachable.Swap(ok) == ok {
+		return
+	}
+	if !ok {
+		msg := "unreachable"
+		if cause != nil {
+			msg = cause.Error()
+		}
+		f.log.Warn("shared store unreachable; deciding alone with this replica's share of the fleet's limits",
+			"cause", msg, "replicas", f.members.Live())
+		return
+	}
+	f.log.Info("shared store answering again; limits and verdicts are the fleet's")
+}
+
+// newFleet connects to the config's store and starts this replica's
+// heartbeat. The connection is lazy: a store that does not answer yet
+// means deciding locally, not refusing to start.
+func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
+	rdb, err := fleetstore.NewClientURL(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("store: not a Redis URL: %w", err)
+	}
+	id := cfg.Fleet.ID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	prefix := cfg.Fleet.Prefix
+	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
+	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(evidenceEvery)*cfg.TimeFactor()))
+	f.probeLease = max(time.Millisecond, time.Duration(float64(probeLease)*cfg.TimeFactor()))
+	f.reachable.Store(true) // said otherwise only once it is not
+	f.channels = fleetstore.NewChannels(rdb, fleetstore.Options{Prefix: prefix})
+	f.leases = fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: prefix})
+	f.members = fleetstore.NewMembers(rdb, fleetstore.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach})
+	f.budgets = fleetstore.NewBudgets(rdb, fleetstore.BudgetOptions{
+		Prefix:  prefix,
+		Timeout: f.timeout,
+		// Decisions come from credit taken from Redis ahead of time
+		// (a few microseconds), and go to Redis only when the credit
+		// cannot cover them, so refusals stay exact (package store,
+		// "Allotments").
+		Allot:    true,
+		Replicas: f.members.Live,
+		OnMode:   func(m fleetstore.Mode, cause error) { f.reach(m == fleetstore.Shared, cause) },
+	})
+	f.members.Start()
+	return f, nil
+}
+
+func (f *fleet) close() {
+	f.stop()
+	f.members.Close()
+	f.budgets.Close()
+	f.rdb.Close()
+}
+
+// budgetName is a key's budget in the store.
+func budgetName(k *virtualKey) string { return "key:" + k.name }
+
+// shares reports whether a request's key budget lives in the store.
+func (g *Gateway) shares(x *exchange) bool {
+	return g.fleet != nil && x.key != nil && x.key.limits != (quota.Limits{})
+}
+
+// takeShared takes a request's reservation from its key's budget in the
+// store. Refused, it is answered (429, or 413 when no wait lets it
+// through) and takeShared reports false.
+func (g *Gateway) takeShared(w http.ResponseWriter, x *exchange, req lifecycle.Request) bool {
+	cost := g.runner.Reservation(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	v, st, _ := g.fleet.budgets.Take(ctx, budgetName(x.key), x.key.limits, cost)
+	x.shared, x.haveShared, x.sharedStatus = true, true, st
+	g.fleet.status.Store(x.key.name, st)
+	if v.OK {
+		x.sharedReserved = cost
+		return true
+	}
+	x.shared = false // nothing held
+	g.setRateHeaders(w.Header(), x)
+	g.budgetRefused(w, x, &admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: x.priority,
+		RetryAfter: v.RetryAfter, Dimension: v.Dimension.String(), TooLarge: v.Never})
+	return false
+}
+
+// settleShared settles what takeShared reserved: with what the request
+// used, or whole when it never ran (ran false).
+func (g *Gateway) settleShared(x *exchange, req lifecycle.Request, ran bool) {
+	if !x.shared {
+		return
+	}
+	x.shared = false
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	used := quota.Cost{}
+	if ran {
+		used = g.runner.Used(req, outcomeOf(x))
+	}
+	st, _ := g.fleet.budgets.Settle(ctx, budgetName(x.key), x.key.limits, x.sharedReserved, used)
+	g.fleet.status.Store(x.key.name, st)
+}
+
+// sharedLow reports whether a key's shared budget was nearly spent at
+// its last decision (lifecycle.BudgetLow).
+func (g *Gateway) sharedLow(x *exchange, below float64) bool {
+	if !g.shares(x) {
+		return false
+	}
+	st, ok := g.fleet.status.Load(x.key.name)
+	return ok && lifecycle.BudgetLow(st.([3]quota.Status), below)
+}
+
+// sharedQuotas reads the keys' shared budgets for the metrics.
+func (g *Gateway) sharedQuotas() []metrics.Quota {
+	var out []metrics.Quota
+	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
+	defer cancel()
+	for _, k := range g.keyList {
+		if k.limits == (quota.Limits{}) {
+			continue
+		}
+		st, err := g.fleet.budgets.Status(ctx, budgetName(k), k.limits)
+		if err != nil {
+			continue
+		}
+		for d, s := range st {
+			if s.Limit > 0 {
+				out = append(out, metrics.Quota{Owner: "key", Name: k.name, Dimension: quota.Dimension(d).String(), Limit: s.Limit, Remaining: s.Remaining})
+			}
+		}
+	}
+	return out
+}
+
+// fleetState reports the live replicas and whether budgets are shared
+// now, for the metrics.
+func (g *Gateway) fleetState() (int, bool) {
+	return g.fleet.members.Live(), g.fleet.reachable.Load() && g.fleet.budgets.Mode() == fleetstore.Shared
+}
+
+// One decision for the fleet: a replica whose breaker trips, or whose
+// probes find the provider back, tells the others on the store's
+// "breaker" channel, and they adopt the verdict (breaker.Adopt), so a
+// trip seen through one replica takes the provider out of rotation on
+// all of them at once. Only one replica probes a provider: the holder
+// of its probe lease, which another replica takes over when the holder
+// stops renewing it (it died, or its breaker closed). With the store
+// down, each replica probes and judges alone.
+
+// verdict is a breaker transition as the fleet's channel carries it.
+type verdict struct {
+	From     string         `json:"from"`
+	Provider string         `json:"provider"`
+	To       breaker.State  `json:"to"`
+	Step     int            `json:"step"`
+	Reason   breaker.Reason `json:"reason"`
+}
+
+const verdictChannel = "breaker"
+
+// probeLease is how long a probe lease lasts without renewal: a few
+// probe rounds, so that a prober's death costs the fleet seconds, not
+// its provider's recovery.
+const probeLease = 5 * time.Second
+
+// evidence is one replica's breaker counts for one provider, as the
+// fleet's evidence channel carries them.
+type evidence struct {
+	From     string             `json:"from"`
+	Provider string             `json:"provider"`
+	Buckets  []breaker.Evidence `json:"buckets"`
+}
+
+const evidenceChannel = "evidence"
+
+// evidenceEvery is how often a replica sends its breaker counts: the
+// breaker's bucket width, so the fleet's windows lag by at most a bucket.
+const evidenceEvery = 250 * time.Millisecond
+
+// follow subscribes to the fleet's breaker verdicts and evidence,
+// adopting the other replicas' verdicts and counting their calls, and
+// sends this replica's counts every evidenceEvery, until close.
+func (g *Gateway) follow() {
+	f := g.fleet
+	g.runner.ShareEvidence()
+	verdicts, stopV := f.channels.Subscribe(context.Background(), verdictChannel)
+	counts, stopE := f.channels.Subscribe(context.Background(), evidenceChannel)
+	done := make(chan struct{})
+	f.stop = func() { stopV(); stopE(); close(done) }
+	go func() {
+		for m := range verdicts {
+			var v verdict
+			if json.Unmarshal(m, &v) != nil || v.From == f.id {
+				continue
+			}
+			if p, ok := g.providers[v.Provider]; ok {
+				g.runner.Adopt(p.scope, v.To, v.Step, v.Reason)
+			}
+		}
+	}()
+	go func() {
+		for m := range counts {
+			var ev evidence
+			if json.Unmarshal(m, &ev) != nil || ev.From == f.id {
+				continue
+			}
+			if p, ok := g.providers[ev.Provider]; ok {
+				g.runner.AddEvidence(p.scope, ev.Buckets)
+			}
+		}
+	}()
+	go func() {
+		t := time.NewTicker(f.evidenceEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for s, ev := range g.runner.DrainEvidence() {
+				if len(ev) == 0 {
+					continue
+				}
+				msg, _ := json.Marshal(evidence{From: f.id, Provider: g.byScope[s].name, Buckets: ev})
+				ctx, cancel := context.WithTimeout(context.Background(), 4*f.timeout)
+				_ = f.channels.Publish(ctx, evidenceChannel, msg)
+				cancel()
+			}
+		}
+	}()
+}
+
+// announce tells the fleet of a breaker transition this replica made
+// from its own evidence. It runs under the runner's lock, so the
+// message goes out from a goroutine of its own.
+func (g *Gateway) announce(provider string, t lifecycle.Transition) {
+	if g.fleet == nil || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen {
+		return
+	}
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: t.To, Step: t.Step, Reason: t.Reason})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
+	}()
+}
+
+// mayProbe reports whether this replica probes provider p now: it holds
+// (or takes) the provider's probe lease, or it is alone, or the store
+// does not answer and it must judge alone.
+func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
+	if g.fleet == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*g.fleet.timeout)
+	defer cancel()
+	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, g.fleet.probeLease)
+	return held || err != nil
+}
+
+// probeFailed tells the fleet that this replica's probe of p failed, as
+// a HalfOpen verdict. A failed probe moves no breaker (the provider
+// simply stays out), so no transition announces it; but the other
+// replicas, which do not probe, hold requests for exactly this verdict
+// (lifecycle.Engine.Adopt), and it changes no breaker of theirs.
+func (g *Gateway) probeFailed(p *provider) {
+	if g.fleet == nil {
+		return
+	}
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: p.name, To: breaker.HalfOpen, Step: -1, Reason: breaker.ReasonProbeError})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
+	}()
+}

@@ -1,0 +1,447 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"go.opentelemetry.io/otel/trace"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/evals"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/tokens"
+)
+
+// Options are the gateway's collaborators. Every field may be left zero.
+type Options struct {
+	// Logger receives one line per request. Nil means a text logger on
+	// stderr at the config's level.
+	Logger *slog.Logger
+	// Transport carries upstream calls. Nil means NewTransport().
+	Transport http.RoundTripper
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// Metrics receives the gateway's measurements. Nil means a fresh
+	// registry; a reloaded configuration shares its predecessor's, so
+	// counters carry on.
+	Metrics *metrics.Metrics
+	// TracerProvider, when set, receives a span per request and per
+	// upstream call (tracing.go). Nil means no tracing, unless the config
+	// turns it on and a Host builds one.
+	TracerProvider trace.TracerProvider
+
+	// bodies is the request-body budget, shared by a Host's
+	// configurations so a reload cannot double it. Nil: the gateway's own.
+	bodies *byteBudget
+	// idem is the idempotency state a Host's configurations share
+	// (flights in progress, stored answers). Nil: the gateway's own.
+	idem *idemShared
+}
+
+// Gateway serves the client API and the admin API for one configuration.
+type Gateway struct {
+	log       *slog.Logger
+	metrics   *metrics.Metrics
+	runner    *lifecycle.Runner
+	transport http.RoundTripper
+	now       func() time.Time
+
+	providers  map[string]*provider
+	byScope    []*provider // by admission scope index
+	models     map[string]*model
+	modelNames []string
+	defaultPri admission.Priority
+	// criticalKeys holds the SHA-256 of each declared critical client
+	// key; nil when none are declared, and then nobody is critical.
+	criticalKeys map[[sha256.Size]byte]struct{}
+	// keys are the virtual keys by the SHA-256 of the key; authRequired:
+	// a request needs one.
+	keys     map[[sha256.Size]byte]*virtualKey
+	keyNames []string      // by index in keys:
+	keyList  []*virtualKey // by index in keys:
+	// fleet is the shared store, when the config names one (fleet.go).
+	fleet        *fleet
+	authRequired bool
+	// counter counts input tokens when countTokens (budgets.go); prices
+	// are per upstream model.
+	counter *tokens.Counter
+	// spare is the counter count_tokens makes on first use when budgets
+	// did not make one (tokenCounter).
+	spareOnce   sync.Once
+	spare       *tokens.Counter
+	countTokens bool
+	// tell is which X-Sluice-* response headers answers carry
+	// (responseheaders.go).
+	tell responseHeaders
+	// tracer makes the request and upstream call spans; nil: tracing off.
+	tracer trace.Tracer
+	prices map[string]config.Price
+	ready  atomic.Bool
+
+	// evals runs the models' fallback evals (evals.go); nil when no
+	// model declares any.
+	evals *evals.Runner
+
+	// idem shares and replays requests with an Idempotency-Key
+	// (idempotency.go); nil when idempotency.enabled is false.
+	idem *idemState
+
+	// What a client may hold and for how long (config.Server).
+	maxBody      int64
+	bodies       *byteBudget
+	maxHeaders   int
+	bodyTimeout  time.Duration
+	writeTimeout time.Duration
+	streamIdle   time.Duration
+	// active counts requests in the handler, so a reload can tell when
+	// the configuration it replaced has finished its last one.
+	active  atomic.Int64
+	handler http.Handler
+	// scrapeCtx ends the pools' metric scrapers (pool.go) at Close.
+	scrapeCtx    context.Context
+	stopScraping context.CancelFunc
+}
+
+type provider struct {
+	name string
+	// counting is its count_tokens calls in flight (counttokens.go).
+	counting atomic.Int32
+	dialect  protocol.Dialect
+	baseURL  string
+	// azureVersion is an azure provider's api-version, "" for any other
+	// kind: its calls go to Azure OpenAI's deployment URLs, with its
+	// api-key header (callURL, authorize).
+	azureVersion string
+	// responses: the provider serves the Responses API (config
+	// ServesResponses); responsesWarned: its 404 to one was logged.
+	responses, responsesWarned atomic.Bool
+	key                        string // never logged
+	keyEnv                     string // the variable it came from, for the operator's logs
+	scrub                      keyScrub
+	timeout                    time.Duration
+	scope                      int // admission scope index
+	// forward lists the client headers this provider hears; headers are
+	// the operator's own, set on every call.
+	forward []string
+	headers http.Header
+	// keyHeader is the key as its header's value (authorize).
+	keyHeader []string
+	// authWarned: a refusal of the gateway's key was logged, and is not
+	// again until a call succeeds.
+	authWarned atomic.Bool
+	// replicas are a pooled provider's servers, in config order (the
+	// engine's pool indexes them); nil for a provider of one base_url.
+	replicas []replicaEndpoint
+	// probeModel is the upstream model a synthetic breaker probe asks for.
+	probeModel string
+	// probeCompletionTokens: probes ask for max_completion_tokens (the
+	// provider refused max_tokens); probeWarned: a rejected probe was
+	// logged, and is not again until one passes.
+	probeCompletionTokens, probeWarned atomic.Bool
+}
+
+type model struct {
+	name string
+	// route is how the engine routes and times the model's requests
+	// (lifecycle.FromConfig); targets are its targets as the gateway
+	// calls them.
+	route   lifecycle.Route
+	targets []target
+	// onInvalid is validation.on_invalid: what an answer that breaks
+	// its request's declared structured output does (validation.go).
+	onInvalid string
+}
+
+type target struct {
+	provider *provider
+	model    string
+	// said is the provider's and model's names as response header
+	// values, made once (responseheaders.go).
+	said struct{ provider, model []string }
+}
+
+// New builds a gateway from a validated configuration.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	sv := cfg.Server.WithDefaults()
+	g := &Gateway{
+		log:          opts.Logger,
+		transport:    opts.Transport,
+		now:          opts.Now,
+		metrics:      opts.Metrics,
+		providers:    make(map[string]*provider),
+		models:       make(map[string]*model),
+		maxBody:      cfg.MaxBodyBytes.Int64(),
+		maxHeaders:   sv.MaxHeaders,
+		bodyTimeout:  sv.BodyReadTimeout.D(),
+		writeTimeout: sv.WriteTimeout.D(),
+		streamIdle:   sv.StreamIdleTimeout.D(),
+		tell:         newResponseHeaders(cfg.ResponseHeaders),
+	}
+	if opts.TracerProvider != nil {
+		g.tracer = opts.TracerProvider.Tracer(tracerName)
+	}
+	g.bodies = opts.bodies
+	if g.bodies == nil {
+		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
+	}
+	if g.metrics == nil {
+		g.metrics = metrics.New()
+	}
+	if g.log == nil {
+		g.log = NewLogger(io.Discard, cfg.Log)
+	}
+	if g.transport == nil {
+		g.transport = NewTransport()
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	pri, ok := admission.ParsePriority(cfg.Admission.DefaultPriority)
+	if !ok {
+		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)
+	}
+	g.defaultPri = pri
+	keys, err := keyTable(cfg, pri)
+	if err != nil {
+		return nil, err
+	}
+	g.keys = keys
+	for _, k := range cfg.Keys {
+		g.keyNames = append(g.keyNames, k.Name)
+	}
+	g.keyList = make([]*virtualKey, len(cfg.Keys))
+	for _, k := range keys {
+		g.keyList[k.index-1] = k
+	}
+	g.authRequired = cfg.AuthRequired()
+	if g.countTokens = usesTokens(cfg); g.countTokens {
+		g.counter = tokens.NewCounter(0)
+		g.prices = cfg.Prices
+	}
+	if keys := cfg.CriticalKeys(); keys != nil {
+		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
+		for _, k := range keys {
+			g.criticalKeys[sha256.Sum256([]byte(k))] = struct{}{}
+		}
+	}
+
+	scopeNames := make([]string, len(cfg.Providers))
+	for i := range cfg.Providers {
+		pc := &cfg.Providers[i]
+		d, ok := protocol.ParseDialect(pc.Kind)
+		if !ok {
+			return nil, fmt.Errorf("providers[%d].kind: unknown kind %q", i, pc.Kind)
+		}
+		p := &provider{
+			name:    pc.Name,
+			dialect: d,
+			baseURL: strings.TrimSuffix(pc.BaseURL, "/"),
+			key:     pc.APIKey(),
+			keyEnv:  pc.APIKeyEnv,
+			timeout: pc.Timeout.D(),
+			scope:   i,
+			forward: forwardList(d, pc.ForwardHeaders),
+			headers: http.Header{},
+		}
+		if pc.Kind == config.KindAzure {
+			p.azureVersion = pc.APIVersion
+		}
+		if p.key != "" {
+			p.keyHeader = []string{p.keyHeaderValue(p.key)}
+		}
+		p.responses.Store(pc.ServesResponses())
+		secrets := []string{p.key}
+		for k, v := range pc.Headers {
+			p.headers.Set(k, v)
+			if config.IsCredentialHeader(k) {
+				secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
+			}
+		}
+		p.scrub = newKeyScrub(secrets...)
+		for _, r := range pc.Replicas {
+			p.replicas = append(p.replicas, replicaEndpoint{name: r.Name, baseURL: strings.TrimSuffix(r.BaseURL, "/"), metricsURL: r.MetricsURL})
+		}
+		if b := pc.Breaker; b != nil {
+			p.probeModel = b.ProbeModel
+		}
+		g.providers[pc.Name] = p
+		g.byScope = append(g.byScope, p)
+		scopeNames[i] = pc.Name
+	}
+	ec, err := lifecycle.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, mc := range cfg.Models {
+		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
+		for j, s := range m.route.Targets {
+			p := g.byScope[s]
+			t := target{provider: p, model: m.route.Models[j]}
+			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
+			m.targets = append(m.targets, t)
+			if p.probeModel == "" {
+				p.probeModel = m.route.Models[j] // the first target that names it
+			}
+		}
+		g.models[mc.Name] = m
+		g.modelNames = append(g.modelNames, mc.Name)
+	}
+	sort.Strings(g.modelNames)
+	// Replicas must not jitter their Retry-After (or retry backoff) in
+	// step, so each process seeds its own.
+	ec.Seed = rand.Uint64()
+	if cfg.Store != "" {
+		if g.fleet, err = newFleet(cfg, g.log); err != nil {
+			return nil, err
+		}
+		ec.Replicas = g.fleet.members.Live
+		ec.Budgets.SharedKeys = true
+	}
+	g.setUpIdempotency(cfg, opts.idem)
+	g.runner = lifecycle.NewRunner(ec, g.now)
+	g.runner.OnTransition(func(t lifecycle.Transition) {
+		if t.Replica > 0 {
+			// A replica's own breaker: logged and counted under the
+			// replica's name; a fleet shares provider breakers only.
+			g.breakerTransition(g.byScope[t.Scope].replicas[t.Replica-1].name, t)
+			return
+		}
+		g.breakerTransition(scopeNames[t.Scope], t)
+		g.announce(scopeNames[t.Scope], t)
+	})
+	g.runner.SetProber(g.probe)
+	if err := g.startEvals(cfg); err != nil {
+		g.runner.Close()
+		return nil, err
+	}
+	// The factor the configuration was time-scaled by (config.Scaled),
+	// for sluice load to check its own --time-scale against.
+	g.metrics.TimeScale.Set(cfg.TimeFactor())
+	g.metrics.SetSources(metrics.Sources{
+		Admission: g.runner,
+		Scopes:    scopeNames,
+		Breakers:  g.runner.BreakerStats,
+		Refused: func() metrics.Refusals {
+			s := g.runner.SecondStats()
+			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
+		},
+		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
+		Quotas:    g.quotas,
+	})
+	if g.fleet != nil {
+		g.metrics.SetFleet(g.fleetState)
+		g.follow()
+	}
+	g.scrapeCtx, g.stopScraping = context.WithCancel(context.Background())
+	g.startScrapers(cfg)
+	g.ready.Store(true)
+	g.handler = g.Handler()
+	return g, nil
+}
+
+// NewTransport returns the upstream transport: generous idle pools, since
+// every request to one provider goes to one host, and no transparent
+// compression, so streams reach the relay as the provider sent them.
+//
+// An HTTP/1.1 connection keeps its read and write buffers for its whole
+// life, which for a stream is the stream's, so they are smaller than
+// net/http's 4 KiB each: the relay reads an answer in 2 KiB pieces
+// anyway (relayBufPool), and a larger read (a whole answer) bypasses
+// the buffer; a request is written in upstreamWriteBuffer pieces, one
+// write(2) for the headers and a body up to about 1.5 KiB. Together they
+// save about 5 KiB per stream in flight.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		ReadBufferSize:        upstreamReadBuffer,
+		WriteBufferSize:       upstreamWriteBuffer,
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// The upstream connections' buffer sizes (NewTransport).
+const (
+	upstreamReadBuffer  = 2 << 10
+	upstreamWriteBuffer = 2 << 10
+)
+
+// NewLogger builds the request logger from the log config.
+func NewLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// Metrics exposes the gateway's collectors.
+func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
+
+// Runner exposes the lifecycle runner, for tests and the admin API.
+func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
+
+// Close stops the gateway's timers.
+func (g *Gateway) Close() {
+	if g.evals != nil {
+		g.evals.Close()
+	}
+	g.stopScraping()
+	g.runner.Close()
+	if g.fleet != nil {
+		g.fleet.close()
+	}
+}
+
+// SetReady flips /readyz, e.g. to drain before shutdown.
+func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }
+
+// breakerTransition logs a breaker's state change once, with the numbers
+// that caused it, and counts it.
+func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
+	level := slog.LevelInfo
+	if t.To == breaker.Open {
+		level = slog.LevelWarn
+	}
+	g.log.LogAttrs(context.Background(), level, "breaker",
+		slog.String("provider", provider),
+		slog.String("from", t.From.String()),
+		slog.String("to", t.To.String()),
+		slog.String("reason", string(t.Reason)),
+		slog.Float64("weight", t.Weight),
+		slog.Int("calls", t.Calls),
+		slog.Float64("error_rate", t.ErrorRate),
+		slog.Float64("slow_rate", t.SlowRate))
+	g.metrics.BreakerTransitions.WithLabelValues(provider, t.To.String(), string(t.Reason)).Inc()
+}
+
+// BodyBytesHeld is how many bytes of request bodies the gateway holds
+// now, out of server.max_body_bytes_in_flight.
+func (g *Gateway) BodyBytesHeld() int64 { return g.bodies.used.Load() }
+
+// ReadingBodies is how many requests are reading their bodies now.
+func (g *Gateway) ReadingBodies() int64 { return g.bodies.reading.Load() }

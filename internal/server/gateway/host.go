@@ -1,0 +1,316 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/server/dashboard"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+)
+
+// Host runs a gateway's listeners and the configuration they serve. It
+// owns what outlives one configuration (the listeners and their limits,
+// the metrics, the log) and swaps configurations on Reload without
+// dropping or disturbing a request: requests in flight finish on the
+// configuration they started on, new ones start on the new one, and the
+// old one is closed once its last request has ended.
+//
+// A reload starts the new configuration with fresh state: breaker
+// windows, adaptive limits and budgets begin again from its settings.
+// While the replaced configuration finishes its requests, the two run
+// side by side, so for those seconds the concurrency limits hold per
+// configuration, not in sum; the request-body budget is shared and holds
+// in sum. The listen addresses and the server: limits are the first
+// configuration's until a restart.
+type Host struct {
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	opts    Options
+	server  config.Server
+	cur     atomic.Pointer[Gateway]
+	ready   atomic.Bool
+
+	// base is every request's parent context; Shutdown cancels it, with
+	// ErrShutdown, when in-flight work has had its grace.
+	base   context.Context
+	cancel context.CancelCauseFunc
+
+	// tracing is the config's tracing, which changes only at a restart;
+	// stopTracing flushes and ends the tracer provider the host built.
+	tracing     config.Tracing
+	stopTracing func(context.Context) error
+	// dash samples the metrics for the dashboard while the host serves
+	// (admin.go); token guards the admin routes, "" for none.
+	dash     *dashboard.Recorder
+	dashStop context.CancelFunc // under mu; nil until Serve
+	token    string
+
+	mu      sync.Mutex // serialises Reload and Shutdown
+	servers []*http.Server
+	drains  sync.WaitGroup // replaced configurations still finishing
+}
+
+// NewHost builds the first configuration's gateway.
+func NewHost(cfg *config.Config, opts Options) (*Host, error) {
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	if opts.Logger == nil {
+		opts.Logger = NewLogger(os.Stderr, cfg.Log)
+	}
+	// One transport for every configuration the host serves: a reload
+	// keeps the upstream connections warm, and the configuration it
+	// replaces leaves no idle ones behind to linger until their timeout.
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	server := cfg.Server.WithDefaults()
+	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
+	opts.idem = newIdemShared()
+	var stopTracing func(context.Context) error
+	if opts.TracerProvider == nil && cfg.Tracing.On() {
+		tp, err := NewTracerProvider(cfg.Tracing)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		opts.TracerProvider, stopTracing = tp, tp.Shutdown
+	}
+	g, err := New(cfg, opts)
+	if err != nil {
+		if stopTracing != nil {
+			stopTracing(context.Background())
+		}
+		return nil, err
+	}
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
+		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken()}
+	h.dash.SetBudgets(dashboardBudgets(cfg))
+	h.base, h.cancel = context.WithCancelCause(context.Background())
+	h.cur.Store(g)
+	h.ready.Store(true)
+	return h, nil
+}
+
+// Gateway is the configuration serving new requests.
+func (h *Host) Gateway() *Gateway { return h.cur.Load() }
+
+// ServeHTTP hands a request to the current configuration, counted in it
+// so a reload can tell when the one it replaced is done.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for {
+		g := h.cur.Load()
+		g.active.Add(1)
+		if h.cur.Load() != g {
+			g.active.Add(-1) // replaced just now: take the new one
+			continue
+		}
+		defer g.active.Add(-1)
+		g.handler.ServeHTTP(w, r)
+		return
+	}
+}
+
+// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals, the
+// dashboard (/dashboard/, admin.go) and the runtime profiles
+// (/debug/pprof/, pprof.go), all but the probes behind admin.token_env's
+// token when one is set.
+func (h *Host) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/dashboard/", dashboard.Handler("/dashboard/", h.dash))
+	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusFound))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", serveOK)
+	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
+	mountProfiles(mux)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !h.ready.Load() {
+			http.Error(w, "draining\n", http.StatusServiceUnavailable)
+			return
+		}
+		serveOK(w, r)
+	})
+	return guardAdmin(h.token, mux)
+}
+
+// Serve serves the client API on client and the admin API on admin until
+// Shutdown. The client listener takes at most server.max_connections
+// connections at once; past that, new ones wait in the kernel's accept
+// queue rather than cost the process memory. It returns the first
+// listener's error other than a shutdown.
+func (h *Host) Serve(client, admin net.Listener) error {
+	errLog := slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
+	newServer := func(handler http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: h.server.ReadHeaderTimeout.D(),
+			IdleTimeout:       h.server.IdleTimeout.D(),
+			MaxHeaderBytes:    int(h.server.MaxHeaderBytes),
+			BaseContext:       func(net.Listener) context.Context { return h.base },
+			ErrorLog:          errLog,
+		}
+	}
+	h.mu.Lock()
+	h.startDashboard()
+	api, adm := newServer(h), newServer(h.AdminHandler())
+	h.servers = []*http.Server{api, adm}
+	h.mu.Unlock()
+	errc := make(chan error, 2)
+	go func() { errc <- api.Serve(LimitListener(client, h.server.MaxConnections)) }()
+	go func() { errc <- adm.Serve(admin) }()
+	for range 2 {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reload starts serving cfg. On an error (a provider key that is not
+// set, a configuration the gateway cannot build) nothing changes. cfg's
+// listen addresses and server: limits take effect only at a restart; a
+// change to them is logged.
+func (h *Host) Reload(cfg *config.Config) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := cfg.CheckEnv(); err != nil {
+		h.metrics.Reloads.WithLabelValues("refused").Inc()
+		return err
+	}
+	if cfg.Server.WithDefaults() != h.server {
+		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
+	}
+	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
+		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
+	}
+	running := *cfg
+	running.Server = h.server
+	g, err := New(&running, h.opts)
+	if err != nil {
+		h.metrics.Reloads.WithLabelValues("refused").Inc()
+		return err
+	}
+	old := h.cur.Swap(g)
+	h.dash.SetBudgets(dashboardBudgets(&running))
+	h.metrics.Reloads.WithLabelValues("ok").Inc()
+	h.drains.Add(1)
+	go func() {
+		defer h.drains.Done()
+		for old.active.Load() > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		old.Close()
+	}()
+	return nil
+}
+
+// Shutdown drains the gateway: /readyz fails at once; after drainDelay,
+// so load balancers stop sending, the listeners close; requests in
+// flight get until ctx ends to finish, and then every request still
+// running ends (a 503/529, or an error event mid-stream: ErrShutdown).
+func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
+	h.ready.Store(false)
+	if drainDelay > 0 {
+		select {
+		case <-time.After(drainDelay):
+		case <-ctx.Done():
+		}
+	}
+	h.mu.Lock()
+	servers, stopDash := h.servers, h.dashStop
+	h.mu.Unlock()
+	done := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { done <- s.Shutdown(ctx) }()
+	}
+	var err error
+	for range servers {
+		if e := <-done; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		// Out of grace: the requests left end now, told why, and the
+		// connections close once they have.
+		h.cancel(ErrShutdown)
+		last, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		for _, s := range servers {
+			s.Shutdown(last)
+			s.Close()
+		}
+	}
+	h.drains.Wait()
+	h.cur.Load().Close()
+	if stopDash != nil {
+		stopDash()
+	}
+	if h.stopTracing != nil {
+		// The spans still batched go out, within what is left of the
+		// grace.
+		last, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		if e := h.stopTracing(last); e != nil {
+			h.log.Warn("tracing: spans not flushed at shutdown", "err", e)
+		}
+	}
+	return err
+}
+
+// LimitListener returns a listener that holds at most n connections open
+// at once: Accept waits for one to close first. n <= 0 means no limit.
+func LimitListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return l
+	}
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), closed: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

@@ -1,0 +1,419 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/idempotency"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// serveInference carries one inference request along the path described
+// in the package comment.
+func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
+	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+	r = g.traceRequest(r, x)
+	defer g.finish(x)
+	defer func() {
+		// The admission permit is released by its own defer before this
+		// runs; here the panic only has to become one well-formed 500.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			g.log.Error("handler panic", "panic", fmt.Sprint(v), "endpoint", ep.Name)
+			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+		}
+	}()
+	g.serve(w, r, x)
+	if x.abort {
+		// After the deferred releases and the log line: the client must
+		// see a broken response, not a short one that looks whole.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// bodyFailed answers a request whose body could not be read.
+func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange, err error) {
+	// The rest of the body is not wanted: the connection closes after
+	// the answer, rather than the server waiting to read it first.
+	w.Header().Set("Connection", "close")
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
+			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
+	case errors.Is(err, errBodyBudget):
+		g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
+			"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
+	case errors.Is(err, errBodyTimeout):
+		g.fail(w, x, protocol.RequestTimeout, outcomeClientError, "body_timeout",
+			fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
+	case r.Context().Err() != nil:
+		g.clientGone(w, r, x)
+	default:
+		// The error text would name socket addresses; the client
+		// knows its own connection broke.
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read",
+			"the request body could not be read: the connection broke or the chunked encoding was malformed", 0)
+	}
+}
+
+// readRequest reads a request's body and finds the model it names,
+// which the caller's key must be allowed; otherwise it answers, and ok is
+// false. The caller gives held back to the body budget when the request
+// is done with its body, whatever ok is.
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held int64, ok bool) {
+	raw, held, err := g.readBody(w, r)
+	if err != nil {
+		g.bodyFailed(w, r, x, err)
+		return nil, nil, nil, held, false
+	}
+	m, body, ok = g.modelOf(w, x, raw)
+	return m, body, raw, held, ok
+}
+
+// modelOf parses a request body and finds the model it names, which the
+// caller's key must be allowed; otherwise it answers, and ok is false.
+func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
+	body, err := protocol.ParseBody(raw)
+	if err != nil {
+		param := ""
+		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
+			param = pe.Param
+		}
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), param, 0)
+		return nil, nil, false
+	}
+	x.stream = body.Stream
+	m, ok = g.models[body.Model]
+	if !ok {
+		x.model = "unknown"
+		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
+			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
+		return nil, nil, false
+	}
+	x.model, x.requested = m.name, m.name
+	return m, body, g.mayUse(w, x, m.name)
+}
+
+// serve is serveInference's path, once a request is on record.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
+	ep := x.endpoint
+	d := ep.Dialect
+	if n := countFields(r.Header); n > g.maxHeaders {
+		g.fail(w, x, protocol.HeadersTooLarge, outcomeClientError, "too_many_headers",
+			fmt.Sprintf("the request has %d header fields; the gateway takes at most %d (server.max_headers)", n, g.maxHeaders), 0)
+		return
+	}
+
+	if !g.authenticate(w, r, x) {
+		return
+	}
+	if err := g.classify(r, x); err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
+		return
+	}
+	clientTimeout, err := clientDeadline(r.Header)
+	if err != nil {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_timeout", err.Error(), 0)
+		return
+	}
+
+	// Shed from the headers alone when the global limit and the queue
+	// have no room for this class: no body read, no upstream socket.
+	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idemAnswered(r, x) {
+		g.shed(w, x, rej)
+		return
+	}
+
+	m, body, raw, held, ok := g.readRequest(w, r, x)
+	defer g.bodies.give(held)
+	if !ok {
+		return
+	}
+	// A model's targets of the other API are served by translating
+	// (translate.go), which only chat requests can be.
+	if ep.IsResponses() {
+		if m, ok = g.responsesTargets(w, x, m); !ok {
+			return
+		}
+	}
+	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
+			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
+		return
+	}
+	// With an Idempotency-Key, the request may share another's
+	// generation or stored answer instead (idempotency.go); without
+	// one, this is a map lookup.
+	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
+		timeout := m.route.Timeout
+		if clientTimeout > 0 {
+			timeout = min(timeout, clientTimeout)
+		}
+		g.serveIdempotent(w, r, x, vv, raw, timeout, func(w http.ResponseWriter, r *http.Request) {
+			g.generate(w, r, x, m, body, clientTimeout)
+		})
+		return
+	}
+	g.generate(w, r, x, m, body, clientTimeout)
+}
+
+// generate is serve's path once the request is known: admission, the
+// upstream calls and the relay, into w with r's context: the client's,
+// or, for an idempotent request's leader, its flight's.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
+	ep := x.endpoint
+	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
+	req.MaxOutput = body.MaxTokens
+	if !ep.Streams {
+		req.MaxOutput = lifecycle.NoOutput // embeddings generate no tokens
+	}
+	if x.key != nil {
+		req.Key = x.key.index
+	}
+	out := &outgoing{body: body, client: ep.Dialect}
+	if ep.IsResponses() {
+		// degrade's cap, on a body without one, goes in its own field.
+		out.edit.MaxTokensField = "max_output_tokens"
+	}
+	// (The Responses API reports usage on its own, and has no
+	// include_usage.)
+	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
+		// Ask for the stream's usage, to settle the key's budget with the
+		// provider's count; the client, which did not ask, does not see it.
+		out.edit.IncludeUsage, x.injectedUsage = true, true
+	}
+	if g.countTokens {
+		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
+		x.inputTokens = req.InputTokens
+	}
+	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && x.priority == admission.Background &&
+		(g.runner.ShouldDegrade(req, *d) || g.sharedLow(x, d.BudgetBelow)) {
+		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
+		x.inputTokens = req.InputTokens
+	}
+	// Structured output is compiled once, before any upstream call
+	// (validation.go); a request that declares none costs two checks.
+	if !g.contractOf(w, r, x, m, body, out, req.Deadline) {
+		return
+	}
+	m, req, ok := g.crossDialect(w, x, m, req, out)
+	if !ok {
+		return
+	}
+	x.cross = out.cross
+	if g.shares(x) {
+		if !g.takeShared(w, x, req) {
+			return
+		}
+		defer func() { g.settleShared(x, req, x.admitted) }()
+	}
+	deadline := req.Deadline
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+
+	call, err := g.runner.Acquire(ctx, req)
+	g.setRateHeaders(w.Header(), x)
+	if err != nil {
+		var rej *admission.Rejection
+		switch {
+		case errors.As(err, &rej) && (rej.Reason == admission.ReasonKeyBudget || rej.Reason == admission.ReasonLaneBudget):
+			g.budgetRefused(w, x, rej)
+		case errors.As(err, &rej) && rej.Reason == admission.ReasonDeadline:
+			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
+		case errors.As(err, &rej):
+			g.shed(w, x, rej)
+		case r.Context().Err() != nil:
+			g.clientGone(w, r, x)
+		default:
+			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
+		}
+		return
+	}
+	// Whatever path ends this request, its slot is released exactly once;
+	// forward reports the real outcomes first, and these are then no-ops.
+	// The hedge is ended too (a panic mid-race would otherwise leave the
+	// request waiting for it, its slot held).
+	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	defer call.FinishSecond(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+	x.admitted = true
+	x.waited = call.Waited
+	t := m.targets[call.Target]
+	x.provider, x.upstreamModel = t.provider.name, t.model
+	if call.Target > 0 {
+		g.metrics.Failovers.WithLabelValues(m.name, t.provider.name).Inc()
+	}
+	if x.waited > 0 {
+		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
+	}
+
+	g.forward(call, w, r, x, m, ep, out, deadline)
+}
+
+// classify sets the request's priority from X-Sluice-Priority and the
+// client's key. Priority is earned, not claimed: only a declared critical
+// key (admission.critical_keys_env) is critical, and is so unless its
+// header asks for less; anyone else asking for critical is served as
+// interactive. With no keys declared, nobody is critical. The header can
+// lower a request's class, never raise it past what its key allows.
+func (g *Gateway) classify(r *http.Request, x *exchange) error {
+	h := r.Header.Get("X-Sluice-Priority")
+	if h != "" {
+		pri, ok := admission.ParsePriority(strings.ToLower(h))
+		if !ok {
+			return fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
+		}
+		x.priority = pri
+	}
+	if x.key != nil {
+		// A key's class is its ceiling: the header can only lower it.
+		if h == "" || x.priority < x.key.priority {
+			x.downgraded = h != "" && x.priority < x.key.priority
+			x.priority = x.key.priority
+		}
+		return nil
+	}
+	declared := false
+	if g.criticalKeys != nil {
+		_, declared = g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
+	}
+	switch {
+	case declared && h == "":
+		x.priority = admission.Critical
+	case !declared && x.priority == admission.Critical:
+		x.priority, x.downgraded = admission.Interactive, true
+	}
+	return nil
+}
+
+// clientKey is the credential the client sent (which never goes
+// upstream): a bearer token, or an x-api-key / api-key header.
+func clientKey(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return r.Header.Get("Api-Key")
+}
+
+// clientDeadline is how long the client will wait for this attempt, when
+// it says: X-Sluice-Timeout, or else X-Stainless-Timeout, the per-attempt
+// timeout in seconds that the official OpenAI and Anthropic SDKs send.
+// Zero: it did not say. Knowing it, Sluice stops waiting on an answer
+// that cannot come in time (lifecycle's answering early), and the
+// request's own deadline is never longer than the route's timeout, so a
+// client can only shorten its own wait, never anyone else's.
+func clientDeadline(h http.Header) (time.Duration, error) {
+	if v := h.Get("X-Sluice-Timeout"); v != "" {
+		return parseTimeout("X-Sluice-Timeout", v)
+	}
+	if v := h.Get("X-Stainless-Timeout"); v != "" {
+		return parseTimeout("X-Stainless-Timeout", v)
+	}
+	return 0, nil
+}
+
+// parseTimeout reads a timeout header: a Go duration ("2.5s", "800ms")
+// or a number of seconds.
+func parseTimeout(name, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > maxClientTimeout.Seconds() {
+			return 0, fmt.Errorf("%s: %q is not a duration; write e.g. 30s or 1500ms", name, v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s: %q must be positive", name, v)
+	}
+	return d, nil
+}
+
+// maxClientTimeout bounds a timeout header's seconds before they are
+// converted, so that a huge number cannot overflow into a negative
+// duration. The route's timeout caps the deadline anyway.
+const maxClientTimeout = 24 * time.Hour
+
+// shed answers a refusal from admission: 503 (OpenAI) or 529 (Anthropic)
+// with the dialect's overloaded_error and an estimated Retry-After.
+func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	switch rej.Reason {
+	case admission.ReasonUnavailable:
+		msg = fmt.Sprintf("no provider for model %q is taking calls now (%s: breakers open, a provider asked for a pause, or its per-minute budget is spent); retry after %s", x.model, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	case admission.ReasonTooSlow:
+		msg = fmt.Sprintf("provider %s is out of rotation and too slow to answer before this request's deadline, and no other target can take it (%s); retry after %s", x.provider, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
+	}
+	if rej.Futile {
+		// Most of this class is being refused: a retry would more likely
+		// be refused than served (admission.fail_fast). The
+		// OpenAI and Anthropic SDKs read this header before the status.
+		w.Header().Set("X-Should-Retry", "false")
+		msg += "; most " + rej.Priority.String() + " requests are being refused, so a retry is unlikely to be served: do not retry at once"
+	}
+	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
+}
+
+// fail is the one place an error answer is written and recorded.
+func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
+	g.failParam(w, x, k, outcome, reason, msg, "", retryAfter)
+}
+
+// failParam is fail for an error that request parameter param caused,
+// which an OpenAI-shaped answer names in its "param" field.
+func (g *Gateway) failParam(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg, param string, retryAfter time.Duration) {
+	x.outcome, x.reason = outcome, reason
+	if x.wroteHeader {
+		return // a stream already started; relay wrote its own error event
+	}
+	x.wroteHeader = true
+	x.status = x.endpoint.Dialect.Status(k)
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout))
+	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
+}
+
+// ErrShutdown is the cause of every request's context once a shutdown
+// stops waiting for in-flight work (Host.Shutdown).
+var ErrShutdown = errors.New("gateway: shutting down")
+
+// clientGone records a request whose client left, or stopped reading
+// until a write timed out; nobody is left to answer. A request ended by
+// shutdown is told so instead: a 503/529, or an error event mid-stream.
+func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange) {
+	if errors.Is(context.Cause(r.Context()), ErrShutdown) {
+		msg := "Sluice is shutting down; retry the request"
+		switch {
+		case !x.wroteHeader:
+			g.fail(w, x, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
+		case x.stream:
+			g.clientWriter(w, x).write(x.endpoint.Dialect.StreamErrorEvent(protocol.Overloaded, msg))
+		default:
+			x.abort = true
+		}
+		x.outcome, x.reason = outcomeCancelled, "shutdown"
+		return
+	}
+	x.outcome, x.reason = outcomeCancelled, "client_disconnected"
+	if x.stalled {
+		x.reason = "client_stalled" // connected, but a write timed out
+	}
+	if !x.wroteHeader {
+		x.status = 499
+	}
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// virtualKey is a configured key as the gateway matches it: by the
+// SHA-256 of what the client sent, so the key itself is never held.
+type virtualKey struct {
+	index    int // lifecycle.Request.Key: 1-based position in keys:
+	name     string
+	tenant   string
+	priority admission.Priority
+	// models the key may use; nil: any.
+	models     map[string]bool
+	mayDegrade bool
+	// limits are the key's per-minute budgets (none: zero).
+	limits quota.Limits
+}
+
+// keyTable builds the virtual keys from the config.
+func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Size]byte]*virtualKey, error) {
+	if len(cfg.Keys) == 0 {
+		return nil, nil
+	}
+	keys := make(map[[sha256.Size]byte]*virtualKey, len(cfg.Keys))
+	for i := range cfg.Keys {
+		kc := &cfg.Keys[i]
+		var h [sha256.Size]byte
+		if n, err := hex.Decode(h[:], []byte(kc.SHA256)); err != nil || n != sha256.Size {
+			return nil, fmt.Errorf("keys[%d].sha256: not a SHA-256 in hex", i)
+		}
+		k := &virtualKey{index: i + 1, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
+		if kc.Limits.Any() {
+			k.limits = lifecycle.Limits(kc.Limits)
+		}
+		if kc.Priority != "" {
+			p, ok := admission.ParsePriority(kc.Priority)
+			if !ok {
+				return nil, fmt.Errorf("keys[%d].priority: unknown class %q", i, kc.Priority)
+			}
+			k.priority = p
+		}
+		if len(kc.Models) > 0 {
+			k.models = make(map[string]bool, len(kc.Models))
+			for _, m := range kc.Models {
+				k.models[m] = true
+			}
+		}
+		keys[h] = k
+	}
+	return keys, nil
+}
+
+// authenticate finds the client's virtual key. With auth required, a
+// request without a known key gets 401 in its API's shape, and false.
+func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
+	if g.keys != nil {
+		if k := clientKey(r); k != "" {
+			x.key = g.keys[sha256.Sum256([]byte(k))]
+		}
+	}
+	if x.key != nil || !g.authRequired {
+		return true
+	}
+	msg := "this gateway needs a key: send it as Authorization: Bearer KEY"
+	if x.endpoint.Dialect == protocol.Anthropic {
+		msg = "this gateway needs a key: send it as x-api-key: KEY"
+	}
+	reason := "missing_key"
+	if clientKey(r) != "" {
+		msg, reason = "the key is not one this gateway knows; check it, or ask for a new one", "unknown_key"
+	}
+	g.fail(w, x, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
+	return false
+}
+
+// mayUse reports whether the request's key may use model, answering 403
+// in its API's shape when not.
+func (g *Gateway) mayUse(w http.ResponseWriter, x *exchange, model string) bool {
+	if x.key == nil || x.key.models == nil || x.key.models[model] {
+		return true
+	}
+	names := make([]string, 0, len(x.key.models))
+	for m := range x.key.models {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	g.fail(w, x, protocol.Forbidden, outcomeClientError, "model_not_allowed",
+		fmt.Sprintf("key %s may not use model %q; it may use %s", x.key.name, model, strings.Join(names, ", ")), 0)
+	return false
+}

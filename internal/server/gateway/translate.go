@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/wire/contract"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
+)
+
+// Cross-dialect serving. A model's targets may speak either API; a
+// client on /v1/chat/completions can be served by an Anthropic-kind
+// provider, and one on /v1/messages by an OpenAI-kind one, so a failover
+// chain may mix them and its clients see one schema throughout.
+//
+//   - The request is translated once, after the gateway's own edits
+//     (degrade's max_tokens and trimmed history, the injected
+//     include_usage), with the model name left as the client's; each call
+//     to a translated target then rewrites only its model, as for any
+//     target (outgoing.reader). It goes to the provider's own path
+//     (/messages or /chat/completions) with the provider's own headers
+//     (authorize, forwardList), which already follow the provider's kind.
+//   - A request that cannot be translated (translate.Error) is not
+//     routed to any target of the other kind: those targets are dropped
+//     from this request's route, as if not routable. If none is left it
+//     is answered 400 in the client's dialect, naming the parameter.
+//     Why skip rather than refuse: the point of a mixed chain is that a
+//     same-kind target serves whatever it can, and a request the backup
+//     could never take should not lose the primary too.
+//   - Answers come back translated: a whole 2xx answer with
+//     translate.Response (an answer that cannot be put in the client's
+//     dialect is the provider's failure, 502), an error answer with
+//     translate.ErrorBody after the gateway's own status policy (the
+//     provider-401 rule, the bounded Retry-After) has been applied, and a
+//     stream event by event (relayTranslated).
+//   - Parameters in defaultDrop are removed rather than refused, and
+//     named in X-Sluice-Dropped. Anthropic's required max_tokens, when
+//     an OpenAI client sets none, is the model's default_max_tokens, or
+//     translate.DefaultMaxTokens.
+//
+// Only chat_completions and messages translate; a legacy completion or an
+// embedding is never sent to the other kind.
+
+// defaultDrop is what translation may remove instead of refusing:
+// cache_control, the prompt-caching breakpoints Anthropic clients mark,
+// which ask for a cheaper price and not a different answer.
+var defaultDrop = []string{"cache_control"}
+
+// maxTranslatedBody bounds a whole 2xx answer that is translated, which
+// must be held whole.
+const maxTranslatedBody = 4 << 20
+
+// crossRequest is a request's body in the other dialect.
+type crossRequest struct {
+	body *protocol.Body // model still the client's
+	// includeUsage: the client (not the gateway) asked for a usage chunk.
+	includeUsage bool
+	dropped      string // comma-separated, for X-Sluice-Dropped
+}
+
+// translates reports whether endpoint ep's requests can be translated.
+func translates(ep protocol.Endpoint) bool {
+	return ep.Name == "chat_completions" || ep.Name == "messages"
+}
+
+// chatPath is the upstream path (below the provider's base URL) of a
+// chat request to a provider of dialect d.
+func chatPath(d protocol.Dialect) string {
+	if d == protocol.Anthropic {
+		return "/messages"
+	}
+	return "/chat/completions"
+}
+
+func other(d protocol.Dialect) protocol.Dialect {
+	if d == protocol.Anthropic {
+		return protocol.OpenAI
+	}
+	return protocol.Anthropic
+}
+
+// crossDialect prepares a request for the targets of its model that
+// speak the other API: it translates the body into out.cross, or, when
+// the request cannot be translated, returns the model and request with
+// those targets left out. ok false: none was left, and the client has
+// its 400. A model whose targets all speak the client's API costs
+// nothing here.
+func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing) (*model, lifecycle.Request, bool) {
+	d := x.endpoint.Dialect
+	mixed := false
+	for _, t := range m.targets {
+		mixed = mixed || t.provider.dialect != d
+	}
+	if !mixed {
+		return m, req, true
+	}
+	why := fmt.Sprintf("%s requests are not translated to another API", x.endpoint.Path)
+	param := "" // the parameter at fault, when one is
+	if translates(x.endpoint) {
+		e := out.edit
+		e.Model = out.body.Model // each call sets its target's
+		raw, _ := io.ReadAll(out.body.Reader(e))
+		tr, err := translate.Request(d, other(d), raw, translate.Options{Drop: defaultDrop, DefaultMaxTokens: m.route.DefaultOutput})
+		var body *protocol.Body
+		if err == nil {
+			body, err = protocol.ParseBody(tr.Body)
+		}
+		if err == nil {
+			out.cross = &crossRequest{body: body, includeUsage: tr.IncludeUsage && !x.injectedUsage, dropped: strings.Join(tr.Dropped, ",")}
+			return m, req, true
+		}
+		var te *translate.Error
+		if !errors.As(err, &te) {
+			// The translator's own output did not parse: a gateway bug,
+			// never the client's; the other kind's targets are not used.
+			g.log.Error("translated request body does not parse", "error", err.Error(), "model", m.name)
+			why = "the request could not be translated: " + err.Error()
+		} else {
+			why = fmt.Sprintf("parameter %s (at %s) cannot be translated: %s", te.Param, te.Path, te.Reason)
+			param = te.Path
+		}
+	}
+	kept := m.keep(func(t target) bool { return t.provider.dialect == d })
+	if len(kept.targets) == 0 {
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
+			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), param, 0)
+		return m, req, false
+	}
+	req.Targets, req.Models = kept.route.Targets, kept.route.Models
+	return kept, req, true
+}
+
+// crossed reports whether attempt a's provider speaks another API than
+// the client.
+func crossed(x *exchange, a *attempt) bool { return a.t.provider.dialect != x.endpoint.Dialect }
+
+// translateWhole reads the rest of a whole 2xx answer whose head is in
+// data and puts it in the client's dialect. false: the client has its 502
+// (or the request ended as the client's).
+func (g *Gateway) translateWhole(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, data []byte) ([]byte, bool) {
+	p := a.t.provider
+	if len(data) > wholeBodyLimit {
+		rest, err := io.ReadAll(io.LimitReader(a.resp.Body, maxTranslatedBody+1-int64(len(data))))
+		x.upstreamDur = g.now().Sub(x.upstreamStart)
+		if err != nil {
+			g.upstreamFailed(w, r, x, ctx, err)
+			return nil, false
+		}
+		data = append(data, rest...)
+		if len(data) > maxTranslatedBody {
+			g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_too_large",
+				fmt.Sprintf("provider %s sent an answer over %d bytes, too large to translate", p.name, maxTranslatedBody), 0)
+			return nil, false
+		}
+	}
+	out, err := translate.Response(p.dialect, x.endpoint.Dialect, data, g.now().Unix())
+	if err != nil {
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
+			fmt.Sprintf("provider %s sent an answer that cannot be translated to the %s API", p.name, x.endpoint.Dialect), 0)
+		return nil, false
+	}
+	return out, true
+}
+
+// errUntranslatableEvent: a stream event the translator refused.
+var errUntranslatableEvent = errors.New("gateway: untranslatable event")
+
+// relayTranslated is relayStream for a provider of the other API: the
+// upstream stream is cut into whole events (translate.ParseEvents), each
+// translated (translate.Stream) and sent at once. The usage for budgets
+// is read from the upstream bytes, in the provider's dialect; the
+// stream check watches what goes out, in the client's, so a translator
+// slip is caught like a provider's. Events go out whole, so a failure
+// ends the stream with an error event in the client's dialect.
+func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
+	resp, p := a.resp, a.t.provider
+	defer resp.Body.Close()
+	bp := a.buf
+	a.buf = nil
+	defer relayBufPool.Put(bp)
+	buf := *bp
+	pending := append(make([]byte, 0, 2*len(buf)), buf[:a.first]...)
+	var usage protocol.StreamUsage
+	usage.Write(pending)
+	includeUsage := x.cross != nil && x.cross.includeUsage
+	tr := translate.NewStream(p.dialect, x.endpoint.Dialect, translate.StreamConfig{IncludeUsage: includeUsage, Created: g.now().Unix()})
+	check := protocol.NewStreamCheck(x.endpoint.Dialect)
+	var answer *contract.Collector
+	if x.contract != nil {
+		answer = contract.NewCollector(x.endpoint.Dialect)
+	}
+
+	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	w.Header().Set("X-Accel-Buffering", "no")
+	x.wroteHeader, x.status = true, resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	cw := g.clientWriter(w, x)
+	idle := g.watchIdle(a.cancel)
+	defer idle.stop()
+	defer func() {
+		x.outputTokens, x.usageKnown = usage.Tokens()
+		x.finish = usage.FinishReason()
+	}()
+
+	emit := func(evs []translate.Event) error {
+		if len(evs) == 0 {
+			return nil
+		}
+		out := translate.Encode(evs)
+		if _, ok, _ := check.Feed(out); !ok {
+			return errMalformedEvent
+		}
+		if answer != nil {
+			answer.Write(out)
+		}
+		p.scrub.scrub(out)
+		idle.t.Stop() // a slow client is not a quiet provider
+		_, err := cw.write(out)
+		idle.kick()
+		if err != nil {
+			return errClientWrite
+		}
+		return nil
+	}
+	feed := func(b []byte) (int, error) {
+		evs, n := translate.ParseEvents(b)
+		for _, ev := range evs {
+			out, err := tr.Feed(ev)
+			if e := emit(out); e != nil {
+				return n, e
+			}
+			if err != nil {
+				return n, errUntranslatableEvent
+			}
+		}
+		return n, nil
+	}
+
+	var readErr error
+	for readErr == nil {
+		n, err := feed(pending)
+		if err != nil {
+			readErr = err
+			break
+		}
+		pending = pending[:copy(pending, pending[n:])]
+		if len(pending) > maxHeldEvent {
+			readErr = errMalformedEvent
+			break
+		}
+		m, err := resp.Body.Read(buf)
+		if m > 0 {
+			idle.kick()
+			usage.Write(buf[:m])
+			pending = append(pending, buf[:m]...)
+		}
+		readErr = err
+	}
+	if readErr == io.EOF && len(bytes.TrimSpace(pending)) > 0 {
+		// A last event without its blank line.
+		if _, err := feed(append(pending, "\n\n"...)); err != nil {
+			readErr = err
+		}
+	}
+	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	fail := func(reason, msg string) {
+		x.outcome, x.reason = outcomeUpstreamError, reason
+		cw.write(x.endpoint.Dialect.StreamErrorEvent(protocol.Upstream, msg))
+	}
+	switch {
+	case errors.Is(readErr, errClientWrite):
+		g.clientGone(w, r, x)
+	case errors.Is(readErr, errMalformedEvent):
+		fail(protocol.StreamMalformed, fmt.Sprintf("provider %s sent a malformed event", p.name))
+	case errors.Is(readErr, errUntranslatableEvent):
+		fail("stream_untranslatable", fmt.Sprintf("provider %s sent an event that cannot be translated to the %s API", p.name, x.endpoint.Dialect))
+	case readErr == io.EOF:
+		err := tr.Close()
+		switch {
+		case errors.Is(err, translate.ErrStreamFailed):
+			// Its error event went to the client, translated.
+			x.outcome, x.reason = outcomeUpstreamError, protocol.StreamErrorEvent
+		case err != nil:
+			fail(protocol.StreamUnterminated, fmt.Sprintf("provider %s ended the stream before it was complete", p.name))
+		case check.End() != protocol.StreamOK:
+			// The translator ended well and its output did not: a slip
+			// of the gateway's, reported as the stream's failure.
+			fail(check.End(), fmt.Sprintf("provider %s's stream could not be completed in the %s API", p.name, x.endpoint.Dialect))
+		default:
+			x.outcome = outcomeOK
+			if answer != nil {
+				g.streamVerdict(cw, x, p, answer)
+			}
+		}
+	case r.Context().Err() != nil:
+		g.clientGone(w, r, x)
+	case idle.fired.Load():
+		fail("stream_idle", fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle))
+	case timedOut(ctx):
+		x.outcome, x.reason = outcomeTimeout, "stream_deadline"
+		cw.write(x.endpoint.Dialect.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
+	default:
+		fail("stream_cut", fmt.Sprintf("provider %s broke off the stream", p.name))
+	}
+}

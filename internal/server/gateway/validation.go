@@ -1,0 +1,261 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/wire/contract"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Structured output, held to whichever backend serves it. A chat request
+// that declares a response_format (json_schema or json_object) or tools
+// with input schemas gets its contract compiled once, before admission
+// (validate.ForRequest; a schema that does not compile, or is over the
+// limits, is a 400 in the client's API). Every answer made for it is
+// then checked, in whatever dialect its provider spoke:
+//
+//   - A whole answer is read whole before its call is committed
+//     (readAnswer), so its verdict can still change what the client gets.
+//     Invalid with on_invalid retry, the call is not usable: forward
+//     treats it as a failed call, and the engine's Retry (the one path
+//     every failure takes, under the retries: budget) may send the
+//     request again, on the next target or the same one; with no retry
+//     left it is relayed annotated. With refuse it is a 502; with
+//     annotate it is relayed. Either way X-Sluice-Validation says the
+//     verdict, and X-Sluice-Validation-Reason why.
+//   - A stream is checked at its end, from the text and tool-call
+//     arguments collected as it passed (validate.Collector, bounded);
+//     its answer has gone out by then, so it cannot be retried or
+//     refused, and its verdict is sent as a trailing event,
+//     "event: sluice.validation" after the stream's own last event
+//     (after [DONE] on the OpenAI API, after message_stop on
+//     Anthropic's), which the official SDKs pass over.
+//
+// Every verdict is counted in sluice_validation_total against the
+// provider that made the answer, and is an error in its breaker when the
+// model's validation.count_in_breaker says so (lifecycle.Outcome.Invalid).
+// A request that declares no structured output costs two span checks.
+
+const (
+	headerVerdict = "X-Sluice-Validation"
+	headerReason  = "X-Sluice-Validation-Reason"
+	// trailerEvent names the stream trailer's event.
+	trailerEvent = "sluice.validation"
+	// maxReason bounds the reason's length in a header or trailer.
+	maxReason = 300
+)
+
+// contractOf compiles the structured output a request declares, for
+// chat endpoints; ok false: it could not be, and the client has its 400
+// (or its 504, when its deadline passed while compiles ahead of it ran).
+func (g *Gateway) contractOf(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, out *outgoing, deadline time.Time) bool {
+	if !translates(x.endpoint) {
+		return true
+	}
+	rf, tools := body.ResponseFormat(), body.Tools()
+	if rf == nil && tools == nil {
+		return true
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	c, err := contract.ForRequest(ctx, x.endpoint.Dialect, rf, tools)
+	switch {
+	case err == nil:
+	case r.Context().Err() != nil:
+		g.clientGone(w, r, x)
+		return false
+	case ctx.Err() != nil:
+		g.fail(w, x, protocol.Timeout, outcomeTimeout, "compile_deadline",
+			fmt.Sprintf("the request's %s deadline passed while it waited to have its schemas compiled", deadline.Sub(x.start).Round(time.Millisecond)), 0)
+		return false
+	default:
+		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_schema",
+			fmt.Sprintf("the request's structured output cannot be checked: %v", err), 0)
+		return false
+	}
+	if c != nil {
+		out.contract, out.onInvalid, out.model = c, m.onInvalid, m.name
+		x.contract, x.onInvalid = c, m.onInvalid
+	}
+	return true
+}
+
+// onInvalidOf is a model's validation.on_invalid, annotate when unset.
+func onInvalidOf(v config.Validation) string {
+	if v.OnInvalid == "" {
+		return config.OnInvalidAnnotate
+	}
+	return v.OnInvalid
+}
+
+// bodyOf puts bytes already read back in front of a response's body, so
+// the relays read the answer as it came.
+type bodyOf struct {
+	io.Reader
+	io.Closer
+}
+
+// readAnswer reads a whole 2xx answer to a request with a contract and
+// checks it, before the call is committed. A read that breaks is a
+// failed call, like a stream cut before its first token. An answer that
+// is not JSON is left for relayWhole to refuse as malformed.
+func (g *Gateway) readAnswer(a *attempt, out *outgoing) {
+	data, err := io.ReadAll(io.LimitReader(a.resp.Body, maxTranslatedBody+1))
+	if err != nil {
+		a.resp.Body.Close()
+		a.resp, a.err = nil, errOrEOF(err)
+		return
+	}
+	a.resp.Body = bodyOf{bytes.NewReader(data), a.resp.Body}
+	if !isJSON(a.resp.Header) || !json.Valid(data) && len(data) <= maxTranslatedBody {
+		return
+	}
+	a.checked = true
+	a.retryInvalid = out.onInvalid == config.OnInvalidRetry
+	if len(data) > maxTranslatedBody {
+		a.invalid = fmt.Sprintf("the answer is over %d bytes, more than the gateway checks", maxTranslatedBody)
+	} else {
+		ans, err := contract.ParseAnswer(a.t.provider.dialect, data)
+		if err == nil {
+			err = out.contract.Check(ans)
+		}
+		switch {
+		case contract.IsCostly(err):
+			a.unchecked = reasonText(a.t.provider, err.Error())
+		case err != nil:
+			a.invalid = reasonText(a.t.provider, err.Error())
+		}
+	}
+	g.countVerdict(a.t.provider.name, out.model, resultOf(a.invalid == "", a.unchecked != ""), false)
+}
+
+// resultOf is a verdict's sluice_validation_total result.
+func resultOf(valid, unchecked bool) string {
+	switch {
+	case unchecked:
+		return "unchecked"
+	case valid:
+		return "valid"
+	}
+	return "invalid"
+}
+
+func (g *Gateway) countVerdict(provider, model, result string, stream bool) {
+	s := "false"
+	if stream {
+		s = "true"
+	}
+	g.metrics.Validation.WithLabelValues(provider, model, result, s).Inc()
+}
+
+// reasonText makes a verdict's reason fit for a header: printable ASCII,
+// bounded, and scrubbed of the provider's key (the reason quotes bits of
+// its answer). It scrubs first: a bound that cut through the key would
+// leave a part of it that no longer matches.
+func reasonText(p *provider, s string) string {
+	b := p.scrub.text([]byte(s))
+	if len(b) > maxReason {
+		b = append(b[:maxReason:maxReason], "..."...)
+	}
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// markVerdict tells the client a checked whole answer's verdict, in
+// headers, as it is relayed.
+func markVerdict(h http.Header, x *exchange) {
+	switch x.verdict {
+	case verdictValid:
+		h.Set(headerVerdict, "valid")
+	case verdictInvalid:
+		h.Set(headerVerdict, "invalid")
+		h.Set(headerReason, x.invalidReason)
+	case verdictUnchecked:
+		h.Set(headerVerdict, "unchecked")
+		h.Set(headerReason, x.invalidReason)
+	}
+}
+
+// Verdicts on an exchange's answer.
+const (
+	verdictNone uint8 = iota
+	verdictValid
+	verdictInvalid
+	// verdictUnchecked: checking took too long (validate.ErrCostly); the
+	// answer goes out as it came, its reason in invalidReason.
+	verdictUnchecked
+)
+
+// judged records attempt a's verdict on x, as it is about to be relayed
+// or refused; true: the client is to get a 502 instead (on_invalid
+// refuse).
+func judged(x *exchange, a *attempt, onInvalid string) (refuse bool) {
+	if !a.checked {
+		return false
+	}
+	if a.unchecked != "" {
+		x.verdict, x.invalidReason = verdictUnchecked, a.unchecked
+		return false
+	}
+	if a.invalid == "" {
+		x.verdict = verdictValid
+		return false
+	}
+	x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, a.invalid
+	return onInvalid == config.OnInvalidRefuse
+}
+
+// refuseInvalid answers a 502 for an answer that failed validation.
+func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) {
+	a.resp.Body.Close()
+	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	w.Header().Set(headerVerdict, "invalid")
+	w.Header().Set(headerReason, x.invalidReason)
+	g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "invalid_answer",
+		fmt.Sprintf("provider %s's answer failed validation against the request's declared structured output: %s", a.t.provider.name, x.invalidReason), 0)
+}
+
+// streamVerdict judges a stream that ended well, from what its collector
+// gathered, counts it, and sends it as the stream's trailing event.
+func (g *Gateway) streamVerdict(cw clientWriter, x *exchange, p *provider, k *contract.Collector) {
+	ans, err := k.Answer()
+	if err == nil {
+		err = x.contract.Check(ans)
+	}
+	valid := err == nil
+	t := trailer{Type: trailerEvent, Valid: &valid}
+	x.verdict = verdictValid
+	switch {
+	case contract.IsCostly(err):
+		t.Valid, t.Reason = nil, reasonText(p, err.Error())
+		x.verdict, x.invalidReason = verdictUnchecked, t.Reason
+	case err != nil:
+		t.Reason = reasonText(p, err.Error())
+		x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, t.Reason
+	}
+	g.countVerdict(p.name, x.model, resultOf(valid, t.Valid == nil), true)
+	data, _ := json.Marshal(t)
+	ev := make([]byte, 0, len(data)+40)
+	ev = append(ev, "event: "+trailerEvent+"\ndata: "...)
+	ev = append(append(ev, data...), "\n\n"...)
+	cw.write(ev)
+}
+
+// trailer is a stream's verdict event's data; Valid is null for an
+// answer that could not be judged (verdictUnchecked).
+type trailer struct {
+	Type   string `json:"type"`
+	Valid  *bool  `json:"valid"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,439 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/sim/report"
+	"github.com/sluice-gw/sluice/internal/sim/scenario"
+)
+
+// A fleet (scenario.fleet) is several gateway replicas behind one load
+// balancer, each with an engine of its own built from the policy's
+// config. Without a store in that config each replica decides alone:
+// its own breaker evidence, its own full key budgets, its own probes.
+// With one, the simulator plays the store's part the way the gateway
+// uses Redis (gateway/fleet.go):
+//
+//   - a replica's own breaker verdict (a trip, a fail-back step, the
+//     close) reaches every other replica after the store's latency, and
+//     they adopt it (Engine.Adopt);
+//   - one replica probes a provider, the holder of its probe lease
+//     (renewed by each probe, taken over once it lapses); the others
+//     answer their probes at once as cancelled;
+//   - each key's budget is one budget for the fleet: the simulator takes
+//     a request's reservation from it before the engine sees the request
+//     and settles it when the request leaves, with the engine's own
+//     rules (Engine.Reservation, Engine.Used);
+//   - fixed concurrency limits are split between the live replicas
+//     (lifecycle Config.Replicas).
+//
+// While the store is down (scenario fleet.store.down) nothing is shared:
+// verdicts are not sent, every replica probes, and each takes from a
+// budget of its own with its share (1/N) of each key's limits, starting
+// from its share of what the fleet's budget had left.
+type fleet struct {
+	n      int
+	shared bool
+	spec   scenario.Fleet
+	// random draws replicas for balance: random (nil: round robin).
+	random *rand.Rand
+	next   int
+	// verdicts are the breaker verdicts sent to other replicas, indexed
+	// by their evAdopt events' token.
+	verdicts []verdict
+	// evidence are the breaker counts sent to other replicas, indexed by
+	// their evEvidence events' token.
+	evidence []sentEvidence
+	leases   []lease // per scope
+	// keys are the keys' shared budgets (nil: unlimited), limits their
+	// limits, by key index from 0.
+	keys   []*quota.Budget
+	limits []quota.Limits
+	// changes records every replica's providers going out of rotation
+	// and back, in the order they happened.
+	changes []rotation
+}
+
+// probeLease is how long a probe lease lasts without renewal, as in the
+// gateway.
+const probeLease = 5 * time.Second
+
+// evidenceEvery is how often replicas send their breaker counts, as the
+// gateway does: a breaker bucket.
+const evidenceEvery = 250 * time.Millisecond
+
+type sentEvidence struct {
+	scope   int
+	buckets []breaker.Evidence
+}
+
+type verdict struct {
+	scope, step int
+	to          breaker.State
+	why         breaker.Reason
+}
+
+type lease struct {
+	holder int // -1: nobody
+	until  time.Duration
+}
+
+type rotation struct {
+	at         time.Duration
+	scope, rep int
+	out        bool
+}
+
+// replicaFleet is a replica's fleet bookkeeping.
+type replicaFleet struct {
+	out []bool // per scope: out of rotation (open or half-open)
+	// opens counts its breakers' trips out of rotation (from closed or
+	// recovering: a failed probe round re-opens, it does not trip),
+	// adopted ones included; own those from its own evidence; flips its
+	// providers' moves out of rotation and back.
+	opens, own, flips int
+	// local holds its key budgets while the store is down (window is the
+	// down window they were made for, -1 none).
+	local  []*quota.Budget
+	window int
+}
+
+// sharedHold is a request's reservation of its key's shared budget.
+type sharedHold struct {
+	budget *quota.Budget
+	req    lifecycle.Request
+	cost   quota.Cost
+	usage  [2]lifecycle.Outcome
+	won    int
+}
+
+// commit notes the call whose answer the client got.
+func (h *sharedHold) commit(attempt int) {
+	if h != nil {
+		h.won = attempt
+	}
+}
+
+func newFleet(sc *scenario.Scenario, cfg *config.Config, n int) *fleet {
+	f := &fleet{n: n, shared: cfg.Store != "", spec: sc.Fleet}
+	if sc.Fleet.Balance == scenario.Random {
+		f.random = rand.New(rand.NewPCG(sc.Seed^0xf1ee7, uint64(n)))
+	}
+	f.leases = make([]lease, len(cfg.Providers))
+	for i := range f.leases {
+		f.leases[i].holder = -1
+	}
+	return f
+}
+
+// configure adapts a replica's engine config to the fleet.
+func (f *fleet) configure(r *run, ec *lifecycle.Config) {
+	if !f.shared {
+		return
+	}
+	ec.Replicas = func() int {
+		live := 0
+		for _, rp := range r.reps {
+			if r.now >= rp.down {
+				live++
+			}
+		}
+		return max(1, live)
+	}
+	ec.Budgets.SharedKeys = true
+	if f.keys == nil {
+		f.limits = ec.Budgets.Keys
+		f.keys = make([]*quota.Budget, len(f.limits))
+		for k, l := range f.limits {
+			if l != (quota.Limits{}) {
+				f.keys[k], _ = quota.New(l)
+			}
+		}
+	}
+}
+
+// start sets up the replicas' bookkeeping once they exist.
+func (f *fleet) start(r *run) {
+	for _, rp := range r.reps {
+		rp.fl.out = make([]bool, len(r.ups))
+		rp.fl.window = -1
+	}
+	if f.shared {
+		r.seq++
+		r.events.push(event{at: r.quantise(evidenceEvery), order: order(classEngine, r.seq), kind: evShare})
+	}
+}
+
+// share sends every replica's breaker counts since the last share to the
+// others, arriving after the store's latency, as the gateway's replicas
+// do on the store's evidence channel; with the store down, the counts
+// are dropped and each replica judges its own.
+func (f *fleet) share(r *run) {
+	up := f.storeUp(r)
+	at := r.quantise(r.now + f.spec.StoreLatency())
+	for _, rp := range r.reps {
+		for s, ev := range rp.eng.DrainEvidence() {
+			if len(ev) == 0 || !up {
+				continue
+			}
+			f.evidence = append(f.evidence, sentEvidence{scope: s, buckets: ev})
+			f.toOthers(r, rp, at, evEvidence, len(f.evidence)-1)
+		}
+	}
+	if next := r.now + evidenceEvery; next < r.sc.Duration {
+		r.seq++
+		r.events.push(event{at: r.quantise(next), order: order(classEngine, r.seq), kind: evShare})
+	}
+}
+
+// count delivers a replica's breaker counts to another.
+func (f *fleet) count(r *run, e event) {
+	ev := f.evidence[e.token]
+	rp := r.reps[e.rep]
+	r.apply(rp, rp.eng.AddEvidence(r.clock(r.now), ev.scope, ev.buckets))
+}
+
+// pick is the replica the load balancer sends an attempt to.
+func (f *fleet) pick(r *run) *replica {
+	if f.random != nil {
+		return r.reps[f.random.IntN(f.n)]
+	}
+	rp := r.reps[f.next]
+	f.next = (f.next + 1) % f.n
+	return rp
+}
+
+// storeUp reports whether the store answers now.
+func (f *fleet) storeUp(r *run) bool { return f.spec.StoreUp(r.now) }
+
+// transition accounts a replica's breaker transition and, in a fleet
+// that shares, sends a verdict of its own to the other replicas.
+func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
+	fl := &rp.fl
+	if t.To == breaker.Open && (t.From == breaker.Closed || t.From == breaker.Recovering) {
+		fl.opens++
+		if t.Reason != breaker.ReasonFleet {
+			fl.own++
+		}
+	}
+	out := t.To == breaker.Open || t.To == breaker.HalfOpen
+	if fl.out[t.Scope] != out {
+		fl.out[t.Scope] = out
+		fl.flips++
+		f.changes = append(f.changes, rotation{at: max(0, t.At.Sub(origin)), scope: t.Scope, rep: rp.idx, out: out})
+	}
+	if !f.shared || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen || !f.storeUp(r) {
+		return
+	}
+	f.send(r, rp, verdict{scope: t.Scope, step: t.Step, to: t.To, why: t.Reason})
+}
+
+// send delivers a verdict from rp to every other replica after the
+// store's latency.
+func (f *fleet) send(r *run, rp *replica, v verdict) {
+	f.verdicts = append(f.verdicts, v)
+	f.toOthers(r, rp, r.quantise(r.now+f.spec.StoreLatency()), evAdopt, len(f.verdicts)-1)
+}
+
+// toOthers schedules event kind, carrying token, for every replica but
+// rp, at at.
+func (f *fleet) toOthers(r *run, rp *replica, at time.Duration, kind eventKind, token int) {
+	for _, other := range r.reps {
+		if other == rp {
+			continue
+		}
+		r.seq++
+		r.events.push(event{at: at, order: order(classEngine, r.seq), kind: kind, rep: uint16(other.idx), token: uint32(token)})
+	}
+}
+
+// probeFailed tells the other replicas, in a fleet that shares, that
+// rp's probe of scope failed, as the gateway does: a failed probe moves
+// no breaker, so no transition carries it, but the replicas that do not
+// probe hold requests for exactly this verdict.
+func (f *fleet) probeFailed(r *run, rp *replica, scope int, o lifecycle.Outcome) {
+	if !f.shared || !lifecycle.ProbeFailed(o) || !f.storeUp(r) {
+		return
+	}
+	f.send(r, rp, verdict{scope: scope, step: -1, to: breaker.HalfOpen, why: breaker.ReasonProbeError})
+}
+
+// adopt delivers a verdict to a replica.
+func (f *fleet) adopt(r *run, e event) {
+	v := f.verdicts[e.token]
+	rp := r.reps[e.rep]
+	r.apply(rp, rp.eng.Adopt(r.clock(r.now), v.scope, v.to, v.step, v.why))
+}
+
+// mayProbe reports whether a replica sends its probe of scope's
+// provider: alone, with the store down, or holding the probe lease.
+func (f *fleet) mayProbe(r *run, rp *replica, scope int) bool {
+	if !f.shared || !f.storeUp(r) {
+		return true
+	}
+	l := &f.leases[scope]
+	if l.holder != rp.idx && l.holder >= 0 && r.now < l.until {
+		return false
+	}
+	l.holder, l.until = rp.idx, r.now+probeLease
+	return true
+}
+
+// take reserves an attempt's cost of its key's shared budget. Refused,
+// the attempt is answered (429, or 413 for one no wait lets through),
+// and take reports false.
+func (f *fleet) take(r *run, q *request, req lifecycle.Request) bool {
+	if !f.shared || req.Key < 1 || req.Key > len(f.keys) || f.keys[req.Key-1] == nil {
+		return true
+	}
+	b := f.keys[req.Key-1]
+	if !f.storeUp(r) {
+		b = f.local(r, q.rep, req.Key-1)
+	}
+	cost := q.rep.eng.Reservation(req)
+	v := b.Take(r.clock(r.now), cost)
+	if !v.OK {
+		r.refused(q, lifecycle.Arrival{Verdict: admission.Rejected, Budget: v,
+			Refusal: admission.Refusal{Priority: q.pri, Reason: admission.ReasonKeyBudget, RetryAfter: v.RetryAfter}})
+		return false
+	}
+	q.hold = &sharedHold{budget: b, req: req, cost: cost}
+	return true
+}
+
+// local is a replica's own budget for key k while the store is down:
+// 1/N of its limits, starting from 1/N of what the fleet had left.
+func (f *fleet) local(r *run, rp *replica, k int) *quota.Budget {
+	w := -1
+	for i, d := range f.spec.Store.Down {
+		if r.now >= d.Start && r.now < d.End {
+			w = i
+			break
+		}
+	}
+	fl := &rp.fl
+	if fl.window != w || fl.local == nil {
+		fl.window, fl.local = w, make([]*quota.Budget, len(f.keys))
+	}
+	if b := fl.local[k]; b != nil {
+		return b
+	}
+	var l quota.Limits
+	for d, x := range f.limits[k] {
+		if x.PerMinute > 0 {
+			burst := x.Burst
+			if burst == 0 {
+				burst = x.PerMinute
+			}
+			l[d] = quota.Limit{PerMinute: max(1, x.PerMinute/int64(f.n)), Burst: max(1, burst/int64(f.n))}
+		}
+	}
+	b, err := quota.New(l)
+	if err != nil {
+		return f.keys[k] // cannot happen for valid limits; share instead
+	}
+	now := r.clock(r.now)
+	st := f.keys[k].Status(now)
+	spent := func(d quota.Dimension) int64 { return (st[d].Burst - st[d].Remaining) / int64(f.n) }
+	b.Charge(now, quota.Cost{Requests: spent(quota.Requests), InputTokens: spent(quota.InputTokens), OutputTokens: spent(quota.OutputTokens)})
+	fl.local[k] = b
+	return b
+}
+
+// settle settles what take reserved: with what the answer the client got
+// used, or whole when no call was made.
+func (f *fleet) settle(r *run, q *request) {
+	h := q.hold
+	if h == nil {
+		return
+	}
+	q.hold = nil
+	now := r.clock(r.now)
+	if q.calls[0] == nil && q.calls[1] == nil {
+		h.budget.Refund(now, h.cost)
+		return
+	}
+	h.budget.Settle(now, h.cost, q.rep.eng.Used(h.req, h.usage[h.won]))
+}
+
+// restarted: a crashed replica's new engine has every breaker closed.
+func (f *fleet) restarted(r *run, rp *replica) {
+	for s, out := range rp.fl.out {
+		if out {
+			rp.fl.out[s] = false
+			rp.fl.flips++
+			f.changes = append(f.changes, rotation{at: r.now, scope: s, rep: rp.idx})
+		}
+	}
+	rp.fl.local, rp.fl.window = nil, -1
+}
+
+// finish writes the fleet's figures into the row.
+func (f *fleet) finish(r *run) {
+	fr := &report.Fleet{Replicas: f.n, Shared: f.shared}
+	for _, rp := range r.reps {
+		fr.Trips = append(fr.Trips, rp.fl.opens)
+		fr.OwnTrips += rp.fl.own
+		fr.Flips += rp.fl.flips
+	}
+	fr.Disagreement = f.disagreement(r)
+	r.row.Fleet = fr
+}
+
+// disagreement is how long, summed over providers, some replica had a
+// provider out of rotation (open or half-open) while another had it in
+// (closed or recovering), up to the scenario's end.
+func (f *fleet) disagreement(r *run) time.Duration {
+	end := r.sc.Duration
+	if r.sc.Drain {
+		end = max(end, r.now)
+	}
+	ch := slices.Clone(f.changes)
+	slices.SortStableFunc(ch, func(a, b rotation) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return 0
+	})
+	var total time.Duration
+	for s := range r.ups {
+		out := make([]bool, f.n)
+		nOut := 0
+		var since time.Duration
+		for _, c := range ch {
+			if c.scope != s || c.at > end {
+				continue
+			}
+			before := nOut > 0 && nOut < f.n
+			if out[c.rep] != c.out {
+				out[c.rep] = c.out
+				if c.out {
+					nOut++
+				} else {
+					nOut--
+				}
+			}
+			after := nOut > 0 && nOut < f.n
+			switch {
+			case !before && after:
+				since = c.at
+			case before && !after:
+				total += c.at - since
+			}
+		}
+		if nOut > 0 && nOut < f.n {
+			total += end - since
+		}
+	}
+	return total
+}

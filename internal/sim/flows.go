@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/model/workload"
+	"github.com/sluice-gw/sluice/internal/sim/report"
+	"github.com/sluice-gw/sluice/internal/sim/scenario"
+)
+
+// flow is one traffic stream of the scenario (scenario.Clients.All): its
+// arrivals, its key, its model's route and its own random draws. The
+// main stream (index 0) draws its arrivals, priorities and retries from
+// the sources the simulator always used, so a scenario without streams
+// replays exactly as before; every other stream has sources of its own,
+// derived from the seed and its index, and draws nothing from the
+// others'.
+type flow struct {
+	c     scenario.Clients
+	sched workload.Schedule
+	arr   *workload.Arrivals
+	// rng draws priorities and retry delays; tokens draws prompt sizes.
+	rng, tokens *rand.Rand
+	shares      [3]float64
+	prompt      mock.TokenRange
+	// key is the stream's key, from 1 in the policy's keys[] (the order
+	// lifecycle.FromConfig gives the engine's budgets), 0 for none.
+	key int
+	// With a key, its class is the requests' class (keyed: the key has
+	// a priority of its own), or the most urgent one a drawn class may
+	// be (ceiling: admission.default_priority), as the gateway treats
+	// a keyed request's X-Sluice-Priority.
+	keyed      bool
+	class      admission.Priority
+	ceiling    admission.Priority
+	hasCeiling bool
+	mayDegrade bool
+	// route is the model's route, as lifecycle.FromConfig builds it for
+	// the gateway too.
+	route lifecycle.Route
+	row   *report.StreamRow // nil when the scenario has no streams
+	index int
+	// gov is the stream's client process's retry budget and adaptive
+	// throttle, when its clients are the client package (retry strategy
+	// sluice), nil otherwise.
+	gov *workload.Governor
+}
+
+// newFlows builds the run's streams for its policy's config.
+func (r *run) newFlows() error {
+	sc := r.sc
+	seed := sc.Seed
+	withRows := sc.Clients.HasStreams()
+	defPri, ok := admission.ParsePriority(r.cfg.Admission.DefaultPriority)
+	if !ok {
+		defPri = admission.Interactive
+	}
+	for i, c := range sc.Clients.All() {
+		fl := &flow{c: c, index: i, shares: c.PriorityShares(), prompt: c.Prompt(), mayDegrade: true}
+		fl.sched = c.Schedule(r.o.RPSScale, 1)
+		k := uint64(i)
+		if i == 0 {
+			fl.rng = r.rng
+			fl.arr = workload.NewArrivals(fl.sched, sc.Duration, c.Spacing(), rand.New(rand.NewPCG(seed^0xa771, seed)))
+		} else {
+			fl.rng = rand.New(rand.NewPCG(seed^0x51ce^k*0x9e3779b97f4a7c15, seed+k))
+			fl.arr = workload.NewArrivals(fl.sched, sc.Duration, c.Spacing(),
+				rand.New(rand.NewPCG(seed^0xa771^k*0xbf58476d1ce4e5b9, seed+k)))
+		}
+		fl.tokens = rand.New(rand.NewPCG(seed^0x7043, k))
+		rt, ok := r.routes[c.Model]
+		if !ok || len(rt.Targets) == 0 {
+			return fmt.Errorf("scenario: stream %s: model %q is not a configured model", c.Name, c.Model)
+		}
+		fl.route = rt
+		if c.Key != "" {
+			found := false
+			for j := range r.cfg.Keys {
+				kc := &r.cfg.Keys[j]
+				if kc.Name != c.Key {
+					continue
+				}
+				found = true
+				fl.key, fl.mayDegrade = j+1, kc.MayDegrade()
+				if p, ok := admission.ParsePriority(kc.Priority); ok && kc.Priority != "" {
+					fl.keyed, fl.class = true, p
+				} else {
+					fl.hasCeiling, fl.ceiling = true, defPri
+				}
+			}
+			if !found {
+				return fmt.Errorf("scenario: stream %s: key %q is not in this policy's keys", c.Name, c.Key)
+			}
+		}
+		if withRows {
+			fl.row = &report.StreamRow{Name: c.Name}
+		}
+		if r.retry.Strategy == workload.Governed {
+			fl.gov = workload.NewGovernor()
+		}
+		r.flows = append(r.flows, fl)
+	}
+	if withRows {
+		for _, fl := range r.flows {
+			r.row.Streams = append(r.row.Streams, fl.row)
+		}
+	}
+	return nil
+}
+
+// pushArrival schedules a stream's next new request.
+func (r *run) pushArrival(at time.Duration, fl *flow) {
+	r.seq++
+	r.events.push(event{at: r.quantise(at), order: order(classArrival, r.seq), kind: evArrive, flow: uint16(fl.index)})
+}
+
+// priority is a new request's class.
+func (fl *flow) priority() admission.Priority {
+	if fl.keyed {
+		return fl.class
+	}
+	p := fl.draw()
+	if fl.hasCeiling && p < fl.ceiling {
+		p = fl.ceiling // a key's header may lower its class, never raise it
+	}
+	return p
+}
+
+func (fl *flow) draw() admission.Priority {
+	shares := fl.shares
+	total := shares[0] + shares[1] + shares[2]
+	x := fl.rng.Float64() * total
+	for p, s := range shares {
+		if x < s {
+			return admission.Priority(p)
+		}
+		x -= s
+	}
+	return admission.Interactive
+}
+
+// promptTokens draws a new request's prompt length.
+func (fl *flow) promptTokens() int64 {
+	n := fl.prompt.Min
+	if fl.prompt.Max > fl.prompt.Min {
+		n += fl.tokens.IntN(fl.prompt.Max - fl.prompt.Min + 1)
+	}
+	return int64(n)
+}
+
+// request is the engine's request for q's attempt, as the gateway builds
+// it: its key, its input tokens and max_tokens, and, for a background
+// request of a model with degrade: under pressure, the degraded form
+// (another model's route, a lower max_tokens). Trimming the history
+// (degrade.trim_to) is not simulated: the simulated prompt is one
+// message, and a trimmed one would cost the same here.
+func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
+	fl := q.st
+	now := r.clock(r.now)
+	stream := r.sc.Clients.Stream
+	req := fl.route.Request(q.pri, stream, now, deadline)
+	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
+	q.targets, q.degraded = fl.route.Targets, false
+	if d := fl.route.Degrade; d != nil && fl.mayDegrade && q.pri == admission.Background && q.rep.eng.ShouldDegrade(now, req, *d) {
+		if to, ok := r.routes[d.To]; ok && d.To != fl.c.Model {
+			next := to.Request(q.pri, stream, now, deadline)
+			next.Key, next.InputTokens, next.MaxOutput = req.Key, req.InputTokens, req.MaxOutput
+			req, q.targets, q.degraded = next, to.Targets, true
+		}
+		if d.MaxTokens > 0 && (req.MaxOutput == 0 || req.MaxOutput > d.MaxTokens) {
+			req.MaxOutput, q.degraded = d.MaxTokens, true
+		}
+	}
+	q.maxOut = req.MaxOutput
+	req.Degraded = q.degraded
+	return req
+}
+
+// refused answers an attempt the engine refused on arrival, as the
+// gateway does: a key's budget 429 with its exact wait, a request no
+// budget could ever take 413 (never retried), anything else a shed.
+func (r *run) refused(q *request, a lifecycle.Arrival) {
+	budget := a.Refusal.Reason == admission.ReasonKeyBudget || a.Refusal.Reason == admission.ReasonLaneBudget
+	switch {
+	case budget && a.Budget.Never:
+		r.failStatus(q, report.Failed, http.StatusRequestEntityTooLarge, 0, false)
+	case a.Refusal.Reason == admission.ReasonKeyBudget:
+		r.fail(q, report.RateLimited, a.Refusal.RetryAfter)
+	default:
+		r.shedAnswer(q, a.Refusal)
+	}
+}

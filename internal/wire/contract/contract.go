@@ -1,0 +1,349 @@
+package contract
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Limits on what a request may ask to have checked. A schema comes from
+// the client, so its cost is bounded before it is compiled: the
+// compiler's work grows with the schema's size, and a request whose
+// schemas are larger than any real tool list is refused rather than
+// compiled.
+const (
+	// MaxSchemaBytes bounds the bytes of one request's response_format
+	// and tools together, as sent: compiling them takes time that grows
+	// faster than their size (up to about 170 ms at this bound; see
+	// compileSlots).
+	MaxSchemaBytes = 64 << 10
+	// MaxTools bounds the tools one request may declare for checking.
+	MaxTools = 128
+	// MaxAnswerBytes bounds the text and tool-call arguments of one
+	// answer that are held and checked; an answer with more is invalid.
+	MaxAnswerBytes = 1 << 20
+)
+
+// Format is what response_format asks the text of an answer to be.
+type Format uint8
+
+const (
+	// AnyText: no response_format, or {"type":"text"}.
+	AnyText Format = iota
+	// JSONObject: {"type":"json_object"}, a JSON object.
+	JSONObject
+	// JSONSchema: {"type":"json_schema"}, JSON valid against the schema.
+	JSONSchema
+)
+
+// Contract is what one request asked its answer to hold to: a
+// response_format, the input schemas of the tools it declared, or both.
+// It is compiled once per request and then checks every answer made for
+// it, whichever backend and dialect made it. Safe for concurrent use.
+type Contract struct {
+	Format Format
+	schema *Schema // JSONSchema's; nil: any JSON
+	// tools maps each declared tool's name to its input schema (nil:
+	// any JSON object).
+	tools map[string]*Schema
+}
+
+// RequestError is a request's contract that cannot be used: Param names
+// where, and Msg what is wrong with it.
+type RequestError struct {
+	Param, Msg string
+}
+
+func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
+
+func bad(param, format string, args ...any) error {
+	return &RequestError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ForRequest compiles the contract a request in dialect d declares in
+// its response_format (OpenAI) and tools (both). A nil Contract and nil
+// error: it asked for no structured output. The error is a
+// *RequestError, or ctx's error when ctx ended while the request waited
+// for a compile slot.
+func ForRequest(ctx context.Context, d protocol.Dialect, responseFormat, tools []byte) (*Contract, error) {
+	if len(responseFormat) == 0 && len(tools) == 0 {
+		return nil, nil
+	}
+	if n := len(responseFormat) + len(tools); n > MaxSchemaBytes {
+		return nil, bad("tools", "the request's schemas are %d bytes; the gateway checks at most %d (validate.MaxSchemaBytes): shorten them", n, MaxSchemaBytes)
+	}
+	c := &Contract{}
+	if d == protocol.OpenAI {
+		if err := c.openAIFormat(ctx, responseFormat); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.declareTools(ctx, d, tools); err != nil {
+		return nil, err
+	}
+	if c.Format == AnyText && c.tools == nil {
+		return nil, nil
+	}
+	return c, nil
+}
+
+func isNull(raw []byte) bool { return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" }
+
+func (c *Contract) openAIFormat(ctx context.Context, raw []byte) error {
+	if isNull(raw) {
+		return nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return bad("response_format", "must be an object with a type: %v", err)
+	}
+	switch rf.Type {
+	case "text", "":
+	case "json_object":
+		c.Format = JSONObject
+	case "json_schema":
+		c.Format = JSONSchema
+		if rf.JSONSchema == nil {
+			return bad("response_format.json_schema", "is required when type is json_schema; give it a schema")
+		}
+		if !isNull(rf.JSONSchema.Schema) {
+			s, err := compileCached(ctx, rf.JSONSchema.Schema)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return bad("response_format.json_schema.schema", "%v", err)
+			}
+			c.schema = s
+		}
+	default:
+		return bad("response_format.type", "%q is not a response format; use text, json_object or json_schema", rf.Type)
+	}
+	return nil
+}
+
+func (c *Contract) declareTools(ctx context.Context, d protocol.Dialect, raw []byte) error {
+	if isNull(raw) {
+		return nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return bad("tools", "must be an array of tools: %v", err)
+	}
+	if len(list) > MaxTools {
+		return bad("tools", "%d tools declared; the gateway checks at most %d (validate.MaxTools)", len(list), MaxTools)
+	}
+	for i, item := range list {
+		name, schema, checked, err := toolOf(d, item)
+		at := fmt.Sprintf("tools[%d]", i)
+		if err != nil {
+			return bad(at, "%v", err)
+		}
+		if !checked {
+			continue // a provider's own tool (web search, ...): its calls are not the client's to check
+		}
+		if name == "" {
+			return bad(at, "has no name")
+		}
+		if c.tools == nil {
+			c.tools = make(map[string]*Schema, len(list))
+		}
+		if _, dup := c.tools[name]; dup {
+			return bad(at, "tool %q is declared twice", name)
+		}
+		var s *Schema
+		if !isNull(schema) {
+			if s, err = compileCached(ctx, schema); ctx.Err() != nil {
+				return ctx.Err()
+			} else if err != nil {
+				param := at + ".function.parameters"
+				if d == protocol.Anthropic {
+					param = at + ".input_schema"
+				}
+				return bad(param, "%v", err)
+			}
+		}
+		c.tools[name] = s
+	}
+	return nil
+}
+
+// toolOf reads one declared tool: its name and input schema. checked
+// false: a tool whose calls are not the client's own functions.
+func toolOf(d protocol.Dialect, raw []byte) (name string, schema json.RawMessage, checked bool, err error) {
+	if d == protocol.Anthropic {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return "", nil, false, fmt.Errorf("must be a tool object: %v", err)
+		}
+		if t.Type != "" && t.Type != "custom" {
+			return "", nil, false, nil
+		}
+		return t.Name, t.InputSchema, true, nil
+	}
+	var t struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return "", nil, false, fmt.Errorf("must be a tool object: %v", err)
+	}
+	if t.Type != "function" && t.Type != "" || t.Function == nil {
+		return "", nil, false, nil
+	}
+	return t.Function.Name, t.Function.Parameters, true, nil
+}
+
+// Answer is what an answer says, as far as a contract cares: per choice
+// (OpenAI's n; one for Anthropic), its text and its tool calls.
+type Answer struct {
+	Choices []Choice
+}
+
+// Choice is one choice of an answer.
+type Choice struct {
+	Text []byte
+	// Refusal is OpenAI's message.refusal: the model declined.
+	Refusal string
+	Calls   []Call
+}
+
+// Call is one tool call: the tool it names and its arguments, a JSON
+// document (an empty one stands for {}).
+type Call struct {
+	Name string
+	Args []byte
+}
+
+// ErrTooLarge: an answer's text and arguments are over MaxAnswerBytes.
+var ErrTooLarge = fmt.Errorf("answer's text and tool arguments are over %d bytes, more than the gateway checks", MaxAnswerBytes)
+
+// Check says whether a holds to the contract: nil, or an error that says
+// where it does not, in one line, or ErrCostly when checking took too
+// long to wait for (budget.go). A choice that made tool calls is judged
+// by them (its text is then the model's aside, not the answer); one that
+// made none, by its text against response_format.
+func (c *Contract) Check(a Answer) error {
+	if len(a.Choices) == 0 {
+		return errors.New("the answer has no choices")
+	}
+	for i, ch := range a.Choices {
+		if err := c.checkChoice(ch); err != nil {
+			if len(a.Choices) > 1 && !IsCostly(err) {
+				return fmt.Errorf("choice %d: %w", i, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Contract) checkChoice(ch Choice) error {
+	if len(ch.Calls) > 0 {
+		for _, call := range ch.Calls {
+			if err := c.checkCall(call); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.Format == AnyText {
+		return nil
+	}
+	if ch.Refusal != "" && len(bytes.TrimSpace(ch.Text)) == 0 {
+		return fmt.Errorf("the model refused instead of answering in the requested format: %s", clip(ch.Refusal, 120))
+	}
+	text := bytes.TrimSpace(ch.Text)
+	if len(text) == 0 {
+		return errors.New("the answer's text is empty, not JSON")
+	}
+	v, err := decode(text)
+	if err != nil {
+		return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
+	}
+	if c.Format == JSONObject {
+		if _, ok := v.(map[string]any); !ok {
+			return errors.New("the answer's text is JSON but not an object, as response_format json_object requires")
+		}
+		return nil
+	}
+	if c.schema == nil {
+		return nil
+	}
+	if err := checkContained(c.schema, v); err != nil {
+		if IsCostly(err) {
+			return err
+		}
+		return fmt.Errorf("the answer's text breaks response_format's schema: %v", err)
+	}
+	return nil
+}
+
+func (c *Contract) checkCall(call Call) error {
+	s, ok := c.tools[call.Name]
+	if !ok {
+		if c.tools == nil {
+			return fmt.Errorf("the answer calls tool %q, but the request declared no tools", clip(call.Name, 64))
+		}
+		return fmt.Errorf("the answer calls tool %q, which the request did not declare", clip(call.Name, 64))
+	}
+	args := bytes.TrimSpace(call.Args)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	v, err := decode(args)
+	if err != nil {
+		return fmt.Errorf("tool %q's arguments are not JSON: %s", call.Name, clip(err.Error(), 120))
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("tool %q's arguments are not a JSON object", call.Name)
+	}
+	if s == nil {
+		return nil
+	}
+	if err := checkContained(s, v); err != nil {
+		if IsCostly(err) {
+			return err
+		}
+		return fmt.Errorf("tool %q's arguments break its schema: %v", call.Name, err)
+	}
+	return nil
+}
+
+// decode reads one JSON document, numbers kept exact, and nothing after it.
+func decode(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// clip shortens s to n bytes for a one-line reason.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
