@@ -12,6 +12,7 @@
 # internal/config fails when the two differ, and prints this command.
 # Needs only bash, awk, sort and the go command.
 set -euo pipefail
+export LC_ALL=C # one sort order on every machine
 cd "$(dirname "$0")/.."
 
 module=$(go list -m)
