@@ -63,8 +63,8 @@ type cpuSnap struct {
 
 func takeCPU(t *target) cpuSnap {
 	var s cpuSnap
-	s.proxy, _ = cpuTime(t.proc.pid)
-	s.mock, _ = cpuTime(t.mock.proc.pid)
+	s.proxy, _ = cpuTime(t.proc.PID)
+	s.mock, _ = cpuTime(t.mock.proc.PID)
 	s.gen, _ = cpuTime(os.Getpid())
 	s.system, _ = systemBusy()
 	return s
@@ -95,11 +95,11 @@ func (u *cpuUse) add(t *target, a, b cpuSnap) {
 func settle(ctx context.Context, t *target, limit time.Duration) {
 	const step, idle = 200 * time.Millisecond, 10 * time.Millisecond // 5% of a core
 	deadline := time.Now().Add(limit)
-	last, err := cpuTime(t.proc.pid)
+	last, err := cpuTime(t.proc.PID)
 	for err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(step)
 		var now time.Duration
-		if now, err = cpuTime(t.proc.pid); err == nil && now-last < idle {
+		if now, err = cpuTime(t.proc.PID); err == nil && now-last < idle {
 			return
 		}
 		last = now

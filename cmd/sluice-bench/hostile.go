@@ -90,7 +90,7 @@ func measureSockets(ctx context.Context, e *env, o *options, k kind) socketRow {
 	}
 	defer t.stop()
 	time.Sleep(time.Second) // start-up garbage settles before the idle sample
-	row.IdleKiB, _ = rssKiB(t.proc.pid)
+	row.IdleKiB, _ = rssKiB(t.proc.PID)
 	m := scrapeSums(ctx, t.admin+"/metrics", heapInUse)
 	row.HeapIdle = m[heapInUse]
 
@@ -162,7 +162,7 @@ func measureSockets(ctx context.Context, e *env, o *options, k kind) socketRow {
 		}
 	}
 	row.Settle = time.Since(start)
-	row.LoadedKiB, _ = rssKiB(t.proc.pid)
+	row.LoadedKiB, _ = rssKiB(t.proc.PID)
 	m = scrapeSums(ctx, t.admin+"/metrics", heapInUse, bodyHeld, bodyLimit)
 	row.HeapLoaded = m[heapInUse]
 	if v, ok := m[bodyHeld]; ok {
@@ -261,7 +261,7 @@ func measureFlood(ctx context.Context, e *env, o *options, k kind) floodRow {
 	t.mock.waitInFlight(ctx, 0, 5*time.Second)
 	t.mock.reset(ctx)
 	c.hdr.Set("X-Sluice-Priority", "critical")
-	row.IdleKiB, _ = rssKiB(t.proc.pid)
+	row.IdleKiB, _ = rssKiB(t.proc.PID)
 
 	sctx, stop := context.WithCancel(ctx)
 	var sampled sync.WaitGroup
@@ -270,7 +270,7 @@ func measureFlood(ctx context.Context, e *env, o *options, k kind) floodRow {
 			m := scrapeSums(sctx, t.admin+"/metrics", queueDepth, inFlightGlobal)
 			row.PeakQueue = max(row.PeakQueue, m[queueDepth])
 			row.PeakInFlight = max(row.PeakInFlight, m[inFlightGlobal])
-			if rss, err := rssKiB(t.proc.pid); err == nil {
+			if rss, err := rssKiB(t.proc.PID); err == nil {
 				row.PeakKiB = max(row.PeakKiB, rss)
 			}
 			select {

@@ -82,13 +82,13 @@ func measureAnswers(ctx context.Context, e *env, o *options, k kind) answerRow {
 	}
 	e.logf("hostile: %s, %d concurrent embeddings answers of %d bytes (%d inputs x %d dimensions)", k, row.Answers, row.Size, embedInputs, row.Dims)
 	time.Sleep(time.Second)
-	row.IdleKiB, _ = rssKiB(t.proc.pid)
+	row.IdleKiB, _ = rssKiB(t.proc.PID)
 
 	sctx, stop := context.WithCancel(ctx)
 	var sampled sync.WaitGroup
 	sampled.Go(func() {
 		for sctx.Err() == nil {
-			if rss, err := rssKiB(t.proc.pid); err == nil {
+			if rss, err := rssKiB(t.proc.PID); err == nil {
 				row.PeakKiB = max(row.PeakKiB, rss)
 			}
 			select {
@@ -117,8 +117,8 @@ func measureAnswers(ctx context.Context, e *env, o *options, k kind) answerRow {
 	row.Took = time.Since(start)
 	stop()
 	sampled.Wait()
-	row.HWMKiB, _ = hwmKiB(t.proc.pid)
-	row.MockKiB, _ = hwmKiB(t.mock.proc.pid)
+	row.HWMKiB, _ = hwmKiB(t.proc.PID)
+	row.MockKiB, _ = hwmKiB(t.mock.proc.PID)
 	for _, g := range results {
 		row.Bytes += g.n
 		switch {

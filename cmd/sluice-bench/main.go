@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 func main() {
@@ -62,7 +65,9 @@ func run(args []string) int {
 		fmt.Printf("[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, a...))
 	}
 
-	nofile, err := raiseFileLimit()
+	// Thousands of streams need as many descriptors as the hard limit
+	// allows; the children inherit the raised limit.
+	nofile, err := procs.RaiseFileLimit(math.MaxUint64)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: raising RLIMIT_NOFILE: %v\n", err)
 	}
@@ -75,9 +80,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		return 1
 	}
-	sup := newSupervisor(dir)
+	sup := &procs.Group{LogDir: dir}
 	cleanup := func() {
-		sup.stopAll(2 * time.Second)
+		sup.StopAll()
 		if o.keep {
 			fmt.Printf("bench: kept %s\n", dir)
 		} else {
@@ -97,7 +102,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench: interrupted; stopping (again to force)")
 		cancel()
 		<-sigs
-		sup.stopAll(0)
+		sup.KillAll()
 		if !o.keep {
 			os.RemoveAll(dir)
 		}
@@ -158,7 +163,7 @@ func run(args []string) int {
 }
 
 // setup finds or builds the binaries the targets need.
-func setup(ctx context.Context, o *options, sup *supervisor, dir string, logf func(string, ...any)) (*env, runInfo, error) {
+func setup(ctx context.Context, o *options, sup *procs.Group, dir string, logf func(string, ...any)) (*env, runInfo, error) {
 	ri := runInfo{Command: command(), Source: sourceVersion(), Machine: describeMachine(), Settings: o.settings(), HAProxy: "not installed: skipped", Portkey: "not enabled (--portkey)"}
 	self, err := os.Executable()
 	if err != nil {
@@ -170,12 +175,10 @@ func setup(ctx context.Context, o *options, sup *supervisor, dir string, logf fu
 		if err != nil {
 			return nil, ri, err
 		}
-		e.sluiceBin = filepath.Join(dir, "sluice")
-		logf("building sluice into %s", e.sluiceBin)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", e.sluiceBin, "./cmd/sluice")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, ri, fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+		b := procs.Build{Out: filepath.Join(dir, "sluice"), Root: root}
+		logf("building sluice into %s", b.Out)
+		if e.sluiceBin, err = b.Path(ctx); err != nil {
+			return nil, ri, err
 		}
 	}
 
@@ -267,18 +270,9 @@ func command() string {
 
 // moduleRoot walks up from the working directory to go.mod.
 func moduleRoot() (string, error) {
-	d, err := os.Getwd()
+	d, err := procs.ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w; pass --sluice", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", errors.New("go.mod not found above the working directory; pass --sluice")
-		}
-		d = parent
-	}
+	return d, nil
 }

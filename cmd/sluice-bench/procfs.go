@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -93,20 +92,6 @@ func memAvailable() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/meminfo: no MemAvailable")
-}
-
-// raiseFileLimit lifts RLIMIT_NOFILE's soft limit to the hard limit, so
-// thousands of streams fit; children inherit it. It returns the new limit.
-func raiseFileLimit() (uint64, error) {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 0, err
-	}
-	rl.Cur = rl.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 0, err
-	}
-	return rl.Cur, nil
 }
 
 // machine describes where the benchmark ran.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // dist is a latency distribution summarised at fixed percentiles.
@@ -45,7 +47,7 @@ type mockStats struct {
 // mockCtl talks to one upstream mock's control endpoints.
 type mockCtl struct {
 	url  string
-	proc *child
+	proc *procs.Proc
 }
 
 func (m *mockCtl) call(ctx context.Context, method, path string) (mockStats, error) {
@@ -133,7 +135,7 @@ func markLog(t *target) logSpan {
 	if !t.kind.isSluice() {
 		return logSpan{}
 	}
-	return logSpan{path: t.proc.log, from: fileSize(t.proc.log)}
+	return logSpan{path: t.proc.LogPath(), from: fileSize(t.proc.LogPath())}
 }
 
 // lines waits briefly for the slice's last lines to land and reads them.

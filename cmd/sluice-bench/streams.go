@@ -125,7 +125,7 @@ func runStreams(ctx context.Context, e *env, o *options, kinds []kind) []streamR
 
 func measureStreams(ctx context.Context, e *env, o *options, t *target, row *streamRow) {
 	time.Sleep(time.Second) // let start-up garbage settle before the idle sample
-	idle, err := rssKiB(t.proc.pid)
+	idle, err := rssKiB(t.proc.PID)
 	if err != nil {
 		row.Note = err.Error()
 		return
@@ -147,7 +147,7 @@ func measureStreams(ctx context.Context, e *env, o *options, t *target, row *str
 	row.OpenTime = time.Since(start)
 	// All open: give buffers a moment to reach steady state, then sample.
 	time.Sleep(time.Second)
-	loaded, err := rssKiB(t.proc.pid)
+	loaded, err := rssKiB(t.proc.PID)
 	runtimeLoaded := goRuntime(ctx, t)
 	if st, serr := t.mock.stats(ctx); serr == nil {
 		row.Upstream = st.InFlight

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // kind names one way of reaching the upstream.
@@ -40,7 +42,7 @@ type mockProfile struct {
 
 // env is what every phase needs to start targets.
 type env struct {
-	sup        *supervisor
+	sup        *procs.Group
 	dir        string // temp dir
 	self       string // this harness's executable, for baseline-proxy
 	sluiceBin  string
@@ -59,11 +61,11 @@ type target struct {
 	kind    kind
 	url     string      // root URL the load generator calls (no /v1)
 	header  http.Header // extra request headers (Portkey's config)
-	proc    *child      // the measured process: the proxy, or the mock for direct
+	proc    *procs.Proc // the measured process: the proxy, or the mock for direct
 	mock    *mockCtl
 	admin   string // Sluice's admin root URL
 	env     *env
-	started []*child
+	started []*procs.Proc
 }
 
 // available reports whether a kind can run on this machine.
@@ -83,7 +85,7 @@ func (e *env) available(k kind) bool {
 // kind k in front of it; it returns once both answer.
 func (e *env) start(ctx context.Context, k kind, p mockProfile, l limits) (*target, error) {
 	t := &target{kind: k, env: e, header: http.Header{}}
-	mockPort, err := freePort()
+	mockPort, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -99,16 +101,12 @@ func (e *env) start(ctx context.Context, k kind, p mockProfile, l limits) (*targ
 	if p.failStatus != 0 {
 		argv = append(argv, "--fail-rate", "1", "--fail-kind", "status", "--fail-status", strconv.Itoa(p.failStatus))
 	}
-	m, err := e.sup.start("mock-"+string(k), "", argv, nil)
+	m, err := e.sup.Start(ctx, childSpec("mock-"+string(k), "", argv, procs.HTTPOK(mockURL+"/health"), 10*time.Second))
 	if err != nil {
 		return nil, err
 	}
 	t.started = append(t.started, m)
 	t.mock = &mockCtl{url: mockURL, proc: m}
-	if err := waitReady(ctx, m, 10*time.Second, httpOK(mockURL+"/health")); err != nil {
-		t.stop()
-		return nil, err
-	}
 	if k == direct {
 		t.url, t.proc = mockURL, m
 	} else if err := e.startProxy(ctx, t, mockPort, l); err != nil {
@@ -118,14 +116,14 @@ func (e *env) start(ctx context.Context, k kind, p mockProfile, l limits) (*targ
 	if p.ttft < time.Second && p.failStatus == 0 {
 		if err := sanityCheck(ctx, t); err != nil {
 			t.stop()
-			return nil, fmt.Errorf("%s: sanity request failed: %w (logs: %s)", k, err, t.proc.log)
+			return nil, fmt.Errorf("%s: sanity request failed: %w (logs: %s)", k, err, t.proc.LogPath())
 		}
 	}
 	return t, nil
 }
 
 func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits) error {
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return err
 	}
@@ -134,7 +132,7 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 	var (
 		argv    []string
 		workDir string
-		ready   = tcpOpen(addr(port))
+		ready   = procs.TCPOpen(addr(port))
 		wait    = 10 * time.Second
 	)
 	switch t.kind {
@@ -147,7 +145,7 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 		}
 		argv = []string{e.haproxyBin, "-db", "-f", cfg}
 	case sluice, sluiceBefore:
-		adminPort, err := freePort()
+		adminPort, err := procs.FreePort()
 		if err != nil {
 			return err
 		}
@@ -161,7 +159,7 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 		}
 		argv = []string{bin, "serve", "--config", cfg}
 		t.admin = "http://" + addr(adminPort)
-		ready = httpOK(t.admin + "/readyz")
+		ready = procs.HTTPOK(t.admin + "/readyz")
 	case portkey:
 		argv = []string{"node", "build/start-server.js", "--port=" + strconv.Itoa(port), "--headless"}
 		workDir = e.portkeyDir
@@ -170,19 +168,28 @@ func (e *env) startProxy(ctx context.Context, t *target, mockPort int, l limits)
 	default:
 		return fmt.Errorf("unknown target %q", t.kind)
 	}
-	c, err := e.sup.start(string(t.kind), workDir, argv, nil)
+	c, err := e.sup.Start(ctx, childSpec(string(t.kind), workDir, argv, ready, wait))
 	if err != nil {
 		return err
 	}
 	t.started = append(t.started, c)
 	t.proc = c
-	return waitReady(ctx, c, wait, ready)
+	return nil
 }
+
+// childSpec is how the benchmark runs every child: output to a log file
+// in the temp dir (the group's), ready when ready passes within wait, and
+// stopped by SIGTERM with 2 s to go.
+func childSpec(name, workDir string, argv []string, ready procs.Check, wait time.Duration) procs.Spec {
+	return procs.Spec{Name: name, Path: argv[0], Args: argv[1:], Dir: workDir, Ready: ready, ReadyWithin: wait, Grace: 2 * time.Second}
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // stop ends the proxy, then its mock.
 func (t *target) stop() {
 	for i := len(t.started) - 1; i >= 0; i-- {
-		t.env.sup.stop(t.started[i], 2*time.Second)
+		t.started[i].Stop()
 	}
 	t.started = nil
 }

@@ -91,7 +91,7 @@ func sluiceEvidence(ctx context.Context, t *target) string {
 	} else {
 		parts = append(parts, "metrics scrape failed: "+err.Error())
 	}
-	if lines, size, err := countLines(t.proc.log); err == nil {
+	if lines, size, err := countLines(t.proc.LogPath()); err == nil {
 		parts = append(parts, fmt.Sprintf("request log %d lines, %.1f MiB", lines, float64(size)/(1<<20)))
 	}
 	return strings.Join(parts, "; ")

@@ -6,111 +6,90 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 	"github.com/sluice-gw/sluice/internal/sim"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 	"github.com/sluice-gw/sluice/internal/sim/scenario"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// sluiceBuild builds the binary once per test binary run.
+var sluiceBuild procs.Build
 
-// buildSluice builds the binary once per test binary run.
 func buildSluice(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-e2e")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "sluice")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/sluice").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin, err := sluiceBuild.Path(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }
 
 // TestMain removes the built binary after the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	sluiceBuild.Remove()
 	os.Exit(code)
 }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
-// start runs a process until the test ends, its output kept in memory.
-func start(t *testing.T, name string, args ...string) *bytes.Buffer {
+// start runs a process until the test ends, its output kept in memory,
+// and returns once check passes (nil: at once).
+func start(t *testing.T, check procs.Check, name string, args ...string) *procs.Proc {
 	t.Helper()
-	var out bytes.Buffer
-	runUntilEnd(t, &out, 5*time.Second, name, args...)
-	return &out
+	return runUntilEnd(t, procs.Spec{Path: name, Args: args, Ready: check})
 }
 
-// runUntilEnd runs a process until the test ends, its output to w, and
-// stops it by its own PID: an interrupt, then a kill after grace.
-func runUntilEnd(t *testing.T, w io.Writer, grace time.Duration, name string, args ...string) {
+// runUntilEnd runs s until the test ends and stops it by its own PID: an
+// interrupt (sluice serve skips its drain delay for one), then a kill
+// after s.Grace (5 s unless set). A process that exits or is not ready
+// in time fails the test with the tail of its output.
+func runUntilEnd(t *testing.T, s procs.Spec) *procs.Proc {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
+	if s.Name == "" {
+		s.Name = filepath.Base(s.Path)
+		if len(s.Args) > 0 {
+			s.Name += " " + s.Args[0]
+		}
+	}
+	if s.StopSignal == nil {
+		s.StopSignal = os.Interrupt
+	}
+	p, err := procs.Start(context.Background(), s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(grace):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { p.Stop() })
+	return p
 }
 
-func waitHTTP(t *testing.T, url string) {
+// ready passes once GET url answers 2xx: a mock's /stats, a gateway's
+// /readyz.
+func ready(url string) procs.Check { return procs.HTTPOK(url) }
+
+// await fails the test unless c passes for p within d.
+func await(t *testing.T, p *procs.Proc, d time.Duration, c procs.Check) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := p.Await(context.Background(), d, c); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s never answered", url)
 }
 
 // both runs one scenario file twice: through sluice sim, and through
@@ -159,14 +138,13 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	// The gateway first, then the mocks just before the load, so their
 	// brownout windows (timed from their start) line up with the load's
 	// clock as closely as process starts allow.
-	serveOut := start(t, bin, "serve", "--config", path)
-	waitHTTP(t, "http://"+admin+"/readyz")
-	var mockOuts []*bytes.Buffer
+	serve := start(t, ready("http://"+admin+"/readyz"), bin, "serve", "--config", path)
+	var mocks []*procs.Proc
 	for _, p := range providers {
-		mockOuts = append(mockOuts, start(t, bin, "mock", "--scenario", path, "--provider", p, "--listen", addrs[p], "--grace", "1s"))
+		mocks = append(mocks, start(t, nil, bin, "mock", "--scenario", path, "--provider", p, "--listen", addrs[p], "--grace", "1s"))
 	}
-	for _, p := range providers {
-		waitHTTP(t, "http://"+addrs[p]+"/stats")
+	for i, p := range providers {
+		await(t, mocks[i], 10*time.Second, ready("http://"+addrs[p]+"/stats"))
 	}
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Scenario.Duration+2*time.Minute)
@@ -175,7 +153,11 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 		"--metrics", "http://"+admin+"/metrics")
 	loadOut, err := load.CombinedOutput()
 	if err != nil {
-		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serveOut, mockOuts)
+		var mockOuts []string
+		for _, m := range mocks {
+			mockOuts = append(mockOuts, m.Output())
+		}
+		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serve.Output(), mockOuts)
 	}
 	summary := readLoadReport(t, jsonPath)
 	var table bytes.Buffer

@@ -49,9 +49,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	bin := buildSluice(t)
 	admin := freeAddr(t)
-	out := start(t, bin, "demo", "--duration", "30s", "--no-browser-hint", "--listen", "127.0.0.1:0", "--admin", admin)
 	url := "http://" + admin + "/dashboard/"
-	waitHTTP(t, url)
+	demo := start(t, ready(url), bin, "demo", "--duration", "30s", "--no-browser-hint", "--listen", "127.0.0.1:0", "--admin", admin)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser),
@@ -119,7 +118,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	poll := func(what, expr string, d time.Duration) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(d))); err != nil {
-			t.Fatalf("the dashboard never showed %s: %v\ndemo output:\n%s", what, err, out)
+			t.Fatalf("the dashboard never showed %s: %v\ndemo output:\n%s", what, err, demo.Output())
 		}
 	}
 	poll("the primary's breaker opening and the queue rising", seen, 40*time.Second)

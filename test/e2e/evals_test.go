@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 const evalsConfig = `
@@ -53,28 +55,18 @@ func TestEvalsInRealProcesses(t *testing.T) {
 		if err := os.WriteFile(script, []byte(evalsScript+up.extra), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		start(t, bin, "mock", "--listen", up.addr, "--script", script)
-		waitHTTP(t, "http://"+up.addr+"/stats")
+		start(t, ready("http://"+up.addr+"/stats"), bin, "mock", "--listen", up.addr, "--script", script)
 	}
 	cfg := filepath.Join(dir, "sluice.yaml")
 	text := strings.NewReplacer("${LISTEN}", listen, "${ADMIN}", admin, "${P}", p, "${B}", b).Replace(evalsConfig)
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	waitHTTP(t, "http://"+admin+"/readyz")
-	waitLog(t, out, `"state":"degraded"`)
+	// The test interrupts it itself; one still running at the end is
+	// killed.
+	serve := runUntilEnd(t, procs.Spec{Path: bin, Args: []string{"serve", "--config", cfg},
+		Ready: ready("http://" + admin + "/readyz"), StopSignal: syscall.SIGKILL})
+	waitLog(t, serve, `"state":"degraded"`)
 
 	// Three runs of each target later, the transition is still logged once.
 	type target struct {
@@ -114,8 +106,8 @@ func TestEvalsInRealProcesses(t *testing.T) {
 			t.Errorf("primary's failures %q: none says %q", saw, want)
 		}
 	}
-	if n := strings.Count(out.String(), `"msg":"eval"`); n != 1 {
-		t.Errorf("%d eval transitions logged, want 1:\n%s", n, out)
+	if n := strings.Count(serve.Output(), `"msg":"eval"`); n != 1 {
+		t.Errorf("%d eval transitions logged, want 1:\n%s", n, serve.Output())
 	}
 
 	resp, err := http.Post("http://"+listen+"/v1/chat/completions", "application/json",
@@ -129,15 +121,13 @@ func TestEvalsInRealProcesses(t *testing.T) {
 		t.Errorf("client answer %d: %s", resp.StatusCode, body)
 	}
 
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	serve.Signal(os.Interrupt)
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve exited: %v\n%s", err, out)
+	case <-serve.Done():
+		if err := serve.Err(); err != nil {
+			t.Errorf("serve exited: %v\n%s", err, serve.Output())
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("serve did not stop on an interrupt:\n%s", out)
+		t.Fatalf("serve did not stop on an interrupt:\n%s", serve.Output())
 	}
 }

@@ -1,9 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
 
@@ -61,8 +62,7 @@ scenario:
 // replica is one sluice serve process of the fleet.
 type replica struct {
 	listen, admin string
-	cmd           *exec.Cmd
-	out           *syncBuffer
+	proc          *procs.Proc
 }
 
 // metric sums the replica's series that start with prefix, or is -1
@@ -77,34 +77,17 @@ func (r *replica) metric(t *testing.T, prefix string) float64 {
 }
 
 // redisProcess runs a Redis of the test's own on addr, keeping nothing.
-func redisProcess(t *testing.T, addr string) *exec.Cmd {
+// The test kills it mid-run and restarts it (Restart) on the same port;
+// whichever is running at the end is killed.
+func redisProcess(t *testing.T, addr string) *procs.Proc {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("the fleet e2e test runs its own Redis and needs redis-server (apt-get install redis-server): %v", err)
 	}
 	_, port, _ := strings.Cut(addr, ":")
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s never answered", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return runUntilEnd(t, procs.Spec{Name: "redis-server", Path: bin, Args: []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"},
+		Ready: procs.TCPOpen(addr), ReadyWithin: 5 * time.Second, StopSignal: syscall.SIGKILL})
 }
 
 // Three sluice serve replicas sharing one Redis make one set of
@@ -118,15 +101,17 @@ func TestFleetInRealProcesses(t *testing.T) {
 	redisAddr := freeAddr(t)
 	rc := redisProcess(t, redisAddr)
 	fast, down := freeAddr(t), freeAddr(t)
-	start(t, bin, "mock", "--listen", fast, "--ttft", "2ms", "--tpot", "0s", "--output-tokens", "4")
-	start(t, bin, "mock", "--listen", down, "--fail-rate", "1")
-	waitHTTP(t, "http://"+fast+"/stats")
-	waitHTTP(t, "http://"+down+"/stats")
+	mocks := []*procs.Proc{
+		start(t, nil, bin, "mock", "--listen", fast, "--ttft", "2ms", "--tpot", "0s", "--output-tokens", "4"),
+		start(t, nil, bin, "mock", "--listen", down, "--fail-rate", "1"),
+	}
+	await(t, mocks[0], 10*time.Second, ready("http://"+fast+"/stats"))
+	await(t, mocks[1], 10*time.Second, ready("http://"+down+"/stats"))
 
 	keys := map[string]string{"rpm": "sk-fleet-rpm", "itpm": "sk-fleet-itpm", "open": "sk-fleet-open", "load": "sk-fleet-load"}
 	var fleet []*replica
 	for i := range 3 {
-		r := &replica{listen: freeAddr(t), admin: freeAddr(t), out: &syncBuffer{}}
+		r := &replica{listen: freeAddr(t), admin: freeAddr(t)}
 		text := strings.NewReplacer("${LISTEN}", r.listen, "${ADMIN}", r.admin, "${REDIS}", redisAddr,
 			"${ID}", fmt.Sprintf("r%d", i), "${FAST}", fast, "${DOWN}", down,
 			"${RPMHASH}", config.KeyHash(keys["rpm"]), "${ITPMHASH}", config.KeyHash(keys["itpm"]), "${OPENHASH}", config.KeyHash(keys["open"]), "${LOADHASH}", config.KeyHash(keys["load"])).Replace(fleetConfig)
@@ -134,21 +119,12 @@ func TestFleetInRealProcesses(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r.cmd = exec.Command(bin, "serve", "--config", path)
-		r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if r.cmd.ProcessState == nil {
-				r.cmd.Process.Kill()
-				r.cmd.Wait()
-			}
-		})
+		// One is killed mid-run; those running at the end are killed.
+		r.proc = runUntilEnd(t, procs.Spec{Path: bin, Args: []string{"serve", "--config", path}, StopSignal: syscall.SIGKILL})
 		fleet = append(fleet, r)
 	}
 	for _, r := range fleet {
-		waitHTTP(t, "http://"+r.admin+"/readyz")
+		await(t, r.proc, 10*time.Second, ready("http://"+r.admin+"/readyz"))
 	}
 	waitUntil(t, 5*time.Second, "every replica to see three live", func() bool {
 		for _, r := range fleet {
@@ -315,8 +291,7 @@ func TestFleetInRealProcesses(t *testing.T) {
 				t.Fatalf("two replicas probe the provider")
 			}
 		}
-		prober.cmd.Process.Signal(syscall.SIGKILL)
-		prober.cmd.Wait()
+		prober.proc.Kill()
 		killed := time.Now()
 		waitUntil(t, 15*time.Second, "another replica to take probing over", func() bool {
 			for _, r := range fleet {
@@ -359,8 +334,7 @@ func TestFleetInRealProcesses(t *testing.T) {
 			}()
 		}
 		time.Sleep(300 * time.Millisecond)
-		rc.Process.Signal(syscall.SIGKILL)
-		rc.Wait()
+		rc.Kill()
 		waitUntil(t, 5*time.Second, "every replica to decide alone", func() bool {
 			for _, r := range fleet {
 				if r.metric(t, "sluice_fleet_store_shared") != 0 {
@@ -369,7 +343,11 @@ func TestFleetInRealProcesses(t *testing.T) {
 			}
 			return true
 		})
-		rc = redisProcess(t, redisAddr)
+		back, err := rc.Restart(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { back.Stop() })
 		waitUntil(t, 5*time.Second, "every replica to share again", func() bool {
 			for _, r := range fleet {
 				if r.metric(t, "sluice_fleet_store_shared") != 1 {
@@ -387,7 +365,8 @@ func TestFleetInRealProcesses(t *testing.T) {
 		for i, r := range fleet {
 			// The log is buffered: wait for the lines, not for the moment.
 			waitUntil(t, 5*time.Second, fmt.Sprintf("replica %d's log to tell of Redis leaving and coming back", i), func() bool {
-				return strings.Contains(r.out.String(), "shared store unreachable") && strings.Contains(r.out.String(), "shared store answering again")
+				out := r.proc.Output()
+				return strings.Contains(out, "shared store unreachable") && strings.Contains(out, "shared store answering again")
 			})
 		}
 	})

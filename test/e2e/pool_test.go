@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 	"github.com/sluice-gw/sluice/internal/sim"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 	"github.com/sluice-gw/sluice/internal/sim/scenario"
@@ -147,14 +148,14 @@ func runPool(t *testing.T, bin, text, policy string) (report.Summary, []int) {
 		t.Fatal(err)
 	}
 	ts := fmt.Sprint(poolTimeScale)
+	mocks := make([]*procs.Proc, len(poolReplicas))
 	for i, name := range poolReplicas {
-		start(t, bin, "mock", "--scenario", path, "--provider", name, "--listen", addrs[i], "--grace", "1s", "--time-scale", ts)
+		mocks[i] = start(t, nil, bin, "mock", "--scenario", path, "--provider", name, "--listen", addrs[i], "--grace", "1s", "--time-scale", ts)
 	}
-	for _, a := range addrs {
-		waitHTTP(t, "http://"+a+"/stats")
+	for i, a := range addrs {
+		await(t, mocks[i], 10*time.Second, ready("http://"+a+"/stats"))
 	}
-	serveOut := start(t, bin, "serve", "--config", path, "--policy", policy, "--time-scale", ts)
-	waitHTTP(t, "http://"+admin+"/readyz")
+	serve := start(t, ready("http://"+admin+"/readyz"), bin, "serve", "--config", path, "--policy", policy, "--time-scale", ts)
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -162,7 +163,7 @@ func runPool(t *testing.T, bin, text, policy string) (report.Summary, []int) {
 		"--metrics", "http://"+admin+"/metrics", "--time-scale", ts, "--json", jsonPath, "--quiet")
 	out, err := load.CombinedOutput()
 	if err != nil {
-		t.Fatalf("sluice load: %v\n%s\nserve:\n%s", err, out, serveOut)
+		t.Fatalf("sluice load: %v\n%s\nserve:\n%s", err, out, serve.Output())
 	}
 	sum := readLoadReport(t, jsonPath)
 	calls := make([]int, len(addrs))

@@ -43,19 +43,17 @@ models:
 func TestSDKs(t *testing.T) {
 	bin := buildSluice(t)
 	listen, admin, up := freeAddr(t), freeAddr(t), freeAddr(t)
-	start(t, bin, "mock", "--listen", up, "--ttft", "5ms", "--tpot", "1ms", "--output-tokens", "8")
-	waitHTTP(t, "http://"+up+"/stats")
+	start(t, ready("http://"+up+"/stats"), bin, "mock", "--listen", up, "--ttft", "5ms", "--tpot", "1ms", "--output-tokens", "8")
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	cfg := strings.NewReplacer("${LISTEN}", listen, "${ADMIN}", admin, "${UP}", up).Replace(sdkConfig)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := start(t, bin, "serve", "--config", path)
-	waitHTTP(t, "http://"+admin+"/readyz")
+	serve := start(t, ready("http://"+admin+"/readyz"), bin, "serve", "--config", path)
 	base := "http://" + listen
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("sluice serve's log:\n%s", out)
+			t.Logf("sluice serve's log:\n%s", serve.Output())
 		}
 	})
 

@@ -89,10 +89,8 @@ func runSeed002Policy(t *testing.T, bin string, raw []byte, policy string) repor
 		ts = v // to see how the agreement moves with the compression
 	}
 	t.Setenv("SLUICE_E2E_CRITICAL_KEYS", seed002CriticalKey)
-	serveOut := start(t, bin, "serve", "--config", path, "--policy", policy, "--time-scale", ts)
-	waitHTTP(t, "http://"+admin+"/readyz")
-	mockOut := start(t, bin, "mock", "--scenario", path, "--provider", "vllm", "--listen", vllm, "--grace", "1s", "--time-scale", ts)
-	waitHTTP(t, "http://"+vllm+"/stats")
+	serve := start(t, ready("http://"+admin+"/readyz"), bin, "serve", "--config", path, "--policy", policy, "--time-scale", ts)
+	mock := start(t, ready("http://"+vllm+"/stats"), bin, "mock", "--scenario", path, "--provider", "vllm", "--listen", vllm, "--grace", "1s", "--time-scale", ts)
 
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -102,7 +100,7 @@ func runSeed002Policy(t *testing.T, bin string, raw []byte, policy string) repor
 		"--time-scale", ts, "--critical-key", seed002CriticalKey, "--json", jsonPath, "--quiet", "--minutes")
 	out, err := load.CombinedOutput()
 	if err != nil {
-		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmock:\n%s", err, out, serveOut, mockOut)
+		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmock:\n%s", err, out, serve.Output(), mock.Output())
 	}
 	t.Logf("sluice load --policy %q:\n%s", policy, out)
 	row := readLoadReport(t, jsonPath)

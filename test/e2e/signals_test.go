@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 const signalsConfig = `listen: ${LISTEN}
@@ -25,13 +24,12 @@ models:
 
 // serveProcess runs sluice serve on a config written from text, with a
 // mock provider, and returns the addresses, the config's path and the
-// command (stopped by the test's cleanup if still running).
-func serveProcess(t *testing.T, text string) (listen, admin, path string, cmd *exec.Cmd, out *syncBuffer) {
+// process (stopped by the test's cleanup if still running).
+func serveProcess(t *testing.T, text string) (listen, admin, path string, serve *procs.Proc) {
 	t.Helper()
 	bin := buildSluice(t)
 	listen, admin, up := freeAddr(t), freeAddr(t), freeAddr(t)
-	start(t, bin, "mock", "--listen", up, "--ttft", "10ms", "--tpot", "20ms")
-	waitHTTP(t, "http://"+up+"/stats")
+	start(t, ready("http://"+up+"/stats"), bin, "mock", "--listen", up, "--ttft", "10ms", "--tpot", "20ms")
 	path = filepath.Join(t.TempDir(), "sluice.yaml")
 	write := func(s string) {
 		s = strings.NewReplacer("${LISTEN}", listen, "${ADMIN}", admin, "${UP}", up).Replace(s)
@@ -40,20 +38,11 @@ func serveProcess(t *testing.T, text string) (listen, admin, path string, cmd *e
 		}
 	}
 	write(text)
-	out = &syncBuffer{}
-	cmd = exec.Command(bin, "serve", "--config", path)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	waitHTTP(t, "http://"+admin+"/readyz")
-	return listen, admin, path, cmd, out
+	// A test that signals it itself ends it at once if it is still
+	// running at the end: a kill, as the test is over.
+	serve = runUntilEnd(t, procs.Spec{Path: bin, Args: []string{"serve", "--config", path},
+		Ready: ready("http://" + admin + "/readyz"), StopSignal: syscall.SIGKILL})
+	return listen, admin, path, serve
 }
 
 func stream(t *testing.T, listen, model, tokens string) *http.Response {
@@ -68,33 +57,10 @@ func stream(t *testing.T, listen, model, tokens string) *http.Response {
 	return resp
 }
 
-// syncBuffer is a process's output, read while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func waitLog(t *testing.T, out *syncBuffer, s string) {
+// waitLog waits up to 5 s for p's log to say s.
+func waitLog(t *testing.T, p *procs.Proc, s string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never said %q:\n%s", s, out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	await(t, p, 5*time.Second, procs.LogLine(s))
 }
 
 // SIGHUP reloads the configuration without disturbing the stream in
@@ -102,22 +68,22 @@ func waitLog(t *testing.T, out *syncBuffer, s string) {
 // keeps serving. SIGTERM fails /readyz first, then lets the stream in
 // flight finish, and the process exits 0 with its log flushed.
 func TestSignals(t *testing.T) {
-	listen, admin, path, cmd, out := serveProcess(t, signalsConfig)
+	listen, admin, path, serve := serveProcess(t, signalsConfig)
 	resp := stream(t, listen, "chat", "100") // about 2 s of tokens
 
 	// A new model, by SIGHUP, mid-stream.
 	added := strings.Replace(signalsConfig, "models:\n", "models:\n  - {name: added, targets: [{provider: up, model: m}]}\n", 1)
 	added = strings.NewReplacer("${LISTEN}", listen, "${ADMIN}", admin, "${UP}", upFrom(t, path)).Replace(added)
 	os.WriteFile(path, []byte(added), 0o600)
-	cmd.Process.Signal(syscall.SIGHUP)
-	waitLog(t, out, "SIGHUP: configuration reloaded")
+	serve.Signal(syscall.SIGHUP)
+	waitLog(t, serve, "SIGHUP: configuration reloaded")
 	if st := status(t, listen, "added"); st != 200 {
 		t.Fatalf("the reloaded model answered %d", st)
 	}
 	// A broken file: refused, logged, and the running one stays.
 	os.WriteFile(path, []byte("providers: [\n"), 0o600)
-	cmd.Process.Signal(syscall.SIGHUP)
-	waitLog(t, out, "SIGHUP: configuration refused")
+	serve.Signal(syscall.SIGHUP)
+	waitLog(t, serve, "SIGHUP: configuration refused")
 	if st := status(t, listen, "added"); st != 200 {
 		t.Fatalf("after a refused reload the model answered %d", st)
 	}
@@ -130,7 +96,7 @@ func TestSignals(t *testing.T) {
 	// SIGTERM with a stream in flight.
 	resp = stream(t, listen, "chat", "50") // about 1 s
 	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
+	serve.Signal(syscall.SIGTERM)
 	time.Sleep(100 * time.Millisecond)
 	if r, err := http.Get("http://" + admin + "/readyz"); err != nil || r.StatusCode != 503 {
 		t.Fatalf("/readyz during the drain delay: %v %v", r, err)
@@ -140,13 +106,13 @@ func TestSignals(t *testing.T) {
 	if !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
 		t.Fatalf("the stream in flight at SIGTERM was cut: %.300s", body)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sluice serve exited with %v after SIGTERM\n%s", err, out)
+	if err := serve.Wait(); err != nil {
+		t.Fatalf("sluice serve exited with %v after SIGTERM\n%s", err, serve.Output())
 	}
 	if took := time.Since(sent); took < 500*time.Millisecond {
 		t.Errorf("exited %v after SIGTERM, before its 500ms drain delay", took)
 	}
-	if !strings.Contains(out.String(), "shutdown complete") || !strings.Contains(out.String(), "model=chat") {
+	if out := serve.Output(); !strings.Contains(out, "shutdown complete") || !strings.Contains(out, "model=chat") {
 		t.Errorf("the log was not flushed on the way out:\n%s", out)
 	}
 }

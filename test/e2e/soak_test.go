@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // soakConfig is each replica's: an OpenAI-kind primary that browns out
@@ -165,13 +166,12 @@ func TestSoak(t *testing.T) {
 	if err := os.WriteFile(script, []byte(soakPrimaryScript(s.duration+5*time.Minute)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startLogged(t, filepath.Join(logs, "primary.log"), bin, "mock", "--listen", primary, "--script", script)
-	startLogged(t, filepath.Join(logs, "backup.log"), bin, "mock", "--listen", backup, "--ttft", "100ms", "--tpot", "4ms",
+	startLogged(t, filepath.Join(logs, "primary.log"), ready("http://"+primary+"/stats"), bin, "mock", "--listen", primary, "--script", script)
+	startLogged(t, filepath.Join(logs, "backup.log"), ready("http://"+backup+"/stats"), bin, "mock", "--listen", backup, "--ttft", "100ms", "--tpot", "4ms",
 		"--output-tokens", "8-48", "--fail-rate", "0.002", "--fail-status", "529", "--seed", "8")
-	waitHTTP(t, "http://"+primary+"/stats")
-	waitHTTP(t, "http://"+backup+"/stats")
 
 	fleet := make([]*replica, 3)
+	serves := make([]*procs.Proc, 3)
 	var targets []string
 	for i := range fleet {
 		r := &replica{listen: freeAddr(t), admin: freeAddr(t)}
@@ -183,11 +183,11 @@ func TestSoak(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		startLogged(t, filepath.Join(logs, fmt.Sprintf("replica-%d.log", i)), bin, "serve", "--config", path)
+		serves[i] = startLogged(t, filepath.Join(logs, fmt.Sprintf("replica-%d.log", i)), nil, bin, "serve", "--config", path)
 		fleet[i], targets = r, append(targets, r.listen)
 	}
-	for _, r := range fleet {
-		waitHTTP(t, "http://"+r.admin+"/readyz")
+	for i, r := range fleet {
+		await(t, serves[i], 10*time.Second, ready("http://"+r.admin+"/readyz"))
 	}
 	waitUntil(t, 10*time.Second, "every replica to see three live", func() bool {
 		for _, r := range fleet {
@@ -226,23 +226,19 @@ func TestSoak(t *testing.T) {
 
 // startLogged runs a process until the test ends, its output to a file
 // (an hour of a replica's warnings is no test buffer's business), and
-// stops it by its own PID: an interrupt, then a kill after 10 s.
-func startLogged(t *testing.T, logPath, name string, args ...string) {
+// stops it by its own PID: an interrupt, then a kill after 10 s. It
+// returns once check passes (nil: at once).
+func startLogged(t *testing.T, logPath string, check procs.Check, name string, args ...string) *procs.Proc {
 	t.Helper()
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Cleanups run last first: this one after the process has stopped.
 	t.Cleanup(func() {
-		f.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
 				t.Logf("%s (last 4 kB):\n%s", filepath.Base(logPath), b[max(0, len(b)-4096):])
 			}
 		}
 	})
-	runUntilEnd(t, f, 10*time.Second, name, args...)
+	return runUntilEnd(t, procs.Spec{Path: name, Args: args, LogFile: logPath, Ready: check, Grace: 10 * time.Second})
 }
 
 // dropRedisPrefix deletes the run's keys from the shared Redis: only

@@ -2,11 +2,13 @@ package chaos
 
 import (
 	"bytes"
-	"os/exec"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // TestSmoke is the short run CI does: every fault for 2 s against real
@@ -21,9 +23,10 @@ func TestSmoke(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the chaos smoke run drives processes built without the race detector; run it without -race")
 	}
-	bin := filepath.Join(t.TempDir(), "sluice")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/sluice").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	b := procs.Build{Out: filepath.Join(t.TempDir(), "sluice")}
+	bin, err := b.Path(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	var progress bytes.Buffer
 	rep, err := Run(Options{Bin: bin, Span: 2 * time.Second, Short: true, Connections: 500, Progress: &progress})

@@ -44,9 +44,10 @@
 //     connections to the provider, which the goroutine bound needs. The
 //     mock's own failure modes (X-Mock-Fail: reset, hang, malformed,
 //     truncate) are used where they exist.
-//   - procs.go, metrics.go: processes, started and stopped by their own
-//     PIDs; the gateway's /metrics and the mock's /stats, read as a
-//     client would.
+//   - procs.go, metrics.go: the mocks, gateways and Redis a fault runs,
+//     started, killed and stopped by their own PIDs through
+//     internal/harness/procs; the gateway's /metrics and the mock's
+//     /stats, read as a client would.
 //   - report.go, main.go: the Markdown table, and the command.
 //
 // # Why these faults run this way

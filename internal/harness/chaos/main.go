@@ -97,7 +97,7 @@ func runFault(f fault, o Options) row {
 	r.measure()
 	r.row.Took = time.Since(start)
 	if !r.row.Holds() && o.Progress != nil && r.gw != nil {
-		fmt.Fprintf(o.Progress, "--- %s: the gateway's log, last lines\n%s\n---\n", f.name, tail(r.gw.out.String(), 30))
+		fmt.Fprintf(o.Progress, "--- %s: the gateway's log, last lines\n%s\n---\n", f.name, tail(r.gw.Output(), 30))
 	}
 	return r.row
 }
@@ -178,6 +178,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// locateBinary finds the sluice binary to run: the one named, or this
+// very executable, which is sluice when the run is `sluice chaos`.
+func locateBinary(named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	return os.Executable()
 }
 
 // or is v if set, else the short or the full default.

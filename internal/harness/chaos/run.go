@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // The bounds every row is held to, and why.
@@ -46,7 +48,7 @@ type run struct {
 	overload    time.Duration
 	connections int
 
-	procs   []*proc
+	group   procs.Group
 	mocks   int
 	gw      *gatewayProc
 	ups     []*upstream
@@ -137,7 +139,7 @@ func (r *run) measure() {
 		}
 	}
 	r.row.Before = r.before
-	if r.gw == nil || r.gw.exited() {
+	if r.gw == nil || r.gw.Exited() {
 		r.row.GatewayExited = true
 		return
 	}
@@ -151,7 +153,7 @@ func (r *run) measureUpstream(left time.Time) {
 	inFlight := func() int64 {
 		var n int64
 		for _, u := range r.ups {
-			if u.mock.exited() {
+			if u.mock.Exited() {
 				continue
 			}
 			if st, err := u.mock.stats(); err == nil {
@@ -226,7 +228,7 @@ func (r *run) close() {
 	for _, c := range r.clients {
 		c.hc.CloseIdleConnections()
 	}
-	r.stopAll()
+	r.group.StopAll()
 	for _, u := range r.ups {
 		u.relay.close()
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -24,16 +25,16 @@ func (r *run) reload() error {
 	if err != nil {
 		return err
 	}
-	r.gw.signal(syscall.SIGHUP)
+	r.gw.Signal(syscall.SIGHUP)
 	var now map[string]float64
 	if !waitUntil(5*time.Second, func() bool {
 		now, err = scrape(r.gw.admin)
 		return err == nil && now["sluice_config_reloads_total"] > before["sluice_config_reloads_total"]
 	}) {
-		return fmt.Errorf("the gateway did not reload on SIGHUP:\n%s", r.gw.out)
+		return fmt.Errorf("the gateway did not reload on SIGHUP:\n%s", r.gw.Output())
 	}
-	if strings.Contains(r.gw.out.String(), "configuration refused") {
-		return fmt.Errorf("the gateway refused the configuration:\n%s", r.gw.out)
+	if strings.Contains(r.gw.Output(), "configuration refused") {
+		return fmt.Errorf("the gateway refused the configuration:\n%s", r.gw.Output())
 	}
 	return nil
 }
@@ -153,7 +154,7 @@ func slowClient(listen string, body bool, limit time.Duration) (time.Duration, b
 }
 
 func playManyConnections(r *run) error {
-	limit, err := raiseFileLimit(1 << 17)
+	limit, err := procs.RaiseFileLimit(1 << 17)
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func playSIGHUP(r *run) error {
 	configs := []string{alternate(gatewayConfig(p, s, "", "")), gatewayConfig(p, s, "", "")}
 	stop := r.every(250*time.Millisecond, func(n int) {
 		r.gw.write(configs[n%2])
-		r.gw.signal(syscall.SIGHUP)
+		r.gw.Signal(syscall.SIGHUP)
 	})
 	r.newClient(32).closedLoop(32, r.span, mixed("chat", 40))
 	sent := stop()
@@ -240,7 +241,7 @@ func playSIGHUP(r *run) error {
 		return err
 	}
 	r.note("%d SIGHUPs sent, %g reloads", sent, m["sluice_config_reloads_total"])
-	if m["sluice_config_reloads_total"] == 0 || strings.Contains(r.gw.out.String(), "configuration refused") {
+	if m["sluice_config_reloads_total"] == 0 || strings.Contains(r.gw.Output(), "configuration refused") {
 		r.fail("the reloads did not all take")
 	}
 	if ok := r.tally.count(vOK); ok != r.tally.sent.Load() {
@@ -263,7 +264,7 @@ func playSIGTERM(r *run) error {
 	signalled := at(r.span/2, func() {
 		sentAt = time.Now()
 		before.Store(r.tally.sent.Load())
-		r.gw.signal(syscall.SIGTERM)
+		r.gw.Signal(syscall.SIGTERM)
 	})
 	time.Sleep(50 * time.Millisecond)
 	unready := r.every(100*time.Millisecond, func(int) {
@@ -293,13 +294,13 @@ func playSIGTERM(r *run) error {
 	wg.Wait()
 	unready()
 	select {
-	case <-r.gw.done:
+	case <-r.gw.Done():
 	case <-time.After(10 * time.Second):
 		r.fail("the gateway had not exited 10 s after SIGTERM")
 		return nil
 	}
-	if r.gw.err != nil {
-		r.fail("the gateway exited with %v after SIGTERM", r.gw.err)
+	if err := r.gw.Err(); err != nil {
+		r.fail("the gateway exited with %v after SIGTERM", err)
 	}
 	r.note("%d requests sent after the signal (%d by then), before /readyz was seen failing; the gateway exited 0, %v after the signal",
 		after.Load()-before.Load(), before.Load(), time.Since(sentAt).Round(10*time.Millisecond))
@@ -310,7 +311,7 @@ func playSIGTERM(r *run) error {
 }
 
 func playRedis(r *run) error {
-	addr, err := freeAddr()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -327,9 +328,9 @@ func playRedis(r *run) error {
 		m, _ := scrape(r.gw.admin)
 		return m["sluice_fleet_store_shared"]
 	}
-	killed := at(r.span/3, func() { redis.signal(syscall.SIGKILL); <-redis.done })
+	killed := at(r.span/3, redis.Kill)
 	var restarted error
-	back := at(2*r.span/3, func() { _, restarted = r.startRedis(addr) })
+	back := at(2*r.span/3, func() { _, restarted = redis.Restart(context.Background()) })
 	r.newClient(16).closedLoop(16, r.span, func(i int, rng *rand.Rand) call {
 		c := mixed("chat", 16)(i, rng)
 		c.header = map[string]string{"Authorization": "Bearer " + key}
@@ -381,8 +382,7 @@ models:
 	killed := at(r.span/2, func() {
 		st, _ := a.mock.stats()
 		inFlight = st.InFlight
-		a.mock.signal(syscall.SIGKILL)
-		<-a.mock.done
+		a.mock.Kill()
 		// The relay goes with it: a dead replica's port refuses
 		// connections, where a relay left listening would accept them
 		// and drop them, which looks like a call lost mid-request.
