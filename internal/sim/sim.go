@@ -1,7 +1,7 @@
 // Package sim is Sluice's deterministic discrete-event simulator. It runs
 // a scenario (package scenario) through the same lifecycle.Engine the
 // gateway uses, on a virtual clock, against upstreams whose behaviour
-// comes from the same mock.Planner that sluice mock uses. One seed owns
+// comes from the same upstream.Planner that sluice mock uses. One seed owns
 // every random draw, so a scenario and seed give byte-identical output.
 //
 // The simulator models three things around the engine: clients (open-loop
