@@ -9,8 +9,10 @@
 // memory budget that crashes it, as in seed 000) and upstreams (latency,
 // brownouts, failures, a running/waiting capacity model). Everything the
 // gateway decides, the engine decides here too; the arrival times, the
-// clients' retry decisions and the upstreams' capacity come from package
-// workload, the models sluice load and sluice mock run on the wall clock.
+// classes and prompt sizes, the clients' retry decisions and the
+// upstreams' capacity come from package workload, and the upstreams'
+// latency and failures from package upstream: the models sluice load and
+// sluice mock run on the wall clock.
 //
 // Clients may be several streams (scenario clients.streams): each with
 // its own arrivals and draws, its key (its budget, its class, whether it

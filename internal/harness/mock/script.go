@@ -10,7 +10,8 @@ import (
 	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
 
-// LoadScript reads a YAML behaviour script (format in the package doc).
+// LoadScript reads a YAML behaviour script (format in package upstream's
+// doc).
 func LoadScript(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ParseScript parses a YAML behaviour script (format in the mock's
-// package doc). Settings it leaves out keep their DefaultConfig values,
+// ParseScript parses a YAML behaviour script (format in the package
+// doc). Settings it leaves out keep their DefaultConfig values,
 // so a script states only what it changes. Unknown keys are errors,
 // because a typo in a brownout scenario would otherwise silently produce
 // a healthy provider.
