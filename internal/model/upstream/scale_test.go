@@ -138,4 +138,3 @@ func TestScaledEdges(t *testing.T) {
 		t.Errorf("Scaled twice: scale %v tpot %v, want 0.25 and 250ms", got.TimeScale, got.TPOT)
 	}
 }
-
