@@ -13,7 +13,7 @@ import (
 // (lifecycle.Engine.SetEvalDegraded), so routing around it is the
 // gateway's own code. What the simulator does not model is the eval
 // calls' cost: each is answered at once, right with its provider's
-// quality (the upstream's quality:, mock.Config.Quality), and takes no
+// quality (the upstream's quality:, upstream.Config.Quality), and takes no
 // capacity; a set is a few calls an interval against thousands of
 // requests. One schedule serves a whole fleet.
 //

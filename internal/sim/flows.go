@@ -8,7 +8,6 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
-	"github.com/sluice-gw/sluice/internal/harness/mock"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 	"github.com/sluice-gw/sluice/internal/sim/scenario"
@@ -27,8 +26,8 @@ type flow struct {
 	arr   *workload.Arrivals
 	// rng draws priorities and retry delays; tokens draws prompt sizes.
 	rng, tokens *rand.Rand
-	shares      [3]float64
-	prompt      mock.TokenRange
+	shares      workload.Mix
+	prompt      workload.Sizes
 	// key is the stream's key, from 1 in the policy's keys[] (the order
 	// lifecycle.FromConfig gives the engine's budgets), 0 for none.
 	key int
@@ -133,26 +132,11 @@ func (fl *flow) priority() admission.Priority {
 }
 
 func (fl *flow) draw() admission.Priority {
-	shares := fl.shares
-	total := shares[0] + shares[1] + shares[2]
-	x := fl.rng.Float64() * total
-	for p, s := range shares {
-		if x < s {
-			return admission.Priority(p)
-		}
-		x -= s
-	}
-	return admission.Interactive
+	return admission.Priority(fl.shares.Class(fl.rng.Float64()))
 }
 
 // promptTokens draws a new request's prompt length.
-func (fl *flow) promptTokens() int64 {
-	n := fl.prompt.Min
-	if fl.prompt.Max > fl.prompt.Min {
-		n += fl.tokens.IntN(fl.prompt.Max - fl.prompt.Min + 1)
-	}
-	return int64(n)
-}
+func (fl *flow) promptTokens() int64 { return int64(fl.prompt.Draw(fl.tokens)) }
 
 // request is the engine's request for q's attempt, as the gateway builds
 // it: its key, its input tokens and max_tokens, and, for a background

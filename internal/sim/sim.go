@@ -1,7 +1,7 @@
 // Package sim is Sluice's deterministic discrete-event simulator. It runs
 // a scenario (package scenario) through the same lifecycle.Engine the
 // gateway uses, on a virtual clock, against upstreams whose behaviour
-// comes from the same mock.Planner that sluice mock uses. One seed owns
+// comes from the same upstream.Planner that sluice mock uses. One seed owns
 // every random draw, so a scenario and seed give byte-identical output.
 //
 // The simulator models three things around the engine: clients (open-loop
@@ -9,8 +9,10 @@
 // memory budget that crashes it, as in seed 000) and upstreams (latency,
 // brownouts, failures, a running/waiting capacity model). Everything the
 // gateway decides, the engine decides here too; the arrival times, the
-// clients' retry decisions and the upstreams' capacity come from package
-// workload, the models sluice load and sluice mock run on the wall clock.
+// classes and prompt sizes, the clients' retry decisions and the
+// upstreams' capacity come from package workload, and the upstreams'
+// latency and failures from package upstream: the models sluice load and
+// sluice mock run on the wall clock.
 //
 // Clients may be several streams (scenario clients.streams): each with
 // its own arrivals and draws, its key (its budget, its class, whether it

@@ -5,26 +5,26 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
-	"github.com/sluice-gw/sluice/internal/harness/mock"
+	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
 
-// upstream models one provider: per-call behaviour from mock.Planner (the
+// upstream models one provider: per-call behaviour from upmodel.Planner (the
 // same draws sluice mock makes for the same seed) and the capacity model
 // sluice mock runs, workload.Capacity, driven here on the virtual clock.
 type upstream struct {
-	cfg       mock.Config
-	planner   *mock.Planner
+	cfg       upmodel.Config
+	planner   *upmodel.Planner
 	anthropic bool
 	capacity  *workload.Capacity[*upCall]
 	// quality is the share of its answers that are right (evals.go).
 	quality float64
 }
 
-func newUpstream(cfg mock.Config, anthropic bool) *upstream {
+func newUpstream(cfg upmodel.Config, anthropic bool) *upstream {
 	return &upstream{
-		cfg: cfg, planner: mock.NewPlanner(cfg), anthropic: anthropic, quality: cfg.QualityOf(),
+		cfg: cfg, planner: upmodel.NewPlanner(cfg), anthropic: anthropic, quality: cfg.QualityOf(),
 		capacity: workload.NewCapacity[*upCall](cfg.MaxRunning, cfg.MaxWaiting, cfg.BatchSlowdown),
 	}
 }
@@ -35,7 +35,7 @@ type upCall struct {
 	u       *upstream
 	q       *request
 	attempt int
-	plan    mock.Plan
+	plan    upmodel.Plan
 	running bool
 	queued  bool
 	delayed bool // a retry waiting out its delay, not yet sent
@@ -61,7 +61,7 @@ type upCall struct {
 // answer's usage, as the provider reports it, settles the budgets.
 func (c *upCall) result() lifecycle.Outcome {
 	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.tokens}
-	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
+	if f := c.plan.Fail; f != nil && f.Kind == upmodel.FailStatus {
 		o.RetryAfter = f.RetryAfter
 	}
 	if c.outcome == lifecycle.OK && c.q != nil {
@@ -152,11 +152,8 @@ func (r *run) launch(c *upCall) {
 	case workload.Run:
 		r.generate(c)
 	case workload.Refuse:
-		// Refused at once, as the mock refuses: 503 (529 on Anthropic's API).
-		c.status = 503
-		if u.anthropic {
-			c.status = 529
-		}
+		// Refused at once, as the mock refuses.
+		c.status = upmodel.RefusalStatus(u.anthropic)
 		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
 		r.pushCall(r.now, evDone, c)
 	default:
@@ -167,11 +164,11 @@ func (r *run) launch(c *upCall) {
 // replaced plays a failure that takes the whole call's place, as the
 // mock plays it: before admission, so it holds no slot, never waits and
 // is never refused.
-func (r *run) replaced(c *upCall, f *mock.Failure) {
+func (r *run) replaced(c *upCall, f *upmodel.Failure) {
 	switch f.Kind {
-	case mock.FailHang:
+	case upmodel.FailHang:
 		return // never answers: the deadline or the client ends it
-	case mock.FailStatus:
+	case upmodel.FailStatus:
 		c.status = f.StatusCode()
 		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
 	default: // a reset before any byte
@@ -209,7 +206,7 @@ func (r *run) generate(c *upCall) {
 		// Only failures that corrupt a generated answer get here (see
 		// replaced).
 		switch f.Kind {
-		case mock.FailReset:
+		case upmodel.FailReset:
 			c.outcome = lifecycle.ConnError
 			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 			c.tokens = min(f.AfterTokens, tokens)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 	"github.com/sluice-gw/sluice/internal/sim/scenario"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -27,7 +28,7 @@ type bodies struct {
 	model     string
 	maxTokens int
 	stream    bool
-	tokens    mock.TokenRange
+	tokens    workload.Sizes
 	text      string
 	// criticalKey authorises critical requests as critical, for a
 	// stream with no key of its own.
@@ -60,6 +61,9 @@ func promptText(seed uint64, n int) string {
 	return string(buf[:n])
 }
 
+// promptTokens draws a request's prompt length.
+func (b *bodies) promptTokens(rng *rand.Rand) int { return b.tokens.Draw(rng) }
+
 type message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -75,10 +79,7 @@ type chatRequest struct {
 // build returns a request body and the headers every attempt carries,
 // drawing the prompt length and placement from rng.
 func (b *bodies) build(rng *rand.Rand, priority int) ([]byte, http.Header) {
-	n := b.tokens.Min
-	if b.tokens.Max > b.tokens.Min {
-		n += rng.IntN(b.tokens.Max - b.tokens.Min + 1)
-	}
+	n := b.promptTokens(rng)
 	off := rng.IntN(promptSlack)
 	body, err := json.Marshal(chatRequest{
 		Model:     b.model,

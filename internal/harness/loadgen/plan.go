@@ -130,7 +130,7 @@ type streamPlan struct {
 	name    string
 	sched   workload.Schedule
 	spacing workload.Spacing
-	shares  [3]float64
+	shares  workload.Mix
 	// keyed: the stream's key has a class of its own, which its requests
 	// take (class), whatever the shares.
 	keyed bool
@@ -347,24 +347,7 @@ func (p *streamPlan) priority(u float64) int {
 	if p.keyed {
 		return p.class
 	}
-	total := p.shares[0] + p.shares[1] + p.shares[2]
-	if total <= 0 {
-		return 1
-	}
-	x := u * total
-	for i, s := range p.shares {
-		if x < s {
-			return i
-		}
-		x -= s
-	}
-	// Rounding left x just past the last share: the last class with any.
-	for i := 2; i >= 0; i-- {
-		if p.shares[i] > 0 {
-			return i
-		}
-	}
-	return 1
+	return p.shares.Class(u)
 }
 
 // arrivals is a stream's arrival times, from their own seeded source so

@@ -4,30 +4,9 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
-
-// Answer scripts the reply to prompts that contain Match: Reply when the
-// call is answered right, Wrong (default "I am not sure.") when the
-// provider's Quality draws a wrong answer. Fallback evals are tested
-// with them: one provider answers an eval's prompt correctly, another
-// wrongly.
-type Answer struct {
-	Match string `yaml:"match"`
-	Reply string `yaml:"reply"`
-	Wrong string `yaml:"wrong"`
-}
-
-// DefaultWrong is a scripted answer's wrong reply when none is given.
-const DefaultWrong = "I am not sure."
-
-// QualityOf is the share of answers a provider gets right: Quality, or
-// 1 when unset.
-func (c Config) QualityOf() float64 {
-	if c.Quality == nil {
-		return 1
-	}
-	return *c.Quality
-}
 
 // answers picks the reply for a call's prompt text: nil for a prompt no
 // Answer matches (the reply is then pseudo-latin words). Right or wrong
@@ -60,7 +39,7 @@ func (a *answers) reply(prompt string) []string {
 		if a.quality < 1 && a.rng.Float64() >= a.quality {
 			text = x.Wrong
 			if text == "" {
-				text = DefaultWrong
+				text = upstream.DefaultWrong
 			}
 		}
 		var out []string

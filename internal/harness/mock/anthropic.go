@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
 
 // anthropic is the Anthropic Messages API wire protocol.
@@ -19,7 +21,7 @@ func (anthropic) errorJSON(status int, msg string) []byte {
 	return b
 }
 
-func (anthropic) overloadStatus() int { return 529 }
+func (anthropic) overloadStatus() int { return upstream.RefusalStatus(true) }
 
 func (anthropic) setHeaders(h http.Header, p *plan, c *call) {
 	const reqLimit, tokLimit = 4000, 400000

@@ -34,14 +34,13 @@ func TestBrownoutJudgedByFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var offset atomic.Int64
 		epoch := time.Now()
-		s := New(Config{
+		s := NewWithClock(Config{
 			TTFT: 100 * ms, TPOT: 10 * ms, OutputTokens: TokenRange{Min: 3},
-			Now: func() time.Time { return epoch.Add(time.Duration(offset.Load())) },
 			Brownouts: []Brownout{
 				{Start: 10 * time.Second, End: 20 * time.Second, Multiplier: 5},
 				{Start: 30 * time.Second, Latency: 2 * time.Second},
 			},
-		})
+		}, func() time.Time { return epoch.Add(time.Duration(offset.Load())) })
 		for _, c := range []struct{ at, want time.Duration }{
 			{0, 120 * ms},
 			{10 * time.Second, 600 * ms}, // 5×100ms TTFT + 2 tokens × 5×10ms

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
 
 // Main is `sluice mock [flags]`: it serves a mock provider until SIGINT or
@@ -87,7 +89,7 @@ func (f tokenRangeFlag) String() string {
 }
 
 func (f tokenRangeFlag) Set(s string) (err error) {
-	*f.r, err = ParseTokenRange(s)
+	*f.r, err = upstream.ParseTokenRange(s)
 	return err
 }
 

@@ -61,7 +61,7 @@ func TestFlagsOverrideScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TTFT != time.Millisecond || cfg.TPOT != 8*time.Millisecond || cfg.OutputTokens != (TokenRange{3, 4}) || cfg.Seed != 42 || !cfg.EarlyHead {
+	if cfg.TTFT != time.Millisecond || cfg.TPOT != 8*time.Millisecond || cfg.OutputTokens != (TokenRange{Min: 3, Max: 4}) || cfg.Seed != 42 || !cfg.EarlyHead {
 		t.Errorf("merge wrong: %+v", cfg)
 	}
 	if cfg.Jitter != (Jitter{Kind: "uniform", Max: 5 * time.Millisecond}) || len(cfg.Brownouts) != 3 || len(cfg.Failures) != 7 {

@@ -24,35 +24,23 @@
 //
 // # Behaviour model
 //
-// Every decision about a call is made when it arrives, from a source seeded
-// by Config.Seed, so the same seed replays the same decisions for the same
-// sequence of requests. Windows (brownouts, failures) are judged by the
-// call's arrival time relative to server start, on Config.Now's clock.
+// What a call does is the upstream model's (package upstream, whose doc
+// has the whole model and the script format), the one sluice sim plays
+// too: Config is upstream.Config, and every call is planned by an
+// upstream.Planner when it arrives, from a source seeded by Config.Seed,
+// so the same seed replays the same decisions for the same sequence of
+// requests. Windows (brownouts, failures) are judged by the call's
+// arrival relative to the server's start, on the clock NewWithClock
+// takes (New: the wall clock). The mock keeps what happens on the wire:
+// the HTTP server and its endpoints, the capacity model's concurrent
+// shell (a mutex and a channel per waiting call around
+// workload.Capacity), sleeping out TTFT and each token, the failure
+// kinds' bytes (below), the per-request headers, the scripted answers'
+// matching, the CLI and /metrics.
 //
-// A call then goes through:
-//
-//  1. Failure: each failure rule active at arrival hits with its rate; the
-//     first hit wins. status, hang and reset (with after_tokens 0) replace
-//     the call, after the rule's delay, and never reach admission.
-//     malformed, truncate and reset with after_tokens corrupt a response
-//     that is otherwise generated normally.
-//  2. Admission (workload.Capacity, the model the simulator runs too): at
-//     most max_running calls generate at once; the rest wait in FIFO
-//     order, and time queued adds to TTFT. When max_waiting calls already
-//     wait, the call is refused with 503 (OpenAI endpoints, as vLLM does)
-//     or 529 overloaded_error (Anthropic).
-//  3. TTFT: ttft plus jitter, or, for a call selected by a brownout window
-//     (with probability fraction), ttft×multiplier or the window's fixed
-//     latency; plus prefill_per_1k_tokens for each 1,000 prompt tokens
-//     (estimated at four bytes of message text per token, the rule
-//     sluice load sizes its prompts by), during which the call holds its
-//     running slot. Nothing, not even headers, is written until TTFT
-//     elapses.
-//  4. Tokens: the reply length is drawn from output_tokens and capped by
-//     max_tokens (max_completion_tokens first on OpenAI), which makes the
-//     finish reason "length" / "max_tokens". Tokens after the first each
-//     take tpot × brownout multiplier × (1 + batch_slowdown×(running−1)).
-//     Streams flush every event as it is produced.
+// Nothing, not even headers, is written until TTFT elapses (unless
+// early_head). A stream flushes every event as it is produced, and the
+// batch slowdown is re-read for every token.
 //
 // Every wait ends as soon as the request context does, and such a call is
 // counted in Stats.CancelledByClient: that is how a gateway test sees that
@@ -98,40 +86,21 @@
 // from the seed, and plausible x-ratelimit-* / anthropic-ratelimit-*
 // headers, so a gateway's header passthrough can be tested.
 //
-// # Script format
+// # Scripts
 //
-// A YAML script (LoadScript, `sluice mock --script FILE`) sets Config's
-// fields by their yaml names; omitted settings keep DefaultConfig values,
-// unknown keys are errors, durations are Go strings ("250ms", "1m").
-// testdata/brownout.yaml is a commented example:
-//
-//	seed: 42
-//	ttft: 80ms
-//	jitter: {kind: lognormal, p50: 20ms, p99: 400ms}  # or {kind: uniform, max: 50ms}
-//	tpot: 8ms
-//	early_head: false             # true: a stream's headers and head go out at once
-//	output_tokens: 16-64          # or 32, or {min: 16, max: 64}
-//	prefill_per_1k_tokens: 40ms   # TTFT grows with the prompt (default 0)
-//	max_running: 16
-//	max_waiting: 64               # 0 unlimited, -1 no queue
-//	batch_slowdown: 0.02
-//	embedding_dim: 8
-//	models: [mock-gpt, mock-claude]
-//	brownouts:
-//	  - {start: 30s, end: 90s, multiplier: 10}
-//	  - {start: 2m, end: 3m, latency: 8s, fraction: 0.5}
-//	failures:
-//	  - {kind: status, status: 429, retry_after: 2s, rate: 0.02}
-//	  - {kind: reset, rate: 0.5, start: 4m, end: 5m}
-//
-// A brownout needs exactly one of multiplier or latency; fraction and rate
-// default to 1; end 0 means the window never closes.
+// LoadScript (`sluice mock --script FILE`) reads a YAML script in the
+// format of package upstream's doc; testdata/brownout.yaml is a
+// commented example. `sluice mock --scenario FILE --provider NAME`
+// (LoadScenarioUpstream) reads one provider's behaviour from a scenario
+// file, with the seed the simulator derives for it.
 //
 // # Time scale
 //
 // `sluice mock --time-scale T` (Config.Scaled) multiplies every time in
 // the behaviour by T, after the script and the other flags: TTFT, TPOT,
 // prefill, jitter, brownout and failure windows, delays and Retry-After.
+// The per-request headers' times are the caller's own, in real time,
+// and are not scaled.
 // It is the factor sluice load --time-scale and sluice serve --time-scale
 // take, so all three replay one scenario T times as long (0.25: four
 // times faster). Capacity is not scaled: calls T times as long on the

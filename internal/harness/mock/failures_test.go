@@ -54,12 +54,15 @@ func TestConfiguredFailureRateAndWindow(t *testing.T) {
 	var offset atomic.Int64
 	epoch := time.Now()
 	cfg := instant()
-	cfg.Now = func() time.Time { return epoch.Add(time.Duration(offset.Load())) }
 	cfg.Failures = []Failure{
 		{Kind: FailStatus, Status: 503, Rate: 0.5},
 		{Kind: FailStatus, Status: 429, Start: time.Minute, End: 2 * time.Minute},
 	}
-	_, url := startMock(t, cfg)
+	url, stop, err := NewWithClock(cfg, func() time.Time { return epoch.Add(time.Duration(offset.Load())) }).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 	count := map[int]int{}
 	for range 100 {
 		resp := postJSON(t, context.Background(), url+"/v1/chat/completions", tinyChat)

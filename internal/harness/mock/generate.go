@@ -20,7 +20,7 @@ const maxBody = 32 << 20
 // outside a response body.
 type protocol interface {
 	errorJSON(status int, msg string) []byte
-	// overloadStatus is the code for a full queue: 503 (vLLM) or 529.
+	// overloadStatus is the code for a full queue (upstream.RefusalStatus).
 	overloadStatus() int
 	setHeaders(h http.Header, p *plan, c *call)
 }

@@ -38,7 +38,7 @@ func FuzzPlanHeaders(f *testing.F) {
 		if p.ttft < 0 || p.tokens < 0 {
 			t.Fatalf("latency %q, tokens %q: plan with TTFT %v and %d tokens", latency, tokens, p.ttft, p.tokens)
 		}
-		if p.fail != nil && (p.fail.check() != nil || p.fail.RetryAfter < 0) {
+		if p.fail != nil && (p.fail.Validate() != nil || p.fail.RetryAfter < 0) {
 			t.Fatalf("fail %q, retry-after %q: a failure no config could hold: %+v", fail, retryAfter, p.fail)
 		}
 		if ms, err := strconv.Atoi(h.Get(HeaderLatency)); err == nil && p.ttft != time.Duration(ms)*time.Millisecond {

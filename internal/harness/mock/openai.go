@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
 
 // openAI is the OpenAI wire protocol, which vLLM and most gateways share.
@@ -20,7 +22,7 @@ func (openAI) errorJSON(status int, msg string) []byte {
 	return b
 }
 
-func (openAI) overloadStatus() int { return http.StatusServiceUnavailable }
+func (openAI) overloadStatus() int { return upstream.RefusalStatus(false) }
 
 // setHeaders adds OpenAI's request id and rate-limit headers, with numbers
 // that move per call, so a gateway's passthrough of them can be tested.

@@ -17,7 +17,7 @@ func TestExampleScriptLoads(t *testing.T) {
 	if cfg.Jitter != (Jitter{Kind: "lognormal", P50: 20 * time.Millisecond, P99: 400 * time.Millisecond}) {
 		t.Errorf("jitter %+v", cfg.Jitter)
 	}
-	if cfg.OutputTokens != (TokenRange{16, 64}) || cfg.MaxRunning != 16 || cfg.MaxWaiting != 64 || cfg.BatchSlowdown != 0.02 {
+	if cfg.OutputTokens != (TokenRange{Min: 16, Max: 64}) || cfg.MaxRunning != 16 || cfg.MaxWaiting != 64 || cfg.BatchSlowdown != 0.02 {
 		t.Errorf("capacity settings %+v", cfg)
 	}
 	if len(cfg.Brownouts) != 2 || cfg.Brownouts[1] != (Brownout{Start: 2 * time.Minute, End: 3 * time.Minute, Latency: 8 * time.Second, Fraction: 0.5}) {
@@ -34,11 +34,11 @@ func TestScriptDefaultsAndForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TTFT != DefaultConfig().TTFT || cfg.OutputTokens != (TokenRange{12, 12}) {
+	if cfg.TTFT != DefaultConfig().TTFT || cfg.OutputTokens != (TokenRange{Min: 12, Max: 12}) {
 		t.Errorf("got %+v", cfg)
 	}
 	cfg, err = ParseScript([]byte("output_tokens: {min: 3, max: 9}\nttft: 0s\n"))
-	if err != nil || cfg.OutputTokens != (TokenRange{3, 9}) || cfg.TTFT != 0 {
+	if err != nil || cfg.OutputTokens != (TokenRange{Min: 3, Max: 9}) || cfg.TTFT != 0 {
 		t.Errorf("got %+v, %v", cfg, err)
 	}
 	if _, err := ParseScript(nil); err != nil {

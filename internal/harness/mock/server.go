@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 )
 
 // Server is a fake OpenAI- and Anthropic-compatible provider. It is an
@@ -19,7 +21,7 @@ type Server struct {
 	sched *scheduler
 
 	rngMu   sync.Mutex // guards planner and answers
-	planner *Planner
+	planner *upstream.Planner
 	answers *answers
 
 	mu    sync.Mutex
@@ -60,12 +62,17 @@ type RequestInfo struct {
 // It panics if cfg.Validate fails: an in-process Config is the programmer's
 // to get right, and a silently odd mock would mislead the tests using it.
 // Main and LoadScript report bad user input as errors instead.
-func New(cfg Config) *Server {
+func New(cfg Config) *Server { return NewWithClock(cfg, time.Now) }
+
+// NewWithClock is New with the clock that brownout and failure windows
+// are judged by, as offsets from the server's start on it. Sleeps always
+// use real timers.
+func NewWithClock(cfg Config, now func() time.Time) *Server {
 	if err := cfg.Validate(); err != nil {
 		panic("mock.New: " + err.Error())
 	}
 	if cfg.OutputTokens == (TokenRange{}) {
-		cfg.OutputTokens = DefaultOutputTokens
+		cfg.OutputTokens = upstream.DefaultOutputTokens
 	}
 	if cfg.EmbeddingDim == 0 {
 		cfg.EmbeddingDim = 8
@@ -75,15 +82,11 @@ func New(cfg Config) *Server {
 	}
 	cfg.Brownouts = append([]Brownout(nil), cfg.Brownouts...)
 	cfg.Failures = append([]Failure(nil), cfg.Failures...)
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
 	s := &Server{
 		cfg:     cfg,
 		now:     now,
 		start:   now(),
-		planner: NewPlanner(cfg),
+		planner: upstream.NewPlanner(cfg),
 		answers: newAnswers(cfg),
 		sched:   newScheduler(cfg),
 	}

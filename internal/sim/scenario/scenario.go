@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 )
 
@@ -28,7 +28,7 @@ type File struct {
 	Gateway   *config.Config
 	Scenario  Scenario
 	raw       []byte
-	upstreams map[string]mock.Config
+	upstreams map[string]upstream.Config
 }
 
 // Scenario is the scenario: section.
@@ -87,8 +87,8 @@ type Clients struct {
 	Arrivals string `yaml:"arrivals"`
 	// Priorities maps class names to shares of the traffic (default all
 	// interactive).
-	Priorities   map[string]float64 `yaml:"priorities"`
-	PromptTokens mock.TokenRange    `yaml:"prompt_tokens"`
+	Priorities   map[string]float64  `yaml:"priorities"`
+	PromptTokens upstream.TokenRange `yaml:"prompt_tokens"`
 	// MaxTokens is the max_tokens each request asks for (0: none).
 	MaxTokens int  `yaml:"max_tokens"`
 	Stream    bool `yaml:"stream"`
@@ -119,14 +119,14 @@ type Clients struct {
 // main stream's; patience, abandon, send_deadline, retry and stream are
 // always the clients' own.
 type Stream struct {
-	Name         string             `yaml:"name"`
-	Key          string             `yaml:"key"`
-	Model        string             `yaml:"model"`
-	Rate         []RateStep         `yaml:"rate"`
-	Arrivals     string             `yaml:"arrivals"`
-	Priorities   map[string]float64 `yaml:"priorities"`
-	PromptTokens mock.TokenRange    `yaml:"prompt_tokens"`
-	MaxTokens    *int               `yaml:"max_tokens"`
+	Name         string              `yaml:"name"`
+	Key          string              `yaml:"key"`
+	Model        string              `yaml:"model"`
+	Rate         []RateStep          `yaml:"rate"`
+	Arrivals     string              `yaml:"arrivals"`
+	Priorities   map[string]float64  `yaml:"priorities"`
+	PromptTokens upstream.TokenRange `yaml:"prompt_tokens"`
+	MaxTokens    *int                `yaml:"max_tokens"`
 }
 
 // MainStream is the main stream's name when clients.name is not set.
@@ -161,7 +161,7 @@ func (c Clients) All() []Clients {
 		if s.Priorities != nil {
 			x.Priorities = s.Priorities
 		}
-		if s.PromptTokens != (mock.TokenRange{}) {
+		if s.PromptTokens != (upstream.TokenRange{}) {
 			x.PromptTokens = s.PromptTokens
 		}
 		if s.MaxTokens != nil {
@@ -172,18 +172,18 @@ func (c Clients) All() []Clients {
 	return out
 }
 
-// Prompt is the range prompt lengths are drawn from, uniformly: the
-// prompt_tokens given (Max 0 meaning exactly Min), or
-// DefaultPromptTokens.
-func (c Clients) Prompt() mock.TokenRange {
+// Prompt is the draw of prompt lengths, uniform over the prompt_tokens
+// given (Max 0 meaning exactly Min), or DefaultPromptTokens: the same
+// draw in sluice sim and sluice load.
+func (c Clients) Prompt() workload.Sizes {
 	r := c.PromptTokens
-	if r == (mock.TokenRange{}) {
-		r = mock.TokenRange{Min: DefaultPromptTokens}
+	if r == (upstream.TokenRange{}) {
+		r = upstream.TokenRange{Min: DefaultPromptTokens}
 	}
 	if r.Max < r.Min {
 		r.Max = r.Min
 	}
-	return r
+	return r.Sizes()
 }
 
 // RateStep sets the arrival rate from At on (At itself included). With
@@ -362,7 +362,7 @@ func (f *File) validate() error {
 			checkRetry(fmt.Sprintf("policies[%d].retry", i), *p.Retry)
 		}
 	}
-	f.upstreams = map[string]mock.Config{}
+	f.upstreams = map[string]upstream.Config{}
 	// The upstreams to model: each provider, or each replica of a pool
 	// (named as config.Replica.Name says).
 	known := map[string]bool{}
@@ -386,7 +386,7 @@ func (f *File) validate() error {
 		if !known[name] {
 			bad("upstreams.%s: not a provider of the gateway config or of any policy", name)
 		}
-		u, err := mock.ScenarioUpstream(f.raw, name)
+		u, err := upstream.ScenarioUpstream(f.raw, name)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -422,15 +422,15 @@ func (f *File) validate() error {
 // Upstream returns a provider's behaviour exactly as sluice mock
 // --scenario FILE --provider NAME would play it: the mock's defaults under
 // the scenario's settings, and the same derived seed.
-func (f *File) Upstream(provider string) mock.Config { return f.upstreams[provider] }
+func (f *File) Upstream(provider string) upstream.Config { return f.upstreams[provider] }
 
 // PriorityShares returns the priority mix in class order, defaulting to
 // all interactive.
-func (c Clients) PriorityShares() [3]float64 {
+func (c Clients) PriorityShares() workload.Mix {
 	if len(c.Priorities) == 0 {
-		return [3]float64{0, 1, 0}
+		return workload.Mix{0, 1, 0}
 	}
-	var out [3]float64
+	var out workload.Mix
 	names := make([]string, 0, len(c.Priorities))
 	for n := range c.Priorities {
 		names = append(names, n)

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/model/workload"
 )
 
 // streamsFile is a scenario with two keys and two streams; each case
@@ -63,14 +64,14 @@ func TestStreamsResolve(t *testing.T) {
 	}
 	// b overrides rate and max_tokens (to none), inherits the rest.
 	if b.Name != "b" || b.Key != "tenant-b" || b.Rate[0].RPS != 2 || b.MaxTokens != 0 || b.Model != "chat" ||
-		b.PromptTokens != (mock.TokenRange{Min: 100, Max: 200}) || b.Patience != 5*time.Second {
+		b.PromptTokens != (upstream.TokenRange{Min: 100, Max: 200}) || b.Patience != 5*time.Second {
 		t.Errorf("stream b %+v", b)
 	}
-	if big.Model != "small" || big.Rate[0].RPS != 5 || big.MaxTokens != 64 || big.Prompt() != (mock.TokenRange{Min: 20000, Max: 20000}) ||
+	if big.Model != "small" || big.Rate[0].RPS != 5 || big.MaxTokens != 64 || big.Prompt() != (workload.Sizes{Min: 20000, Max: 20000}) ||
 		big.Arrivals != "poisson" {
 		t.Errorf("stream big %+v", big)
 	}
-	if (Clients{}).Prompt() != (mock.TokenRange{Min: DefaultPromptTokens, Max: DefaultPromptTokens}) {
+	if (Clients{}).Prompt() != (workload.Sizes{Min: DefaultPromptTokens, Max: DefaultPromptTokens}) {
 		t.Error("default prompt")
 	}
 }

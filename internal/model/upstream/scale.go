@@ -1,4 +1,4 @@
-package mock
+package upstream
 
 import (
 	"math"
@@ -14,9 +14,7 @@ import (
 // every call taking t times as long, the same slots serve 1/t times the
 // requests a second, which is exactly the rate the load generator sends.
 // Shapes (lognormal sigma, multipliers, fractions, rates, batch
-// slowdown) and token counts are not times and stay. Per-call headers
-// (X-Mock-Latency, X-Mock-Retry-After) are the caller's own, in real
-// time, and are not scaled either.
+// slowdown) and token counts are not times and stay.
 //
 // The result records the factor in TimeScale (times any it held
 // already). A t that is not positive and finite returns c unchanged.
