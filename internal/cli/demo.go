@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/config/upstreamscript"
 	"github.com/sluice-gw/sluice/internal/harness/loadgen"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
-	"github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/server/gateway"
 	"github.com/sluice-gw/sluice/internal/sim"
 	"github.com/sluice-gw/sluice/internal/sim/report"
@@ -120,7 +120,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) int {
 	// The fake providers: their scripts come from the scenario, and their
 	// brownout clocks start now, with the traffic.
 	mockCfg := func(name string) (mock.Config, error) {
-		return upstream.ScenarioUpstream(plan.scenarioText("x", "x"), name)
+		return upstreamscript.ScenarioUpstream(plan.scenarioText("x", "x"), name)
 	}
 	var addrs [2]string
 	for i, name := range []string{"primary", "backup"} {

@@ -1,6 +1,9 @@
 package mock
 
-import "github.com/sluice-gw/sluice/internal/model/upstream"
+import (
+	"github.com/sluice-gw/sluice/internal/config/upstreamscript"
+	"github.com/sluice-gw/sluice/internal/model/upstream"
+)
 
 // The behaviour a mock serves is the upstream model's (package
 // upstream), which the simulator plays too. These names let a test
@@ -27,4 +30,4 @@ const (
 func DefaultConfig() Config { return upstream.DefaultConfig() }
 
 // ParseScript parses a YAML behaviour script (upstream.ParseScript).
-func ParseScript(data []byte) (Config, error) { return upstream.ParseScript(data) }
+func ParseScript(data []byte) (Config, error) { return upstreamscript.ParseScript(data) }

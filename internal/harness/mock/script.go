@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/config/upstreamscript"
 )
 
 // LoadScript reads a YAML behaviour script (format in package upstream's
@@ -17,7 +17,7 @@ func LoadScript(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := upstream.ParseScript(data)
+	cfg, err := upstreamscript.ParseScript(data)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -77,7 +77,7 @@ func LoadScenarioUpstream(path, provider string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := upstream.ScenarioUpstream(data, provider)
+	cfg, err := upstreamscript.ScenarioUpstream(data, provider)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -118,25 +118,3 @@ func TestRefusalStatus(t *testing.T) {
 		t.Errorf("refusals %d (OpenAI) and %d (Anthropic), want 503 and 529", RefusalStatus(false), RefusalStatus(true))
 	}
 }
-
-func TestScenarioUpstreamDerivesTheSeed(t *testing.T) {
-	const file = `scenario:
-  seed: 5
-  upstreams:
-    vllm: {ttft: 80ms, output_tokens: 10-20}
-    fixed: {seed: 9}
-`
-	a, err := ScenarioUpstream([]byte(file), "vllm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Seed == 0 || a.TTFT != 80*time.Millisecond || a.OutputTokens != (TokenRange{Min: 10, Max: 20}) || a.TPOT != DefaultConfig().TPOT {
-		t.Errorf("vllm: %+v", a)
-	}
-	if b, err := ScenarioUpstream([]byte(file), "fixed"); err != nil || b.Seed != 9 {
-		t.Errorf("fixed: seed %d, %v; want its own 9", b.Seed, err)
-	}
-	if _, err := ScenarioUpstream([]byte(file), "absent"); err == nil {
-		t.Error("an absent provider parsed")
-	}
-}

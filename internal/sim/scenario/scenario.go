@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/config/upstreamscript"
 	"github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 )
@@ -386,7 +387,7 @@ func (f *File) validate() error {
 		if !known[name] {
 			bad("upstreams.%s: not a provider of the gateway config or of any policy", name)
 		}
-		u, err := upstream.ScenarioUpstream(f.raw, name)
+		u, err := upstreamscript.ScenarioUpstream(f.raw, name)
 		if err != nil {
 			errs = append(errs, err)
 		}
