@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/evals"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -56,7 +57,7 @@ type Options struct {
 type Gateway struct {
 	log       *slog.Logger
 	metrics   *metrics.Metrics
-	runner    *lifecycle.Runner
+	runner    *runner.Runner
 	transport http.RoundTripper
 	now       func() time.Time
 
@@ -312,7 +313,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.setUpIdempotency(cfg, opts.idem)
-	g.runner = lifecycle.NewRunner(ec, g.now)
+	g.runner = runner.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		if t.Replica > 0 {
 			// A replica's own breaker: logged and counted under the
@@ -403,7 +404,7 @@ func NewLogger(w io.Writer, c config.Log) *slog.Logger {
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 
 // Runner exposes the lifecycle runner, for tests and the admin API.
-func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
+func (g *Gateway) Runner() *runner.Runner { return g.runner }
 
 // Close stops the gateway's timers.
 func (g *Gateway) Close() {
