@@ -19,8 +19,9 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
-	"github.com/sluice-gw/sluice/internal/core/evals"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/policy"
+	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -95,7 +96,7 @@ type Gateway struct {
 
 	// evals runs the models' fallback evals (evals.go); nil when no
 	// model declares any.
-	evals *evals.Runner
+	evals *evalrunner.Runner
 
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
@@ -283,7 +284,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name
 	}
-	ec, err := lifecycle.FromConfig(cfg)
+	ec, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
