@@ -159,7 +159,7 @@ type provider struct {
 type model struct {
 	name string
 	// route is how the engine routes and times the model's requests
-	// (lifecycle.FromConfig); targets are its targets as the gateway
+	// (policy.FromConfig); targets are its targets as the gateway
 	// calls them.
 	route   lifecycle.Route
 	targets []target
