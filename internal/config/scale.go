@@ -38,7 +38,7 @@ var Unscaled = []string{
 // large-context lane) is divided by t, with its bursts kept at what the
 // scenario allows. Zero stays zero, so "the package's default" stays
 // that, and the engine scales those defaults by TimeScale
-// (lifecycle.FromConfig). Counts and shares (concurrency limits, queue
+// (policy.FromConfig). Counts and shares (concurrency limits, queue
 // depths, budgets, rates of errors) are not times and stay.
 //
 // The result records t in TimeScale, times any factor c already had. t

@@ -66,7 +66,7 @@ type Config struct {
 	// TimeScale is the factor Scaled multiplied this configuration's
 	// times by (sluice serve --time-scale); 0 means 1, real time. The
 	// engine scales the defaults that live in code by it too
-	// (lifecycle.FromConfig), and the gateway exports it as
+	// (policy.FromConfig), and the gateway exports it as
 	// sluice_time_scale. Never read from a file.
 	TimeScale float64 `yaml:"-"`
 

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/evals"
+	"github.com/sluice-gw/sluice/internal/policy"
 )
 
 // Evals in the simulator. A model's eval set (models[].evals) runs on the
-// same evals.Core the gateway's evals.Runner drives, on the virtual
+// same evals.Core the gateway's evalrunner.Runner drives, on the virtual
 // clock, and a target it degrades is degraded in every replica's engine
 // (lifecycle.Engine.SetEvalDegraded), so routing around it is the
 // gateway's own code. What the simulator does not model is the eval
@@ -32,7 +33,7 @@ type simEvals struct {
 
 // startEvals sets the evals up when the configuration declares any.
 func (r *run) startEvals() error {
-	sets, err := evals.Compile(r.cfg)
+	sets, err := policy.EvalSets(r.cfg)
 	if err != nil || len(sets) == 0 {
 		return err
 	}

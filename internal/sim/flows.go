@@ -29,7 +29,7 @@ type flow struct {
 	shares      workload.Mix
 	prompt      workload.Sizes
 	// key is the stream's key, from 1 in the policy's keys[] (the order
-	// lifecycle.FromConfig gives the engine's budgets), 0 for none.
+	// policy.FromConfig gives the engine's budgets), 0 for none.
 	key int
 	// With a key, its class is the requests' class (keyed: the key has
 	// a priority of its own), or the most urgent one a drawn class may
@@ -40,7 +40,7 @@ type flow struct {
 	ceiling    admission.Priority
 	hasCeiling bool
 	mayDegrade bool
-	// route is the model's route, as lifecycle.FromConfig builds it for
+	// route is the model's route, as policy.FromConfig builds it for
 	// the gateway too.
 	route lifecycle.Route
 	row   *report.StreamRow // nil when the scenario has no streams

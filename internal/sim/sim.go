@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/model/workload"
+	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 	"github.com/sluice-gw/sluice/internal/sim/scenario"
 )
@@ -279,7 +280,7 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 // process would. Each replica's engine is built from the config on its
 // own, so no breaker, limiter or budget is shared by accident.
 func (r *run) restartEngine(rp *replica) error {
-	ec, err := lifecycle.FromConfig(r.cfg)
+	ec, err := policy.FromConfig(r.cfg)
 	if err != nil {
 		return err
 	}

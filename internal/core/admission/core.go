@@ -171,7 +171,7 @@ type entry struct {
 }
 
 // Core is the admission state machine. It is not safe for concurrent use
-// (lifecycle.Runner serialises calls to it) and never reads the clock.
+// (runner.Runner serialises calls to it) and never reads the clock.
 type Core struct {
 	cfg      Config
 	inFlight int

@@ -43,7 +43,7 @@
 // This package has no concurrent shell of its own: one admission decision
 // is only part of a request's life, so Core is driven by lifecycle.Engine,
 // which adds what follows (slow calls, deadlines, samples for adaptive
-// limits). The concurrent shell the gateway uses is lifecycle.Runner: one
+// limits). The concurrent shell the gateway uses is runner.Runner: one
 // mutex, one timer, one channel per waiter, turning Core's values into
 // wake-ups. Its refusals are *Rejection errors, which match ErrRejected,
 // so the gateway answers 503/529 with RetryAfter.

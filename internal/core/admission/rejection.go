@@ -10,7 +10,7 @@ import (
 var ErrRejected = errors.New("admission: rejected")
 
 // Rejection is the error a host returns when admission refuses a request
-// (lifecycle.Runner's Acquire and Check do). It carries what the answer
+// (runner.Runner's Acquire and Check do). It carries what the answer
 // needs: why, for which class, and when to come back.
 type Rejection struct {
 	Reason     Reason

@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/wire/contract"
 )
 
 // Check judges one answer. Judge returns "" when the answer passes, and
@@ -22,33 +19,26 @@ type Check interface {
 	Kind() string
 }
 
-// NewCheck compiles a case's check. Config validation has already
-// refused a case without exactly one check, a regex that does not
-// compile and a schema that does not; the error here is for a config
-// built in code.
-func NewCheck(c config.EvalCase) (Check, error) {
-	switch c.CheckKind() {
-	case "exact":
-		return exact(*c.Exact), nil
-	case "contains":
-		return contains(c.Contains), nil
-	case "regex":
-		re, err := regexp.Compile(c.Regex)
-		if err != nil {
-			return nil, fmt.Errorf("regex %q: %w", c.Regex, err)
-		}
-		return regex{re}, nil
-	case "json_schema":
-		s, err := contract.Compile([]byte(c.JSONSchema.JSON))
-		if err != nil {
-			return nil, err
-		}
-		return jsonSchema{s}, nil
-	case "number":
-		return number{want: *c.Number, tol: c.Tolerance}, nil
-	}
-	return nil, fmt.Errorf("no check: set one of exact, contains, regex, json_schema or number")
-}
+// The checks a case may declare (policy.EvalCheck builds them from a
+// case's config).
+
+// Exact passes an answer equal to want, white space around either aside.
+func Exact(want string) Check { return exact(want) }
+
+// Contains passes an answer that contains s.
+func Contains(s string) Check { return contains(s) }
+
+// Regex passes an answer re matches.
+func Regex(re *regexp.Regexp) Check { return regex{re} }
+
+// Number passes an answer whose first number is within tol of want.
+func Number(want, tol float64) Check { return number{want: want, tol: tol} }
+
+// Schema passes an answer whose JSON, out of any Markdown code fence,
+// valid accepts; valid's error is the reason otherwise. The schema
+// itself is compiled by the host (a JSON-schema library is no part of
+// the core).
+func Schema(valid func(doc []byte) error) Check { return jsonSchema{valid} }
 
 // quoteLen bounds how much of an answer a reason quotes.
 const quoteLen = 60
@@ -96,11 +86,11 @@ func (r regex) Judge(a string) string {
 	return fmt.Sprintf("answer %s does not match %s", quote(a), quote(r.re.String()))
 }
 
-type jsonSchema struct{ s *contract.Schema }
+type jsonSchema struct{ valid func([]byte) error }
 
 func (j jsonSchema) Kind() string { return "json_schema" }
 func (j jsonSchema) Judge(a string) string {
-	if err := j.s.Check(unfence(a)); err != nil {
+	if err := j.valid(unfence(a)); err != nil {
 		return "answer " + quote(a) + ": " + err.Error()
 	}
 	return ""

@@ -3,8 +3,6 @@ package evals
 import (
 	"testing"
 	"time"
-
-	"github.com/sluice-gw/sluice/internal/config"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -15,8 +13,7 @@ func testSet(cases int) *Set {
 	s := &Set{Model: "chat", Targets: []Target{{"primary", "m1"}, {"backup", "m2"}},
 		Interval: time.Minute, Timeout: 10 * time.Second, Threshold: 0.8, Window: 2}
 	for i := range cases {
-		ch, _ := NewCheck(config.EvalCase{Exact: str("ok")})
-		s.Cases = append(s.Cases, Case{Name: string(rune('a' + i)), Prompt: "say ok", Check: ch})
+		s.Cases = append(s.Cases, Case{Name: string(rune('a' + i)), Prompt: "say ok", Check: Exact("ok")})
 	}
 	return s
 }

@@ -18,15 +18,19 @@
 //
 // # Organisation
 //
-// Core is the pure half, like lifecycle.Engine: it never reads the clock
+// Core is the pure part, like lifecycle.Engine: it never reads the clock
 // and starts no goroutine. Due hands out the calls whose runs are due,
 // within the budget; Done takes each result; a run (every case against
 // one target) is judged when its last call is done, and a target whose
 // pass rate over its last Window runs falls below Threshold is degraded,
 // and recovers once it is back at or above it (Transition, reported
-// once each). Runner is the concurrent shell the gateway uses (one
-// goroutine on Core's next timer, one per call in flight, all stopped by
-// Close); the simulator steps Core on its virtual clock.
+// once each). The checks (Exact, Contains, Regex, Number, Schema) judge
+// answers here too; a JSON schema is compiled by the host, which hands
+// Schema its validator. The sets come from the config through
+// policy.EvalSets. The gateway drives Core through
+// internal/server/evalrunner (one goroutine on Core's next timer, one
+// per call in flight, all stopped by Close); the simulator steps Core on
+// its virtual clock.
 //
 // A degraded target is an input to the request lifecycle
 // (lifecycle.Engine.SetEvalDegraded): failover passes over it while a

@@ -1,11 +1,6 @@
 package evals
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/sluice-gw/sluice/internal/config"
-)
+import "time"
 
 // Set is one model's compiled eval set.
 type Set struct {
@@ -35,36 +30,4 @@ type Case struct {
 	Prompt    string
 	MaxTokens int
 	Check     Check
-}
-
-// Compile builds the eval sets of a validated configuration, in its
-// models' order; none when no model declares evals.
-func Compile(cfg *config.Config) ([]*Set, error) {
-	var out []*Set
-	for i, m := range cfg.Models {
-		if m.Evals == nil {
-			continue
-		}
-		e := m.Evals.WithDefaults()
-		s := &Set{Model: m.Name, Interval: e.Interval.D(), Timeout: e.Timeout.D(), Threshold: *e.Threshold, Window: max(1, e.Window)}
-		for _, t := range m.Targets {
-			s.Targets = append(s.Targets, Target{Provider: t.Provider, Upstream: t.Model})
-		}
-		for k, c := range e.Cases {
-			ch, err := NewCheck(c)
-			if err != nil {
-				return nil, fmt.Errorf("models[%d].evals.cases[%d]: %w", i, k, err)
-			}
-			mt := c.MaxTokens
-			if mt == 0 {
-				mt = e.MaxTokens
-			}
-			s.Cases = append(s.Cases, Case{Name: c.Name, System: c.System, Prompt: c.Prompt, MaxTokens: mt, Check: ch})
-		}
-		if s.Interval <= 0 || len(s.Cases) == 0 {
-			return nil, fmt.Errorf("models[%d].evals: needs a positive interval and at least one case", i)
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }

@@ -41,8 +41,9 @@
 //
 // Policy lives here, not in the hosts: what an HTTP status means
 // (StatusOutcome), where a model routes and how long its requests may
-// take (Route, built by FromConfig), and which call an ending belongs to
-// (End). The gateway and the simulator only carry out what it decides.
+// take (Route, built from the config by policy.FromConfig), and which
+// call an ending belongs to (End). The gateway and the simulator only
+// carry out what it decides.
 //
 // # Organisation
 //
@@ -52,14 +53,23 @@
 // Outcomes come in as method calls; decisions come out as a Ready value
 // listing the requests to start, refuse, expire, answer early or send a
 // second call for, the probes to send, and the breaker transitions to
-// log. Time passes only when the host calls Tick, at or
-// after NextTimer.
+// log. Time passes only when the host calls Tick, at or after
+// NextTimer. NextTimer is the only timer a host arms: it covers every
+// deadline the engine keeps, the breakers' and pools' timers, and the
+// end of a windowed limit's window that holds samples, so a window of
+// 429s is acted on when it ends even if traffic has stopped.
 //
-// Two hosts drive the same Engine:
+// The package is the pure core and nothing else: its configuration is
+// built from the YAML by package policy, and the package imports nothing
+// beyond the pure standard library and the core (internal/core's purity
+// test checks this). Two hosts drive the same Engine, through its
+// exported methods only:
 //
-//   - Runner, in this package, is the concurrent shell the gateway uses: a
-//     mutex, one timer for NextTimer, and one channel per waiting request;
-//   - the simulator (package sim) calls Engine directly on a virtual clock.
+//   - internal/server/runner's Runner is the concurrent shell the gateway
+//     uses: a mutex, one timer for NextTimer, and one channel per
+//     waiting request;
+//   - the simulator (package sim) calls Engine directly on a virtual
+//     clock, arming the same NextTimer.
 //
 // So a decision the simulator shows is the decision the gateway makes.
 //
@@ -89,4 +99,16 @@
 // Health checks (/healthz, /readyz) never reach the engine: the gateway
 // answers them itself. Synthetic breaker probes (probe.go) are not
 // samples for the limiter either.
+//
+// # Semantics
+//
+// Windowed limits' ticks. The gateway's shell used to tick the engine at
+// least once a second whenever a scope had a windowed limit, while the
+// simulator ticked only at the engine's other timers, so in an idle
+// spell the two closed windows at different moments. Now there is one
+// rule, in NextTimer: a windowed limit is ticked exactly when a window
+// that holds samples ends (limit.WindowedAIMD.NextTick). An empty window
+// changes nothing when it ends, so it asks for no tick; ticking at the
+// end itself, rather than up to a second after, puts the decision at the
+// same moment on both clocks, and a draining simulation still ends.
 package lifecycle

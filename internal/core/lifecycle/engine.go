@@ -350,8 +350,15 @@ func (e *Engine) inFlightAt(now time.Time, s int) int {
 	return e.adm.InFlight(s)
 }
 
-// ticker is a limit that closes windows on the clock, not only on samples.
-type ticker interface{ Tick(now time.Time) }
+// ticker is a limit that closes windows on the clock, not only on
+// samples (limit.WindowedAIMD). NextTick is when its open window ends, if
+// that window holds a sample to act on; NextTimer includes it, so a
+// window full of 429s is acted on when it ends even if traffic has
+// stopped, in every host alike.
+type ticker interface {
+	Tick(now time.Time)
+	NextTick() (time.Time, bool)
+}
 
 // algLimiter lets admission read an algorithm's current limit.
 type algLimiter struct{ alg limit.Algorithm }
@@ -424,8 +431,6 @@ type Engine struct {
 	retries  []budget
 	retryCfg RetryConfig
 	rng      *rand.Rand // retry jitter, seeded from Config.Seed
-	// periodic is set when a limit needs Tick even without traffic.
-	periodic bool
 	// timeScale is Config.TimeScale (timescale.go).
 	timeScale float64
 	// probes are the synthetic probes in flight (probe.go).
@@ -486,9 +491,6 @@ func New(cfg Config) *Engine {
 			s.limiter = algLimiter{sc.Limit}
 			if sc.Pool != nil {
 				s.limiter = minLimiter{s.limiter, share(poolLimiter{sc.Pool}, cfg.Replicas)}
-			}
-			if _, ok := sc.Limit.(ticker); ok {
-				e.periodic = true
 			}
 		}
 		limiters[i] = s.limiter
@@ -1078,8 +1080,10 @@ func (e *Engine) dropped(now time.Time, sc *scope, q *request) bool {
 }
 
 // NextTimer is when the host should next call Tick, if anything is
-// pending. Windowed limits that want periodic ticks get them from the
-// host's own cadence (Runner ticks at least once a second).
+// pending: a queue expiry, a call's slow flag, drop, deadline, hedge or
+// reach judgement, a probe, a breaker's or pool's timer, or the end of a
+// windowed limit's window that holds samples. The host arms this and
+// nothing else, so every host ticks the engine at the same moments.
 func (e *Engine) NextTimer() (time.Time, bool) {
 	var next time.Time
 	consider := func(at time.Time, ok bool) {
@@ -1100,6 +1104,9 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 		}
 		if sc.cfg.Pool != nil {
 			consider(sc.cfg.Pool.NextTimer())
+		}
+		if t, ok := sc.cfg.Limit.(ticker); ok {
+			consider(t.NextTick())
 		}
 	}
 	return next, !next.IsZero()

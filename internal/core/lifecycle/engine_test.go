@@ -47,11 +47,13 @@ func (f *fakeLimit) Update(s limit.Sample) {
 
 // windowLimit is a limit that also closes windows on the clock, like
 // limit.WindowedAIMD. Each Tick may move the limit to the next entry of
-// steps.
+// steps; ends are when its windows end (NextTick), each passed once a
+// Tick reaches it.
 type windowLimit struct {
 	fakeLimit
 	ticks []time.Time
 	steps []int
+	ends  []time.Time
 }
 
 func (w *windowLimit) Tick(now time.Time) {
@@ -59,6 +61,16 @@ func (w *windowLimit) Tick(now time.Time) {
 	if len(w.steps) > 0 {
 		w.limit, w.steps = w.steps[0], w.steps[1:]
 	}
+	for len(w.ends) > 0 && !w.ends[0].After(now) {
+		w.ends = w.ends[1:]
+	}
+}
+
+func (w *windowLimit) NextTick() (time.Time, bool) {
+	if len(w.ends) == 0 {
+		return time.Time{}, false
+	}
+	return w.ends[0], true
 }
 
 var (
@@ -578,12 +590,10 @@ func TestEngineLimitMoves(t *testing.T) {
 		h.wantNext(2*time.Second + 2*time.Nanosecond)
 	})
 
-	t.Run("a windowed limit is ticked with the host's clock", func(t *testing.T) {
-		w := &windowLimit{fakeLimit: fakeLimit{limit: 1}, steps: []int{1, 2}}
+	t.Run("a windowed limit is ticked when its windows end", func(t *testing.T) {
+		w := &windowLimit{fakeLimit: fakeLimit{limit: 1}, steps: []int{1, 2}, ends: []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)}}
 		h := newHarness(t, oneScope(w, Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}))
-		if !h.e.periodic {
-			t.Fatal("a limit with Tick did not ask for periodic ticks")
-		}
+		h.wantNext(time.Second)
 		h.arrive(req(admission.Interactive, 0), admission.Admitted)
 		b, _ := h.arrive(req(admission.Interactive, 0), admission.Queued)
 		h.at(time.Second)
@@ -598,11 +608,13 @@ func TestEngineLimitMoves(t *testing.T) {
 		wantSamples(t, &w.fakeLimit)
 	})
 
-	t.Run("a limit without Tick needs no periodic ticks", func(t *testing.T) {
+	t.Run("a windowed limit with no window to close asks for no tick", func(t *testing.T) {
+		h := newHarness(t, oneScope(&windowLimit{fakeLimit: fakeLimit{limit: 1}}, Total, 0, admission.Config{}))
+		h.wantNoTimer()
+	})
+
+	t.Run("a limit without Tick asks for no tick", func(t *testing.T) {
 		h := newHarness(t, oneScope(&fakeLimit{limit: 1}, Total, 0, admission.Config{}))
-		if h.e.periodic {
-			t.Fatal("periodic set for a limit that has no Tick")
-		}
 		h.wantNoTimer()
 	})
 }

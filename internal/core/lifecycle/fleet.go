@@ -71,14 +71,6 @@ func (e *Engine) Adopt(now time.Time, s int, to breaker.State, step int, why bre
 	return rd
 }
 
-// Adopt follows a fleet verdict on scope s (Engine.Adopt).
-func (r *Runner) Adopt(s int, to breaker.State, step int, why breaker.Reason) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	r.applyLocked(now, r.e.Adopt(now, s, to, step, why))
-}
-
 // ShareEvidence makes every breaker keep its own counts for
 // DrainEvidence: a fleet's replicas exchange them, so that each judges
 // the fleet's calls, not its share of them.
@@ -111,28 +103,6 @@ func (e *Engine) AddEvidence(now time.Time, s int, ev []breaker.Evidence) (rd Re
 		e.pump(now, &rd)
 	}
 	return rd
-}
-
-// ShareEvidence: see Engine.ShareEvidence.
-func (r *Runner) ShareEvidence() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.e.ShareEvidence()
-}
-
-// DrainEvidence: see Engine.DrainEvidence.
-func (r *Runner) DrainEvidence() [][]breaker.Evidence {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.e.DrainEvidence()
-}
-
-// AddEvidence: see Engine.AddEvidence.
-func (r *Runner) AddEvidence(s int, ev []breaker.Evidence) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	r.applyLocked(now, r.e.AddEvidence(now, s, ev))
 }
 
 // ProbeFailed reports whether a synthetic probe that ended with o failed:

@@ -1,8 +1,14 @@
 package lifecycle
 
-import (
-	"net/http"
-	"time"
+import "time"
+
+// The statuses StatusOutcome reads as "at capacity", spelled out so that
+// the core imports no net package (429 Too Many Requests, 503 Service
+// Unavailable, and Anthropic's 529 Overloaded).
+const (
+	statusTooManyRequests    = 429
+	statusServiceUnavailable = 503
+	statusOverloaded         = 529
 )
 
 // StatusOutcome classifies a provider's answer by its HTTP status: a 2xx
@@ -17,7 +23,7 @@ func StatusOutcome(status int, retryAfter time.Duration) Outcome {
 	switch {
 	case status >= 200 && status < 300:
 		o.Kind = OK
-	case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable, status == 529:
+	case status == statusTooManyRequests, status == statusServiceUnavailable, status == statusOverloaded:
 		o.Kind = Overloaded
 	}
 	return o

@@ -6,11 +6,11 @@ import "time"
 // means 1), never rounded to zero. A gateway replaying a scenario t
 // times as fast (sluice serve --time-scale) gets its configured times
 // scaled by config.Config.Scaled and the breakers', limits' and
-// admission's defaults by their own TimeScale (FromConfig); these are
+// admission's defaults by their own TimeScale (policy.FromConfig); these are
 // the engine's: the retry backoff's base, RetryAfterHold, the gap
 // before a synthetic probe replaces a rate-limited one, the one-second
-// floor of a no-target Retry-After, the cap on a pause of a provider
-// without a breaker, and the Runner's periodic tick.
+// floor of a no-target Retry-After, and the cap on a pause of a
+// provider without a breaker.
 func (e *Engine) scaled(d time.Duration) time.Duration {
 	if e.timeScale == 0 || e.timeScale == 1 || d == 0 {
 		return d

@@ -52,6 +52,6 @@
 //   - Exclude health checks, and any call that says nothing about upstream
 //     capacity (cancelled by the client before a response, rejected
 //     locally), from the samples.
-//   - For WindowedAIMD, call Tick on a timer so a window is closed even
-//     when no further samples arrive.
+//   - For WindowedAIMD, call Tick at NextTick so a window is closed even
+//     when no further samples arrive (lifecycle.Engine.NextTimer does).
 package limit

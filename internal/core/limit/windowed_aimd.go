@@ -133,9 +133,9 @@ func (w *WindowedAIMD) Update(s Sample) {
 
 // Tick closes the current window if now is at or after its end, without
 // adding a sample. It is not part of Algorithm: a host using
-// WindowedAIMD should call it from its own timer (real or virtual), at
-// least once per Window, so that a window holding 429s is acted on even
-// when traffic then stops and no further Update arrives. Tick before
+// WindowedAIMD should call it at NextTick (lifecycle.Engine.NextTimer
+// does this for both hosts), so that a window holding 429s is acted on
+// even when traffic then stops and no further Update arrives. Tick before
 // any sample opens the first window at now. Calling it more often than
 // once per Window is harmless.
 func (w *WindowedAIMD) Tick(now time.Time) {
@@ -153,6 +153,17 @@ func (w *WindowedAIMD) Tick(now time.Time) {
 	w.dropped = false
 	w.latencies = w.latencies[:0]
 	w.maxQueueWait = 0
+}
+
+// NextTick is when the open window ends, if it holds a sample: the
+// moment a Tick would act on it. An empty window changes nothing when it
+// ends, so it asks for no Tick, and a host idle for hours is not woken
+// every Window for nothing.
+func (w *WindowedAIMD) NextTick() (time.Time, bool) {
+	if !w.started || w.samples == 0 {
+		return time.Time{}, false
+	}
+	return w.windowStart.Add(w.window), true
 }
 
 func (w *WindowedAIMD) decide(now time.Time) {

@@ -161,3 +161,28 @@ func TestWindowedAIMDBounds(t *testing.T) {
 		}
 	})
 }
+
+// NextTick asks for a Tick only when a window holding samples ends: an
+// empty or unopened window asks for nothing, so an idle host is not woken.
+func TestWindowedAIMDNextTick(t *testing.T) {
+	const s = time.Second
+	w := must(NewWindowedAIMD(WindowedAIMDConfig{Initial: 10}))
+	if at, ok := w.NextTick(); ok {
+		t.Fatalf("before any sample: NextTick = %v", at)
+	}
+	w.Tick(t0)
+	if at, ok := w.NextTick(); ok {
+		t.Fatalf("empty window: NextTick = %v", at)
+	}
+	w.Update(ok200(at(3 * s)))
+	if next, ok := w.NextTick(); !ok || !next.Equal(at(10*s)) {
+		t.Fatalf("window with a sample: NextTick = %v, %v; want its end t0+10s", next, ok)
+	}
+	w.Tick(at(10 * s))
+	if at, ok := w.NextTick(); ok {
+		t.Fatalf("after the window closed: NextTick = %v", at)
+	}
+	if got := w.Limit(); got != 11 {
+		t.Fatalf("Limit() = %d, want 11", got)
+	}
+}

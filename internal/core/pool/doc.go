@@ -48,8 +48,10 @@
 // goroutines, and is not safe for concurrent use. The lifecycle engine
 // owns one Pool per pooled provider, asks it for a replica when a call
 // starts and reports the call's end; the gateway scrapes the replicas'
-// metrics at the edge and hands each scrape to Observe (through the
-// engine), and the simulator does the same from its modelled replicas.
+// metrics at the edge, reads each page into a Load (package
+// internal/server/scrape, which owns the Prometheus parsing) and hands it
+// to Observe (through the engine), and the simulator does the same from
+// its modelled replicas.
 // Limit is the pool's concurrency limit, the sum of its usable
 // replicas' limits, which admission enforces for the provider.
 package pool

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/pool"
+	"github.com/sluice-gw/sluice/internal/server/scrape"
 )
 
 // /metrics shows the capacity model as vLLM names it, so a gateway's
@@ -22,7 +23,7 @@ func TestMetricsShowTheCapacityModel(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("/metrics: %d", rec.Code)
 			}
-			l, err := pool.ParseMetrics(rec.Body)
+			l, err := scrape.ParseMetrics(rec.Body)
 			if err != nil {
 				t.Fatalf("/metrics does not parse as a vLLM page: %v\n%s", err, rec.Body)
 			}

@@ -4,8 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"time"
+)
+
+// The statuses Retryable singles out, spelled out so that the model
+// imports no net package.
+const (
+	statusTooManyRequests = 429
+	statusGatewayTimeout  = 504
 )
 
 // Strategy is how a client spaces its retries.
@@ -102,9 +108,9 @@ func Retryable(status int, started bool) bool {
 	switch {
 	case started:
 		return false
-	case status == 0, status == http.StatusTooManyRequests:
+	case status == 0, status == statusTooManyRequests:
 		return true
-	case status == http.StatusGatewayTimeout:
+	case status == statusGatewayTimeout:
 		return false
 	}
 	return status >= 500

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wait"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -67,7 +68,7 @@ type attempt struct {
 
 // newAttempt makes an attempt, with a context of its own: a loser of a
 // race, or a stream whose provider goes quiet, is cancelled alone.
-func (g *Gateway) newAttempt(call *lifecycle.Call, n int, t target) *attempt {
+func (g *Gateway) newAttempt(call *runner.Call, n int, t target) *attempt {
 	a := &attempt{n: n, t: t, base: t.provider.baseURL}
 	a.ctx, a.cancel = context.WithCancel(call.Context())
 	if p := t.provider; len(p.replicas) > 0 {
@@ -215,7 +216,7 @@ func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 }
 
 // discard ends an attempt whose answer the client will not get.
-func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome) {
+func (g *Gateway) discard(call *runner.Call, a *attempt, o lifecycle.Outcome) {
 	a.cancel()
 	a.endAttemptSpan(o.Kind.String())
 	if a.resp != nil {
@@ -230,7 +231,7 @@ func (g *Gateway) discard(call *lifecycle.Call, a *attempt, o lifecycle.Outcome)
 // With it, the first call runs on its own goroutine; if the engine sends
 // a hedge (Call.Hedges), the two race, the first usable answer to commit
 // goes to the client, and the other is cancelled.
-func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
+func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	races := m.route.Races
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	x.attempts = 1
@@ -348,7 +349,7 @@ func (g *Gateway) forward(call *lifecycle.Call, w http.ResponseWriter, r *http.R
 // retry asks the engine for a second call after a's failure, when a is
 // the request's first call and failed safely before any byte went to the
 // client (Engine.Retry); it ends a and returns the new attempt, or nil.
-func (g *Gateway) retry(call *lifecycle.Call, m *model, a *attempt) *attempt {
+func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
 	if a.n != 0 || a.usable() {
 		return nil
 	}
@@ -378,7 +379,7 @@ func refusal(resp *http.Response) lifecycle.Outcome {
 }
 
 // respond relays an attempt's answer, or maps its failure, to the client.
-func (g *Gateway) respond(call *lifecycle.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
+func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	// The answer is priced, logged and traced as the target that gave it
 	// (a hedge's, a rescue's or a retry's), not the first one.
 	x.provider, x.upstreamModel = a.t.provider.name, a.t.model

@@ -14,6 +14,8 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/evals"
+	"github.com/sluice-gw/sluice/internal/policy"
+	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -23,14 +25,14 @@ const evalReadLimit = 1 << 20
 // startEvals starts the fallback evals of a configuration whose models
 // declare any (package evals); with none, nothing runs.
 func (g *Gateway) startEvals(cfg *config.Config) error {
-	sets, err := evals.Compile(cfg)
+	sets, err := policy.EvalSets(cfg)
 	if err != nil || len(sets) == 0 {
 		return err
 	}
 	b := cfg.Evals.WithDefaults()
 	m := g.metrics.Evals
-	g.evals = evals.NewRunner(evals.Options{Sets: sets, MaxInFlight: b.MaxInFlight, CallsPerMinute: b.MaxCallsPerMinute, Seed: rand.Uint64()},
-		g.now, g.evalCall, evals.Hooks{
+	g.evals = evalrunner.NewRunner(evals.Options{Sets: sets, MaxInFlight: b.MaxInFlight, CallsPerMinute: b.MaxCallsPerMinute, Seed: rand.Uint64()},
+		g.now, g.evalCall, evalrunner.Hooks{
 			Result: func(s *evals.Set, target int, _ evals.Case, r evals.Result, rate float64, judged int) {
 				t := s.Targets[target]
 				result := "error"

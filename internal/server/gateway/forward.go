@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
@@ -134,7 +135,7 @@ var (
 // timedOut reports whether ctx ended because the request's deadline
 // passed: the engine expired it, or the context's own deadline fired.
 func timedOut(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), lifecycle.ErrDeadline) || errors.Is(ctx.Err(), context.DeadlineExceeded)
+	return errors.Is(context.Cause(ctx), runner.ErrDeadline) || errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // outcomeOf tells the engine how the call ended, for the provider's

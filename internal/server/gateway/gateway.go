@@ -19,9 +19,11 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
-	"github.com/sluice-gw/sluice/internal/core/evals"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/policy"
+	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -56,7 +58,7 @@ type Options struct {
 type Gateway struct {
 	log       *slog.Logger
 	metrics   *metrics.Metrics
-	runner    *lifecycle.Runner
+	runner    *runner.Runner
 	transport http.RoundTripper
 	now       func() time.Time
 
@@ -94,7 +96,7 @@ type Gateway struct {
 
 	// evals runs the models' fallback evals (evals.go); nil when no
 	// model declares any.
-	evals *evals.Runner
+	evals *evalrunner.Runner
 
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
@@ -157,7 +159,7 @@ type provider struct {
 type model struct {
 	name string
 	// route is how the engine routes and times the model's requests
-	// (lifecycle.FromConfig); targets are its targets as the gateway
+	// (policy.FromConfig); targets are its targets as the gateway
 	// calls them.
 	route   lifecycle.Route
 	targets []target
@@ -282,7 +284,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name
 	}
-	ec, err := lifecycle.FromConfig(cfg)
+	ec, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +314,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.setUpIdempotency(cfg, opts.idem)
-	g.runner = lifecycle.NewRunner(ec, g.now)
+	g.runner = runner.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		if t.Replica > 0 {
 			// A replica's own breaker: logged and counted under the
@@ -403,7 +405,7 @@ func NewLogger(w io.Writer, c config.Log) *slog.Logger {
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 
 // Runner exposes the lifecycle runner, for tests and the admin API.
-func (g *Gateway) Runner() *lifecycle.Runner { return g.runner }
+func (g *Gateway) Runner() *runner.Runner { return g.runner }
 
 // Close stops the gateway's timers.
 func (g *Gateway) Close() {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
-	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -43,7 +43,7 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 		}
 		k := &virtualKey{index: i + 1, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
 		if kc.Limits.Any() {
-			k.limits = lifecycle.Limits(kc.Limits)
+			k.limits = policy.Limits(kc.Limits)
 		}
 		if kc.Priority != "" {
 			p, ok := admission.ParsePriority(kc.Priority)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/pool"
+	"github.com/sluice-gw/sluice/internal/server/scrape"
 )
 
 // maxMetricsPage bounds what a replica's metrics page may make the
@@ -78,7 +79,7 @@ func (g *Gateway) scrapeOnce(client *http.Client, s, i int, url string) error {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
-	l, err := pool.ParseMetrics(io.LimitReader(resp.Body, maxMetricsPage))
+	l, err := scrape.ParseMetrics(io.LimitReader(resp.Body, maxMetricsPage))
 	if err != nil {
 		return err
 	}

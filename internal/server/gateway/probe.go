@@ -45,7 +45,7 @@ func probePath(d protocol.Dialect) string {
 }
 
 // probe sends one synthetic probe to scope's provider (see
-// lifecycle.Runner.SetProber) and says how it ended: an OK needs a 2xx
+// runner.Runner.SetProber) and says how it ended: an OK needs a 2xx
 // with its whole (one-token) answer read before ctx's deadline.
 func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	p := g.byScope[scope]

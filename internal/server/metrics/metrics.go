@@ -236,7 +236,7 @@ func New() *Metrics {
 	return m
 }
 
-// Snapshotter reports admission state; lifecycle.Runner is one.
+// Snapshotter reports admission state; runner.Runner is one.
 type Snapshotter interface {
 	Snapshot() admission.Snapshot
 }

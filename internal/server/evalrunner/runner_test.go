@@ -1,4 +1,4 @@
-package evals
+package evalrunner
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/evals"
 )
 
 // The runner runs every target's set on schedule on the bubble's fake
@@ -15,19 +17,19 @@ func TestRunnerOnAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		calls := map[int]int{}
-		var trans []Transition
-		call := func(ctx context.Context, s *Set, target int, c Case) Result {
+		var trans []evals.Transition
+		call := func(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result {
 			mu.Lock()
 			calls[target]++
 			mu.Unlock()
 			time.Sleep(2 * time.Second) // the provider takes its time
 			if target == 1 {
-				return Result{Answered: true, Reason: c.Check.Judge("no"), Latency: 2 * time.Second}
+				return evals.Result{Answered: true, Reason: c.Check.Judge("no"), Latency: 2 * time.Second}
 			}
-			return Result{Answered: true, Reason: c.Check.Judge("ok"), Latency: 2 * time.Second}
+			return evals.Result{Answered: true, Reason: c.Check.Judge("ok"), Latency: 2 * time.Second}
 		}
-		r := NewRunner(Options{Sets: []*Set{testSet(3)}, MaxInFlight: 2, Seed: 5}, nil, call, Hooks{
-			Transition: func(tr Transition) { trans = append(trans, tr) },
+		r := NewRunner(evals.Options{Sets: []*evals.Set{testSet(3)}, MaxInFlight: 2, Seed: 5}, nil, call, Hooks{
+			Transition: func(tr evals.Transition) { trans = append(trans, tr) },
 		})
 		time.Sleep(5 * time.Minute)
 		synctest.Wait()
@@ -55,15 +57,17 @@ func TestRunnerOnAFakeClock(t *testing.T) {
 func TestRunnerCloseCancelsCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan struct{}, 10)
-		call := func(ctx context.Context, s *Set, target int, c Case) Result {
+		call := func(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result {
 			started <- struct{}{}
 			<-ctx.Done()
-			return Result{Reason: "cancelled"}
+			return evals.Result{Reason: "cancelled"}
 		}
 		s := testSet(1)
 		s.Timeout = time.Hour
-		r := NewRunner(Options{Sets: []*Set{s}}, nil, call, Hooks{
-			Result: func(*Set, int, Case, Result, float64, int) { t.Error("a cancelled call was recorded") },
+		r := NewRunner(evals.Options{Sets: []*evals.Set{s}}, nil, call, Hooks{
+			Result: func(*evals.Set, int, evals.Case, evals.Result, float64, int) {
+				t.Error("a cancelled call was recorded")
+			},
 		})
 		<-started
 		r.Close()
@@ -74,11 +78,22 @@ func TestRunnerCloseCancelsCalls(t *testing.T) {
 // A runner with no sets runs nothing and stops.
 func TestRunnerWithNothingToRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := NewRunner(Options{}, nil, func(context.Context, *Set, int, Case) Result {
+		r := NewRunner(evals.Options{}, nil, func(context.Context, *evals.Set, int, evals.Case) evals.Result {
 			t.Error("called with no sets")
-			return Result{}
+			return evals.Result{}
 		}, Hooks{})
 		time.Sleep(time.Hour)
 		r.Close()
 	})
+}
+
+// testSet is a set of cases that each pass on "ok", over a primary and a
+// backup target, as evals' own tests build it.
+func testSet(cases int) *evals.Set {
+	s := &evals.Set{Model: "chat", Targets: []evals.Target{{Provider: "primary", Upstream: "m1"}, {Provider: "backup", Upstream: "m2"}},
+		Interval: time.Minute, Timeout: 10 * time.Second, Threshold: 0.8, Window: 2}
+	for i := range cases {
+		s.Cases = append(s.Cases, evals.Case{Name: string(rune('a' + i)), Prompt: "say ok", Check: evals.Exact("ok")})
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package lifecycle
+package policy
 
 import (
 	"testing"
@@ -6,13 +6,14 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/pool"
 )
 
 // poolEngine is built from a config, as the gateway and the simulator
 // build theirs: a pool of three replicas of two calls each, with
 // metrics, and a backup provider behind it.
-func poolEngine(t *testing.T, extra string) *Engine {
+func poolEngine(t *testing.T, extra string) *lifecycle.Engine {
 	t.Helper()
 	yaml := `
 providers:
@@ -44,11 +45,15 @@ admission:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(ec)
+	return lifecycle.New(ec)
 }
 
-func chat(now time.Time) Request {
-	return Request{Targets: []int{0, 1}, Models: []string{"llama", "llama"}, Deadline: now.Add(time.Minute)}
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func chat(now time.Time) lifecycle.Request {
+	return lifecycle.Request{Targets: []int{0, 1}, Models: []string{"llama", "llama"}, Deadline: now.Add(time.Minute)}
 }
 
 func TestPoolSpreadsCallsAndLimitsAtTheSum(t *testing.T) {
@@ -56,7 +61,7 @@ func TestPoolSpreadsCallsAndLimitsAtTheSum(t *testing.T) {
 	if l := e.ScopeLimit(0); l != 6 {
 		t.Fatalf("pool limit %d, want 6 (three replicas of 2)", l)
 	}
-	var ids []ID
+	var ids []lifecycle.ID
 	per := map[int]int{}
 	for range 6 {
 		a, _ := e.Arrive(t0, chat(t0))
@@ -82,7 +87,7 @@ func TestPoolSpreadsCallsAndLimitsAtTheSum(t *testing.T) {
 	}
 	// The first call ends: the waiter starts on the replica it freed.
 	freed, _ := e.Replica(ids[0], 0)
-	rd, _ := e.Finish(at(time.Second), ids[0], Outcome{Kind: OK})
+	rd, _ := e.Finish(at(time.Second), ids[0], lifecycle.Outcome{Kind: lifecycle.OK})
 	if len(rd.Start) != 1 || rd.Start[0] != a.ID {
 		t.Fatalf("started %v, want the waiter", rd.Start)
 	}
@@ -147,9 +152,9 @@ func TestPoolReplicaBreakerTripsAlone(t *testing.T) {
 	for k := range 30 {
 		a, _ := e.Arrive(now, chat(now))
 		r, _ := e.Replica(a.ID, 0)
-		o := Outcome{Kind: OK}
+		o := lifecycle.Outcome{Kind: lifecycle.OK}
 		if r == 0 {
-			o = Outcome{Kind: Failed, Status: 500}
+			o = lifecycle.Outcome{Kind: lifecycle.Failed, Status: 500}
 		}
 		rd, _ := e.Finish(now.Add(50*time.Millisecond), a.ID, o)
 		for _, tr := range rd.Transitions {
@@ -170,7 +175,7 @@ func TestPoolReplicaBreakerTripsAlone(t *testing.T) {
 		if r, _ := e.Replica(a.ID, 0); a.Target != 0 || r == 0 {
 			t.Fatalf("target %d replica %d: want the pool, not its tripped replica", a.Target, r)
 		}
-		e.Finish(now, a.ID, Outcome{Kind: OK})
+		e.Finish(now, a.ID, lifecycle.Outcome{Kind: lifecycle.OK})
 	}
 }
 
@@ -226,8 +231,8 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(ec)
-	req := Request{Targets: []int{0}, Models: []string{"llama"}, Deadline: t0.Add(time.Minute)}
+	e := lifecycle.New(ec)
+	req := lifecycle.Request{Targets: []int{0}, Models: []string{"llama"}, Deadline: t0.Add(time.Minute)}
 	// Calls take turns: two on the live replica, and between them this
 	// one on the dead replica, which is then the less loaded.
 	busy, _ := e.Arrive(t0, req)
@@ -238,7 +243,7 @@ models:
 	if live == dead {
 		t.Fatalf("both calls on replica %d; the test needs one on each", live)
 	}
-	if _, _, ok := e.Retry(t0, a.ID, Outcome{Kind: ConnError}); !ok {
+	if _, _, ok := e.Retry(t0, a.ID, lifecycle.Outcome{Kind: lifecycle.ConnError}); !ok {
 		t.Fatal("a connection error was not retried")
 	}
 	if r, ok := e.Replica(a.ID, 1); !ok || r != live {

@@ -1,4 +1,4 @@
-package lifecycle
+package policy
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/limit"
 	"github.com/sluice-gw/sluice/internal/core/pool"
 	"github.com/sluice-gw/sluice/internal/core/quota"
@@ -21,20 +22,20 @@ import (
 // has its own times scaled already; FromConfig passes its TimeScale on to
 // the engine, the breakers and the limits, which scale the defaults and
 // internal clocks that live in code by it.
-func FromConfig(cfg *config.Config) (Config, error) {
-	scopes := make([]ScopeConfig, len(cfg.Providers))
+func FromConfig(cfg *config.Config) (lifecycle.Config, error) {
+	scopes := make([]lifecycle.ScopeConfig, len(cfg.Providers))
 	for i := range cfg.Providers {
 		sc, err := scopeConfig(&cfg.Providers[i], cfg.TimeScale)
 		if err != nil {
-			return Config{}, fmt.Errorf("providers[%d]: %w", i, err)
+			return lifecycle.Config{}, fmt.Errorf("providers[%d]: %w", i, err)
 		}
 		scopes[i] = sc
 	}
-	routes := make(map[string]Route, len(cfg.Models))
+	routes := make(map[string]lifecycle.Route, len(cfg.Models))
 	for i := range cfg.Models {
 		r, err := route(cfg, &cfg.Models[i], scopes)
 		if err != nil {
-			return Config{}, fmt.Errorf("models[%d]: %w", i, err)
+			return lifecycle.Config{}, fmt.Errorf("models[%d]: %w", i, err)
 		}
 		routes[cfg.Models[i].Name] = r
 	}
@@ -57,7 +58,7 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		ac.Lanes = []admission.Limiter{admission.Fixed(large.MaxInFlight)}
 		ac.LaneMaxWait = []time.Duration{large.MaxWait.D()}
 	}
-	b := Budgets{LargeMinInput: large.MinInputTokens, Large: Limits(large.Limits)}
+	b := lifecycle.Budgets{LargeMinInput: large.MinInputTokens, Large: Limits(large.Limits)}
 	var tenants []int
 	ids := map[string]int{}
 	for _, k := range cfg.Keys {
@@ -77,8 +78,8 @@ func FromConfig(cfg *config.Config) (Config, error) {
 		}
 		b.Models = append(b.Models, m)
 	}
-	return Config{Scopes: scopes, Routes: routes, Hedge: HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants,
+	return lifecycle.Config{Scopes: scopes, Routes: routes, Hedge: lifecycle.HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
+		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants,
 		TimeScale: cfg.TimeScale}, nil
 }
 
@@ -96,8 +97,8 @@ func Limits(l config.Limits) quota.Limits {
 
 // route resolves a model's targets to scopes and reads its timeout and
 // hedging.
-func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, error) {
-	r := Route{Name: m.Name, Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
+func route(cfg *config.Config, m *config.Model, scopes []lifecycle.ScopeConfig) (lifecycle.Route, error) {
+	r := lifecycle.Route{Name: m.Name, Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
 	for j, t := range m.Targets {
 		s := -1
 		for i := range cfg.Providers {
@@ -117,7 +118,7 @@ func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, er
 	r.DefaultOutput = m.DefaultMaxTokens
 	r.InvalidFails = m.Validation.CountInBreaker
 	if d := m.Degrade; d != nil {
-		r.Degrade = &Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
+		r.Degrade = &lifecycle.Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
 			QueueAge: d.QueueAge.D(), BudgetBelow: d.BudgetBelow}
 	}
 	return r, nil
@@ -126,13 +127,13 @@ func route(cfg *config.Config, m *config.Model, scopes []ScopeConfig) (Route, er
 // scopeConfig builds a provider's scope: its fixed or adaptive limit, the
 // latency signal and the slow threshold; timeScale is the config's
 // (zero: 1), for the breaker's and the limit's defaults.
-func scopeConfig(pc *config.Provider, timeScale float64) (ScopeConfig, error) {
+func scopeConfig(pc *config.Provider, timeScale float64) (lifecycle.ScopeConfig, error) {
 	l := pc.Limit
-	sig, ok := ParseSignal(l.Signal)
+	sig, ok := lifecycle.ParseSignal(l.Signal)
 	if !ok {
-		return ScopeConfig{}, fmt.Errorf("limit.signal: unknown signal %q", l.Signal)
+		return lifecycle.ScopeConfig{}, fmt.Errorf("limit.signal: unknown signal %q", l.Signal)
 	}
-	sc := ScopeConfig{Name: pc.Name, Fixed: pc.MaxInFlight, Signal: sig, SlowThreshold: l.SlowThreshold.D()}
+	sc := lifecycle.ScopeConfig{Name: pc.Name, Fixed: pc.MaxInFlight, Signal: sig, SlowThreshold: l.SlowThreshold.D()}
 	if pc.Pooled() {
 		p, err := newPool(pc, timeScale)
 		if err != nil {

@@ -1,4 +1,4 @@
-package lifecycle
+package runner
 
 import (
 	"context"
@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/limit"
 )
 
 // All Runner tests run inside a synctest bubble and give NewRunner a nil
 // clock: time.Now and the Runner's timer then both run on the bubble's
 // fake clock, so waits are exact and cost no real time. Each bubble ends
-// with Close, since a windowed limit would otherwise keep the Runner's
-// timer, and so the bubble, alive.
+// with Close, since a pending timer would otherwise keep the bubble
+// alive.
 
 type outcome struct {
 	c       *Call
@@ -28,7 +29,7 @@ type outcome struct {
 }
 
 // goAcquire starts Acquire on its own goroutine, as a request handler would.
-func goAcquire(ctx context.Context, r *Runner, q Request) <-chan outcome {
+func goAcquire(ctx context.Context, r *Runner, q lifecycle.Request) <-chan outcome {
 	out := make(chan outcome, 1)
 	go func() {
 		start := time.Now()
@@ -38,7 +39,7 @@ func goAcquire(ctx context.Context, r *Runner, q Request) <-chan outcome {
 	return out
 }
 
-func mustAcquire(t *testing.T, r *Runner, q Request) *Call {
+func mustAcquire(t *testing.T, r *Runner, q lifecycle.Request) *Call {
 	t.Helper()
 	c, err := r.Acquire(context.Background(), q)
 	if err != nil {
@@ -78,15 +79,17 @@ func wantIdle(t *testing.T, r *Runner) {
 	wantState(t, r, 0, [3]int{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, queueTimer := r.e.adm.NextExpiry()
-	if len(r.waiters) != 0 || len(r.calls) != 0 || len(r.e.reqs) != 0 || r.e.slow.Len() != 0 || r.e.dead.Len() != 0 || queueTimer {
-		t.Fatalf("idle runner remembers %d waiters, %d calls, %d requests, %d slow and %d deadline timers, queue timer %v",
-			len(r.waiters), len(r.calls), len(r.e.reqs), r.e.slow.Len(), r.e.dead.Len(), queueTimer)
+	// The tests' scopes have no breaker or pool, so any timer left is a
+	// request's (queue expiry, slow flag, deadline) or a window's.
+	next, timer := r.e.NextTimer()
+	if len(r.waiters) != 0 || len(r.calls) != 0 || r.e.Requests() != 0 || timer {
+		t.Fatalf("idle runner remembers %d waiters, %d calls, %d requests, timer %v at %v",
+			len(r.waiters), len(r.calls), r.e.Requests(), timer, next)
 	}
 }
 
 // global is a Runner config bound only by admission's global limit.
-func global(ac admission.Config) Config { return Config{Admission: ac} }
+func global(ac admission.Config) lifecycle.Config { return lifecycle.Config{Admission: ac} }
 
 // heard reads what a limit owned by r has heard, under r's lock, where
 // the engine feeds it.
@@ -131,7 +134,7 @@ func TestRunnerWaitTimeout(t *testing.T) {
 				}
 				wantRejection(t, err, why, tc.p)
 				wantState(t, r, 1, [3]int{})
-				hold.Finish(Outcome{Kind: OK})
+				hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 				wantIdle(t, r)
 			})
 		})
@@ -147,12 +150,12 @@ func TestRunnerTimerFollowsEarliestExpiry(t *testing.T) {
 		long := goAcquire(context.Background(), r, inter)
 		time.Sleep(time.Second)
 		// Queued after long but due first: the timer must move earlier.
-		short := goAcquire(context.Background(), r, Request{Priority: admission.Background, Scope: admission.NoScope,
+		short := goAcquire(context.Background(), r, lifecycle.Request{Priority: admission.Background, Scope: admission.NoScope,
 			Deadline: time.Now().Add(2 * time.Second)})
 		time.Sleep(time.Second)
 		// Due before both, then gone: the timer must not strand the others.
 		ctx, cancel := context.WithCancel(context.Background())
-		gone := goAcquire(ctx, r, Request{Priority: admission.Interactive, Scope: admission.NoScope,
+		gone := goAcquire(ctx, r, lifecycle.Request{Priority: admission.Interactive, Scope: admission.NoScope,
 			Deadline: time.Now().Add(500 * time.Millisecond)})
 		time.Sleep(100 * time.Millisecond)
 		cancel()
@@ -170,7 +173,7 @@ func TestRunnerTimerFollowsEarliestExpiry(t *testing.T) {
 		if o.elapsed != 10*time.Second {
 			t.Errorf("long waiter refused after %v, want 10s", o.elapsed)
 		}
-		hold.Finish(Outcome{Kind: OK})
+		hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		wantIdle(t, r)
 	})
 }
@@ -228,7 +231,7 @@ func TestRunnerCancelWhileWaiting(t *testing.T) {
 				if rej := r.Check(inter); rej != nil {
 					t.Fatalf("Check after the waiter left = %v", rej)
 				}
-				hold.Finish(Outcome{Kind: OK})
+				hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 				wantIdle(t, r)
 			})
 		})
@@ -238,7 +241,7 @@ func TestRunnerCancelWhileWaiting(t *testing.T) {
 func TestCallFinishIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeLimit{limit: 2}
-		r := NewRunner(oneScope(f, Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
+		r := NewRunner(oneScope(f, lifecycle.Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
 		defer r.Close()
 		q := req(admission.Interactive, 0)
 		c1 := mustAcquire(t, r, q)
@@ -251,11 +254,11 @@ func TestCallFinishIdempotent(t *testing.T) {
 
 		time.Sleep(time.Second)
 		var wg sync.WaitGroup
-		for _, k := range []OutcomeKind{OK, Overloaded} {
-			wg.Go(func() { c1.Finish(Outcome{Kind: k}) })
+		for _, k := range []lifecycle.OutcomeKind{lifecycle.OK, lifecycle.Overloaded} {
+			wg.Go(func() { c1.Finish(lifecycle.Outcome{Kind: k}) })
 		}
 		wg.Wait()
-		c1.Finish(Outcome{Kind: ConnError})
+		c1.Finish(lifecycle.Outcome{Kind: lifecycle.ConnError})
 		// One slot came back, so exactly one waiter went in, and the
 		// limit heard one outcome.
 		synctest.Wait()
@@ -276,11 +279,11 @@ func TestCallFinishIdempotent(t *testing.T) {
 			t.Fatalf("second waiter let in by a repeated Finish: %+v", o)
 		default:
 		}
-		o.c.Finish(Outcome{Kind: Cancelled})
+		o.c.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 		o2 := <-second
-		o2.c.Finish(Outcome{Kind: Cancelled})
-		o2.c.Finish(Outcome{Kind: OK})
-		c2.Finish(Outcome{Kind: Failed})
+		o2.c.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
+		o2.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+		c2.Finish(lifecycle.Outcome{Kind: lifecycle.Failed})
 		if s := heard(r, f); len(s) != 1 {
 			t.Fatalf("limit heard %d samples, want 1: %+v", len(s), s)
 		}
@@ -313,9 +316,9 @@ func TestRunnerCheck(t *testing.T) {
 		if after := r.Snapshot(); fmt.Sprint(before) != fmt.Sprint(after) {
 			t.Fatalf("Check changed state: %+v -> %+v", before, after)
 		}
-		hold.Finish(Outcome{Kind: OK})
+		hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		o := <-out
-		o.c.Finish(Outcome{Kind: OK})
+		o.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		wantIdle(t, r)
 	})
 }
@@ -338,17 +341,17 @@ func TestRunnerDisplacement(t *testing.T) {
 		}
 		synctest.Wait()
 		wantState(t, r, 1, [3]int{0, 1, 1})
-		hold.Finish(Outcome{Kind: OK})
+		hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		oi := <-in
 		if oi.err != nil {
 			t.Fatal(oi.err)
 		}
-		oi.c.Finish(Outcome{Kind: OK})
+		oi.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		ob := <-older
 		if ob.err != nil || ob.c.Waited != time.Second {
 			t.Fatalf("older background: %v, waited %v", ob.err, ob.c.Waited)
 		}
-		ob.c.Finish(Outcome{Kind: OK})
+		ob.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		wantIdle(t, r)
 	})
 }
@@ -357,7 +360,7 @@ func TestRunnerLimitRises(t *testing.T) {
 	t.Run("on a sample", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fakeLimit{limit: 1, rise: 3}
-			r := NewRunner(oneScope(f, Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
+			r := NewRunner(oneScope(f, lifecycle.Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
 			defer r.Close()
 			hold := mustAcquire(t, r, req(admission.Interactive, 0))
 			if hold.Waited != 0 {
@@ -366,13 +369,13 @@ func TestRunnerLimitRises(t *testing.T) {
 			a := goAcquire(context.Background(), r, req(admission.Interactive, 0))
 			b := goAcquire(context.Background(), r, req(admission.Background, 0))
 			time.Sleep(1500 * time.Millisecond)
-			hold.Finish(Outcome{Kind: OK})
+			hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 			for _, ch := range []<-chan outcome{a, b} {
 				o := <-ch
 				if o.err != nil || o.c.Waited != 1500*time.Millisecond {
 					t.Fatalf("after the limit rose: %v, waited %v", o.err, o.c.Waited)
 				}
-				defer o.c.Finish(Outcome{Kind: OK})
+				defer o.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 			}
 			wantState(t, r, 2, [3]int{})
 		})
@@ -380,27 +383,34 @@ func TestRunnerLimitRises(t *testing.T) {
 
 	t.Run("on a window closing, with no traffic", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			// Stays at 1 for two windows, then rises to 2.
-			w := &windowLimit{fakeLimit: fakeLimit{limit: 1}, steps: []int{1, 1, 2}}
-			r := NewRunner(oneScope(w, Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
+			// Windows end a second apart; the limit stays at 1 for two,
+			// then rises to 2. The Runner arms only the engine's
+			// NextTimer, which holds each window's end.
 			start := time.Now()
+			ends := []time.Time{start.Add(time.Second), start.Add(2 * time.Second), start.Add(3 * time.Second), start.Add(4 * time.Second)}
+			w := &windowLimit{fakeLimit: fakeLimit{limit: 1}, steps: []int{1, 1, 2}, ends: ends}
+			r := NewRunner(oneScope(w, lifecycle.Total, 0, admission.Config{MaxDepth: 4, MaxWait: time.Minute}), nil)
 			hold := mustAcquire(t, r, req(admission.Interactive, 0))
 			o := <-goAcquire(context.Background(), r, req(admission.Interactive, 0))
-			if o.err != nil || o.elapsed != 3*periodicTick {
-				t.Fatalf("waiter: %v after %v, want in at the third periodic tick (%v)", o.err, o.elapsed, 3*periodicTick)
+			if o.err != nil || o.elapsed != 3*time.Second {
+				t.Fatalf("waiter: %v after %v, want in at the third window's end (3s)", o.err, o.elapsed)
 			}
 			time.Sleep(time.Second / 2)
 			r.Close()
-			// Closed: the periodic timer stops, so the bubble can end.
-			time.Sleep(10 * periodicTick)
+			// Closed: the timer stops, so the fourth window's end passes
+			// unticked and the bubble can end.
+			time.Sleep(10 * time.Second)
 			r.mu.Lock()
 			ticks := append([]time.Time(nil), w.ticks...)
 			r.mu.Unlock()
-			if len(ticks) != 3 || !ticks[2].Equal(start.Add(3*periodicTick)) {
-				t.Fatalf("limit ticked at %v, want three ticks a second apart, none after Close", ticks)
+			if len(ticks) != 3 || !ticks[2].Equal(ends[2]) {
+				t.Fatalf("limit ticked at %v, want at the first three window ends, none after Close", ticks)
 			}
-			hold.Finish(Outcome{Kind: OK})
-			o.c.Finish(Outcome{Kind: OK})
+			hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+			o.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+			r.mu.Lock()
+			w.ends = nil // the fourth window, never ticked, is not a leak
+			r.mu.Unlock()
 			wantIdle(t, r)
 		})
 	})
@@ -409,10 +419,10 @@ func TestRunnerLimitRises(t *testing.T) {
 func TestRunnerSlowAndFirstByte(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeLimit{limit: 4}
-		r := NewRunner(oneScope(f, Auto, 2*time.Second, admission.Config{}), nil)
+		r := NewRunner(oneScope(f, lifecycle.Auto, 2*time.Second, admission.Config{}), nil)
 		defer r.Close()
 		start := time.Now()
-		stream := Request{Priority: admission.Interactive, Scope: 0, Stream: true}
+		stream := lifecycle.Request{Priority: admission.Interactive, Scope: 0, Stream: true}
 		fast := mustAcquire(t, r, stream)
 		slow := mustAcquire(t, r, stream)
 		time.Sleep(time.Second)
@@ -431,8 +441,8 @@ func TestRunnerSlowAndFirstByte(t *testing.T) {
 			t.Fatalf("just past the threshold the limit heard %+v, want %+v", s, flag)
 		}
 		time.Sleep(time.Second)
-		slow.Finish(Outcome{Kind: OK})
-		fast.Finish(Outcome{Kind: OK, OutputTokens: 20})
+		slow.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+		fast.Finish(lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: 20})
 		// Both end at one instant: the sample carries the count from
 		// before either left.
 		want := []limit.Sample{flag, {Now: start.Add(3*time.Second + time.Nanosecond), Latency: time.Second, InFlight: 2}}
@@ -447,10 +457,10 @@ func TestRunnerExpire(t *testing.T) {
 	t.Run("a call in flight at its deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fakeLimit{limit: 1}
-			r := NewRunner(oneScope(f, Total, 0, admission.Config{MaxDepth: 2, MaxWait: time.Minute}), nil)
+			r := NewRunner(oneScope(f, lifecycle.Total, 0, admission.Config{MaxDepth: 2, MaxWait: time.Minute}), nil)
 			defer r.Close()
 			start := time.Now()
-			c := mustAcquire(t, r, Request{Priority: admission.Interactive, Scope: 0, Deadline: start.Add(2 * time.Second)})
+			c := mustAcquire(t, r, lifecycle.Request{Priority: admission.Interactive, Scope: 0, Deadline: start.Add(2 * time.Second)})
 			<-c.Context().Done()
 			if at := time.Since(start); at != 2*time.Second {
 				t.Errorf("call context done after %v, want 2s", at)
@@ -461,7 +471,7 @@ func TestRunnerExpire(t *testing.T) {
 			// Expired is not finished: the slot is held until the host
 			// says how the call ended.
 			wantState(t, r, 1, [3]int{})
-			c.Finish(Outcome{Kind: TimedOut})
+			c.Finish(lifecycle.Outcome{Kind: lifecycle.TimedOut})
 			if s := heard(r, f); len(s) != 1 || !s[0].Dropped {
 				t.Fatalf("limit heard %+v, want one drop", s)
 			}
@@ -475,9 +485,9 @@ func TestRunnerExpire(t *testing.T) {
 			defer r.Close()
 			start := time.Now()
 			hold := mustAcquire(t, r, inter)
-			out := goAcquire(context.Background(), r, Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: start.Add(5 * time.Second)})
+			out := goAcquire(context.Background(), r, lifecycle.Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: start.Add(5 * time.Second)})
 			time.Sleep(time.Second)
-			hold.Finish(Outcome{Kind: OK})
+			hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 			o := <-out
 			if o.err != nil {
 				t.Fatal(o.err)
@@ -486,7 +496,7 @@ func TestRunnerExpire(t *testing.T) {
 			if at := time.Since(start); at != 5*time.Second || context.Cause(o.c.Context()) != ErrDeadline {
 				t.Errorf("call context done at %v with %v, want 5s and ErrDeadline", at, context.Cause(o.c.Context()))
 			}
-			o.c.Finish(Outcome{Kind: TimedOut})
+			o.c.Finish(lifecycle.Outcome{Kind: lifecycle.TimedOut})
 			wantIdle(t, r)
 		})
 	})
@@ -495,9 +505,9 @@ func TestRunnerExpire(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := NewRunner(global(admission.Config{}), nil)
 			defer r.Close()
-			c := mustAcquire(t, r, Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: time.Now().Add(2 * time.Second)})
+			c := mustAcquire(t, r, lifecycle.Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: time.Now().Add(2 * time.Second)})
 			time.Sleep(time.Second)
-			c.Finish(Outcome{Kind: OK})
+			c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 			time.Sleep(time.Minute)
 			if err := context.Cause(c.Context()); err != context.Canceled {
 				t.Fatalf("cause %v, want context.Canceled", err)
@@ -512,7 +522,7 @@ func TestRunnerExpire(t *testing.T) {
 			defer r.Close()
 			gone := errors.New("client went away")
 			ctx, cancel := context.WithCancelCause(context.Background())
-			c, err := r.Acquire(ctx, Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: time.Now().Add(time.Minute)})
+			c, err := r.Acquire(ctx, lifecycle.Request{Priority: admission.Interactive, Scope: admission.NoScope, Deadline: time.Now().Add(time.Minute)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -521,7 +531,7 @@ func TestRunnerExpire(t *testing.T) {
 			if err := context.Cause(c.Context()); err != gone {
 				t.Fatalf("cause %v, want the caller's", err)
 			}
-			c.Finish(Outcome{Kind: Cancelled})
+			c.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 			wantIdle(t, r)
 		})
 	})
@@ -535,12 +545,12 @@ func TestRunnerExpire(t *testing.T) {
 func TestRunnerExpireBeforeWaiterWakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &windowLimit{fakeLimit: fakeLimit{limit: 1}, steps: []int{2}}
-		r := NewRunner(oneScope(w, Total, 0, admission.Config{MaxDepth: 2, MaxWait: time.Minute}), nil)
+		r := NewRunner(oneScope(w, lifecycle.Total, 0, admission.Config{MaxDepth: 2, MaxWait: time.Minute}), nil)
 		defer r.Close()
 		start := time.Now()
 		deadline := start.Add(500 * time.Millisecond)
 		hold := mustAcquire(t, r, req(admission.Interactive, 0))
-		out := goAcquire(context.Background(), r, Request{Priority: admission.Interactive, Scope: 0, Deadline: deadline})
+		out := goAcquire(context.Background(), r, lifecycle.Request{Priority: admission.Interactive, Scope: 0, Deadline: deadline})
 		synctest.Wait()
 
 		r.mu.Lock()
@@ -560,8 +570,8 @@ func TestRunnerExpireBeforeWaiterWakes(t *testing.T) {
 		if err := context.Cause(o.c.Context()); err != ErrDeadline {
 			t.Fatalf("a call expired before its waiter woke: context cause %v, want ErrDeadline", err)
 		}
-		o.c.Finish(Outcome{Kind: TimedOut})
-		hold.Finish(Outcome{Kind: OK})
+		o.c.Finish(lifecycle.Outcome{Kind: lifecycle.TimedOut})
+		hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 		wantIdle(t, r)
 	})
 }
@@ -581,19 +591,25 @@ func TestRunnerCancelGrantRace(t *testing.T) {
 		{
 			// cancel wakes the waiter's select on ctx.Done; Finish then
 			// starts it before it can run and Leave.
-			name:      "cancel then finish",
-			race:      func(cancel context.CancelFunc, hold *Call) { cancel(); hold.Finish(Outcome{Kind: OK}) },
+			name: "cancel then finish",
+			race: func(cancel context.CancelFunc, hold *Call) {
+				cancel()
+				hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+			},
 			wantRaced: true,
 		},
 		{
 			name: "finish then cancel",
-			race: func(cancel context.CancelFunc, hold *Call) { hold.Finish(Outcome{Kind: OK}); cancel() },
+			race: func(cancel context.CancelFunc, hold *Call) {
+				hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
+				cancel()
+			},
 		},
 		{
 			name: "timers firing at the same fake instant",
 			race: func(cancel context.CancelFunc, hold *Call) {
 				time.AfterFunc(time.Second, cancel)
-				time.AfterFunc(time.Second, func() { hold.Finish(Outcome{Kind: OK}) })
+				time.AfterFunc(time.Second, func() { hold.Finish(lifecycle.Outcome{Kind: lifecycle.OK}) })
 				time.Sleep(time.Second)
 				synctest.Wait() // both timer callbacks have run
 			},
@@ -615,7 +631,7 @@ func TestRunnerCancelGrantRace(t *testing.T) {
 					switch {
 					case o.err == nil:
 						granted++
-						o.c.Finish(Outcome{Kind: OK})
+						o.c.Finish(lifecycle.Outcome{Kind: lifecycle.OK})
 					case errors.Is(o.err, context.Canceled):
 						cancelled++
 						if held {
@@ -651,12 +667,12 @@ func TestRunnerStorm(t *testing.T) {
 func storm(t *testing.T, seed uint64) {
 	const n, lim, reserved = 200, 8, 2
 	slowLim := &fakeLimit{limit: 3}
-	r := NewRunner(Config{
+	r := NewRunner(lifecycle.Config{
 		Admission: admission.Config{
 			Global: admission.Fixed(lim), Reserved: reserved,
 			MaxDepth: 20, MaxWait: 150 * time.Millisecond, MaxQueued: [3]int{0, 0, 10},
 		},
-		Scopes: []ScopeConfig{
+		Scopes: []lifecycle.ScopeConfig{
 			{Name: "fixed", Fixed: 5},
 			{Name: "adaptive", Limit: slowLim, SlowThreshold: 40 * time.Millisecond},
 		},
@@ -670,7 +686,7 @@ func storm(t *testing.T, seed uint64) {
 	)
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		q := Request{Priority: admission.Priority(rng.IntN(3)), Scope: rng.IntN(3) - 1, Stream: rng.IntN(2) == 0}
+		q := lifecycle.Request{Priority: admission.Priority(rng.IntN(3)), Scope: rng.IntN(3) - 1, Stream: rng.IntN(2) == 0}
 		arrive := time.Duration(rng.IntN(400)) * time.Millisecond
 		hold := time.Duration(rng.IntN(80)) * time.Millisecond
 		firstByte := time.Duration(rng.IntN(80)) * time.Millisecond
@@ -707,7 +723,7 @@ func storm(t *testing.T, seed uint64) {
 				}
 				// The call lasts hold, reporting its first byte on the way
 				// if it comes first, unless its context ends earlier.
-				o := Outcome{Kind: OK}
+				o := lifecycle.Outcome{Kind: lifecycle.OK}
 				wait := func(d time.Duration) bool {
 					select {
 					case <-time.After(d):
@@ -727,9 +743,9 @@ func storm(t *testing.T, seed uint64) {
 					done = wait(rest)
 				}
 				if !done {
-					o.Kind = Cancelled
+					o.Kind = lifecycle.Cancelled
 					if context.Cause(c.Context()) == ErrDeadline {
-						o.Kind = TimedOut
+						o.Kind = lifecycle.TimedOut
 						expired.Add(1)
 						if time.Now().Before(q.Deadline) {
 							t.Errorf("call expired %v before its deadline", time.Until(q.Deadline))
@@ -748,7 +764,7 @@ func storm(t *testing.T, seed uint64) {
 				if doubleFinish {
 					var fw sync.WaitGroup
 					fw.Go(func() { c.Finish(o) })
-					fw.Go(func() { c.Finish(Outcome{Kind: Overloaded}) })
+					fw.Go(func() { c.Finish(lifecycle.Outcome{Kind: lifecycle.Overloaded}) })
 					fw.Wait()
 				} else {
 					c.Finish(o)

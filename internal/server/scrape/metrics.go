@@ -1,4 +1,4 @@
-package pool
+package scrape
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/sluice-gw/sluice/internal/core/pool"
 )
 
 // The gauges a replica's metrics are read for, by server. Each is summed
@@ -21,24 +23,24 @@ var (
 
 // ErrNoLoad: a metrics page had none of the gauges a pool reads, so it
 // is not a vLLM or SGLang server's (or not one this version knows).
-var ErrNoLoad = errors.New("pool: no vLLM or SGLang queue metrics in the page")
+var ErrNoLoad = errors.New("scrape: no vLLM or SGLang queue metrics in the page")
 
 // ParseMetrics reads a replica's load from its Prometheus metrics page
 // in the text exposition format: vLLM's vllm:num_requests_waiting,
 // vllm:num_requests_running and vllm:kv_cache_usage_perc, or SGLang's
 // sglang:num_queue_reqs, sglang:num_running_reqs and sglang:token_usage.
 // A page with neither queue gauge is ErrNoLoad.
-func ParseMetrics(r io.Reader) (Load, error) {
+func ParseMetrics(r io.Reader) (pool.Load, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
-		return Load{}, err
+		return pool.Load{}, err
 	}
-	var l Load
+	var l pool.Load
 	w, okW := sum(fams, waitingNames)
 	run, okR := sum(fams, runningNames)
 	if !okW && !okR {
-		return Load{}, ErrNoLoad
+		return pool.Load{}, ErrNoLoad
 	}
 	l.Waiting, l.Running = w, run
 	if kv, ok := sum(fams, kvNames); ok {

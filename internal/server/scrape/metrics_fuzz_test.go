@@ -1,4 +1,4 @@
-package pool
+package scrape
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-gw/sluice/internal/core/pool"
 )
 
 // FuzzParseMetrics: a replica's metrics page is read into a load whose
@@ -24,7 +26,7 @@ func FuzzParseMetrics(f *testing.F) {
 		l, err := ParseMetrics(strings.NewReader(string(page)))
 		if err == nil {
 			sane(t, l, page)
-		} else if l != (Load{}) {
+		} else if l != (pool.Load{}) {
 			t.Fatalf("error %v with a load %+v", err, l)
 		}
 
@@ -57,7 +59,7 @@ func FuzzParseMetrics(f *testing.F) {
 	})
 }
 
-func sane(t *testing.T, l Load, page []byte) {
+func sane(t *testing.T, l pool.Load, page []byte) {
 	t.Helper()
 	for _, v := range []float64{l.Waiting, l.Running, l.KVCache} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {

@@ -1,34 +1,36 @@
-package evals
+package evalrunner
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/evals"
 )
 
 // Caller makes one eval call: case c of set s against its target, and
 // says how it ended. ctx ends at the set's Timeout, or when the Runner
 // closes. It must not charge any client's key or budget, nor count the
 // call as a client request.
-type Caller func(ctx context.Context, s *Set, target int, c Case) Result
+type Caller func(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result
 
 // Hooks are told what the evals find. Either may be nil. They are
 // called from the Runner's goroutines, one at a time.
 type Hooks struct {
 	// Result hears every call's end, with the target's pass rate over
 	// its window after it and the answers that rate counts (0: none).
-	Result func(s *Set, target int, c Case, r Result, passRate float64, judged int)
+	Result func(s *evals.Set, target int, c evals.Case, r evals.Result, passRate float64, judged int)
 	// Transition hears a target becoming degraded or recovering, once
 	// each time.
-	Transition func(Transition)
+	Transition func(evals.Transition)
 }
 
-// Runner is the Core's concurrent shell: one goroutine that waits for
+// Runner is evals.Core's concurrent shell: one goroutine that waits for
 // the Core's next timer, and one per eval call in flight (at most the
 // Core's MaxInFlight). Close stops it and waits for every goroutine.
 type Runner struct {
 	mu    sync.Mutex
-	core  *Core
+	core  *evals.Core
 	now   func() time.Time
 	call  Caller
 	hooks Hooks
@@ -42,11 +44,11 @@ type Runner struct {
 
 // NewRunner builds a Runner for o, on the clock now (nil: time.Now), and
 // starts it.
-func NewRunner(o Options, now func() time.Time, call Caller, hooks Hooks) *Runner {
+func NewRunner(o evals.Options, now func() time.Time, call Caller, hooks Hooks) *Runner {
 	if now == nil {
 		now = time.Now
 	}
-	r := &Runner{core: NewCore(o, now()), now: now, call: call, hooks: hooks, wake: make(chan struct{}, 1)}
+	r := &Runner{core: evals.NewCore(o, now()), now: now, call: call, hooks: hooks, wake: make(chan struct{}, 1)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.wg.Add(1)
 	go r.loop()
@@ -87,7 +89,7 @@ func (r *Runner) loop() {
 	}
 }
 
-func (r *Runner) do(c Call) {
+func (r *Runner) do(c evals.Call) {
 	defer r.wg.Done()
 	cs := c.Set.Cases[c.Case]
 	ctx, cancel := context.WithTimeout(r.ctx, c.Set.Timeout)
@@ -114,8 +116,8 @@ func (r *Runner) do(c Call) {
 	}
 }
 
-// Status reports every set's targets (see Core.Status).
-func (r *Runner) Status() []Status {
+// Status reports every set's targets (see evals.Core.Status).
+func (r *Runner) Status() []evals.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.core.Status()

@@ -1,4 +1,4 @@
-package lifecycle
+package runner
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/pool"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 )
@@ -16,13 +17,9 @@ import (
 // ErrDeadline is the cause of a Call's context when the engine expired it.
 // When the engine answers a call early instead (Ready.Abandon), the cause
 // is an *admission.Rejection saying why and when to retry.
-var ErrDeadline = errors.New("lifecycle: request deadline passed")
+var ErrDeadline = errors.New("runner: request deadline passed")
 
-// periodicTick is the longest the Runner lets pass between Ticks, so
-// windowed limits close their windows even when traffic stops.
-const periodicTick = time.Second
-
-// Runner is the concurrent shell around Engine that the gateway uses. It
+// Runner is the concurrent shell around lifecycle.Engine that the gateway uses. It
 // serialises calls with one mutex, fires the engine's timers with one
 // time.Timer, and wakes each waiting request through its own channel.
 // All methods are safe for concurrent use.
@@ -30,28 +27,28 @@ type Runner struct {
 	now func() time.Time
 	// onTransition, when set, hears every breaker transition once. It is
 	// called with the Runner's lock held, so it must not call back in.
-	onTransition func(Transition)
+	onTransition func(lifecycle.Transition)
 	// prober sends synthetic probes; see SetProber. Their contexts derive
 	// from probeCtx, which Close cancels.
-	prober      func(ctx context.Context, scope int) Outcome
+	prober      func(ctx context.Context, scope int) lifecycle.Outcome
 	probeCtx    context.Context
 	stopProbing context.CancelFunc
 
 	mu      sync.Mutex // guards everything below
-	e       *Engine
-	waiters map[ID]*waiter
-	calls   map[ID]*Call // in flight
+	e       *lifecycle.Engine
+	waiters map[lifecycle.ID]*waiter
+	calls   map[lifecycle.ID]*Call // in flight
 	timer   *time.Timer
 	timerAt time.Time
 	closed  bool
 }
 
-// NewRunner wraps a new Engine. now is the clock; nil means time.Now.
-func NewRunner(cfg Config, now func() time.Time) *Runner {
+// NewRunner wraps a new lifecycle.Engine. now is the clock; nil means time.Now.
+func NewRunner(cfg lifecycle.Config, now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
 	}
-	r := &Runner{now: now, e: New(cfg), waiters: make(map[ID]*waiter), calls: make(map[ID]*Call)}
+	r := &Runner{now: now, e: lifecycle.New(cfg), waiters: make(map[lifecycle.ID]*waiter), calls: make(map[lifecycle.ID]*Call)}
 	r.probeCtx, r.stopProbing = context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.armLocked(now())
@@ -84,13 +81,13 @@ type waiter struct {
 // Call is an admitted request's hold on its slot.
 type Call struct {
 	r        *Runner
-	id       ID
+	id       lifecycle.ID
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	finished atomic.Bool
 	// hedges delivers the request's second call (a hedge or a rescue),
 	// once, if the engine sends one.
-	seconds        chan SecondCall
+	seconds        chan lifecycle.SecondCall
 	secondLive     bool        // guarded by the Runner's lock
 	secondSent     atomic.Bool // secondLive, readable without the lock
 	secondFinished atomic.Bool
@@ -118,7 +115,7 @@ func (c *Call) FirstByte() {
 
 // Finish releases the slot and reports the outcome. Only the first call
 // has an effect, so a deferred Finish after an explicit one is safe.
-func (c *Call) Finish(o Outcome) {
+func (c *Call) Finish(o lifecycle.Outcome) {
 	if !c.finished.CompareAndSwap(false, true) {
 		return
 	}
@@ -133,7 +130,7 @@ func (c *Call) Finish(o Outcome) {
 		// first call was finishing): it never ran, so end it here, or the
 		// request would wait for it forever.
 		c.secondFinished.Store(true)
-		rd, _ := r.e.FinishSecond(now, c.id, Outcome{Kind: Cancelled})
+		rd, _ := r.e.FinishSecond(now, c.id, lifecycle.Outcome{Kind: lifecycle.Cancelled})
 		r.applyLocked(now, rd)
 	default:
 	}
@@ -158,7 +155,7 @@ func (c *Call) doneLocked() bool {
 // because the first has no first byte yet: a hedge, or a rescue from a
 // provider whose breaker opened. Its Target indexes the request's
 // Targets. The host sends it and races the two (Commit).
-func (c *Call) Seconds() <-chan SecondCall { return c.seconds }
+func (c *Call) Seconds() <-chan lifecycle.SecondCall { return c.seconds }
 
 // Commit reports the first byte of attempt 0 (the first call) or 1 (the
 // hedge) and says whether that call's answer goes to the client: the
@@ -173,7 +170,7 @@ func (c *Call) Commit(attempt int) bool {
 // Retry asks for a second call after the first failed with o before any
 // byte reached the client (see Engine.Retry). On true the host sends it
 // to the target returned, after delay, and ends it with FinishSecond.
-func (c *Call) Retry(o Outcome) (target int, delay time.Duration, ok bool) {
+func (c *Call) Retry(o lifecycle.Outcome) (target int, delay time.Duration, ok bool) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -200,7 +197,7 @@ func (c *Call) Replica(attempt int) (int, bool) {
 // End reports how one of the request's calls ended, by its attempt
 // number: 0 the first call, 1 the second. Only the first report of each
 // has an effect, so a deferred End after an explicit one is safe.
-func (c *Call) End(attempt int, o Outcome) {
+func (c *Call) End(attempt int, o lifecycle.Outcome) {
 	if attempt == 0 {
 		c.Finish(o)
 	} else {
@@ -210,7 +207,7 @@ func (c *Call) End(attempt int, o Outcome) {
 
 // FinishSecond ends the hedge and reports its outcome. Only the first call
 // has an effect.
-func (c *Call) FinishSecond(o Outcome) {
+func (c *Call) FinishSecond(o lifecycle.Outcome) {
 	// Most requests never have a second call: no lock for them. A hedge
 	// fired after this check is one the host never took, and Finish ends
 	// it.
@@ -231,7 +228,7 @@ func (c *Call) FinishSecond(o Outcome) {
 
 // Check reports, without taking a slot, whether req would be refused at
 // once; nil if not.
-func (r *Runner) Check(req Request) *admission.Rejection {
+func (r *Runner) Check(req lifecycle.Request) *admission.Rejection {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f, refused := r.e.Check(r.now(), req); refused {
@@ -241,7 +238,7 @@ func (r *Runner) Check(req Request) *admission.Rejection {
 }
 
 // BudgetStats reports every budget (Engine.BudgetStats).
-func (r *Runner) BudgetStats() []BudgetStat {
+func (r *Runner) BudgetStats() []lifecycle.BudgetStat {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.e.BudgetStats(r.now())
@@ -250,10 +247,10 @@ func (r *Runner) BudgetStats() []BudgetStat {
 // Reservation and Used apply the engine's budget rules
 // (Engine.Reservation); they read only its configuration, so they take
 // no lock.
-func (r *Runner) Reservation(req Request) quota.Cost { return r.e.Reservation(req) }
+func (r *Runner) Reservation(req lifecycle.Request) quota.Cost { return r.e.Reservation(req) }
 
 // Used: see Reservation.
-func (r *Runner) Used(req Request, o Outcome) quota.Cost { return r.e.Used(req, o) }
+func (r *Runner) Used(req lifecycle.Request, o lifecycle.Outcome) quota.Cost { return r.e.Used(req, o) }
 
 // KeyStatus reports key k's budget (Engine.KeyStatus).
 func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
@@ -264,7 +261,7 @@ func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
 
 // ShouldDegrade reports whether req should be served degraded
 // (Engine.ShouldDegrade).
-func (r *Runner) ShouldDegrade(req Request, d Degradation) bool {
+func (r *Runner) ShouldDegrade(req lifecycle.Request, d lifecycle.Degradation) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.e.ShouldDegrade(r.now(), req, d)
@@ -278,7 +275,7 @@ func rejection(f admission.Refusal) *admission.Rejection {
 // started, refused, or ctx is done. On success the caller must Finish the
 // call. A refusal is an *admission.Rejection; if ctx ends first, ctx's
 // error.
-func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
+func (r *Runner) Acquire(ctx context.Context, req lifecycle.Request) (*Call, error) {
 	r.mu.Lock()
 	now := r.now()
 	a, rd := r.e.Arrive(now, req)
@@ -322,28 +319,28 @@ func (r *Runner) Acquire(ctx context.Context, req Request) (*Call, error) {
 		// The engine settled us between ctx ending and the lock: if it
 		// started the call, hand the slot straight back.
 		if err := <-w.done; err == nil {
-			r.claim(a.ID).Finish(Outcome{Kind: Cancelled})
+			r.claim(a.ID).Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
 		}
 	}
 	return nil, ctx.Err()
 }
 
 // claim hands a started waiter the Call the Runner made for it.
-func (r *Runner) claim(id ID) *Call {
+func (r *Runner) claim(id lifecycle.ID) *Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.calls[id]
 }
 
-func (r *Runner) newCallLocked(ctx context.Context, id ID, waited time.Duration, target int) *Call {
+func (r *Runner) newCallLocked(ctx context.Context, id lifecycle.ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan SecondCall, 1)}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan lifecycle.SecondCall, 1)}
 	r.calls[id] = c
 	return c
 }
 
 // applyLocked carries out a Ready.
-func (r *Runner) applyLocked(now time.Time, rd Ready) {
+func (r *Runner) applyLocked(now time.Time, rd lifecycle.Ready) {
 	for _, id := range rd.Start {
 		if w, ok := r.waiters[id]; ok {
 			delete(r.waiters, id)
@@ -394,7 +391,7 @@ func (r *Runner) applyLocked(now time.Time, rd Ready) {
 // OnTransition sets the hook that hears every breaker transition once.
 // It runs with the Runner's lock held, so it must be quick and must not
 // call the Runner.
-func (r *Runner) OnTransition(fn func(Transition)) {
+func (r *Runner) OnTransition(fn func(lifecycle.Transition)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onTransition = fn
@@ -405,7 +402,7 @@ func (r *Runner) OnTransition(fn func(Transition)) {
 // how it ended; ctx ends at the probe's deadline. Each probe runs on its
 // own goroutine, outside the Runner's lock. Without a prober, a probe
 // fails at once (the provider stays out of rotation).
-func (r *Runner) SetProber(fn func(ctx context.Context, scope int) Outcome) {
+func (r *Runner) SetProber(fn func(ctx context.Context, scope int) lifecycle.Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.prober = fn
@@ -414,11 +411,11 @@ func (r *Runner) SetProber(fn func(ctx context.Context, scope int) Outcome) {
 // probe sends one synthetic probe, given up after timeout (measured on
 // the real clock, like the Runner's timer), and reports it. After Close
 // the probe's context is already done.
-func (r *Runner) probe(p ProbeStart, timeout time.Duration) {
+func (r *Runner) probe(p lifecycle.ProbeStart, timeout time.Duration) {
 	r.mu.Lock()
 	fn := r.prober
 	r.mu.Unlock()
-	o := Outcome{Kind: Failed}
+	o := lifecycle.Outcome{Kind: lifecycle.Failed}
 	if fn != nil {
 		ctx, cancel := context.WithTimeout(r.probeCtx, timeout)
 		o = fn(ctx, p.Scope)
@@ -440,25 +437,18 @@ func (r *Runner) SetEvalDegraded(model string, target int, on bool) {
 }
 
 // SecondStats reports the engine's hedging counters.
-func (r *Runner) SecondStats() SecondStats {
+func (r *Runner) SecondStats() lifecycle.SecondStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.e.SecondStats()
 }
 
-// BreakerStats reports each scope's breaker, nil where a scope has none.
+// BreakerStats reports each scope's breaker, nil where a scope has none
+// (Engine.BreakerStats).
 func (r *Runner) BreakerStats() []*breaker.Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.now()
-	out := make([]*breaker.Stats, len(r.e.scopes))
-	for i, sc := range r.e.scopes {
-		if sc.cfg.Breaker != nil {
-			st := sc.cfg.Breaker.Stats(now)
-			out[i] = &st
-		}
-	}
-	return out
+	return r.e.BreakerStats(r.now())
 }
 
 // Observe hands the engine a scrape of a pooled provider's replica
@@ -477,16 +467,14 @@ func (r *Runner) PoolStats(s int) []pool.Stat {
 	return r.e.PoolStats(r.now(), s)
 }
 
-// armLocked points the timer at the engine's next timer, or, when a
-// windowed limit needs ticks without traffic, at most periodicTick ahead.
+// armLocked points the timer at the engine's next timer, the only one
+// it arms (a windowed limit's window end included), as the simulator
+// does on its virtual clock.
 func (r *Runner) armLocked(now time.Time) {
 	if r.closed {
 		return
 	}
 	next, ok := r.e.NextTimer()
-	if tick := r.e.scaled(periodicTick); r.e.periodic && (!ok || now.Add(tick).Before(next)) {
-		next, ok = now.Add(tick), true
-	}
 	if !ok {
 		return
 	}

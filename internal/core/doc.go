@@ -1,0 +1,44 @@
+// Package core is the root of Sluice's decision core: the pure packages
+// below it (admission, limit, breaker, quota, pool, evals, lifecycle)
+// decide every request's fate from values the host passes in, and the
+// pure models of the world under internal/model join them on the same
+// terms. This package holds no code of its own, only the test that keeps
+// both trees pure and the rest of the tree layered (purity_test.go).
+//
+// # What "pure" means here
+//
+// A package under internal/core or internal/model, in its non-test
+// files:
+//
+//   - imports only the standard library packages in the test's allow
+//     list (values, text, arithmetic, containers, seeded randomness,
+//     time as a value type) and other core or model packages (a model
+//     package imports only models): never net, os, io, context, sync,
+//     reflect, a YAML or Prometheus library, internal/config,
+//     internal/wire or a host (internal/server, internal/sim,
+//     internal/harness, internal/cli);
+//   - never reads the clock (time.Now, Since, Until, After, Sleep,
+//     NewTimer, NewTicker, Tick, AfterFunc): the host passes now in;
+//   - never starts a goroutine, declares a channel, sends, receives or
+//     selects: the host owns concurrency;
+//   - never takes a lock (sync, sync/atomic): the host serialises calls;
+//   - never draws from a global random source (math/rand/v2's top-level
+//     functions): every draw comes from a source seeded by the caller,
+//     so a seed replays a run exactly;
+//   - never prints (fmt.Print*, Fprint*, Scan*): what the core knows,
+//     it returns.
+//
+// This is what lets the gateway (internal/server/runner, on the wall
+// clock) and the simulator (internal/sim, on a virtual one) drive the
+// same code and get the same decisions.
+//
+// # Layering of the rest of the tree
+//
+// The same test reads every package's imports and holds the layers:
+//
+//	cmd → cli → {server, sim, harness} → policy → {core, model, config, wire}
+//	policy imports only core, model, config and wire
+//	config imports only wire (JSON-schema checks of eval cases)
+//	wire imports only wire
+//	server ↛ sim, sim ↛ server, sim ↛ harness, only cmd imports cli
+package core
