@@ -38,7 +38,8 @@
 //
 //	cmd → cli → {server, sim, harness} → policy → {core, model, config, wire}
 //	policy imports only core, model, config and wire
-//	config imports only wire (JSON-schema checks of eval cases)
+//	config imports only wire (JSON-schema checks of eval cases) and model
+//	(the upstream behaviour a script file describes)
 //	wire imports only wire
 //	server ↛ sim, sim ↛ server, sim ↛ harness, only cmd imports cli
 package core
