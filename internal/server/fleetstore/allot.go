@@ -55,11 +55,7 @@ type allotment struct {
 
 // allotCap is the most credit one replica holds in a dimension.
 func allotCap(x quota.Limit) int64 {
-	burst := x.Burst
-	if burst == 0 {
-		burst = x.PerMinute
-	}
-	return burst / allotShare
+	return x.EffectiveBurst() / allotShare
 }
 
 // clock is the scripts' clock as this replica reads it.
@@ -270,10 +266,7 @@ func (a *allotment) status(now time.Time) [3]quota.Status {
 		}
 		st := a.st[d]
 		if st.Limit != x.PerMinute { // limits changed since
-			st = quota.Status{Limit: x.PerMinute, Burst: x.Burst}
-			if st.Burst == 0 {
-				st.Burst = x.PerMinute
-			}
+			st = quota.Status{Limit: x.PerMinute, Burst: x.EffectiveBurst()}
 			st.Remaining = st.Burst
 		}
 		rem := st.Remaining
