@@ -108,7 +108,7 @@ type Budgets struct {
 
 	// amu guards the allotments (Allot mode); tending: their loop runs.
 	amu     sync.Mutex
-	allots  map[string]*allotment
+	allots  map[string]*fleet.Credit
 	tending bool
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
@@ -148,7 +148,7 @@ func NewBudgets(rdb redis.UniversalClient, o BudgetOptions) *Budgets {
 	if o.AllotIdle <= 0 {
 		o.AllotIdle = DefaultAllotIdle
 	}
-	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, allots: map[string]*allotment{}, now: time.Now}
+	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, allots: map[string]*fleet.Credit{}, now: time.Now}
 }
 
 // Mode reports where answers come from now.

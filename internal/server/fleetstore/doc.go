@@ -53,7 +53,9 @@
 // # Allotments
 //
 // With BudgetOptions.Allot, a replica answers most Takes without a round
-// trip. Per budget it holds a credit: units taken from the shared budget
+// trip. The rules are fleet.Credit's (the simulator's fleet applies
+// them too); this package carries them to Redis. Per budget a replica
+// holds a credit: units taken from the shared budget
 // by the take script ahead of time (a refill), and only then handed out.
 // A Take (or Check) that the credit covers in every limited dimension
 // is answered from it, in memory. One it does not cover goes to Redis
@@ -63,7 +65,7 @@
 // cost or half the target. The target, per dimension, is 100 ms of this
 // replica's recent takes (a rate decayed with a 200 ms time constant),
 // at least the last take's cost; the credit never exceeds 1/50 of the
-// burst (allotCap), and a budget whose burst/50 is below one request's
+// burst (fleet.CreditCap), and a budget whose burst/50 is below one request's
 // cost is never allotted. A refill Redis refuses is not retried before
 // its RetryAfter (at most AllotIdle). Settle and Refund apply to the
 // credit: an overrun is paid from it, a refund goes back to it up to
