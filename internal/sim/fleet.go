@@ -66,6 +66,12 @@ type fleet struct {
 	// fleet's budget when it is back, at owedAt.
 	owed   [][3]int64
 	owedAt time.Duration
+	// refills are the replicas' requests for credit, indexed by their
+	// evRefill events' token (credit.go).
+	refills []refillMsg
+	// fromCredit and fromStore count the takes from key budgets
+	// answered from a replica's credit and by the store.
+	fromCredit, fromStore int
 	// keys are the keys' shared budgets (nil: unlimited), limits their
 	// limits, by key index from 0.
 	keys   []*quota.Budget
@@ -104,6 +110,9 @@ type replicaFleet struct {
 	// down window they were made for, -1 none).
 	local  []*quota.Budget
 	window int
+	// credit is its credit on each key's shared budget (credit.go),
+	// nil until the store first answers for the key.
+	credit []*fleetcore.Credit
 }
 
 // sharedHold is a request's reservation of its key's shared budget.
@@ -174,6 +183,10 @@ func (f *fleet) start(r *run) {
 	if f.shared {
 		r.seq++
 		r.events.push(event{at: r.quantise(fleetcore.EvidenceEvery), order: order(classEngine, r.seq), kind: evShare})
+		if slices.ContainsFunc(f.keys, func(b *quota.Budget) bool { return b != nil }) {
+			r.seq++
+			r.events.push(event{at: r.quantise(fleetcore.CreditIdle / 3), order: order(classEngine, r.seq), kind: evSweep})
+		}
 	}
 }
 
@@ -305,7 +318,7 @@ func (f *fleet) take(r *run, q *request, req lifecycle.Request) bool {
 	var v quota.Verdict
 	if f.storeUp(r) {
 		f.pay(r, k)
-		v = f.keys[k].Take(r.clock(r.now), cost)
+		v = f.takeShared(r, q.rep, k, cost)
 	} else {
 		v = f.local(r, q.rep, k).Take(r.clock(r.now), cost)
 		if v.OK {
@@ -400,7 +413,7 @@ func (f *fleet) settle(r *run, q *request) {
 	}
 	if f.storeUp(r) {
 		f.pay(r, h.key)
-		f.keys[h.key].Settle(now, h.cost, used)
+		f.settleShared(r, q.rep, h.key, h.cost, used)
 		return
 	}
 	f.local(r, q.rep, h.key).Settle(now, h.cost, used)
@@ -417,6 +430,7 @@ func (f *fleet) restarted(r *run, rp *replica) {
 		}
 	}
 	rp.fl.local, rp.fl.window = nil, -1
+	rp.fl.credit = nil // lost with the process
 }
 
 // finish writes the fleet's figures into the row.
