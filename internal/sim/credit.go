@@ -116,10 +116,8 @@ func (f *fleet) sweep(r *run) {
 				amt, drop := c.Sweep(now, fleetcore.CreditIdle, false)
 				switch {
 				case amt != [3]int64{}:
-					pos := func(n int64) int64 { return max(n, 0) }
-					neg := func(n int64) int64 { return max(-n, 0) }
-					f.keys[k].Settle(now, quota.Cost{Requests: neg(amt[0]), InputTokens: neg(amt[1]), OutputTokens: neg(amt[2])},
-						quota.Cost{Requests: pos(amt[0]), InputTokens: pos(amt[1]), OutputTokens: pos(amt[2])})
+					res, act := fleetcore.Settlement(amt)
+					f.keys[k].Settle(now, res, act)
 					c.Saw(f.keys[k].Status(now), now)
 				case drop:
 					rp.fl.credit[k] = nil

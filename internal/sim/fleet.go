@@ -370,9 +370,10 @@ func (f *fleet) window(r *run) int {
 // reserved) or gave back (reserved beyond actual) while the store is
 // down, to charge the fleet's budget with when it is back.
 func (f *fleet) owe(r *run, k int, reserved, actual quota.Cost) {
-	f.owed[k][0] += max(actual.Requests, 0) - max(reserved.Requests, 0)
-	f.owed[k][1] += max(actual.InputTokens, 0) - max(reserved.InputTokens, 0)
-	f.owed[k][2] += max(actual.OutputTokens, 0) - max(reserved.OutputTokens, 0)
+	res, act := fleetcore.Units(reserved), fleetcore.Units(actual)
+	for d := range f.owed[k] {
+		f.owed[k][d] += act[d] - res[d]
+	}
 	if w := f.window(r); w >= 0 {
 		f.owedAt = f.spec.Store.Down[w].End
 	}
@@ -387,11 +388,7 @@ func (f *fleet) pay(r *run, k int) {
 		return
 	}
 	f.owed[k] = [3]int64{}
-	var res, act quota.Cost
-	pos := func(n int64) int64 { return max(n, 0) }
-	neg := func(n int64) int64 { return max(-n, 0) }
-	act = quota.Cost{Requests: pos(o[0]), InputTokens: pos(o[1]), OutputTokens: pos(o[2])}
-	res = quota.Cost{Requests: neg(o[0]), InputTokens: neg(o[1]), OutputTokens: neg(o[2])}
+	res, act := fleetcore.Settlement(o)
 	f.keys[k].Settle(r.clock(min(f.owedAt, r.now)), res, act)
 }
 

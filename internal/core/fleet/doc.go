@@ -26,7 +26,13 @@
 //   - Announce and ProbeFailed: which breaker verdicts a replica sends.
 //   - Lease and MayProbe: one replica probes a provider at a time.
 //   - Share, Spent, ShareVerdict, Fits: a replica's part of a key's budget
-//     while the store is down, built on quota.Limits.Divide.
+//     while the store is down, built on quota.Limits.Divide; Settlement,
+//     signed units (what a share owes, credit given back) as a
+//     quota.Budget settles them.
+//   - Credit: the units of a key's budget a replica takes from the store
+//     ahead of time and hands out without asking it (how much, when,
+//     what a settlement does to it, when it goes back). The host carries
+//     its refills and flushes to the store and feeds the answers back.
 //
 // Everything here is pure: it takes now, reads no clock, starts no
 // goroutines, takes no locks and does no I/O.
@@ -43,6 +49,7 @@
 //     simulator knows: a replica's config does not name its fleet's size,
 //     and a fleet grows and shrinks under autoscaling. (The simulator
 //     used to divide by its configured replica count.)
+//
 //   - A share starts from the replica's part of what the fleet had spent
 //     when the store last answered, rounded UP: with n replicas each
 //     taking ⌈spent/n⌉ and each given ⌊burst/n⌋, the n shares together
@@ -54,10 +61,12 @@
 //     more is a replica that starts during the outage and never reached
 //     the store (it counts itself alone), or the 1-unit floor when a
 //     limit is below n.
+//
 //   - A cost beyond a replica's share of the burst but within the fleet's
 //     is told to come back when the replica asks the store again
 //     (ShareVerdict), not refused as too large for ever. (The simulator
 //     used to answer it 413.)
+//
 //   - What the replicas took from their shares, net of refunds, is
 //     charged to the fleet's budget when the store answers again, into
 //     debt if need be, so an outage lends the fleet nothing it does not
@@ -71,9 +80,33 @@
 //     so showed a fleet admitting a burst more than its budget per
 //     outage.)
 //
+//   - Replicas hold credit on the shared budgets (Credit), in the
+//     simulator too. (The simulator used to take every request from the
+//     store's budget, exactly; the gateway has always held credit.)
+//     A unit is handed out only after the store counted it taken, so over
+//     a span that starts with no credit held the fleet admits at most the
+//     budget, and over any other span at most the credit held at its
+//     start more (each replica's at most 1/CreditShare of the burst);
+//     what credit costs is refusals that come sooner while other replicas
+//     hold credit (fleetstore's "Allotments" works out the bounds).
+//
 // Where the copies agreed, the rule moved here unchanged: a replica
 // announces the verdicts it reached from its own evidence except moves
 // to HalfOpen, and no adopted verdict; a failed probe is announced as
 // HalfOpen, step −1, ReasonProbeError; a lease is refused only while
 // another holder's ttl runs; a replica that cannot ask the store probes.
+//
+// # What the simulator's store does not model
+//
+// The simulator carries these rules over a store in memory whose only
+// imperfections are a one-way latency and scripted outages, so it
+// leaves out: a refill's way back (the credit is there when the store
+// takes it); a reply lost after the store took a chunk (a refill is
+// lost only when the store is down as it arrives); a replica's health
+// check (its replicas share again the moment an outage ends, and pay
+// what their shares owe then, where the gateway's wait for their next
+// check, up to fleetstore's HealthInterval); the heartbeat's lag in the
+// live count (a share divides by the replicas up when it is made); the
+// aging of the store's last status between answers; and the time scale
+// the gateway applies to EvidenceEvery and ProbeLease.
 package fleet

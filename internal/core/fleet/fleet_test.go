@@ -167,3 +167,18 @@ func TestShareVerdict(t *testing.T) {
 		}
 	}
 }
+
+func TestSettlement(t *testing.T) {
+	res, act := Settlement([3]int64{3, -5, 0})
+	if res != (quota.Cost{InputTokens: 5}) || act != (quota.Cost{Requests: 3}) {
+		t.Fatalf("Settlement: %+v %+v", res, act)
+	}
+	// Applied to a budget, it charges and refunds as the signed units say.
+	l := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 10}, quota.InputTokens: {PerMinute: 1, Burst: 10}}
+	b, _ := quota.New(l)
+	b.Take(t0, quota.Cost{InputTokens: 8})
+	b.Settle(t0, res, act)
+	if st := b.Status(t0); st[0].Remaining != 7 || st[1].Remaining != 7 {
+		t.Fatalf("after settling: %+v", st)
+	}
+}

@@ -67,3 +67,15 @@ func Fits(l quota.Limits, c quota.Cost) bool {
 	}
 	return true
 }
+
+// Settlement is what a host passes to quota.Budget.Settle to apply
+// signed units to a budget kept in memory: positive units are charged
+// (an overrun, what a share owes), negative ones refunded (credit given
+// back, a refund owed back). A budget in Redis takes the signed units
+// as they are (fleetstore's settle script).
+func Settlement(amt [3]int64) (reserved, actual quota.Cost) {
+	pos := func(n int64) int64 { return max(n, 0) }
+	neg := func(n int64) int64 { return max(-n, 0) }
+	return quota.Cost{Requests: neg(amt[0]), InputTokens: neg(amt[1]), OutputTokens: neg(amt[2])},
+		quota.Cost{Requests: pos(amt[0]), InputTokens: pos(amt[1]), OutputTokens: pos(amt[2])}
+}

@@ -488,7 +488,7 @@ func validate(l quota.Limits) error {
 		return err
 	}
 	for d, x := range l {
-		if x.PerMinute > maxPerMinute || x.Burst > maxBurst || x.Burst == 0 && x.PerMinute > maxBurst {
+		if x.PerMinute > maxPerMinute || x.EffectiveBurst() > maxBurst {
 			return fmt.Errorf("%w: %s: %d a minute, burst %d (at most 2^40 a minute, burst 2^50)", ErrLimits, quota.Dimension(d), x.PerMinute, x.Burst)
 		}
 	}
