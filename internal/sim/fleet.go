@@ -34,7 +34,8 @@ import (
 //   - each key's budget is one budget for the fleet: the simulator takes
 //     a request's reservation from it before the engine sees the request
 //     and settles it when the request leaves, with the engine's own
-//     rules (Engine.Reservation, Engine.Used);
+//     rules (Engine.Reservation, Engine.Used), through the replica's
+//     credit on it when that covers it (fleet.Credit, credit.go);
 //   - fixed concurrency limits are split between the live replicas
 //     (lifecycle Config.Replicas).
 //
