@@ -35,7 +35,7 @@ type Limit struct {
 	PerMinute int64
 	// Burst is the most that can be taken at once from idle, and so the
 	// largest single cost that can ever pass. Zero means PerMinute: a
-	// full minute's allowance.
+	// full minute's allowance (EffectiveBurst).
 	Burst int64
 }
 
