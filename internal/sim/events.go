@@ -36,6 +36,10 @@ const (
 	evEval
 	// evScrape: the gateway reads its pools' replicas' metrics.
 	evScrape
+	// evRefill: a replica's request for credit reaches the fleet's store.
+	evRefill
+	// evSweep: a fleet's replicas give back idle credit (credit.go).
+	evSweep
 )
 
 type event struct {

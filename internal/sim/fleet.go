@@ -1,13 +1,16 @@
 package sim
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/sim/report"
@@ -18,8 +21,9 @@ import (
 // balancer, each with an engine of its own built from the policy's
 // config. Without a store in that config each replica decides alone:
 // its own breaker evidence, its own full key budgets, its own probes.
-// With one, the simulator plays the store's part the way the gateway
-// uses Redis (gateway/fleet.go):
+// With one, the simulator plays the store's part, in memory, and the
+// rules of what is shared and when are package fleet's, which the
+// gateway carries over Redis (gateway/fleet.go, package fleetstore):
 //
 //   - a replica's own breaker verdict (a trip, a fail-back step, the
 //     close) reaches every other replica after the store's latency, and
@@ -30,14 +34,18 @@ import (
 //   - each key's budget is one budget for the fleet: the simulator takes
 //     a request's reservation from it before the engine sees the request
 //     and settles it when the request leaves, with the engine's own
-//     rules (Engine.Reservation, Engine.Used);
+//     rules (Engine.Reservation, Engine.Used), through the replica's
+//     credit on it when that covers it (fleet.Credit, credit.go);
 //   - fixed concurrency limits are split between the live replicas
 //     (lifecycle Config.Replicas).
 //
 // While the store is down (scenario fleet.store.down) nothing is shared:
 // verdicts are not sent, every replica probes, and each takes from a
-// budget of its own with its share (1/N) of each key's limits, starting
-// from its share of what the fleet's budget had left.
+// budget of its own, its share of each key's (fleet.Share: the limits
+// divided by the replicas live when it was made, starting from its part
+// of what the fleet's budget had spent). What the replicas took from
+// their shares, net of refunds, is charged to the fleet's budget when
+// the store is back, as the gateway pays what it owes.
 type fleet struct {
 	n      int
 	shared bool
@@ -51,7 +59,20 @@ type fleet struct {
 	// evidence are the breaker counts sent to other replicas, indexed by
 	// their evEvidence events' token.
 	evidence []sentEvidence
-	leases   []lease // per scope
+	leases   []fleetcore.Lease // per scope
+	// holders names each replica as a lease holder.
+	holders []string
+	// owed is, per key, what the replicas took from their shares (net
+	// of refunds) while the store was down, to be charged to the
+	// fleet's budget when it is back, at owedAt.
+	owed   [][3]int64
+	owedAt time.Duration
+	// refills are the replicas' requests for credit, indexed by their
+	// evRefill events' token (credit.go).
+	refills []refillMsg
+	// fromCredit and fromStore count the takes from key budgets
+	// answered from a replica's credit and by the store.
+	fromCredit, fromStore int
 	// keys are the keys' shared budgets (nil: unlimited), limits their
 	// limits, by key index from 0.
 	keys   []*quota.Budget
@@ -60,14 +81,6 @@ type fleet struct {
 	// and back, in the order they happened.
 	changes []rotation
 }
-
-// probeLease is how long a probe lease lasts without renewal, as in the
-// gateway.
-const probeLease = 5 * time.Second
-
-// evidenceEvery is how often replicas send their breaker counts, as the
-// gateway does: a breaker bucket.
-const evidenceEvery = 250 * time.Millisecond
 
 type sentEvidence struct {
 	scope   int
@@ -78,11 +91,6 @@ type verdict struct {
 	scope, step int
 	to          breaker.State
 	why         breaker.Reason
-}
-
-type lease struct {
-	holder int // -1: nobody
-	until  time.Duration
 }
 
 type rotation struct {
@@ -103,15 +111,18 @@ type replicaFleet struct {
 	// down window they were made for, -1 none).
 	local  []*quota.Budget
 	window int
+	// credit is its credit on each key's shared budget (credit.go),
+	// nil until the store first answers for the key.
+	credit []*fleetcore.Credit
 }
 
 // sharedHold is a request's reservation of its key's shared budget.
 type sharedHold struct {
-	budget *quota.Budget
-	req    lifecycle.Request
-	cost   quota.Cost
-	usage  [2]lifecycle.Outcome
-	won    int
+	key   int // index of the key's budget, from 0
+	req   lifecycle.Request
+	cost  quota.Cost
+	usage [2]lifecycle.Outcome
+	won   int
 }
 
 // commit notes the call whose answer the client got.
@@ -126,9 +137,10 @@ func newFleet(sc *scenario.Scenario, cfg *config.Config, n int) *fleet {
 	if sc.Fleet.Balance == scenario.Random {
 		f.random = rand.New(rand.NewPCG(sc.Seed^0xf1ee7, uint64(n)))
 	}
-	f.leases = make([]lease, len(cfg.Providers))
-	for i := range f.leases {
-		f.leases[i].holder = -1
+	f.leases = make([]fleetcore.Lease, len(cfg.Providers))
+	f.holders = make([]string, n)
+	for i := range f.holders {
+		f.holders[i] = "replica-" + strconv.Itoa(i)
 	}
 	return f
 }
@@ -138,25 +150,29 @@ func (f *fleet) configure(r *run, ec *lifecycle.Config) {
 	if !f.shared {
 		return
 	}
-	ec.Replicas = func() int {
-		live := 0
-		for _, rp := range r.reps {
-			if r.now >= rp.down {
-				live++
-			}
-		}
-		return max(1, live)
-	}
+	ec.Replicas = func() int { return f.live(r) }
 	ec.Budgets.SharedKeys = true
 	if f.keys == nil {
 		f.limits = ec.Budgets.Keys
 		f.keys = make([]*quota.Budget, len(f.limits))
+		f.owed = make([][3]int64, len(f.limits))
 		for k, l := range f.limits {
 			if l != (quota.Limits{}) {
 				f.keys[k], _ = quota.New(l)
 			}
 		}
 	}
+}
+
+// live is the count of replicas up now, at least 1.
+func (f *fleet) live(r *run) int {
+	live := 0
+	for _, rp := range r.reps {
+		if r.now >= rp.down {
+			live++
+		}
+	}
+	return max(1, live)
 }
 
 // start sets up the replicas' bookkeeping once they exist.
@@ -167,7 +183,11 @@ func (f *fleet) start(r *run) {
 	}
 	if f.shared {
 		r.seq++
-		r.events.push(event{at: r.quantise(evidenceEvery), order: order(classEngine, r.seq), kind: evShare})
+		r.events.push(event{at: r.quantise(fleetcore.EvidenceEvery), order: order(classEngine, r.seq), kind: evShare})
+		if slices.ContainsFunc(f.keys, func(b *quota.Budget) bool { return b != nil }) {
+			r.seq++
+			r.events.push(event{at: r.quantise(fleetcore.CreditIdle / 3), order: order(classEngine, r.seq), kind: evSweep})
+		}
 	}
 }
 
@@ -187,7 +207,7 @@ func (f *fleet) share(r *run) {
 			f.toOthers(r, rp, at, evEvidence, len(f.evidence)-1)
 		}
 	}
-	if next := r.now + evidenceEvery; next < r.sc.Duration {
+	if next := r.now + fleetcore.EvidenceEvery; next < r.sc.Duration {
 		r.seq++
 		r.events.push(event{at: r.quantise(next), order: order(classEngine, r.seq), kind: evShare})
 	}
@@ -229,7 +249,7 @@ func (f *fleet) transition(r *run, rp *replica, t lifecycle.Transition) {
 		fl.flips++
 		f.changes = append(f.changes, rotation{at: max(0, t.At.Sub(origin)), scope: t.Scope, rep: rp.idx, out: out})
 	}
-	if !f.shared || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen || !f.storeUp(r) {
+	if !f.shared || !fleetcore.Announce(t.To, t.Reason) || !f.storeUp(r) {
 		return
 	}
 	f.send(r, rp, verdict{scope: t.Scope, step: t.Step, to: t.To, why: t.Reason})
@@ -255,14 +275,13 @@ func (f *fleet) toOthers(r *run, rp *replica, at time.Duration, kind eventKind, 
 }
 
 // probeFailed tells the other replicas, in a fleet that shares, that
-// rp's probe of scope failed, as the gateway does: a failed probe moves
-// no breaker, so no transition carries it, but the replicas that do not
-// probe hold requests for exactly this verdict.
+// rp's probe of scope failed (fleet.ProbeFailed).
 func (f *fleet) probeFailed(r *run, rp *replica, scope int, o lifecycle.Outcome) {
 	if !f.shared || !lifecycle.ProbeFailed(o) || !f.storeUp(r) {
 		return
 	}
-	f.send(r, rp, verdict{scope: scope, step: -1, to: breaker.HalfOpen, why: breaker.ReasonProbeError})
+	v := fleetcore.ProbeFailed()
+	f.send(r, rp, verdict{scope: scope, step: v.Step, to: v.To, why: v.Reason})
 }
 
 // adopt delivers a verdict to a replica.
@@ -272,18 +291,20 @@ func (f *fleet) adopt(r *run, e event) {
 	r.apply(rp, rp.eng.Adopt(r.clock(r.now), v.scope, v.to, v.step, v.why))
 }
 
+// errStoreDown is what asking the store gets while it is down.
+var errStoreDown = errors.New("sim: store down")
+
 // mayProbe reports whether a replica sends its probe of scope's
-// provider: alone, with the store down, or holding the probe lease.
+// provider: alone, or as fleet.MayProbe says (holding the probe lease,
+// or with the store down).
 func (f *fleet) mayProbe(r *run, rp *replica, scope int) bool {
-	if !f.shared || !f.storeUp(r) {
+	if !f.shared {
 		return true
 	}
-	l := &f.leases[scope]
-	if l.holder != rp.idx && l.holder >= 0 && r.now < l.until {
-		return false
+	if !f.storeUp(r) {
+		return fleetcore.MayProbe(false, errStoreDown)
 	}
-	l.holder, l.until = rp.idx, r.now+probeLease
-	return true
+	return fleetcore.MayProbe(f.leases[scope].Acquire(f.holders[rp.idx], r.clock(r.now), fleetcore.ProbeLease), nil)
 }
 
 // take reserves an attempt's cost of its key's shared budget. Refused,
@@ -293,31 +314,33 @@ func (f *fleet) take(r *run, q *request, req lifecycle.Request) bool {
 	if !f.shared || req.Key < 1 || req.Key > len(f.keys) || f.keys[req.Key-1] == nil {
 		return true
 	}
-	b := f.keys[req.Key-1]
-	if !f.storeUp(r) {
-		b = f.local(r, q.rep, req.Key-1)
-	}
+	k := req.Key - 1
 	cost := q.rep.eng.Reservation(req)
-	v := b.Take(r.clock(r.now), cost)
+	var v quota.Verdict
+	if f.storeUp(r) {
+		f.pay(r, k)
+		v = f.takeShared(r, q.rep, k, cost)
+	} else {
+		v = f.local(r, q.rep, k).Take(r.clock(r.now), cost)
+		if v.OK {
+			f.owe(r, k, quota.Cost{}, cost)
+		}
+		v = fleetcore.ShareVerdict(v, f.limits[k], cost, fleetcore.Recheck)
+	}
 	if !v.OK {
 		r.refused(q, lifecycle.Arrival{Verdict: admission.Rejected, Budget: v,
 			Refusal: admission.Refusal{Priority: q.pri, Reason: admission.ReasonKeyBudget, RetryAfter: v.RetryAfter}})
 		return false
 	}
-	q.hold = &sharedHold{budget: b, req: req, cost: cost}
+	q.hold = &sharedHold{key: k, req: req, cost: cost}
 	return true
 }
 
-// local is a replica's own budget for key k while the store is down:
-// 1/N of its limits, starting from 1/N of what the fleet had left.
+// local is a replica's own budget for key k while the store is down: its
+// share of the key's (fleet.Share), made once per down window for the
+// replicas live then, from the fleet's budget as the store last had it.
 func (f *fleet) local(r *run, rp *replica, k int) *quota.Budget {
-	w := -1
-	for i, d := range f.spec.Store.Down {
-		if r.now >= d.Start && r.now < d.End {
-			w = i
-			break
-		}
-	}
+	w := f.window(r)
 	fl := &rp.fl
 	if fl.window != w || fl.local == nil {
 		fl.window, fl.local = w, make([]*quota.Budget, len(f.keys))
@@ -325,30 +348,56 @@ func (f *fleet) local(r *run, rp *replica, k int) *quota.Budget {
 	if b := fl.local[k]; b != nil {
 		return b
 	}
-	var l quota.Limits
-	for d, x := range f.limits[k] {
-		if x.PerMinute > 0 {
-			burst := x.Burst
-			if burst == 0 {
-				burst = x.PerMinute
-			}
-			l[d] = quota.Limit{PerMinute: max(1, x.PerMinute/int64(f.n)), Burst: max(1, burst/int64(f.n))}
-		}
-	}
-	b, err := quota.New(l)
+	now := r.clock(r.now)
+	b, err := fleetcore.Share(f.limits[k], f.live(r), f.keys[k].Status(now), now)
 	if err != nil {
 		return f.keys[k] // cannot happen for valid limits; share instead
 	}
-	now := r.clock(r.now)
-	st := f.keys[k].Status(now)
-	spent := func(d quota.Dimension) int64 { return (st[d].Burst - st[d].Remaining) / int64(f.n) }
-	b.Charge(now, quota.Cost{Requests: spent(quota.Requests), InputTokens: spent(quota.InputTokens), OutputTokens: spent(quota.OutputTokens)})
 	fl.local[k] = b
 	return b
 }
 
+// window is the index of the store's down window now, -1 none.
+func (f *fleet) window(r *run) int {
+	for i, d := range f.spec.Store.Down {
+		if r.now >= d.Start && r.now < d.End {
+			return i
+		}
+	}
+	return -1
+}
+
+// owe notes what a replica's share of key k took (actual beyond
+// reserved) or gave back (reserved beyond actual) while the store is
+// down, to charge the fleet's budget with when it is back.
+func (f *fleet) owe(r *run, k int, reserved, actual quota.Cost) {
+	res, act := fleetcore.Units(reserved), fleetcore.Units(actual)
+	for d := range f.owed[k] {
+		f.owed[k][d] += act[d] - res[d]
+	}
+	if w := f.window(r); w >= 0 {
+		f.owedAt = f.spec.Store.Down[w].End
+	}
+}
+
+// pay charges key k's budget, now that the store answers, with what the
+// replicas' shares owe it, at the end of the outage (nothing has taken
+// from the fleet's budget since it began).
+func (f *fleet) pay(r *run, k int) {
+	o := f.owed[k]
+	if o == ([3]int64{}) {
+		return
+	}
+	f.owed[k] = [3]int64{}
+	res, act := fleetcore.Settlement(o)
+	f.keys[k].Settle(r.clock(min(f.owedAt, r.now)), res, act)
+}
+
 // settle settles what take reserved: with what the answer the client got
-// used, or whole when no call was made.
+// used, or whole when no call was made. It is settled where the store's
+// state puts it now, as the gateway's budgets do: the fleet's budget
+// when the store answers, this replica's share (and what it owes)
+// when not.
 func (f *fleet) settle(r *run, q *request) {
 	h := q.hold
 	if h == nil {
@@ -356,11 +405,17 @@ func (f *fleet) settle(r *run, q *request) {
 	}
 	q.hold = nil
 	now := r.clock(r.now)
-	if q.calls[0] == nil && q.calls[1] == nil {
-		h.budget.Refund(now, h.cost)
+	used := quota.Cost{}
+	if q.calls[0] != nil || q.calls[1] != nil {
+		used = q.rep.eng.Used(h.req, h.usage[h.won])
+	}
+	if f.storeUp(r) {
+		f.pay(r, h.key)
+		f.settleShared(r, q.rep, h.key, h.cost, used)
 		return
 	}
-	h.budget.Settle(now, h.cost, q.rep.eng.Used(h.req, h.usage[h.won]))
+	f.local(r, q.rep, h.key).Settle(now, h.cost, used)
+	f.owe(r, h.key, h.cost, used)
 }
 
 // restarted: a crashed replica's new engine has every breaker closed.
@@ -373,6 +428,7 @@ func (f *fleet) restarted(r *run, rp *replica) {
 		}
 	}
 	rp.fl.local, rp.fl.window = nil, -1
+	rp.fl.credit = nil // lost with the process
 }
 
 // finish writes the fleet's figures into the row.

@@ -364,6 +364,10 @@ func (r *run) loop() {
 			r.fleet.share(r)
 		case evEvidence:
 			r.fleet.count(r, e)
+		case evRefill:
+			r.fleet.refilled(r, e)
+		case evSweep:
+			r.fleet.sweep(r)
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:

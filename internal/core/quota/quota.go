@@ -35,7 +35,7 @@ type Limit struct {
 	PerMinute int64
 	// Burst is the most that can be taken at once from idle, and so the
 	// largest single cost that can ever pass. Zero means PerMinute: a
-	// full minute's allowance.
+	// full minute's allowance (EffectiveBurst).
 	Burst int64
 }
 
@@ -151,10 +151,7 @@ func New(l Limits) (*Budget, error) {
 		if x.PerMinute == 0 {
 			continue
 		}
-		burst := x.Burst
-		if burst == 0 {
-			burst = x.PerMinute
-		}
+		burst := x.EffectiveBurst()
 		per := uint64(x.PerMinute)
 		b.dims[d] = gcra{per: per, burst: uint64(burst), full: units(uint64(burst), per)}
 	}

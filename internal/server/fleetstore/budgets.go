@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 )
 
@@ -65,7 +66,7 @@ type BudgetOptions struct {
 	// block; it may be called from any goroutine.
 	OnMode func(m Mode, cause error)
 	// HealthInterval is how often, in Local mode, Redis is pinged to
-	// switch back; default 1 s.
+	// switch back; default fleet.Recheck (1 s).
 	HealthInterval time.Duration
 	// Allot: answer Takes from credit taken from the shared budgets
 	// ahead of time, without a round trip, when it covers them (see
@@ -107,7 +108,7 @@ type Budgets struct {
 
 	// amu guards the allotments (Allot mode); tending: their loop runs.
 	amu     sync.Mutex
-	allots  map[string]*allotment
+	allots  map[string]*fleet.Credit
 	tending bool
 
 	// pin, when set (tests), fixes the scripts' clock instead of TIME.
@@ -142,12 +143,12 @@ func NewBudgets(rdb redis.UniversalClient, o BudgetOptions) *Budgets {
 		o.Timeout = DefaultBudgetTimeout
 	}
 	if o.HealthInterval <= 0 {
-		o.HealthInterval = time.Second
+		o.HealthInterval = fleet.Recheck
 	}
 	if o.AllotIdle <= 0 {
 		o.AllotIdle = DefaultAllotIdle
 	}
-	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, allots: map[string]*allotment{}, now: time.Now}
+	return &Budgets{rdb: rdb, o: o, closed: make(chan struct{}), local: map[string]*localBudget{}, seen: map[string]seenStatus{}, owed: map[string]*owing{}, allots: map[string]*fleet.Credit{}, now: time.Now}
 }
 
 // Mode reports where answers come from now.
@@ -279,12 +280,9 @@ func (b *Budgets) take(ctx context.Context, name string, limits quota.Limits, co
 		}
 		s = q.Status(now)
 	})
-	if v.Never && fits(limits, cost) {
-		// Beyond this replica's share of the burst but not the fleet's:
-		// it will pass once the shared budgets are back.
-		v = quota.Verdict{Dimension: v.Dimension, RetryAfter: b.o.HealthInterval}
-	}
-	return v, s, nil
+	// Beyond this replica's share of the burst but not the fleet's: it
+	// will pass once the shared budgets are back.
+	return fleet.ShareVerdict(v, limits, cost, b.o.HealthInterval), s, nil
 }
 
 func (b *Budgets) settle(ctx context.Context, name string, limits quota.Limits, reserved, actual quota.Cost) ([3]quota.Status, error) {
@@ -363,11 +361,7 @@ func (b *Budgets) run(ctx context.Context, s *redis.Script, readOnly bool, name 
 	args := make([]any, 0, 10)
 	args = append(args, now)
 	for _, l := range limits {
-		burst := l.Burst
-		if burst == 0 {
-			burst = l.PerMinute
-		}
-		args = append(args, l.PerMinute, burst)
+		args = append(args, l.PerMinute, l.EffectiveBurst())
 	}
 	args = append(args, amt[0], amt[1], amt[2])
 	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
@@ -452,8 +446,9 @@ func (b *Budgets) startHealth() {
 	}()
 }
 
-// withLocal runs f on name's local budget: limits divided by the live
-// replica count. A budget whose limits or share changed starts afresh.
+// withLocal runs f on name's local budget: this replica's share of the
+// fleet's (fleet.Share) for the live replica count. A budget whose
+// limits or share changed starts afresh.
 func (b *Budgets) withLocal(name string, limits quota.Limits, f func(*quota.Budget, time.Time)) {
 	n := 1
 	if b.o.Replicas != nil {
@@ -463,22 +458,14 @@ func (b *Budgets) withLocal(name string, limits quota.Limits, f func(*quota.Budg
 	defer b.mu.Unlock()
 	lb := b.local[name]
 	if lb == nil || lb.limits != limits || lb.share != n {
-		q, err := quota.New(divide(limits, n))
+		// Start from this replica's share of what the fleet had left
+		// when Redis last answered (none seen: full).
+		seen := b.seen[name]
+		q, err := fleet.Share(limits, n, seen.st, seen.at)
 		if err != nil { // a share of valid limits is valid; just in case
 			q = &quota.Budget{}
 		}
 		lb = &localBudget{b: q, limits: limits, share: n}
-		if seen, ok := b.seen[name]; ok {
-			// Start from this replica's share of what the fleet had
-			// left when Redis last answered.
-			var spent [3]int64
-			for d, s := range seen.st {
-				if s.Limit > 0 {
-					spent[d] = (s.Burst - s.Remaining + int64(n) - 1) / int64(n)
-				}
-			}
-			q.Charge(seen.at, quota.Cost{Requests: spent[0], InputTokens: spent[1], OutputTokens: spent[2]})
-		}
 		b.local[name] = lb
 	}
 	f(lb.b, b.now())
@@ -492,40 +479,6 @@ func (b *Budgets) remember(name string, st [3]quota.Status) {
 	b.mu.Unlock()
 }
 
-// divide is limits shared by n replicas: each rate and burst divided by
-// n, but at least 1.
-func divide(l quota.Limits, n int) quota.Limits {
-	if n <= 1 {
-		return l
-	}
-	for d := range l {
-		if l[d].PerMinute == 0 {
-			continue
-		}
-		burst := l[d].Burst
-		if burst == 0 {
-			burst = l[d].PerMinute
-		}
-		l[d] = quota.Limit{PerMinute: max(l[d].PerMinute/int64(n), 1), Burst: max(burst/int64(n), 1)}
-	}
-	return l
-}
-
-// fits reports whether cost is within every limited dimension's burst.
-func fits(l quota.Limits, c quota.Cost) bool {
-	n := [3]int64{c.Requests, c.InputTokens, c.OutputTokens}
-	for d := range l {
-		burst := l[d].Burst
-		if burst == 0 {
-			burst = l[d].PerMinute
-		}
-		if l[d].PerMinute > 0 && n[d] > burst {
-			return false
-		}
-	}
-	return true
-}
-
 // ErrLimits is wrapped by the error for limits the shared budgets cannot
 // hold exactly.
 var ErrLimits = errors.New("store: limits beyond what the shared budgets hold exactly")
@@ -535,7 +488,7 @@ func validate(l quota.Limits) error {
 		return err
 	}
 	for d, x := range l {
-		if x.PerMinute > maxPerMinute || x.Burst > maxBurst || x.Burst == 0 && x.PerMinute > maxBurst {
+		if x.PerMinute > maxPerMinute || x.EffectiveBurst() > maxBurst {
 			return fmt.Errorf("%w: %s: %d a minute, burst %d (at most 2^40 a minute, burst 2^50)", ErrLimits, quota.Dimension(d), x.PerMinute, x.Burst)
 		}
 	}
@@ -562,11 +515,7 @@ func statuses(r []int64, l quota.Limits) [3]quota.Status {
 		if x.PerMinute == 0 {
 			continue
 		}
-		burst := x.Burst
-		if burst == 0 {
-			burst = x.PerMinute
-		}
-		s[d] = quota.Status{Limit: x.PerMinute, Burst: burst, Remaining: r[4+2*d], Reset: time.Duration(r[5+2*d]) * time.Microsecond}
+		s[d] = quota.Status{Limit: x.PerMinute, Burst: x.EffectiveBurst(), Remaining: r[4+2*d], Reset: time.Duration(r[5+2*d]) * time.Microsecond}
 	}
 	return s
 }

@@ -53,7 +53,9 @@
 // # Allotments
 //
 // With BudgetOptions.Allot, a replica answers most Takes without a round
-// trip. Per budget it holds a credit: units taken from the shared budget
+// trip. The rules are fleet.Credit's (the simulator's fleet applies
+// them too); this package carries them to Redis. Per budget a replica
+// holds a credit: units taken from the shared budget
 // by the take script ahead of time (a refill), and only then handed out.
 // A Take (or Check) that the credit covers in every limited dimension
 // is answered from it, in memory. One it does not cover goes to Redis
@@ -63,7 +65,7 @@
 // cost or half the target. The target, per dimension, is 100 ms of this
 // replica's recent takes (a rate decayed with a 200 ms time constant),
 // at least the last take's cost; the credit never exceeds 1/50 of the
-// burst (allotCap), and a budget whose burst/50 is below one request's
+// burst (fleet.CreditCap), and a budget whose burst/50 is below one request's
 // cost is never allotted. A refill Redis refuses is not retried before
 // its RetryAfter (at most AllotIdle). Settle and Refund apply to the
 // credit: an overrun is paid from it, a refund goes back to it up to
@@ -100,16 +102,21 @@
 //
 // No call waits longer than Timeout (5 ms by default) for Redis, and no
 // call fails for want of it. A call that errs or times out is answered
-// by a local quota.Budget for that name with the limits divided by the
-// live replica count (Members.Live, the last known), and Budgets
-// switches to Local mode: later calls go straight to the local budgets,
-// and a health check pings Redis every HealthInterval (1 s) until it
-// answers within Timeout, then switches back to Shared. OnMode reports
-// each switch, for metrics and logs. The local budgets start full and
-// know nothing of what the fleet took before, and what is taken locally
-// is not written back; a reservation taken in one mode and settled in
-// the other is settled where the mode is then (a refund never takes a
-// budget beyond full, so the error is bounded by the reservation).
+// by a local quota.Budget for that name, this replica's share of the
+// fleet's (fleet.Share: the limits divided by the live replica count,
+// Members.Live, the last known, starting from this replica's part of
+// what the fleet had spent when Redis last answered, rounded up), and
+// Budgets switches to Local mode: later calls go straight to the local
+// budgets, and a health check pings Redis every HealthInterval (1 s)
+// until it answers within Timeout, then charges the shared budgets with
+// what was taken locally (net of refunds) and switches back to Shared.
+// A cost beyond the share's burst but within the fleet's is told to
+// come back after HealthInterval (fleet.ShareVerdict). OnMode reports
+// each switch, for metrics and logs. A reservation taken in one mode
+// and settled in the other is settled where the mode is then (a refund
+// never takes a budget beyond full, so the error is bounded by the
+// reservation). These rules are package fleet's (see its "Semantics"),
+// and the simulator applies them too.
 //
 // # Membership, leases, verdicts
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
@@ -38,9 +39,10 @@ type fleet struct {
 	leases   *fleetstore.Leases
 	id       string
 	timeout  time.Duration
-	// evidenceEvery and probeLease are the constants below, times the
-	// config's time scale (config.Config.TimeFactor): they follow the
-	// breaker's bucket width and probe interval, which scale too.
+	// evidenceEvery and probeLease are fleetcore.EvidenceEvery and
+	// fleetcore.ProbeLease, times the config's time scale
+	// (config.Config.TimeFactor): they follow the breaker's bucket width
+	// and probe interval, which scale too.
 	evidenceEvery, probeLease time.Duration
 	// stop ends the subscription to the fleet's breaker verdicts.
 	stop func()
@@ -85,8 +87,8 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 	}
 	prefix := cfg.Fleet.Prefix
 	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
-	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(evidenceEvery)*cfg.TimeFactor()))
-	f.probeLease = max(time.Millisecond, time.Duration(float64(probeLease)*cfg.TimeFactor()))
+	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(fleetcore.EvidenceEvery)*cfg.TimeFactor()))
+	f.probeLease = max(time.Millisecond, time.Duration(float64(fleetcore.ProbeLease)*cfg.TimeFactor()))
 	f.reachable.Store(true) // said otherwise only once it is not
 	f.channels = fleetstore.NewChannels(rdb, fleetstore.Options{Prefix: prefix})
 	f.leases = fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: prefix})
@@ -204,7 +206,8 @@ func (g *Gateway) fleetState() (int, bool) {
 // all of them at once. Only one replica probes a provider: the holder
 // of its probe lease, which another replica takes over when the holder
 // stops renewing it (it died, or its breaker closed). With the store
-// down, each replica probes and judges alone.
+// down, each replica probes and judges alone. The rules are package
+// fleet's; this file carries them over Redis.
 
 // verdict is a breaker transition as the fleet's channel carries it.
 type verdict struct {
@@ -217,11 +220,6 @@ type verdict struct {
 
 const verdictChannel = "breaker"
 
-// probeLease is how long a probe lease lasts without renewal: a few
-// probe rounds, so that a prober's death costs the fleet seconds, not
-// its provider's recovery.
-const probeLease = 5 * time.Second
-
 // evidence is one replica's breaker counts for one provider, as the
 // fleet's evidence channel carries them.
 type evidence struct {
@@ -231,10 +229,6 @@ type evidence struct {
 }
 
 const evidenceChannel = "evidence"
-
-// evidenceEvery is how often a replica sends its breaker counts: the
-// breaker's bucket width, so the fleet's windows lag by at most a bucket.
-const evidenceEvery = 250 * time.Millisecond
 
 // follow subscribes to the fleet's breaker verdicts and evidence,
 // adopting the other replicas' verdicts and counting their calls, and
@@ -290,14 +284,20 @@ func (g *Gateway) follow() {
 	}()
 }
 
-// announce tells the fleet of a breaker transition this replica made
-// from its own evidence. It runs under the runner's lock, so the
+// announce tells the fleet of a breaker transition this replica made,
+// if fleetcore.Announce says to. It runs under the runner's lock, so the
 // message goes out from a goroutine of its own.
 func (g *Gateway) announce(provider string, t lifecycle.Transition) {
-	if g.fleet == nil || t.Reason == breaker.ReasonFleet || t.To == breaker.HalfOpen {
+	if g.fleet == nil || !fleetcore.Announce(t.To, t.Reason) {
 		return
 	}
-	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: t.To, Step: t.Step, Reason: t.Reason})
+	g.publishVerdict(provider, fleetcore.Verdict{To: t.To, Step: t.Step, Reason: t.Reason})
+}
+
+// publishVerdict sends a verdict on the fleet's channel, from a
+// goroutine of its own.
+func (g *Gateway) publishVerdict(provider string, v fleetcore.Verdict) {
+	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: v.To, Step: v.Step, Reason: v.Reason})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -315,22 +315,15 @@ func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
 	ctx, cancel := context.WithTimeout(ctx, 4*g.fleet.timeout)
 	defer cancel()
 	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, g.fleet.probeLease)
-	return held || err != nil
+	return fleetcore.MayProbe(held, err)
 }
 
-// probeFailed tells the fleet that this replica's probe of p failed, as
-// a HalfOpen verdict. A failed probe moves no breaker (the provider
-// simply stays out), so no transition announces it; but the other
-// replicas, which do not probe, hold requests for exactly this verdict
-// (lifecycle.Engine.Adopt), and it changes no breaker of theirs.
+// probeFailed tells the fleet that this replica's probe of p failed
+// (fleetcore.ProbeFailed): the replicas that do not probe hold requests for
+// exactly this verdict.
 func (g *Gateway) probeFailed(p *provider) {
 	if g.fleet == nil {
 		return
 	}
-	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: p.name, To: breaker.HalfOpen, Step: -1, Reason: breaker.ReasonProbeError})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
-	}()
+	g.publishVerdict(p.name, fleetcore.ProbeFailed())
 }
