@@ -4,7 +4,7 @@
 // and what a full provider answers. sluice sim plays it on its virtual
 // clock (package sim), sluice mock serves it over HTTP on the wall clock
 // (package mock), and a scenario file describes it once for both
-// (scenario.upstreams.NAME, ScenarioUpstream), so the provider the
+// (scenario.upstreams.NAME, read by package upstreamscript), so the provider the
 // simulator predicts against is the one a real run meets.
 //
 // # Goals
@@ -65,7 +65,7 @@
 //
 // # Script format
 //
-// A YAML script (ParseScript; `sluice mock --script FILE`; a scenario's
+// A YAML script (upstreamscript.ParseScript; `sluice mock --script FILE`; a scenario's
 // upstreams.NAME) sets Config's fields by their yaml names. Omitted
 // settings keep DefaultConfig values, unknown keys are errors, and
 // durations are Go strings ("250ms", "1m"). The mock's
@@ -93,11 +93,11 @@
 // A brownout needs exactly one of multiplier or latency; fraction and
 // rate default to 1; end 0 means the window never closes. In a scenario,
 // an upstream without a seed of its own gets one derived from
-// scenario.seed and the provider's name (ScenarioUpstream).
+// scenario.seed and the provider's name (upstreamscript.ScenarioUpstream).
 //
 // # Usage
 //
-//	cfg, err := upstream.ScenarioUpstream(data, "primary")
+//	cfg, err := upstreamscript.ScenarioUpstream(data, "primary")
 //	pl := upstream.NewPlanner(cfg)
 //	p := pl.Next(at) // at: the call's start, from the provider's start
 //	// p.Fail != nil && p.Fail.Early(): play the failure after p.Fail.Delay.
