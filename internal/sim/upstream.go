@@ -47,8 +47,10 @@ type upCall struct {
 	tokens  int
 	tokAt   time.Duration
 	tpot    time.Duration
-	outcome lifecycle.OutcomeKind
-	status  int // the HTTP status of a failure, if any
+	// end is how it ends, in the terms the gateway classifies its calls
+	// in (lifecycle.Ending); status the HTTP status of a failure, if any.
+	end    lifecycle.EndKind
+	status int
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe to rep, the replica that sent it.
 	probe lifecycle.ProbeID
@@ -60,14 +62,14 @@ type upCall struct {
 // provider's Retry-After on a refusal, and the tokens it generated; an
 // answer's usage, as the provider reports it, settles the budgets.
 func (c *upCall) result() lifecycle.Outcome {
-	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.tokens}
+	e := lifecycle.Ending{Kind: c.end, Status: c.status, OutputTokens: c.tokens}
 	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
-		o.RetryAfter = f.RetryAfter
+		e.RetryAfter = f.RetryAfter
 	}
-	if c.outcome == lifecycle.OK && c.q != nil {
-		o.InputTokens, o.UsageKnown = c.q.inTok, true
+	if c.end == lifecycle.EndAnswered && c.q != nil {
+		e.InputTokens, e.UsageKnown = c.q.inTok, true
 	}
-	return o
+	return e.Outcome()
 }
 
 // cut is how a call that was cut short ended (kind: cancelled, or timed
@@ -157,7 +159,7 @@ func (r *run) launch(c *upCall) {
 		if u.anthropic {
 			c.status = 529
 		}
-		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
+		c.end = lifecycle.EndRefused
 		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
@@ -173,9 +175,9 @@ func (r *run) replaced(c *upCall, f *mock.Failure) {
 		return // never answers: the deadline or the client ends it
 	case mock.FailStatus:
 		c.status = f.StatusCode()
-		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
+		c.end = lifecycle.EndRefused
 	default: // a reset before any byte
-		c.outcome = lifecycle.ConnError
+		c.end = lifecycle.EndUnreachable
 	}
 	r.pushCall(r.now+f.Delay, evDone, c)
 }
@@ -204,20 +206,20 @@ func (r *run) generate(c *upCall) {
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
-	c.outcome = lifecycle.OK
+	c.end = lifecycle.EndAnswered
 	if f := p.Fail; f != nil {
 		// Only failures that corrupt a generated answer get here (see
 		// replaced).
 		switch f.Kind {
 		case mock.FailReset:
-			c.outcome = lifecycle.ConnError
+			c.end = lifecycle.EndUnreachable
 			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 			c.tokens = min(f.AfterTokens, tokens)
 		default: // malformed, truncate: a broken answer
-			c.outcome = lifecycle.Failed
+			c.end = lifecycle.EndBroken
 		}
 	}
-	if !r.sc.Clients.Stream || c.outcome != lifecycle.OK || c.probe != 0 {
+	if !r.sc.Clients.Stream || c.end != lifecycle.EndAnswered || c.probe != 0 {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
@@ -249,15 +251,15 @@ func (r *run) upstreamDone(c *upCall) {
 	q := c.q
 	r.release(c)
 	c.done = true
-	won := c.outcome == lifecycle.OK && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	won := c.end == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
 	if won {
 		q.hold.commit(c.attempt)
 		r.cancelOther(c)
 	}
 	o := c.result()
-	if !won && c.attempt == 0 && !r.live(q) {
-		// About to give up: ask for a retry on another target first, as
-		// the gateway does, then finish the failed call.
+	if !won {
+		// Failed: ask for a retry before finishing the call. The engine
+		// answers (Engine.Retry: only a first call that failed alone).
 		if ti, delay, ok := q.rep.eng.Retry(r.clock(r.now), q.id, o); ok {
 			r.apply(q.rep, r.finishCall(c, o))
 			if delay > 0 {
