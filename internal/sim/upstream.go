@@ -44,9 +44,9 @@ type upCall struct {
 	firstAt, doneAt time.Duration
 	// tokens is the answer's length once generating (max_tokens
 	// applied); the first comes at tokAt, the others every tpot.
-	tokens  int
-	tokAt   time.Duration
-	tpot    time.Duration
+	tokens int
+	tokAt  time.Duration
+	tpot   time.Duration
 	// end is how it ends, in the terms the gateway classifies its calls
 	// in (lifecycle.Ending); status the HTTP status of a failure, if any.
 	end    lifecycle.EndKind
