@@ -595,7 +595,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 // answersNow reports whether one of q's calls answers at this instant.
 func (r *run) answersNow(q *request) bool {
 	for _, c := range q.calls {
-		if c != nil && c.running && c.end == lifecycle.EndAnswered && (c.doneAt == r.now || c.firstAt == r.now) {
+		if c != nil && c.running && c.endKind == lifecycle.EndAnswered && (c.doneAt == r.now || c.firstAt == r.now) {
 			return true
 		}
 	}

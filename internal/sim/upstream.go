@@ -44,13 +44,11 @@ type upCall struct {
 	firstAt, doneAt time.Duration
 	// tokens is the answer's length once generating (max_tokens
 	// applied); the first comes at tokAt, the others every tpot.
-	tokens int
-	tokAt  time.Duration
-	tpot   time.Duration
-	// end is how it ends, in the terms the gateway classifies its calls
-	// in (lifecycle.Ending); status the HTTP status of a failure, if any.
-	end    lifecycle.EndKind
-	status int
+	tokens  int
+	tokAt   time.Duration
+	tpot    time.Duration
+	endKind lifecycle.EndKind // how it ends (lifecycle.Ending)
+	status  int               // the HTTP status of a failure, if any
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe to rep, the replica that sent it.
 	probe lifecycle.ProbeID
@@ -62,11 +60,11 @@ type upCall struct {
 // provider's Retry-After on a refusal, and the tokens it generated; an
 // answer's usage, as the provider reports it, settles the budgets.
 func (c *upCall) result() lifecycle.Outcome {
-	e := lifecycle.Ending{Kind: c.end, Status: c.status, OutputTokens: c.tokens}
+	e := lifecycle.Ending{Kind: c.endKind, Status: c.status, OutputTokens: c.tokens}
 	if f := c.plan.Fail; f != nil && f.Kind == mock.FailStatus {
 		e.RetryAfter = f.RetryAfter
 	}
-	if c.end == lifecycle.EndAnswered && c.q != nil {
+	if c.endKind == lifecycle.EndAnswered && c.q != nil {
 		e.InputTokens, e.UsageKnown = c.q.inTok, true
 	}
 	return e.Outcome()
@@ -159,7 +157,7 @@ func (r *run) launch(c *upCall) {
 		if u.anthropic {
 			c.status = 529
 		}
-		c.end = lifecycle.EndRefused
+		c.endKind = lifecycle.EndRefused
 		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
@@ -175,9 +173,9 @@ func (r *run) replaced(c *upCall, f *mock.Failure) {
 		return // never answers: the deadline or the client ends it
 	case mock.FailStatus:
 		c.status = f.StatusCode()
-		c.end = lifecycle.EndRefused
+		c.endKind = lifecycle.EndRefused
 	default: // a reset before any byte
-		c.end = lifecycle.EndUnreachable
+		c.endKind = lifecycle.EndUnreachable
 	}
 	r.pushCall(r.now+f.Delay, evDone, c)
 }
@@ -206,20 +204,20 @@ func (r *run) generate(c *upCall) {
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
-	c.end = lifecycle.EndAnswered
+	c.endKind = lifecycle.EndAnswered
 	if f := p.Fail; f != nil {
 		// Only failures that corrupt a generated answer get here (see
 		// replaced).
 		switch f.Kind {
 		case mock.FailReset:
-			c.end = lifecycle.EndUnreachable
+			c.endKind = lifecycle.EndUnreachable
 			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 			c.tokens = min(f.AfterTokens, tokens)
 		default: // malformed, truncate: a broken answer
-			c.end = lifecycle.EndBroken
+			c.endKind = lifecycle.EndBroken
 		}
 	}
-	if !r.sc.Clients.Stream || c.end != lifecycle.EndAnswered || c.probe != 0 {
+	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered || c.probe != 0 {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
@@ -251,7 +249,7 @@ func (r *run) upstreamDone(c *upCall) {
 	q := c.q
 	r.release(c)
 	c.done = true
-	won := c.end == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	won := c.endKind == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
 	if won {
 		q.hold.commit(c.attempt)
 		r.cancelOther(c)
