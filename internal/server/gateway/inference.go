@@ -274,7 +274,7 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 // X-Sluice-Priority, its key's class, or whether its credential is a
 // declared critical key.
 func (g *Gateway) claim(r *http.Request, x *exchange) (lifecycle.Claim, error) {
-	c := lifecycle.Claim{Default: g.defaultPri}
+	c := lifecycle.Claim{Default: x.priority} // g.defaultPri, from the exchange
 	if h := r.Header.Get("X-Sluice-Priority"); h != "" {
 		if c.Header, c.Asked = admission.ParsePriority(strings.ToLower(h)); !c.Asked {
 			return c, fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
