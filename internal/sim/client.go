@@ -141,7 +141,8 @@ func (r *run) attemptTimeout(q *request) {
 func (r *run) shedAnswer(q *request, a lifecycle.Reply) {
 	r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
 	r.timeline.Refuse(r.now, int(q.pri), r.now-q.sent)
-	r.failStatus(q, report.Shed, clientStatus(report.Shed), a.RetryAfter, a.NoRetry)
+	s := repliedOf(a)
+	r.failStatus(q, s.outcome, s.status, s.retryAfter, s.noRetry)
 }
 
 // hangUp takes an attempt the client abandons out of the gateway,

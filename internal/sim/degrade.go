@@ -1,6 +1,17 @@
 package sim
 
-import "github.com/sluice-gw/sluice/internal/core/quota"
+import (
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+)
+
+// degradeAsk is what the simulator knows of q, a request of a model with
+// Degradation d, for lifecycle.Degrade, as the gateway knows it.
+func (r *run) degradeAsk(q *request, d *lifecycle.Degradation) lifecycle.DegradeAsk {
+	eng, now := q.rep.eng, r.clock(r.now)
+	return lifecycle.DegradeAsk{Degrade: d, KeyOptsOut: !q.st.mayDegrade, Shared: r.sharedStatus(q, q.st.key),
+		Pressure: func(req lifecycle.Request, d lifecycle.Degradation) bool { return eng.ShouldDegrade(now, req, d) }}
+}
 
 // sharedStatus is key k's (from 1) budget as the fleet's store holds it
 // now, when the store keeps it, or, while the store is down, as q's

@@ -173,9 +173,7 @@ func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
 	q.targets = fl.route.Targets
 	if d := fl.route.Degrade; d != nil {
-		eng := q.rep.eng
-		dg := lifecycle.Degrade(req, lifecycle.DegradeAsk{Degrade: d, KeyOptsOut: !fl.mayDegrade, Shared: r.sharedStatus(q, req.Key),
-			Pressure: func(req lifecycle.Request, d lifecycle.Degradation) bool { return eng.ShouldDegrade(now, req, d) }})
+		dg := lifecycle.Degrade(req, r.degradeAsk(q, d))
 		var to lifecycle.Route
 		if rt, ok := r.routes[dg.To]; ok && dg.To != "" {
 			to, q.targets = rt, rt.Targets
@@ -194,19 +192,38 @@ func (r *run) refused(q *request, a lifecycle.Arrival) {
 	r.reply(q, lifecycle.Answer(a.Rejection()))
 }
 
-// reply ends an attempt Sluice refused, as the gateway answers it: a
-// key's budget 429 with its exact wait, a request no budget could ever
-// take 413 (never retried), a deadline passed in the queue 504, anything
-// else a shed.
+// reply ends an attempt Sluice refused, as the gateway answers it
+// (replied).
 func (r *run) reply(q *request, a lifecycle.Reply) {
+	if a.Kind == lifecycle.ReplyOverloaded {
+		r.shedAnswer(q, a)
+		return
+	}
+	s := repliedOf(a)
+	r.failStatus(q, s.outcome, s.status, s.retryAfter, s.noRetry)
+}
+
+// replied is a reply as the simulator's client sees it: the outcome it
+// records, the status it judges a retry by, the wait and whether it was
+// told not to retry.
+type replied struct {
+	outcome    report.Outcome
+	status     int
+	retryAfter time.Duration
+	noRetry    bool
+}
+
+// repliedOf: a key's budget is 429 with its exact wait, a request no
+// budget could ever take 413 (never retried), a deadline passed in the
+// queue 504, anything else a shed.
+func repliedOf(a lifecycle.Reply) replied {
 	switch a.Kind {
 	case lifecycle.ReplyTooLarge:
-		r.failStatus(q, report.Failed, http.StatusRequestEntityTooLarge, 0, false)
+		return replied{outcome: report.Failed, status: http.StatusRequestEntityTooLarge}
 	case lifecycle.ReplyRateLimited:
-		r.fail(q, report.RateLimited, a.RetryAfter)
+		return replied{outcome: report.RateLimited, status: clientStatus(report.RateLimited), retryAfter: a.RetryAfter}
 	case lifecycle.ReplyTimedOut:
-		r.fail(q, report.TimedOut, 0)
-	default:
-		r.shedAnswer(q, a)
+		return replied{outcome: report.TimedOut, status: clientStatus(report.TimedOut)}
 	}
+	return replied{outcome: report.Shed, status: clientStatus(report.Shed), retryAfter: a.RetryAfter, noRetry: a.NoRetry}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/http"
 	"slices"
 	"time"
 
@@ -168,16 +169,30 @@ func (r *run) launch(c *upCall) {
 // mock plays it: before admission, so it holds no slot, never waits and
 // is never refused.
 func (r *run) replaced(c *upCall, f *mock.Failure) {
-	switch f.Kind {
-	case mock.FailHang:
+	if f.Kind == mock.FailHang {
 		return // never answers: the deadline or the client ends it
-	case mock.FailStatus:
-		c.status = f.StatusCode()
-		c.endKind = lifecycle.EndRefused
-	default: // a reset before any byte
-		c.endKind = lifecycle.EndUnreachable
 	}
+	c.endKind, c.status = planEnd(f) // a status, or a reset before any byte
 	r.pushCall(r.now+f.Delay, evDone, c)
+}
+
+// planEnd is how a call planned to fail with f (nil: to answer) ends, as
+// the gateway sees such a call end (lifecycle.Ending), with the status
+// the provider sent: an error status instead of an answer; a reset,
+// before any byte or partway through a 200; a 200 whose body is
+// malformed or cut short. (A hang never ends by itself.)
+func planEnd(f *mock.Failure) (lifecycle.EndKind, int) {
+	switch {
+	case f == nil:
+		return lifecycle.EndAnswered, http.StatusOK
+	case f.Kind == mock.FailStatus:
+		return lifecycle.EndRefused, f.StatusCode()
+	case f.Kind == mock.FailReset && f.Early():
+		return lifecycle.EndUnreachable, 0
+	case f.Kind == mock.FailReset:
+		return lifecycle.EndUnreachable, http.StatusOK
+	}
+	return lifecycle.EndBroken, http.StatusOK
 }
 
 // generate starts producing c's answer and schedules its first byte and
@@ -204,18 +219,12 @@ func (r *run) generate(c *upCall) {
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
-	c.endKind = lifecycle.EndAnswered
-	if f := p.Fail; f != nil {
-		// Only failures that corrupt a generated answer get here (see
-		// replaced).
-		switch f.Kind {
-		case mock.FailReset:
-			c.endKind = lifecycle.EndUnreachable
-			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
-			c.tokens = min(f.AfterTokens, tokens)
-		default: // malformed, truncate: a broken answer
-			c.endKind = lifecycle.EndBroken
-		}
+	// Only failures that corrupt a generated answer get here (see
+	// replaced): a reset partway, a malformed or truncated answer.
+	c.endKind, c.status = planEnd(p.Fail)
+	if f := p.Fail; f != nil && f.Kind == mock.FailReset {
+		end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
+		c.tokens = min(f.AfterTokens, tokens)
 	}
 	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered || c.probe != 0 {
 		first = end // a whole answer's headers come with its body

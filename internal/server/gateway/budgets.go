@@ -223,6 +223,12 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 	return m, req
 }
 
+// degradeAsk is what the gateway knows of x, a request of a model with
+// Degradation d, for lifecycle.Degrade.
+func (g *Gateway) degradeAsk(x *exchange, d *lifecycle.Degradation) lifecycle.DegradeAsk {
+	return lifecycle.DegradeAsk{Degrade: d, KeyOptsOut: x.key != nil && !x.key.mayDegrade, Shared: g.lastShared(x), Pressure: g.runner.ShouldDegrade}
+}
+
 // lastShared is the budget of x's key as the fleet's store last reported
 // it, when the store keeps it (lifecycle.DegradeAsk.Shared): read from
 // this replica's last take or settle, without another round trip.

@@ -198,8 +198,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
-	if dg := lifecycle.Degrade(req, lifecycle.DegradeAsk{Degrade: m.route.Degrade, KeyOptsOut: x.key != nil && !x.key.mayDegrade,
-		Shared: g.lastShared(x), Pressure: g.runner.ShouldDegrade}); dg != (lifecycle.Degrading{}) {
+	if dg := lifecycle.Degrade(req, g.degradeAsk(x, m.route.Degrade)); dg != (lifecycle.Degrading{}) {
 		m, req = g.degrade(w, x, m, req, out, dg, clientTimeout)
 		x.inputTokens = req.InputTokens
 	}
