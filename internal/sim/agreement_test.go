@@ -109,3 +109,40 @@ func TestAgreementEnding(t *testing.T) {
 		})
 	}
 }
+
+// TestAgreementRetry: each case's calls fail in turn, planned as the mock
+// plans them, and the simulator asks for a retry after each before it
+// ends the call, as upstreamDone does; the engine alone decides.
+func TestAgreementRetry(t *testing.T) {
+	for _, c := range lifecycletest.Retries {
+		t.Run(c.Name, func(t *testing.T) {
+			e := lifecycle.New(lifecycletest.RetryConfig())
+			now := origin
+			req := lifecycle.Request{Targets: []int{0, 1}, Deadline: now.Add(time.Minute)}
+			if c.Hedge {
+				req.HedgeAfter = time.Millisecond
+			}
+			a, _ := e.Arrive(now, req)
+			if c.Hedge {
+				now = now.Add(time.Millisecond)
+				if rd := e.Tick(now); len(rd.Second) != 1 {
+					t.Fatalf("no hedge: %+v", rd)
+				}
+			}
+			for i, s := range c.Steps {
+				f := &mock.Failure{Kind: mock.FailStatus, Status: s.Status}
+				if s.Status == 0 {
+					f = &mock.Failure{Kind: mock.FailReset}
+				}
+				u := &upCall{plan: mock.Plan{Fail: f}, attempt: s.Attempt}
+				u.endKind, u.status = planEnd(f)
+				o := u.result()
+				_, _, ok := e.Retry(now, a.ID, o)
+				if ok != s.Retried {
+					t.Fatalf("step %d: retried %v, want %v", i, ok, s.Retried)
+				}
+				e.End(now, a.ID, s.Attempt, o)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/sha256"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -124,6 +125,55 @@ func TestAgreementEnding(t *testing.T) {
 				if got := a.outcome(t.Context()); got != c.Want {
 					t.Errorf("attempt.outcome = %+v, want %+v", got, c.Want)
 				}
+			}
+		})
+	}
+}
+
+// TestAgreementRetry: each case's calls fail in turn, and the gateway
+// asks for a retry after each (retry), through the Runner, as forward
+// does; the engine alone decides.
+func TestAgreementRetry(t *testing.T) {
+	for _, c := range lifecycletest.Retries {
+		t.Run(c.Name, func(t *testing.T) {
+			cfg := lifecycletest.RetryConfig()
+			runner := lifecycle.NewRunner(cfg, nil)
+			defer runner.Close()
+			g := &Gateway{metrics: metrics.New()}
+			m := &model{name: "chat", targets: []target{{provider: &provider{name: "a"}}, {provider: &provider{name: "b"}}}}
+			req := lifecycle.Request{Targets: []int{0, 1}, Deadline: time.Now().Add(time.Minute)}
+			if c.Hedge {
+				req.HedgeAfter = time.Millisecond
+			}
+			call, err := runner.Acquire(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attempts := [2]*attempt{g.newAttempt(call, 0, m.targets[0])}
+			if c.Hedge {
+				select {
+				case hs := <-call.Seconds():
+					attempts[1] = g.newAttempt(call, 1, m.targets[hs.Target])
+				case <-time.After(5 * time.Second):
+					t.Fatal("no hedge")
+				}
+			}
+			for i, s := range c.Steps {
+				a := attempts[s.Attempt]
+				if s.Status > 0 {
+					a.resp = &http.Response{StatusCode: s.Status, Header: http.Header{}, Body: http.NoBody}
+				} else {
+					a.err = errOrEOF(io.EOF)
+				}
+				next := g.retry(call, m, a)
+				if (next != nil) != s.Retried {
+					t.Fatalf("step %d: retried %v, want %v", i, next != nil, s.Retried)
+				}
+				if next != nil {
+					attempts[1] = next
+					continue
+				}
+				g.discard(call, a, a.outcome(call.Context()))
 			}
 		})
 	}

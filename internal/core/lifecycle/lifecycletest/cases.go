@@ -143,3 +143,41 @@ var Endings = []EndingCase{
 	{"a connection reset", lifecycle.Ending{Kind: lifecycle.EndUnreachable}, lifecycle.Outcome{Kind: lifecycle.ConnError}},
 	{"a malformed answer", lifecycle.Ending{Kind: lifecycle.EndBroken, Status: 200}, lifecycle.Outcome{Kind: lifecycle.Failed, Status: 200}},
 }
+
+// RetryStep is one call of a request failing before any byte reached
+// the client: its attempt (0 the first call, 1 the second), its status
+// (0: the connection broke), and whether the request then gets a retry.
+type RetryStep struct {
+	Attempt int
+	Status  int
+	Retried bool
+}
+
+// RetryCase is a request's calls failing in turn. With Hedge, the
+// request is hedged (its second call sent) before anything fails.
+type RetryCase struct {
+	Name  string
+	Hedge bool
+	Steps []RetryStep
+}
+
+// RetryConfig is the engine the retry cases run on: two targets, with
+// budget to spare for hedges and retries.
+func RetryConfig() lifecycle.Config {
+	return lifecycle.Config{
+		Admission: admission.Config{Global: admission.Fixed(100)},
+		Scopes:    []lifecycle.ScopeConfig{{Fixed: 10}, {Fixed: 10}},
+		Hedge:     lifecycle.HedgeConfig{Budget: 1, Burst: 10},
+		Retry:     lifecycle.RetryConfig{Budget: 1, Burst: 10},
+	}
+}
+
+// Retries are the retry cases.
+var Retries = []RetryCase{
+	{"the first call fails alone, safely", false, []RetryStep{{0, 503, true}}},
+	{"the first call's connection breaks", false, []RetryStep{{0, 0, true}}},
+	{"the first call fails with a 400", false, []RetryStep{{0, 400, false}}},
+	{"the retry fails too", false, []RetryStep{{0, 503, true}, {1, 503, false}}},
+	{"the first call fails while its hedge is live", true, []RetryStep{{0, 503, false}, {1, 503, false}}},
+	{"the hedge fails, then the first call", true, []RetryStep{{1, 503, false}, {0, 503, false}}},
+}
