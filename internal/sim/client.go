@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
@@ -138,10 +138,11 @@ func (r *run) attemptTimeout(q *request) {
 
 // shedAnswer ends an attempt the gateway refused for overload, with its
 // Retry-After and whether it said not to retry.
-func (r *run) shedAnswer(q *request, f admission.Refusal) {
+func (r *run) shedAnswer(q *request, a lifecycle.Reply) {
 	r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
 	r.timeline.Refuse(r.now, int(q.pri), r.now-q.sent)
-	r.failStatus(q, report.Shed, clientStatus(report.Shed), f.RetryAfter, f.Futile)
+	s := repliedOf(a)
+	r.failStatus(q, s.outcome, s.status, s.retryAfter, s.noRetry)
 }
 
 // hangUp takes an attempt the client abandons out of the gateway,

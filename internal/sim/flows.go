@@ -119,15 +119,20 @@ func (r *run) pushArrival(at time.Duration, fl *flow) {
 	r.events.push(event{at: r.quantise(at), order: order(classArrival, r.seq), kind: evArrive, flow: uint16(fl.index)})
 }
 
-// priority is a new request's class.
+// priority is a new request's class, as lifecycle.Classify decides it
+// for the gateway: a stream with a key of its own class sends no header;
+// any other sends the class it draws as its X-Sluice-Priority, and one
+// without a key stands for callers whose credentials are declared
+// critical keys, so what it draws is what it gets.
 func (fl *flow) priority() admission.Priority {
-	if fl.keyed {
-		return fl.class
+	c := lifecycle.Claim{Keyed: fl.keyed || fl.hasCeiling, Key: fl.class, Declared: true}
+	if fl.hasCeiling {
+		c.Key = fl.ceiling
 	}
-	p := fl.draw()
-	if fl.hasCeiling && p < fl.ceiling {
-		p = fl.ceiling // a key's header may lower its class, never raise it
+	if !fl.keyed {
+		c.Header, c.Asked = fl.draw(), true
 	}
+	p, _ := lifecycle.Classify(c)
 	return p
 }
 
@@ -140,43 +145,69 @@ func (fl *flow) promptTokens() int64 { return int64(fl.prompt.Draw(fl.tokens)) }
 
 // request is the engine's request for q's attempt, as the gateway builds
 // it: its key, its input tokens and max_tokens, and, for a background
-// request of a model with degrade: under pressure, the degraded form
-// (another model's route, a lower max_tokens). Trimming the history
-// (degrade.trim_to) is not simulated: the simulated prompt is one
-// message, and a trimmed one would cost the same here.
+// request of a model with degrade:, served degraded when lifecycle.Degrade
+// says so (another model's route, a lower max_tokens). Trimming the
+// history (degrade.trim_to) is not simulated: the simulated prompt is
+// one message, and the gateway never drops a request's last message.
 func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 	fl := q.st
 	now := r.clock(r.now)
 	stream := r.sc.Clients.Stream
 	req := fl.route.Request(q.pri, stream, now, deadline)
 	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
-	q.targets, q.degraded = fl.route.Targets, false
-	if d := fl.route.Degrade; d != nil && fl.mayDegrade && q.pri == admission.Background && q.rep.eng.ShouldDegrade(now, req, *d) {
-		if to, ok := r.routes[d.To]; ok && d.To != fl.c.Model {
-			next := to.Request(q.pri, stream, now, deadline)
-			next.Key, next.InputTokens, next.MaxOutput = req.Key, req.InputTokens, req.MaxOutput
-			req, q.targets, q.degraded = next, to.Targets, true
+	q.targets = fl.route.Targets
+	if d := fl.route.Degrade; d != nil {
+		dg := lifecycle.Degrade(req, r.degradeAsk(q, d))
+		var to lifecycle.Route
+		if rt, ok := r.routes[dg.To]; ok && dg.To != "" {
+			to, q.targets = rt, rt.Targets
+		} else {
+			dg.To = ""
 		}
-		if d.MaxTokens > 0 && (req.MaxOutput == 0 || req.MaxOutput > d.MaxTokens) {
-			req.MaxOutput, q.degraded = d.MaxTokens, true
-		}
+		req = dg.Apply(req, to, now, deadline)
 	}
-	q.maxOut = req.MaxOutput
-	req.Degraded = q.degraded
+	q.maxOut, q.degraded = req.MaxOutput, req.Degraded
 	return req
 }
 
-// refused answers an attempt the engine refused on arrival, as the
-// gateway does: a key's budget 429 with its exact wait, a request no
-// budget could ever take 413 (never retried), anything else a shed.
+// refused answers an attempt refused on arrival, by the engine or by
+// its key's shared budget, as lifecycle.Answer says.
 func (r *run) refused(q *request, a lifecycle.Arrival) {
-	budget := a.Refusal.Reason == admission.ReasonKeyBudget || a.Refusal.Reason == admission.ReasonLaneBudget
-	switch {
-	case budget && a.Budget.Never:
-		r.failStatus(q, report.Failed, http.StatusRequestEntityTooLarge, 0, false)
-	case a.Refusal.Reason == admission.ReasonKeyBudget:
-		r.fail(q, report.RateLimited, a.Refusal.RetryAfter)
-	default:
-		r.shedAnswer(q, a.Refusal)
+	r.reply(q, lifecycle.Answer(a.Rejection()))
+}
+
+// reply ends an attempt Sluice refused, as the gateway answers it
+// (replied).
+func (r *run) reply(q *request, a lifecycle.Reply) {
+	if a.Kind == lifecycle.ReplyOverloaded {
+		r.shedAnswer(q, a)
+		return
 	}
+	s := repliedOf(a)
+	r.failStatus(q, s.outcome, s.status, s.retryAfter, s.noRetry)
+}
+
+// replied is a reply as the simulator's client sees it: the outcome it
+// records, the status it judges a retry by, the wait and whether it was
+// told not to retry.
+type replied struct {
+	outcome    report.Outcome
+	status     int
+	retryAfter time.Duration
+	noRetry    bool
+}
+
+// repliedOf: a key's budget is 429 with its exact wait, a request no
+// budget could ever take 413 (never retried), a deadline passed in the
+// queue 504, anything else a shed.
+func repliedOf(a lifecycle.Reply) replied {
+	switch a.Kind {
+	case lifecycle.ReplyTooLarge:
+		return replied{outcome: report.Failed, status: http.StatusRequestEntityTooLarge}
+	case lifecycle.ReplyRateLimited:
+		return replied{outcome: report.RateLimited, status: clientStatus(report.RateLimited), retryAfter: a.RetryAfter}
+	case lifecycle.ReplyTimedOut:
+		return replied{outcome: report.TimedOut, status: clientStatus(report.TimedOut)}
+	}
+	return replied{outcome: report.Shed, status: clientStatus(report.Shed), retryAfter: a.RetryAfter, noRetry: a.NoRetry}
 }

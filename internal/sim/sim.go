@@ -558,11 +558,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 	for _, f := range rd.Refuse {
 		if q := rp.byID[f.Ticket]; q != nil {
 			r.leaveGateway(q)
-			if f.Reason == admission.ReasonDeadline {
-				r.fail(q, report.TimedOut, 0) // the gateway answers 504
-				continue
-			}
-			r.shedAnswer(q, f)
+			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
 		}
 	}
 	for _, f := range rd.Abandon {
@@ -570,7 +566,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		if q := rp.byID[f.Ticket]; q != nil {
 			next := r.cancelCalls(q, lifecycleCancelled, true)
 			r.leaveGateway(q)
-			r.shedAnswer(q, f)
+			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
 			r.apply(rp, next)
 		}
 	}
@@ -606,7 +602,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 // answersNow reports whether one of q's calls answers at this instant.
 func (r *run) answersNow(q *request) bool {
 	for _, c := range q.calls {
-		if c != nil && c.running && c.outcome == lifecycle.OK && (c.doneAt == r.now || c.firstAt == r.now) {
+		if c != nil && c.running && c.endKind == lifecycle.EndAnswered && (c.doneAt == r.now || c.firstAt == r.now) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/http"
 	"slices"
 	"time"
 
@@ -47,8 +48,8 @@ type upCall struct {
 	tokens  int
 	tokAt   time.Duration
 	tpot    time.Duration
-	outcome lifecycle.OutcomeKind
-	status  int // the HTTP status of a failure, if any
+	endKind lifecycle.EndKind // how it ends (lifecycle.Ending)
+	status  int               // the HTTP status of a failure, if any
 	// probe names a synthetic probe (q is nil then): one output token,
 	// reported with FinishProbe to rep, the replica that sent it.
 	probe lifecycle.ProbeID
@@ -60,14 +61,14 @@ type upCall struct {
 // provider's Retry-After on a refusal, and the tokens it generated; an
 // answer's usage, as the provider reports it, settles the budgets.
 func (c *upCall) result() lifecycle.Outcome {
-	o := lifecycle.Outcome{Kind: c.outcome, Status: c.status, OutputTokens: c.tokens}
+	e := lifecycle.Ending{Kind: c.endKind, Status: c.status, OutputTokens: c.tokens}
 	if f := c.plan.Fail; f != nil && f.Kind == upmodel.FailStatus {
-		o.RetryAfter = f.RetryAfter
+		e.RetryAfter = f.RetryAfter
 	}
-	if c.outcome == lifecycle.OK && c.q != nil {
-		o.InputTokens, o.UsageKnown = c.q.inTok, true
+	if c.endKind == lifecycle.EndAnswered && c.q != nil {
+		e.InputTokens, e.UsageKnown = c.q.inTok, true
 	}
-	return o
+	return e.Outcome()
 }
 
 // cut is how a call that was cut short ended (kind: cancelled, or timed
@@ -152,9 +153,9 @@ func (r *run) launch(c *upCall) {
 	case workload.Run:
 		r.generate(c)
 	case workload.Refuse:
-		// Refused at once, as the mock refuses.
+		// Refused at once, as the mock refuses (RefusalStatus).
 		c.status = upmodel.RefusalStatus(u.anthropic)
-		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
+		c.endKind = lifecycle.EndRefused
 		r.pushCall(r.now, evDone, c)
 	default:
 		c.queued = true
@@ -165,16 +166,30 @@ func (r *run) launch(c *upCall) {
 // mock plays it: before admission, so it holds no slot, never waits and
 // is never refused.
 func (r *run) replaced(c *upCall, f *upmodel.Failure) {
-	switch f.Kind {
-	case upmodel.FailHang:
+	if f.Kind == upmodel.FailHang {
 		return // never answers: the deadline or the client ends it
-	case upmodel.FailStatus:
-		c.status = f.StatusCode()
-		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
-	default: // a reset before any byte
-		c.outcome = lifecycle.ConnError
 	}
+	c.endKind, c.status = planEnd(f) // a status, or a reset before any byte
 	r.pushCall(r.now+f.Delay, evDone, c)
+}
+
+// planEnd is how a call planned to fail with f (nil: to answer) ends, as
+// the gateway sees such a call end (lifecycle.Ending), with the status
+// the provider sent: an error status instead of an answer; a reset,
+// before any byte or partway through a 200; a 200 whose body is
+// malformed or cut short. (A hang never ends by itself.)
+func planEnd(f *upmodel.Failure) (lifecycle.EndKind, int) {
+	switch {
+	case f == nil:
+		return lifecycle.EndAnswered, http.StatusOK
+	case f.Kind == upmodel.FailStatus:
+		return lifecycle.EndRefused, f.StatusCode()
+	case f.Kind == upmodel.FailReset && f.Early():
+		return lifecycle.EndUnreachable, 0
+	case f.Kind == upmodel.FailReset:
+		return lifecycle.EndUnreachable, http.StatusOK
+	}
+	return lifecycle.EndBroken, http.StatusOK
 }
 
 // generate starts producing c's answer and schedules its first byte and
@@ -201,20 +216,14 @@ func (r *run) generate(c *upCall) {
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
-	c.outcome = lifecycle.OK
-	if f := p.Fail; f != nil {
-		// Only failures that corrupt a generated answer get here (see
-		// replaced).
-		switch f.Kind {
-		case upmodel.FailReset:
-			c.outcome = lifecycle.ConnError
-			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
-			c.tokens = min(f.AfterTokens, tokens)
-		default: // malformed, truncate: a broken answer
-			c.outcome = lifecycle.Failed
-		}
+	// Only failures that corrupt a generated answer get here (see
+	// replaced): a reset partway, a malformed or truncated answer.
+	c.endKind, c.status = planEnd(p.Fail)
+	if f := p.Fail; f != nil && f.Kind == upmodel.FailReset {
+		end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
+		c.tokens = min(f.AfterTokens, tokens)
 	}
-	if !r.sc.Clients.Stream || c.outcome != lifecycle.OK || c.probe != 0 {
+	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered || c.probe != 0 {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
@@ -246,15 +255,15 @@ func (r *run) upstreamDone(c *upCall) {
 	q := c.q
 	r.release(c)
 	c.done = true
-	won := c.outcome == lifecycle.OK && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	won := c.endKind == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
 	if won {
 		q.hold.commit(c.attempt)
 		r.cancelOther(c)
 	}
 	o := c.result()
-	if !won && c.attempt == 0 && !r.live(q) {
-		// About to give up: ask for a retry on another target first, as
-		// the gateway does, then finish the failed call.
+	if !won {
+		// Failed: ask for a retry before finishing the call. The engine
+		// answers (Engine.Retry: only a first call that failed alone).
 		if ti, delay, ok := q.rep.eng.Retry(r.clock(r.now), q.id, o); ok {
 			r.apply(q.rep, r.finishCall(c, o))
 			if delay > 0 {

@@ -396,7 +396,7 @@ func (e *Engine) KeyStatus(now time.Time, k int) (s [3]quota.Status, ok bool) {
 }
 
 // Degradation says how a model's background requests are served under
-// pressure: see Engine.ShouldDegrade.
+// pressure: see Degrade.
 type Degradation struct {
 	// To is the client-facing model to serve them with (empty: the
 	// same model).
@@ -409,8 +409,8 @@ type Degradation struct {
 	BudgetBelow float64
 }
 
-// ShouldDegrade reports whether r, a background request of a model
-// with Degradation d, should be served degraded rather than as asked:
+// ShouldDegrade reports whether the engine is under pressure for r, a
+// background request of a model with Degradation d (Degrade asks it):
 // when the oldest waiter has waited d.QueueAge, when r would be refused
 // at once, or when its key has less than d.BudgetBelow of its budget
 // left in some dimension (or not enough for r). Degrading is cheaper

@@ -39,11 +39,15 @@
 // start, not its arrival), and the host reads it with Replica. The
 // replicas' scraped metrics come in through Observe, as outcomes do.
 //
-// Policy lives here, not in the hosts: what an HTTP status means
-// (StatusOutcome), where a model routes and how long its requests may
-// take (Route, built from the config by policy.FromConfig), and which
-// call an ending belongs to (End). The gateway and the simulator only
-// carry out what it decides.
+// Policy lives here, not in the hosts: what an HTTP status and a call's
+// ending mean (StatusOutcome, Ending), where a model routes and how long
+// its requests may take (Route, built from the config by
+// policy.FromConfig), which call an
+// ending belongs to (End), a request's class (Classify), whether and how
+// a background request is degraded (Degrade), what a refused request is
+// told (Answer), and whether a failed call is retried (Retry). The
+// gateway and the simulator only carry out what it decides, each in its
+// own terms.
 //
 // # Organisation
 //
@@ -111,4 +115,39 @@
 // changes nothing when it ends, so it asks for no tick; ticking at the
 // end itself, rather than up to a second after, puts the decision at the
 // same moment on both clocks, and a draining simulation still ends.
+//
+// These rules were once written in each host; where the copies
+// disagreed, this is what holds now:
+//
+//   - Degradation (Degrade). Who: a background request of a model with
+//     degrade:, unless its key opts out. When: the engine is under
+//     pressure for it (ShouldDegrade), or its key's budget is low, below
+//     budget_below of its burst in some dimension, wherever the budget is
+//     kept: in the engine's books (ShouldDegrade reads them), or, in a
+//     fleet sharing a store, in the store (DegradeAsk.Shared). What:
+//     another model, a lower max_tokens, a shorter history, each only
+//     where it changes something. (The simulator used to ignore the
+//     store's budget, so a fleet's background work ran at full size until
+//     its key's budget refused it; the gateway degraded it first. The
+//     budget is the client's to spend, so a fleet spends it the way one
+//     gateway would.) The gateway reads the store's figure from its last
+//     answer, sparing a round trip; the simulator's store is in memory and
+//     is read as it stands. Neither host trims a simulated prompt: it is
+//     one message, and the last message is never dropped.
+//   - Refusals (Answer): a key's budget is 429 with its exact wait; a
+//     request larger than a budget's burst is 413; a deadline passed in
+//     the queue is 504; everything else, the large-context lane's budget
+//     included, is an overload (503, or 529 on Anthropic's API), with
+//     x-should-retry: false when a retry is futile.
+//   - Priority (Classify): a key's class is its ceiling, which its
+//     header may lower, never raise; without a key, only a declared
+//     critical credential is critical. The simulator's streams without a
+//     key stand for declared callers: the class they draw is theirs.
+//   - Retries (Retry): a host asks for every call that failed before any
+//     byte reached the client, and the engine answers yes only for a first
+//     call that failed with no second call ever sent. (Each host used to
+//     check "attempt 0, nothing else live" itself first; the engine's own
+//     check made theirs redundant.)
+//   - Endings (Ending): a 404 from the Responses API says the provider
+//     lacks the endpoint, not that it fails, and counts as cancelled.
 package lifecycle

@@ -11,8 +11,15 @@ type RetryConfig struct {
 	Base          time.Duration // default 100ms
 }
 
-// Retry decides whether a request whose first call failed with o, before
-// any byte reached the client, gets a second call: only for a failure
+// Retry decides whether a request whose call failed with o, before any
+// byte reached the client, gets a second call. A host asks it for every
+// call that failed and whose answer the client will not get, before it
+// reports the call's End, and checks nothing first: the engine knows
+// the request's calls. It answers no once the request has had a second
+// call (a hedge, a rescue or a retry), live or ended, so only the first
+// call, failing alone, is retried: while a second call is live the
+// request's answer may still come from it, and a request never has a
+// third. Then a retry comes only for a failure
 // that is safe to retry (a connection error, 429, 5xx or 529, or an
 // answer that broke the request's declared schema), at most
 // once, and within the failing provider's retry budget (retries of a

@@ -200,19 +200,28 @@ func (a *attempt) answered() bool { return a.err == nil && a.resp != nil && a.re
 
 // outcome classifies an attempt that is not relayed to the client.
 func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
+	return a.ending(callCtx).Outcome()
+}
+
+// ending is how an attempt that is not relayed to the client ended, in
+// the engine's terms (lifecycle.Ending).
+func (a *attempt) ending(callCtx context.Context) lifecycle.Ending {
 	switch {
-	case a.err == nil && a.ep.IsResponses() && a.resp.StatusCode == http.StatusNotFound:
-		return lifecycle.Outcome{Kind: lifecycle.Cancelled} // a missing endpoint (responses.go)
 	case a.err == nil:
-		o := refusal(a.resp)
-		o.Invalid = a.invalid != ""
-		return o
+		e := lifecycle.Ending{Kind: lifecycle.EndRefused, Status: a.resp.StatusCode, RetryAfter: retryAfter(a.resp.Header), Responses: a.ep.IsResponses()}
+		switch {
+		case a.resp.StatusCode/100 == 2 && a.invalid != "":
+			e.Kind = lifecycle.EndInvalid
+		case a.resp.StatusCode/100 == 2:
+			e.Kind = lifecycle.EndAnswered
+		}
+		return e
 	case timedOut(callCtx):
-		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+		return lifecycle.Ending{Kind: lifecycle.EndDeadline}
 	case a.ctx.Err() != nil:
-		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
+		return lifecycle.Ending{Kind: lifecycle.EndAbandoned}
 	}
-	return lifecycle.Outcome{Kind: lifecycle.ConnError}
+	return lifecycle.Ending{Kind: lifecycle.EndUnreachable}
 }
 
 // discard ends an attempt whose answer the client will not get.
@@ -346,12 +355,13 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	failed.endAttemptSpan(x.outcome)
 }
 
-// retry asks the engine for a second call after a's failure, when a is
-// the request's first call and failed safely before any byte went to the
-// client (Engine.Retry); it ends a and returns the new attempt, or nil.
+// retry asks the engine for a second call after a's failure, before any
+// byte went to the client; the engine decides whether the request gets
+// one (Engine.Retry: only a first call that failed alone, safely). It
+// ends a and returns the new attempt, or nil.
 func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
-	if a.n != 0 || a.usable() {
-		return nil
+	if a.usable() {
+		return nil // the client gets this answer: nothing failed
 	}
 	o := a.outcome(call.Context())
 	ti, delay, ok := call.Retry(o)

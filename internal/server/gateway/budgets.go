@@ -103,10 +103,12 @@ func (g *Gateway) countInput(m *model, d protocol.Dialect, raw []byte) (int64, b
 }
 
 // budgetRefused answers a request its key's budget, or the large-context
-// lane's, refused: 429 with the exact wait and the key's rate-limit
-// headers; a request larger than the budget's burst gets 413 instead,
-// since no wait would let it through.
+// lane's, refused, as lifecycle.Answer says: 429 with the exact wait and
+// the key's rate-limit headers; a request larger than the budget's burst
+// gets 413 instead, since no wait would let it through; the lane's
+// refusal is an overload.
 func (g *Gateway) budgetRefused(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	reply := lifecycle.Answer(*rej)
 	who := "lane:large_context"
 	if rej.Reason == admission.ReasonKeyBudget && x.key != nil {
 		who = x.key.name
@@ -117,17 +119,14 @@ func (g *Gateway) budgetRefused(w http.ResponseWriter, x *exchange, rej *admissi
 		subject = "the large-context lane's"
 	}
 	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
-	if rej.TooLarge {
-		g.fail(w, x, protocol.TooLarge, outcomeClientError, string(rej.Reason),
+	kind, outcome := replyStatus(reply)
+	if reply.Kind == lifecycle.ReplyTooLarge {
+		g.fail(w, x, kind, outcome, string(rej.Reason),
 			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
 		return
 	}
-	kind, outcome := protocol.RateLimited, outcomeClientError
-	if rej.Reason == admission.ReasonLaneBudget {
-		kind, outcome = protocol.Overloaded, outcomeShed
-	}
 	g.fail(w, x, kind, outcome, string(rej.Reason),
-		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), rej.RetryAfter)
+		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), reply.RetryAfter)
 }
 
 // setRateHeaders writes the key's budget into the headers each API's
@@ -189,29 +188,28 @@ func isRateLimitHeader(k string) bool {
 	return strings.HasPrefix(k, "X-Ratelimit-") || strings.HasPrefix(k, "Anthropic-Ratelimit-")
 }
 
-// degrade serves a background request under pressure in the cheaper way
-// its model's degrade: names (lifecycle.Engine.ShouldDegrade decided it
-// is time): another model, a lower max_tokens, a trimmed history. It
-// returns the model and engine request to serve it with, and marks the
-// answer with X-Sluice-Degraded.
-func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing, d lifecycle.Degradation, clientTimeout time.Duration) (*model, lifecycle.Request) {
+// degrade serves a background request in the cheaper way
+// lifecycle.Degrade decided: another model, a lower max_tokens, a
+// trimmed history. It returns the model and engine request to serve it
+// with, and marks the answer with X-Sluice-Degraded.
+func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing, dg lifecycle.Degrading, clientTimeout time.Duration) (*model, lifecycle.Request) {
 	var notes []string
-	if to, ok := g.models[d.To]; ok && to != m {
-		keyIdx, in, maxOut := req.Key, req.InputTokens, req.MaxOutput
+	if to, ok := g.models[dg.To]; ok && dg.To != "" {
 		m = to
-		req = m.route.Request(x.priority, x.stream, x.start, clientTimeout)
-		req.Key, req.InputTokens, req.MaxOutput = keyIdx, in, maxOut
 		notes = append(notes, "model="+m.name)
+	} else {
+		dg.To = ""
 	}
-	if d.MaxTokens > 0 && (req.MaxOutput == 0 || req.MaxOutput > d.MaxTokens) {
-		out.edit.MaxTokens = d.MaxTokens
-		req.MaxOutput = d.MaxTokens
-		notes = append(notes, "max_tokens="+strconv.FormatInt(d.MaxTokens, 10))
+	req = dg.Apply(req, m.route, x.start, clientTimeout)
+	if dg.MaxOutput > 0 {
+		out.edit.MaxTokens = dg.MaxOutput
+		notes = append(notes, "max_tokens="+strconv.FormatInt(dg.MaxOutput, 10))
 	}
-	if d.TrimTo > 0 && req.InputTokens > d.TrimTo {
-		if msgs, dropped, n := g.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, d.TrimTo); dropped > 0 {
+	if dg.TrimTo > 0 {
+		if msgs, dropped, n := g.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, dg.TrimTo); dropped > 0 {
 			out.edit.Messages = msgs
 			req.InputTokens = n
+			req.Degraded = true
 			notes = append(notes, "trimmed_messages="+strconv.Itoa(dropped))
 		}
 	}
@@ -219,11 +217,31 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 		return m, req
 	}
 	x.degraded = strings.Join(notes, ",")
-	req.Degraded = true
 	x.model = m.name
 	w.Header().Set("X-Sluice-Degraded", x.degraded)
 	g.metrics.Degraded.WithLabelValues(x.requested, m.name).Inc()
 	return m, req
+}
+
+// degradeAsk is what the gateway knows of x, a request of a model with
+// Degradation d, for lifecycle.Degrade.
+func (g *Gateway) degradeAsk(x *exchange, d *lifecycle.Degradation) lifecycle.DegradeAsk {
+	return lifecycle.DegradeAsk{Degrade: d, KeyOptsOut: x.key != nil && !x.key.mayDegrade, Shared: g.lastShared(x), Pressure: g.runner.ShouldDegrade}
+}
+
+// lastShared is the budget of x's key as the fleet's store last reported
+// it, when the store keeps it (lifecycle.DegradeAsk.Shared): read from
+// this replica's last take or settle, without another round trip.
+func (g *Gateway) lastShared(x *exchange) *[3]quota.Status {
+	if !g.shares(x) {
+		return nil
+	}
+	v, ok := g.fleet.status.Load(x.key.name)
+	if !ok {
+		return nil
+	}
+	st := v.([3]quota.Status)
+	return &st
 }
 
 // trim drops the oldest messages, never a system or developer message

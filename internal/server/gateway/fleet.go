@@ -161,16 +161,6 @@ func (g *Gateway) settleShared(x *exchange, req lifecycle.Request, ran bool) {
 	g.fleet.status.Store(x.key.name, st)
 }
 
-// sharedLow reports whether a key's shared budget was nearly spent at
-// its last decision (lifecycle.BudgetLow).
-func (g *Gateway) sharedLow(x *exchange, below float64) bool {
-	if !g.shares(x) {
-		return false
-	}
-	st, ok := g.fleet.status.Load(x.key.name)
-	return ok && lifecycle.BudgetLow(st.([3]quota.Status), below)
-}
-
 // sharedQuotas reads the keys' shared budgets for the metrics.
 func (g *Gateway) sharedQuotas() []metrics.Quota {
 	var out []metrics.Quota

@@ -140,40 +140,48 @@ func timedOut(ctx context.Context) bool {
 
 // outcomeOf tells the engine how the call ended, for the provider's
 // adaptive limit and breaker.
-func outcomeOf(x *exchange) lifecycle.Outcome {
-	o := outcomeKind(x)
-	o.Status = x.upstreamStatus
-	o.RetryAfter = x.retryAfter
-	return o
-}
+func outcomeOf(x *exchange) lifecycle.Outcome { return endingOf(x).Outcome() }
 
-func outcomeKind(x *exchange) lifecycle.Outcome {
+// The reasons, of those an exchange records, that say how its upstream
+// call ended (endingOf).
+const (
+	// reasonInvalidAnswer: refused by the gateway (on_invalid: refuse);
+	// the provider did answer.
+	reasonInvalidAnswer = "invalid_answer"
+	// reasonConnect: the provider could not be reached, or broke the
+	// connection.
+	reasonConnect = "upstream_connect"
+)
+
+// endingOf is how the call whose answer the client got ended, in the
+// engine's terms (lifecycle.Ending), from what the exchange recorded.
+func endingOf(x *exchange) lifecycle.Ending {
+	e := lifecycle.Ending{Status: x.upstreamStatus, RetryAfter: x.retryAfter, Responses: x.endpoint.IsResponses()}
 	switch x.outcome {
 	case outcomeOK:
-		return lifecycle.Outcome{Kind: lifecycle.OK, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown, Invalid: x.invalid}
+		e.Kind, e.Invalid = lifecycle.EndAnswered, x.invalid
+		e.OutputTokens, e.UsageKnown = x.outputTokens, x.usageKnown
 	case outcomeTimeout:
-		return lifecycle.Outcome{Kind: lifecycle.TimedOut}
+		e.Kind = lifecycle.EndDeadline
 	case outcomeCancelled, outcomeShed:
 		// Shed after starting: the engine answered it early (Ready.Abandon)
 		// and has already counted the call slow. What was relayed of the
 		// answer is charged to the key.
-		return lifecycle.Outcome{Kind: lifecycle.Cancelled, OutputTokens: x.outputTokens, UsageKnown: x.usageKnown}
+		e.Kind = lifecycle.EndAbandoned
+		e.OutputTokens, e.UsageKnown = x.outputTokens, x.usageKnown
+	default:
+		switch {
+		case x.reason == reasonInvalidAnswer:
+			e.Kind = lifecycle.EndInvalid
+		case x.reason == reasonConnect:
+			e.Kind = lifecycle.EndUnreachable
+		case x.upstreamStatus/100 != 2:
+			e.Kind = lifecycle.EndRefused
+		default:
+			e.Kind = lifecycle.EndBroken // a 2xx that broke: a malformed answer or stream
+		}
 	}
-	switch {
-	case x.reason == "invalid_answer":
-		// Refused by the gateway (on_invalid: refuse): the provider did
-		// answer; what the answer is worth is Invalid's to say.
-		return lifecycle.Outcome{Kind: lifecycle.OK, Invalid: true}
-	case x.reason == "upstream_connect":
-		return lifecycle.Outcome{Kind: lifecycle.ConnError}
-	case lacksResponses(x):
-		// A missing endpoint, not a failing provider (responses.go).
-		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
-	case x.upstreamStatus/100 != 2:
-		return lifecycle.StatusOutcome(x.upstreamStatus, 0)
-	}
-	// A 2xx that broke: a malformed answer or stream.
-	return lifecycle.Outcome{Kind: lifecycle.Failed}
+	return e
 }
 
 // upstreamFailed maps a failed upstream call to the client's answer.
@@ -184,12 +192,12 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exch
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
 	case errors.As(context.Cause(ctx), &rej):
-		g.shed(w, x, rej)
+		g.refuse(w, x, rej, time.Time{})
 	case timedOut(ctx):
 		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
 	default:
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_connect",
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, reasonConnect,
 			fmt.Sprintf("provider %s could not be reached or broke the connection", x.provider), 0)
 	}
 }

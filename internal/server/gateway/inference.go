@@ -132,7 +132,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// Shed from the headers alone when the global limit and the queue
 	// have no room for this class: no body read, no upstream socket.
 	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idemAnswered(r, x) {
-		g.shed(w, x, rej)
+		g.refuse(w, x, rej, time.Time{})
 		return
 	}
 
@@ -198,9 +198,8 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
-	if d := m.route.Degrade; d != nil && (x.key == nil || x.key.mayDegrade) && x.priority == admission.Background &&
-		(g.runner.ShouldDegrade(req, *d) || g.sharedLow(x, d.BudgetBelow)) {
-		m, req = g.degrade(w, x, m, req, out, *d, clientTimeout)
+	if dg := lifecycle.Degrade(req, g.degradeAsk(x, m.route.Degrade)); dg != (lifecycle.Degrading{}) {
+		m, req = g.degrade(w, x, m, req, out, dg, clientTimeout)
 		x.inputTokens = req.InputTokens
 	}
 	// Structured output is compiled once, before any upstream call
@@ -228,13 +227,8 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 	if err != nil {
 		var rej *admission.Rejection
 		switch {
-		case errors.As(err, &rej) && (rej.Reason == admission.ReasonKeyBudget || rej.Reason == admission.ReasonLaneBudget):
-			g.budgetRefused(w, x, rej)
-		case errors.As(err, &rej) && rej.Reason == admission.ReasonDeadline:
-			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
-				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		case errors.As(err, &rej):
-			g.shed(w, x, rej)
+			g.refuse(w, x, rej, deadline)
 		case r.Context().Err() != nil:
 			g.clientGone(w, r, x)
 		default:
@@ -264,39 +258,34 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the
-// client's key. Priority is earned, not claimed: only a declared critical
-// key (admission.critical_keys_env) is critical, and is so unless its
-// header asks for less; anyone else asking for critical is served as
-// interactive. With no keys declared, nobody is critical. The header can
-// lower a request's class, never raise it past what its key allows.
+// client's key, as lifecycle.Classify decides: priority is earned, not
+// claimed.
 func (g *Gateway) classify(r *http.Request, x *exchange) error {
-	h := r.Header.Get("X-Sluice-Priority")
-	if h != "" {
-		pri, ok := admission.ParsePriority(strings.ToLower(h))
-		if !ok {
-			return fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
-		}
-		x.priority = pri
+	c, err := g.claim(r, x)
+	if err != nil {
+		return err
 	}
-	if x.key != nil {
-		// A key's class is its ceiling: the header can only lower it.
-		if h == "" || x.priority < x.key.priority {
-			x.downgraded = h != "" && x.priority < x.key.priority
-			x.priority = x.key.priority
+	x.priority, x.downgraded = lifecycle.Classify(c)
+	return nil
+}
+
+// claim is what a request says about its class (lifecycle.Claim): its
+// X-Sluice-Priority, its key's class, or whether its credential is a
+// declared critical key.
+func (g *Gateway) claim(r *http.Request, x *exchange) (lifecycle.Claim, error) {
+	c := lifecycle.Claim{Default: x.priority} // g.defaultPri, from the exchange
+	if h := r.Header.Get("X-Sluice-Priority"); h != "" {
+		if c.Header, c.Asked = admission.ParsePriority(strings.ToLower(h)); !c.Asked {
+			return c, fmt.Errorf("X-Sluice-Priority: %q is not a priority class; use critical, interactive or background", h)
 		}
-		return nil
-	}
-	declared := false
-	if g.criticalKeys != nil {
-		_, declared = g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
 	}
 	switch {
-	case declared && h == "":
-		x.priority = admission.Critical
-	case !declared && x.priority == admission.Critical:
-		x.priority, x.downgraded = admission.Interactive, true
+	case x.key != nil:
+		c.Keyed, c.Key = true, x.key.priority
+	case g.criticalKeys != nil:
+		_, c.Declared = g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
 	}
-	return nil
+	return c, nil
 }
 
 // clientKey is the credential the client sent (which never goes
@@ -351,8 +340,10 @@ func parseTimeout(name, v string) (time.Duration, error) {
 const maxClientTimeout = 24 * time.Hour
 
 // shed answers a refusal from admission: 503 (OpenAI) or 529 (Anthropic)
-// with the dialect's overloaded_error and an estimated Retry-After.
+// with the dialect's overloaded_error and an estimated Retry-After
+// (lifecycle.Answer).
 func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	reply := lifecycle.Answer(*rej)
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	switch rej.Reason {
 	case admission.ReasonUnavailable:
@@ -360,14 +351,15 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 	case admission.ReasonTooSlow:
 		msg = fmt.Sprintf("provider %s is out of rotation and too slow to answer before this request's deadline, and no other target can take it (%s); retry after %s", x.provider, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	}
-	if rej.Futile {
+	if reply.NoRetry {
 		// Most of this class is being refused: a retry would more likely
 		// be refused than served (admission.fail_fast). The
 		// OpenAI and Anthropic SDKs read this header before the status.
 		w.Header().Set("X-Should-Retry", "false")
 		msg += "; most " + rej.Priority.String() + " requests are being refused, so a retry is unlikely to be served: do not retry at once"
 	}
-	g.fail(w, x, protocol.Overloaded, outcomeShed, string(rej.Reason), msg, rej.RetryAfter)
+	kind, outcome := replyStatus(reply)
+	g.fail(w, x, kind, outcome, string(rej.Reason), msg, reply.RetryAfter)
 }
 
 // fail is the one place an error answer is written and recorded.

@@ -65,13 +65,6 @@ func (m *model) keep(ok func(target) bool) *model {
 	return kept
 }
 
-// lacksResponses reports whether x's call was a Responses request its
-// provider answered 404: the provider has no such endpoint, which says
-// nothing about its health.
-func lacksResponses(x *exchange) bool {
-	return x.endpoint.IsResponses() && x.upstreamStatus == http.StatusNotFound
-}
-
 // warnNoResponses logs, once per provider, that it answered 404 to the
 // Responses API.
 func (g *Gateway) warnNoResponses(p *provider) {

@@ -222,7 +222,7 @@ func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) 
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	w.Header().Set(headerVerdict, "invalid")
 	w.Header().Set(headerReason, x.invalidReason)
-	g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "invalid_answer",
+	g.fail(w, x, protocol.Upstream, outcomeUpstreamError, reasonInvalidAnswer,
 		fmt.Sprintf("provider %s's answer failed validation against the request's declared structured output: %s", a.t.provider.name, x.invalidReason), 0)
 }
 

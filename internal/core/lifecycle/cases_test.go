@@ -1,0 +1,28 @@
+package lifecycle_test
+
+import (
+	"testing"
+
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle/lifecycletest"
+)
+
+// The cases both hosts run (package lifecycletest) hold for the rules
+// themselves.
+func TestHostCases(t *testing.T) {
+	for _, c := range lifecycletest.Classify {
+		if p, down := lifecycle.Classify(c.Claim); p != c.Want || down != c.Downgraded {
+			t.Errorf("Classify %s: %v, %v; want %v, %v", c.Name, p, down, c.Want, c.Downgraded)
+		}
+	}
+	for _, c := range lifecycletest.Answers {
+		if got := lifecycle.Answer(c.Rejection); got != c.Want {
+			t.Errorf("Answer %s: %+v, want %+v", c.Name, got, c.Want)
+		}
+	}
+	for _, c := range lifecycletest.Endings {
+		if got := c.Ending.Outcome(); got != c.Want {
+			t.Errorf("Outcome %s: %+v, want %+v", c.Name, got, c.Want)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+// Package lifecycletest holds the cases that both hosts of the engine,
+// the gateway and the simulator, run through their own adapters, so a
+// rule that once had a copy in each is checked to decide alike in both:
+// each host's test feeds every case's inputs, in its own terms, to the
+// code it serves requests with, and compares its decision with the
+// case's. A case a host cannot express (the simulator has no request
+// without a header, for one) says so, and that host skips it.
+//
+// The cases are data; the rules are lifecycle's (Classify, Answer,
+// Degrade, Ending), whose own tests check them against the same tables.
+package lifecycletest
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+)
+
+// ClassifyCase is a request's claim to a class, and the class it gets.
+type ClassifyCase struct {
+	Name       string
+	Claim      lifecycle.Claim
+	Want       admission.Priority
+	Downgraded bool
+}
+
+// SimExpresses reports whether the simulator has a stream that makes
+// this claim: a key of its own class sends no header; a key without one
+// sends the class it draws, capped at the default; a stream without a
+// key stands for declared callers and sends what it draws.
+func (c ClassifyCase) SimExpresses() bool {
+	switch {
+	case c.Claim.Keyed && !c.Claim.Asked:
+		return true
+	case c.Claim.Keyed:
+		return true // a key without a class of its own: capped at Key
+	}
+	return c.Claim.Declared && c.Claim.Asked
+}
+
+var (
+	critical    = admission.Critical
+	interactive = admission.Interactive
+	background  = admission.Background
+)
+
+// Classify are the priority-ceiling cases.
+var Classify = []ClassifyCase{
+	{"key, no header: the key's class", lifecycle.Claim{Keyed: true, Key: background}, background, false},
+	{"key, header lower: lowered", lifecycle.Claim{Keyed: true, Key: interactive, Asked: true, Header: background}, background, false},
+	{"key, header higher: the key's ceiling", lifecycle.Claim{Keyed: true, Key: interactive, Asked: true, Header: critical}, interactive, true},
+	{"key, header equal", lifecycle.Claim{Keyed: true, Key: interactive, Asked: true, Header: interactive}, interactive, false},
+	{"critical key, header critical", lifecycle.Claim{Keyed: true, Key: critical, Asked: true, Header: critical}, critical, false},
+	{"declared, no header: critical", lifecycle.Claim{Declared: true, Default: interactive}, critical, false},
+	{"declared, header lower", lifecycle.Claim{Declared: true, Asked: true, Header: background, Default: interactive}, background, false},
+	{"declared, header critical", lifecycle.Claim{Declared: true, Asked: true, Header: critical, Default: interactive}, critical, false},
+	{"anyone asking critical: interactive", lifecycle.Claim{Asked: true, Header: critical, Default: background}, interactive, true},
+	{"anyone, no header: the default", lifecycle.Claim{Default: background}, background, false},
+}
+
+// AnswerCase is a refusal, and what its client is told: the status on
+// OpenAI's API, the Retry-After in whole seconds (0: none) and whether
+// it is told not to retry.
+type AnswerCase struct {
+	Name       string
+	Rejection  admission.Rejection
+	Want       lifecycle.Reply
+	Status     int
+	RetryAfter int
+}
+
+// Answers are the refusal cases.
+var Answers = []AnswerCase{
+	{"key budget: 429 with the exact wait", admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: interactive, RetryAfter: 20 * time.Second, Dimension: "requests"},
+		lifecycle.Reply{Kind: lifecycle.ReplyRateLimited, RetryAfter: 20 * time.Second}, http.StatusTooManyRequests, 20},
+	{"key budget, larger than its burst: 413", admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: interactive, RetryAfter: 5 * time.Second, Dimension: "input_tokens", TooLarge: true},
+		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, http.StatusRequestEntityTooLarge, 0},
+	{"lane budget: an overload", admission.Rejection{Reason: admission.ReasonLaneBudget, Priority: background, RetryAfter: 3 * time.Second, Dimension: "input_tokens"},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 3 * time.Second}, http.StatusServiceUnavailable, 3},
+	{"lane budget, too large: 413", admission.Rejection{Reason: admission.ReasonLaneBudget, Priority: background, Dimension: "input_tokens", TooLarge: true},
+		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, http.StatusRequestEntityTooLarge, 0},
+	{"queue full: shed", admission.Rejection{Reason: admission.ReasonQueueFull, Priority: background, RetryAfter: 2 * time.Second},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 2 * time.Second}, http.StatusServiceUnavailable, 2},
+	{"futile: shed, do not retry", admission.Rejection{Reason: admission.ReasonQueueFull, Priority: interactive, RetryAfter: time.Second, Futile: true},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: time.Second, NoRetry: true}, http.StatusServiceUnavailable, 1},
+	{"no provider takes calls: shed", admission.Rejection{Reason: admission.ReasonUnavailable, Priority: interactive, RetryAfter: 4 * time.Second},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 4 * time.Second}, http.StatusServiceUnavailable, 4},
+	{"deadline in the queue: 504", admission.Rejection{Reason: admission.ReasonDeadline, Priority: interactive, RetryAfter: time.Second},
+		lifecycle.Reply{Kind: lifecycle.ReplyTimedOut}, http.StatusGatewayTimeout, 0},
+}
+
+// DegradeCase is a request of a model whose Degradation is Degrade, and
+// how it is served. Its key's budget is 100 requests a minute, kept in a
+// fleet's shared store with Remaining left (-1: the key has no budget
+// there); Pressure is the engine's own verdict (Engine.ShouldDegrade).
+type DegradeCase struct {
+	Name       string
+	Priority   admission.Priority
+	KeyOptsOut bool
+	Pressure   bool
+	Remaining  int64
+	MaxOutput  int64
+	Want       lifecycle.Degrading
+}
+
+// Degradation is the cases' model's: served by "small" with max_tokens
+// at most 128, when its key has less than a tenth of its budget left.
+var Degradation = lifecycle.Degradation{To: "small", MaxTokens: 128, BudgetBelow: 0.1}
+
+// Model is the cases' model's name.
+const Model = "chat"
+
+// Degrades are the degradation cases.
+var Degrades = []DegradeCase{
+	{"pressure", background, false, true, -1, 1024, lifecycle.Degrading{To: "small", MaxOutput: 128}},
+	{"no pressure, no shared budget", background, false, false, -1, 1024, lifecycle.Degrading{}},
+	{"shared budget nearly spent", background, false, false, 5, 1024, lifecycle.Degrading{To: "small", MaxOutput: 128}},
+	{"shared budget at a tenth: not below it", background, false, false, 10, 1024, lifecycle.Degrading{}},
+	{"shared budget full", background, false, false, 100, 1024, lifecycle.Degrading{}},
+	{"shared budget spent, key opts out", background, true, true, 0, 1024, lifecycle.Degrading{}},
+	{"interactive: never", interactive, false, true, 0, 1024, lifecycle.Degrading{}},
+	{"a smaller ask keeps its max_tokens", background, false, false, 0, 64, lifecycle.Degrading{To: "small"}},
+}
+
+// EndingCase is how an upstream call ended, and what that means to the
+// engine.
+type EndingCase struct {
+	Name   string
+	Ending lifecycle.Ending
+	Want   lifecycle.Outcome
+}
+
+// Endings are the call-ending cases both hosts can produce.
+var Endings = []EndingCase{
+	{"an answer", lifecycle.Ending{Kind: lifecycle.EndAnswered, Status: 200}, lifecycle.Outcome{Kind: lifecycle.OK, Status: 200}},
+	{"429 with Retry-After", lifecycle.Ending{Kind: lifecycle.EndRefused, Status: 429, RetryAfter: 2 * time.Second}, lifecycle.Outcome{Kind: lifecycle.Overloaded, Status: 429, RetryAfter: 2 * time.Second}},
+	{"503", lifecycle.Ending{Kind: lifecycle.EndRefused, Status: 503}, lifecycle.Outcome{Kind: lifecycle.Overloaded, Status: 503}},
+	{"529", lifecycle.Ending{Kind: lifecycle.EndRefused, Status: 529}, lifecycle.Outcome{Kind: lifecycle.Overloaded, Status: 529}},
+	{"500", lifecycle.Ending{Kind: lifecycle.EndRefused, Status: 500}, lifecycle.Outcome{Kind: lifecycle.Failed, Status: 500}},
+	{"400", lifecycle.Ending{Kind: lifecycle.EndRefused, Status: 400}, lifecycle.Outcome{Kind: lifecycle.Failed, Status: 400}},
+	{"a connection reset", lifecycle.Ending{Kind: lifecycle.EndUnreachable}, lifecycle.Outcome{Kind: lifecycle.ConnError}},
+	{"a malformed answer", lifecycle.Ending{Kind: lifecycle.EndBroken, Status: 200}, lifecycle.Outcome{Kind: lifecycle.Failed, Status: 200}},
+}
+
+// RetryStep is one call of a request failing before any byte reached
+// the client: its attempt (0 the first call, 1 the second), its status
+// (0: the connection broke), and whether the request then gets a retry.
+type RetryStep struct {
+	Attempt int
+	Status  int
+	Retried bool
+}
+
+// RetryCase is a request's calls failing in turn. With Hedge, the
+// request is hedged (its second call sent) before anything fails.
+type RetryCase struct {
+	Name  string
+	Hedge bool
+	Steps []RetryStep
+}
+
+// RetryConfig is the engine the retry cases run on: two targets, with
+// budget to spare for hedges and retries.
+func RetryConfig() lifecycle.Config {
+	return lifecycle.Config{
+		Admission: admission.Config{Global: admission.Fixed(100)},
+		Scopes:    []lifecycle.ScopeConfig{{Fixed: 10}, {Fixed: 10}},
+		Hedge:     lifecycle.HedgeConfig{Budget: 1, Burst: 10},
+		Retry:     lifecycle.RetryConfig{Budget: 1, Burst: 10},
+	}
+}
+
+// Retries are the retry cases.
+var Retries = []RetryCase{
+	{"the first call fails alone, safely", false, []RetryStep{{0, 503, true}}},
+	{"the first call's connection breaks", false, []RetryStep{{0, 0, true}}},
+	{"the first call fails with a 400", false, []RetryStep{{0, 400, false}}},
+	{"the retry fails too", false, []RetryStep{{0, 503, true}, {1, 503, false}}},
+	{"the first call fails while its hedge is live", true, []RetryStep{{0, 503, false}, {1, 503, false}}},
+	{"the hedge fails, then the first call", true, []RetryStep{{1, 503, false}, {0, 503, false}}},
+}
