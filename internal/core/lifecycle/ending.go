@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"net/http"
 	"time"
 )
 
@@ -73,7 +72,7 @@ func (e Ending) Outcome() Outcome {
 	case EndInvalid:
 		o = Outcome{Kind: OK, Invalid: true}
 	case EndRefused:
-		if e.Responses && e.Status == http.StatusNotFound {
+		if e.Responses && e.Status == statusNotFound {
 			o = Outcome{Kind: Cancelled}
 		} else {
 			o = StatusOutcome(e.Status, e.RetryAfter)

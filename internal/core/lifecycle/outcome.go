@@ -9,6 +9,7 @@ const (
 	statusTooManyRequests    = 429
 	statusServiceUnavailable = 503
 	statusOverloaded         = 529
+	statusNotFound           = 404
 )
 
 // StatusOutcome classifies a provider's answer by its HTTP status: a 2xx

@@ -11,7 +11,6 @@
 package lifecycletest
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
@@ -74,21 +73,21 @@ type AnswerCase struct {
 // Answers are the refusal cases.
 var Answers = []AnswerCase{
 	{"key budget: 429 with the exact wait", admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: interactive, RetryAfter: 20 * time.Second, Dimension: "requests"},
-		lifecycle.Reply{Kind: lifecycle.ReplyRateLimited, RetryAfter: 20 * time.Second}, http.StatusTooManyRequests, 20},
+		lifecycle.Reply{Kind: lifecycle.ReplyRateLimited, RetryAfter: 20 * time.Second}, 429, 20},
 	{"key budget, larger than its burst: 413", admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: interactive, RetryAfter: 5 * time.Second, Dimension: "input_tokens", TooLarge: true},
-		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, http.StatusRequestEntityTooLarge, 0},
+		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, 413, 0},
 	{"lane budget: an overload", admission.Rejection{Reason: admission.ReasonLaneBudget, Priority: background, RetryAfter: 3 * time.Second, Dimension: "input_tokens"},
-		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 3 * time.Second}, http.StatusServiceUnavailable, 3},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 3 * time.Second}, 503, 3},
 	{"lane budget, too large: 413", admission.Rejection{Reason: admission.ReasonLaneBudget, Priority: background, Dimension: "input_tokens", TooLarge: true},
-		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, http.StatusRequestEntityTooLarge, 0},
+		lifecycle.Reply{Kind: lifecycle.ReplyTooLarge}, 413, 0},
 	{"queue full: shed", admission.Rejection{Reason: admission.ReasonQueueFull, Priority: background, RetryAfter: 2 * time.Second},
-		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 2 * time.Second}, http.StatusServiceUnavailable, 2},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 2 * time.Second}, 503, 2},
 	{"futile: shed, do not retry", admission.Rejection{Reason: admission.ReasonQueueFull, Priority: interactive, RetryAfter: time.Second, Futile: true},
-		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: time.Second, NoRetry: true}, http.StatusServiceUnavailable, 1},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: time.Second, NoRetry: true}, 503, 1},
 	{"no provider takes calls: shed", admission.Rejection{Reason: admission.ReasonUnavailable, Priority: interactive, RetryAfter: 4 * time.Second},
-		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 4 * time.Second}, http.StatusServiceUnavailable, 4},
+		lifecycle.Reply{Kind: lifecycle.ReplyOverloaded, RetryAfter: 4 * time.Second}, 503, 4},
 	{"deadline in the queue: 504", admission.Rejection{Reason: admission.ReasonDeadline, Priority: interactive, RetryAfter: time.Second},
-		lifecycle.Reply{Kind: lifecycle.ReplyTimedOut}, http.StatusGatewayTimeout, 0},
+		lifecycle.Reply{Kind: lifecycle.ReplyTimedOut}, 504, 0},
 }
 
 // DegradeCase is a request of a model whose Degradation is Degrade, and
