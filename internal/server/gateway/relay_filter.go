@@ -95,6 +95,7 @@ type streamFilters struct {
 	chain    [6]streamFilter
 }
 
+// crossFilters are the filters only a translated stream has.
 type crossFilters struct {
 	translate translateFilter
 	check     checkFilter
@@ -169,25 +170,24 @@ type checkFramer struct {
 
 func (c *checkFramer) scan(held []byte, m int) (int, error) {
 	base := len(held) - m
-	b, ok, bad := c.check.Feed(held[base:])
-	switch {
-	case !ok && bad >= 0:
-		return base + bad, malformedEvent(c.provider)
-	case !ok:
-		return -1, malformedEvent(c.provider)
-	case b >= 0:
-		return base + b, nil
+	end, ok, bad := c.check.Feed(held[base:])
+	var err error
+	if !ok {
+		end, err = bad, malformedEvent(c.provider)
 	}
-	return -1, nil
+	if end < 0 {
+		return -1, err
+	}
+	return base + end, err
 }
 
+// last: the terminator, or the provider's own error event, may have come
+// without its blank line, and goes out with one.
 func (c *checkFramer) last([]byte) (bool, error) {
 	switch v := c.check.End(); v {
 	case protocol.StreamOK:
 		return true, nil
 	case protocol.StreamErrorEvent:
-		// The terminator, or the provider's own error event, may have
-		// come without its blank line: it goes out with one.
 		return true, upstreamEnd(v, "")
 	default:
 		return false, upstreamEnd(v, fmt.Sprintf("provider %s ended the stream before it was complete", c.provider))
