@@ -418,9 +418,6 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
 	}
 	switch {
-	case a.buf != nil && crossed(x, a):
-		x.ttft = a.firstAt.Sub(a.start)
-		g.relayTranslated(call.Context(), w, r, x, a)
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)
 		g.relayStream(call.Context(), w, r, x, a)
