@@ -162,7 +162,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 	for name, want := range routes {
 		m, ok := c.Model(name)
-		if !ok || len(m.Targets) != 1 || m.Targets[0] != (Target{want[0], want[1]}) {
+		if !ok || len(m.Targets) != 1 || m.Targets[0] != (Target{Provider: want[0], Model: want[1]}) {
 			t.Errorf("model %s = %+v", name, m)
 		}
 	}

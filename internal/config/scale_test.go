@@ -15,6 +15,8 @@ import (
 // the other (and, if the engine reads it, scaled there too).
 var scaledDurations = []string{
 	"server.stream_idle_timeout",
+	"server.stream_stall_timeout",
+	"server.stream_stall_floor",
 	"providers[].timeout",
 	"providers[].pool.scrape_interval",
 	"providers[].pool.stale_after",

@@ -106,6 +106,13 @@ type Server struct {
 	// StreamIdleTimeout ends a response whose provider sends nothing for
 	// this long after it started answering (default 60s).
 	StreamIdleTimeout Duration `yaml:"stream_idle_timeout"`
+	// StreamStallTimeout and StreamStallFloor bound the stall deadline
+	// of a stream that has begun: quiet for longer, it counts as broken
+	// and is continued elsewhere (lifecycle.StallDeadline: 20 times the
+	// stream's own mean gap, within [floor, timeout]; defaults 3s and
+	// 15s, well under stream_idle_timeout).
+	StreamStallTimeout Duration `yaml:"stream_stall_timeout"`
+	StreamStallFloor   Duration `yaml:"stream_stall_floor"`
 	// IdleTimeout closes a keep-alive connection idle this long (default
 	// 120s).
 	IdleTimeout Duration `yaml:"idle_timeout"`
@@ -195,6 +202,11 @@ type Provider struct {
 	Replicas []Replica `yaml:"replicas"`
 	// Pool says how calls are spread over Replicas; ignored without them.
 	Pool Pool `yaml:"pool"`
+	// Continuation says how a broken stream may be continued on this
+	// provider's targets: "prefill", "prompt" or "none" (continuation.go;
+	// default prefill for kind anthropic, prompt otherwise). A target
+	// may say otherwise.
+	Continuation string `yaml:"continuation"`
 }
 
 // Replica is one server of a provider's pool.
@@ -451,6 +463,9 @@ type Validation struct {
 type Target struct {
 	Provider string `yaml:"provider"`
 	Model    string `yaml:"model"`
+	// Continuation overrides the provider's for this model
+	// (continuation.go). Empty: the provider's.
+	Continuation string `yaml:"continuation"`
 }
 
 // Admission configures the concurrency limit and the waiting queue.

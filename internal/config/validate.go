@@ -52,6 +52,7 @@ func (c *Config) validate() []*Error {
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	known := c.validateProviders(v)
 	c.validateModels(v, known)
+	c.validateContinuation(v)
 	c.validateAdmission(v)
 	c.validateKeys(v)
 	c.validateStore(v)
