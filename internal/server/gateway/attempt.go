@@ -242,6 +242,7 @@ func (g *Gateway) discard(call *runner.Call, a *attempt, o lifecycle.Outcome) {
 // goes to the client, and the other is cancelled.
 func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	races := m.route.Races
+	x.cont = contState{call: call, m: m, out: body} // for a broken stream (relay_continue.go)
 	first := g.newAttempt(call, 0, m.targets[call.Target])
 	x.attempts = 1
 	if !races {

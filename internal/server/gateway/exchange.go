@@ -103,6 +103,9 @@ type exchange struct {
 	verdict       uint8
 	invalid       bool
 	invalidReason string
+	// cont is what a broken stream needs to be continued, and names the
+	// continuation when it was (relay_continue.go).
+	cont contState
 }
 
 // finish records the exchange in metrics and writes its log line.
@@ -180,6 +183,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.idem != "" {
 		attrs = append(attrs, slog.String("idempotency", x.idem))
+	}
+	if x.cont.continued != "" {
+		attrs = append(attrs, slog.String("continued", x.cont.continued))
 	}
 	g.log.LogAttrs(context.Background(), level, "request", attrs...)
 }

@@ -161,6 +161,11 @@ func endingOf(x *exchange) lifecycle.Ending {
 	case outcomeOK:
 		e.Kind, e.Invalid = lifecycle.EndAnswered, x.invalid
 		e.OutputTokens, e.UsageKnown = x.outputTokens, x.usageKnown
+		if x.cont.continued != "" {
+			// The call broke: its provider's breaker hears it, and the
+			// key pays the attempts' summed output.
+			e.Kind = lifecycle.EndBroken
+		}
 	case outcomeTimeout:
 		e.Kind = lifecycle.EndDeadline
 	case outcomeCancelled, outcomeShed:

@@ -109,6 +109,8 @@ type Gateway struct {
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
 	streamIdle   time.Duration
+	// stall bounds the stall deadline of a stream (relay_continue.go).
+	stall lifecycle.StallConfig
 	// active counts requests in the handler, so a reload can tell when
 	// the configuration it replaced has finished its last one.
 	active  atomic.Int64
@@ -166,6 +168,9 @@ type model struct {
 	// onInvalid is validation.on_invalid: what an answer that breaks
 	// its request's declared structured output does (validation.go).
 	onInvalid string
+	// caps is what each target can do to continue a broken stream, in
+	// targets' order (config.ContinuationCaps).
+	caps []lifecycle.ContinueCaps
 }
 
 type target struct {
@@ -191,6 +196,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
+		stall:        stallConfig(cfg, sv),
 		tell:         newResponseHeaders(cfg.ResponseHeaders),
 	}
 	if opts.TracerProvider != nil {
@@ -295,6 +301,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			t := target{provider: p, model: m.route.Models[j]}
 			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
 			m.targets = append(m.targets, t)
+			m.caps = append(m.caps, continuationCaps(cfg, mc, p.name, t.model))
 			if p.probeModel == "" {
 				p.probeModel = m.route.Models[j] // the first target that names it
 			}

@@ -99,6 +99,10 @@ type streamRelay struct {
 	// relayBigPool.
 	bp       *[]byte
 	big      bool
+	// cancel ends the attempt's upstream call; contRes is how a
+	// continued stream ended (relay_continue.go).
+	cancel  context.CancelFunc
+	contRes contResult
 	buf      []byte
 	n, ready int
 	// midEvent: part of an event that has not ended has gone out.
@@ -118,7 +122,7 @@ type streamRelay struct {
 // other API is relayed the same way, with a translation filter in the
 // chain (newChain).
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, p: a.t.provider, bp: a.buf}
+	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, p: a.t.provider, bp: a.buf, cancel: a.cancel}
 	a.buf = nil
 	defer s.release()
 	resp := a.resp
@@ -137,11 +141,16 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 		f.read(s.buf[:s.n])
 	}
 	err := s.pump(resp.Body)
+	if err == io.EOF {
+		err = s.last()
+	}
+	err = s.carryOn(err)
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	s.end(err)
 }
 
 func (s *streamRelay) release() {
+	s.filters.text.release()
 	if s.big {
 		relayBigPool.Put(s.bp)
 	} else {
@@ -339,6 +348,10 @@ func (s *streamRelay) end(err error) {
 		if len(tail) > 0 {
 			s.cw.write(tail)
 		}
+		return
+	case err == errContinued:
+		x.outcome = outcomeOK
+		x.outputTokens, x.usageKnown, x.finish = s.contRes.tokens, s.contRes.known, s.contRes.finish
 		return
 	case err == errClientWrite:
 		s.g.clientGone(s.w, s.r, x)

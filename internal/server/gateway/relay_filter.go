@@ -81,6 +81,7 @@ var (
 	_ streamFilter = (*collectorFilter)(nil)
 	_ streamFilter = usageChunkDrop{}
 	_ streamFilter = (*scrubFilter)(nil)
+	_ streamFilter = (*textFilter)(nil)
 )
 
 // streamFilters holds one stream's filters, so that the chain costs no
@@ -92,7 +93,8 @@ type streamFilters struct {
 	answer   collectorFilter
 	scrub    scrubFilter
 	checkCut checkFramer
-	chain    [6]streamFilter
+	text     textFilter
+	chain    [8]streamFilter
 }
 
 // crossFilters are the filters only a translated stream has.
@@ -107,7 +109,7 @@ func (s *streamRelay) newChain(a *attempt) {
 	f, x, p := &s.filters, s.x, s.p
 	s.chain = f.chain[:0]
 	f.usage = usageMeter{x: x}
-	f.idle = idleFilter{d: s.g.streamIdle, cancel: a.cancel, provider: p.name}
+	f.idle = idleFilter{d: s.g.streamIdle, stall: s.g.stall, cancel: a.cancel, provider: p.name}
 	s.chain = append(s.chain, &f.usage, &f.idle)
 	if crossed(x, a) {
 		// The provider's events are cut whole by a plain framer,
@@ -130,6 +132,12 @@ func (s *streamRelay) newChain(a *attempt) {
 		f.checkCut = checkFramer{check: &a.check, provider: p.name}
 		s.frame = &f.checkCut
 		s.ready = a.ready
+	}
+	if x.endpoint.Name == "chat_completions" || x.endpoint.Name == "messages" {
+		// The answer's text and finish, as the client gets them
+		// (relay_contfilter.go).
+		f.text = textFilter{dialect: x.endpoint.Dialect, usage: &f.usage, on: x.cont.call != nil && x.contract == nil}
+		s.chain = append(s.chain, &f.text)
 	}
 	if x.contract != nil {
 		f.answer = collectorFilter{g: s.g, x: x, p: p, k: contract.NewCollector(x.endpoint.Dialect)}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
@@ -42,28 +43,52 @@ func (f *usageMeter) end(err error) ([]byte, error) {
 // waits on the provider, so a slow client is never taken for a quiet
 // provider. At the end it explains a read that failed because it fired:
 // stream_idle.
+//
+// It watches for a stall too: a stream that has begun and goes quiet
+// for far longer than its own gaps between reads (the stall deadline,
+// lifecycle.StallDeadline, well under the idle timeout) is cancelled
+// the same way, and ends as stalled (stream_stall), which a
+// continuation may mend (relay_continue.go).
 type idleFilter struct {
 	passThrough
 	d        time.Duration
+	stall    lifecycle.StallConfig
+	gaps     lifecycle.Gaps
+	last     time.Time
 	cancel   context.CancelFunc
 	provider string
 	t        *time.Timer
 	fired    atomic.Bool
+	// armed is the wait the timer was last set for, in nanoseconds.
+	armed atomic.Int64
 }
 
 func (f *idleFilter) wait() {
+	d := f.d
+	if f.stall.Ceiling > 0 {
+		d = min(d, lifecycle.StallDeadline(f.stall, f.gaps))
+	}
+	f.armed.Store(int64(d))
+	if f.last.IsZero() {
+		f.last = time.Now()
+	}
 	if f.t == nil {
-		f.t = time.AfterFunc(f.d, f.fire)
+		f.t = time.AfterFunc(d, f.fire)
 		return
 	}
-	f.t.Reset(f.d)
+	f.t.Reset(d)
 }
 
 func (f *idleFilter) fire() { f.fired.Store(true); f.cancel() }
 
-func (f *idleFilter) read([]byte) {
+func (f *idleFilter) read(chunk []byte) {
 	if f.t != nil {
 		f.t.Stop()
+	}
+	if len(chunk) > 0 {
+		now := time.Now()
+		f.gaps.Add(now.Sub(f.last))
+		f.last = now
 	}
 }
 
@@ -72,6 +97,9 @@ func (f *idleFilter) end(err error) ([]byte, error) {
 		f.t.Stop()
 	}
 	if unexplained(err) && f.fired.Load() {
+		if d := time.Duration(f.armed.Load()); d < f.d {
+			return nil, upstreamEnd("stream_stall", fmt.Sprintf("provider %s sent nothing for %s", f.provider, d))
+		}
 		return nil, upstreamEnd("stream_idle", fmt.Sprintf("provider %s sent nothing for %s", f.provider, f.d))
 	}
 	return nil, err

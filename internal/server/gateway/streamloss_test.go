@@ -46,8 +46,9 @@ func (r *endingReader) Read(p []byte) (int, error) {
 
 // Every event the provider sent whole before its stream failed reaches
 // the client, before the error event Sluice adds: the events of the read
-// that also brought the failure (a cut, or the end without a
-// terminator) are not dropped, whether the stream is translated or not.
+// that also brought the failure are not dropped, whether the stream is
+// translated or not. A stream that carried its finish reason and closed
+// without its terminator is complete: it gets [DONE], not an error.
 func TestEventsBeforeAFailureReachTheClient(t *testing.T) {
 	const (
 		oaHead   = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hello\"}}]}\n\n"
@@ -64,7 +65,7 @@ func TestEventsBeforeAFailureReachTheClient(t *testing.T) {
 		reason string
 	}{
 		{"cut", false, []string{oaHead, oaTail}, io.ErrUnexpectedEOF, "stream_cut"},
-		{"closed without its terminator", false, []string{oaHead, oaTail}, io.EOF, "stream_unterminated"},
+		{"closed without its terminator", false, []string{oaHead, oaTail}, io.EOF, ""},
 		{"translated, cut", true, []string{anHead, anTail}, io.ErrUnexpectedEOF, "stream_cut"},
 	}
 	for _, c := range cases {
@@ -76,6 +77,16 @@ func TestEventsBeforeAFailureReachTheClient(t *testing.T) {
 			s := newStack(t, mock.Config{}, mutate, func(o *gateway.Options) { o.Transport = endingTransport{c.pieces, c.end} })
 			status, _, body := s.do("/v1/chat/completions", streamReq, nil)
 			text := string(body)
+			if c.reason == "" {
+				if status != 200 || strings.Contains(text, `"error"`) || !strings.HasSuffix(text, finished+"}]}\n\ndata: [DONE]\n\n") {
+					t.Fatalf("status %d, body %q; want the whole stream, then [DONE], and no error event", status, body)
+				}
+				waitFor(t, "the log line", func() bool { return len(s.requestLog()) == 1 })
+				if l := s.requestLog()[0]; l.Outcome != "ok" {
+					t.Errorf("logged %s/%s, want ok", l.Outcome, l.Reason)
+				}
+				return
+			}
 			errAt := strings.Index(text, `{"error":`)
 			if status != 200 || errAt < 0 || !strings.Contains(text[:errAt], `"content":" world"`) || !strings.Contains(text[:errAt], finished) {
 				t.Fatalf("status %d, body %q; want the last events (\" world\", the finish reason) before the error event", status, body)
@@ -125,7 +136,9 @@ func TestTranslatedStreamEndings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStack(t, mock.Config{}, func(cfg *config.Config) { cfg.Log.Format = "json"; openAIOnAnthropic(cfg) },
+			// Continuation is off: these are the endings of a stream that
+			// cannot be continued (continue_test.go has the others).
+			s := newStack(t, mock.Config{}, func(cfg *config.Config) { cfg.Log.Format = "json"; openAIOnAnthropic(cfg); noContinuation(cfg) },
 				func(o *gateway.Options) { o.Transport = chunkedTransport{c.pieces} })
 			status, _, body := s.do("/v1/chat/completions", streamReq, nil)
 			text, at := string(body), 0
