@@ -168,11 +168,11 @@ func (f *textFilter) see(ev []byte) {
 	if bytes.Contains(ev, keyToolCalls) {
 		f.tool = true
 	}
-	if i := bytes.Index(ev, keyContent); i >= 0 {
+	if i := bytes.Index(ev, keyContent); i >= 0 && i+len(keyContent) < len(ev) && ev[i+len(keyContent)] != '"' {
 		if f.on {
 			f.addString(ev[i+len(keyContent):])
 		}
-		f.deltas++
+		f.deltas++ // a token: the role chunk's empty content is none
 	}
 	if bytes.Contains(ev, keyFinish) {
 		f.finished = true
