@@ -64,6 +64,10 @@ type attempt struct {
 	invalid      string
 	unchecked    string
 	retryInvalid bool
+	// whole is a whole answer's head, read before the call is
+	// committed (readWhole); haveWhole says it was.
+	whole     []byte
+	haveWhole bool
 }
 
 // newAttempt makes an attempt, with a context of its own: a loser of a
@@ -105,6 +109,8 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 		g.readHead(a)
 	case body.contract != nil && a.resp.StatusCode/100 == 2:
 		g.readAnswer(a, body)
+	case a.resp.StatusCode/100 == 2 && isJSON(a.resp.Header):
+		g.readWhole(a)
 	}
 }
 
@@ -404,6 +410,11 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		x.upstreamDur = g.now().Sub(a.start)
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed stream", x.provider), 0)
+		return
+	case errors.Is(a.err, errBadAnswer):
+		x.upstreamDur = g.now().Sub(a.start)
+		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+			fmt.Sprintf("provider %s sent a malformed response", x.provider), 0)
 		return
 	case a.err != nil:
 		g.upstreamFailed(w, r, x, call.Context(), a.err)

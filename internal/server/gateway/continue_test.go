@@ -451,4 +451,57 @@ func TestStreamNotContinued(t *testing.T) {
 	}
 }
 
-var _ = bytes.NewReader
+
+
+// A whole answer whose body breaks off after its headers is restarted on
+// the next target: nothing of it reached the client.
+func TestWholeAnswerBrokenMidBodyRetried(t *testing.T) {
+	const answer = `{"id":"c","object":"chat.completion","created":1,"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	for _, how := range []string{"reset", "truncated"} {
+		t.Run(how, func(t *testing.T) {
+			p := newUpstream(t, func(u *upstream, w http.ResponseWriter, r *http.Request, _ map[string]any) {
+				w.Header().Set("Content-Type", "application/json")
+				if how == "truncated" {
+					io.WriteString(w, answer[:40]) // a clean end, mid-JSON
+					return
+				}
+				w.Header().Set("Content-Length", fmt.Sprint(len(answer)))
+				w.WriteHeader(200)
+				io.WriteString(w, answer[:40])
+				w.(http.Flusher).Flush()
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+			})
+			f := newUpstream(t, func(u *upstream, w http.ResponseWriter, r *http.Request, _ map[string]any) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, answer)
+			})
+			y := fmt.Sprintf("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nproviders:\n  - {name: primary, kind: openai, base_url: %s}\n  - {name: fallback, kind: openai, base_url: %s}\nmodels:\n  - name: m\n    targets:\n      - {provider: primary, model: up}\n      - {provider: fallback, model: up}\n", p.srv.URL, f.srv.URL)
+			cfg, err := config.Parse([]byte(y), "whole.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(srv.Close)
+			t.Cleanup(g.Close)
+			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Equal(body, []byte(answer)) {
+				t.Fatalf("status %d, body %s; want the fallback's whole answer", resp.StatusCode, body)
+			}
+			if p.calls() != 1 || f.calls() != 1 {
+				t.Errorf("primary %d calls, fallback %d; want 1 and 1", p.calls(), f.calls())
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,10 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	defer resp.Body.Close()
 	// The first 64 KiB come within the request's deadline; a provider
 	// quiet past that, in a larger answer, meets the idle timeout.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, wholeBodyLimit+1))
+	data, err := a.whole, error(nil)
+	if !a.haveWhole {
+		data, err = io.ReadAll(io.LimitReader(resp.Body, wholeBodyLimit+1))
+	}
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	x.ttft = x.upstreamDur
 	if err != nil {
@@ -170,3 +174,26 @@ func (g *Gateway) watchIdle(cancel context.CancelFunc) *idleWatch {
 func (iw *idleWatch) kick() { iw.t.Reset(iw.d) }
 
 func (iw *idleWatch) stop() { iw.t.Stop() }
+
+// errBadAnswer marks a whole answer that broke off, or proved malformed,
+// before the client saw any of it: a failed call, safe to retry.
+var errBadAnswer = errors.New("gateway: malformed answer")
+
+// readWhole reads a whole 2xx JSON answer's head (up to wholeBodyLimit,
+// most answers whole) before the call is committed, so that an answer
+// whose body breaks off after its headers (a reset, a truncated body)
+// is a failed call like any other, restarted on the next target by the
+// retry path: nothing of it has reached the client. An answer longer
+// than that is relayed as it arrives, as before (relayLarge).
+func (g *Gateway) readWhole(a *attempt) {
+	data, err := io.ReadAll(io.LimitReader(a.resp.Body, wholeBodyLimit+1))
+	if err == nil && len(data) <= wholeBodyLimit && !json.Valid(data) {
+		err = errBadAnswer
+	}
+	if err != nil {
+		a.resp.Body.Close()
+		a.resp, a.err = nil, errOrEOF(err)
+		return
+	}
+	a.whole, a.haveWhole = data, true
+}
