@@ -451,8 +451,6 @@ func TestStreamNotContinued(t *testing.T) {
 	}
 }
 
-
-
 // A whole answer whose body breaks off after its headers is restarted on
 // the next target: nothing of it reached the client.
 func TestWholeAnswerBrokenMidBodyRetried(t *testing.T) {

@@ -99,10 +99,6 @@ type streamRelay struct {
 	// relayBigPool.
 	bp       *[]byte
 	big      bool
-	// cancel ends the attempt's upstream call; contRes is how a
-	// continued stream ended (relay_continue.go).
-	cancel  context.CancelFunc
-	contRes contResult
 	buf      []byte
 	n, ready int
 	// midEvent: part of an event that has not ended has gone out.
@@ -111,6 +107,10 @@ type streamRelay struct {
 	chain    []streamFilter
 	// filters holds the chain's filters, in the relay's own allocation.
 	filters streamFilters
+	// cancel ends the attempt's upstream call; contRes is how a
+	// continued stream ended (relay_continue.go).
+	cancel  context.CancelFunc
+	contRes contResult
 }
 
 // relayStream copies an SSE answer to the client as it arrives, whole

@@ -375,9 +375,9 @@ func (s *streamRelay) continueOn(t target, mode lifecycle.ContinueMode, sofarTok
 
 // contEvent is what one of a continuation's events carries.
 type contEvent struct {
-	text          []byte
-	finish        string
-	usage         int // -1: none
+	text      []byte
+	finish    string
+	usage     int // -1: none
 	done, err bool
 	bad       bool
 }
@@ -599,4 +599,3 @@ func (c *contState) wantsUsage() bool {
 	}
 	return json.Unmarshal(raw, &v) == nil && v.StreamOptions.IncludeUsage
 }
-
