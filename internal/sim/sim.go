@@ -126,6 +126,10 @@ type request struct {
 	// hold is this attempt's reservation of its key's shared budget
 	// (fleet with a store), nil when it holds none.
 	hold *sharedHold
+	// committed is the call whose answer the client is getting; cont,
+	// its continuation's state once its stream broke (continuation.go).
+	committed *upCall
+	cont      *contState
 }
 
 type run struct {

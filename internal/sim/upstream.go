@@ -55,6 +55,13 @@ type upCall struct {
 	probe lifecycle.ProbeID
 	scope int // the probed provider's scope
 	rep   *replica
+	// Mid-stream continuation (continuation.go): midStream, a streamed
+	// answer that breaks after its first token; want, the tokens it was
+	// to generate; cont, a continuation call, which generates contLeft.
+	midStream bool
+	want      int
+	cont      bool
+	contLeft  int
 }
 
 // result is how the call ended, as the gateway would report it: with the
@@ -209,6 +216,10 @@ func (r *run) generate(c *upCall) {
 	if c.probe != 0 {
 		tokens = 1
 	}
+	if c.cont {
+		tokens = c.contLeft // what is left of the answer it continues
+	}
+	c.want = tokens
 	// The batch as it stands when the call starts; the mock re-reads it
 	// per token, which would cost an event per token here.
 	tpot := u.capacity.TPOT(u.cfg.TPOT, p.TPOTScale)
@@ -223,7 +234,8 @@ func (r *run) generate(c *upCall) {
 		end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 		c.tokens = min(f.AfterTokens, tokens)
 	}
-	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered || c.probe != 0 {
+	c.midStream = r.midStream(c, first, end)
+	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered && !c.midStream || c.probe != 0 {
 		first = end // a whole answer's headers come with its body
 	}
 	if first < end {
@@ -243,6 +255,7 @@ func (r *run) firstByte(c *upCall) {
 	q.hold.commit(c.attempt)
 	q.ttft = r.now - q.first
 	q.started = true
+	q.committed = c
 	r.cancelOther(c)
 }
 
@@ -253,6 +266,9 @@ func (r *run) upstreamDone(c *upCall) {
 		return
 	}
 	q := c.q
+	if r.carryOn(c) {
+		return // a broken stream's continuation, or its own end
+	}
 	r.release(c)
 	c.done = true
 	won := c.endKind == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
@@ -326,6 +342,12 @@ func (r *run) cancelCalls(q *request, o lifecycle.Outcome, tellEngine bool) life
 			continue
 		}
 		r.cancelCall(c)
+		if tellEngine && c.cont {
+			// A continuation is the host's own call: the engine hears
+			// the broken call it continues.
+			rd.Merge(r.finishCall(q.cont.broken, q.cont.o))
+			continue
+		}
 		if tellEngine {
 			kind := lifecycle.Cancelled // a second call is only ever cancelled here
 			if c.attempt == 0 {

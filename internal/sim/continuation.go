@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/sim/report"
+)
+
+// Mid-stream continuation, played as the gateway plays it
+// (gateway/relay_continue.go), with the same core decision
+// (lifecycle.Engine.Continue): a streamed answer that breaks after its
+// first token (a reset after some tokens, a truncated answer) is not
+// restarted, it is continued on the target the engine names, which
+// generates what was left of it. The broken call ends in the engine
+// then, as broken, with the tokens it generated; the continuation is
+// the host's own call, which loads its provider but holds no slot, and
+// the request is answered when it finishes, or failed when nothing can
+// continue. (No shipped scenario breaks a stream after its first token,
+// so their figures do not move.)
+
+// contState is a request's continuation: what each target can still do
+// for it, the continuations made, and the broken call, whose end the
+// engine hears when the continuation ends (as the gateway reports it
+// after its relay), with the attempts' summed output.
+type contState struct {
+	caps   []lifecycle.ContinueCaps
+	done   int
+	broken *upCall
+	o      lifecycle.Outcome
+}
+
+// midStream: c is a streamed answer that breaks after its first token
+// (a reset after some tokens), which the gateway commits, and continues
+// when it breaks.
+func (r *run) midStream(c *upCall, first, end time.Duration) bool {
+	f := c.plan.Fail
+	if !r.sc.Clients.Stream || c.probe != 0 || c.q == nil || f == nil || first >= end {
+		return false
+	}
+	return f.Kind == upmodel.FailReset && !f.Early()
+}
+
+// carryOn plays the end of a call that is part of a continuation: a
+// committed stream that broke, or a continuation call. It reports false
+// for any other call, which ends as before.
+func (r *run) carryOn(c *upCall) bool {
+	q := c.q
+	if q == nil || !c.cont && !(c.midStream && q.committed == c && c.endKind != lifecycle.EndAnswered) {
+		return false
+	}
+	r.release(c)
+	c.done = true
+	switch {
+	case !c.cont:
+		q.cont = &contState{caps: r.contCaps(q), broken: c, o: c.result()}
+	case c.endKind == lifecycle.EndAnswered:
+		q.cont.o.OutputTokens += c.tokens
+		r.endCont(q, c.u)
+		return true
+	case c.midStream:
+		q.cont.o.OutputTokens += c.tokens
+	}
+	r.continueFrom(q, c)
+	return true
+}
+
+// continueFrom asks the engine where q's answer, broken on call c, goes
+// on, and starts the continuation there; or fails q when nothing can
+// continue it.
+func (r *run) continueFrom(q *request, c *upCall) {
+	left := c.want
+	switch {
+	case c.midStream:
+		left -= c.tokens
+	case c.cont:
+		left = c.contLeft // it failed before any token
+	}
+	d := q.rep.eng.Continue(r.clock(r.now), q.id, lifecycle.BreakCut, q.cont.caps, q.cont.done, false)
+	if !d.OK || left <= 0 {
+		r.endCont(q, nil)
+		return
+	}
+	q.cont.caps[d.Target] = lifecycle.ContinueCaps{} // once per answer
+	q.cont.done++
+	slot := 1 - c.attempt
+	scope := q.targets[d.Target]
+	nc := &upCall{u: r.ups[scope], q: q, attempt: slot, cont: true, contLeft: left}
+	if reps := r.pools[scope]; reps != nil {
+		nc.u = reps[0]
+	}
+	q.calls[slot] = nc
+	r.launch(nc)
+}
+
+// endCont ends q's continued answer: answered by u, or failed (u nil).
+// The engine hears the broken call's end now.
+func (r *run) endCont(q *request, u *upstream) {
+	rd := r.finishCall(q.cont.broken, q.cont.o)
+	r.leaveGateway(q)
+	if u != nil {
+		r.answered(q, u)
+	} else {
+		r.fail(q, report.Failed, 0)
+	}
+	r.apply(q.rep, rd)
+}
+
+// contCaps is what each of q's targets can do to continue an answer,
+// from the gateway's config (config.ContinuationCaps), in q's targets'
+// order.
+func (r *run) contCaps(q *request) []lifecycle.ContinueCaps {
+	caps := make([]lifecycle.ContinueCaps, len(q.targets))
+	for i, s := range q.targets {
+		if s < len(r.cfg.Providers) {
+			prefill, prompt := config.ContinuationCaps(r.cfg.Providers[s], config.Target{})
+			caps[i] = lifecycle.ContinueCaps{Prefill: prefill, Prompt: prompt}
+		}
+	}
+	return caps
+}
