@@ -18,13 +18,16 @@ import (
 //	provider ─read─▶ usage meter, idle watch     (the provider's bytes, as read)
 //	         ─framer─▶ whole events
 //	         ─▶ translation ─▶ stream check       (only when the dialects differ)
+//	         ─▶ answer text                        (chat streams: the text so far and
+//	                                                the finish reason, relay_contfilter.go)
 //	         ─▶ validation collector              (when the request declared a contract)
 //	         ─▶ usage-chunk drop                  (when Sluice asked for the usage chunk)
 //	         ─▶ scrub ─▶ client
 //
 // Translated and untranslated streams take the same loop and the same
-// end path; only their chains differ. A new concern (the continuation of
-// a broken stream, say) is a new filter, not a new relay.
+// end path; only their chains differ. A stream that breaks after its
+// first token is continued by a stage between the loop and the end path
+// (carryOn, relay_continue.go), from the answer text filter's text.
 //
 // The framer is not a filter: it says where whole events end in what the
 // relay holds. On an untranslated stream it is the stream check itself,
