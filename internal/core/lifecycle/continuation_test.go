@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"testing"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/admission"
 )
 
 func TestDecideContinue(t *testing.T) {
@@ -107,5 +109,39 @@ func TestOverlap(t *testing.T) {
 		if got := Overlap(tc.sofar, tc.next); got != tc.want {
 			t.Errorf("Overlap(%q, %q) = %d, want %d", tc.sofar, tc.next, got, tc.want)
 		}
+	}
+}
+
+// The engine's side of a continuation: only a committed request is
+// continued; another provider costs the failing one's retry budget
+// nothing; the same provider, the only one left, spends it.
+func TestEngineContinue(t *testing.T) {
+	newEngine := func() *Engine {
+		return New(Config{
+			Admission: admission.Config{Global: admission.Fixed(100)},
+			Scopes:    []ScopeConfig{{Fixed: 10}, {Fixed: 10}},
+			Retry:     RetryConfig{Budget: 0.1, Burst: 1},
+		})
+	}
+	both := []ContinueCaps{{Prefill: true, Prompt: true}, {Prompt: true}}
+	e := newEngine()
+	a, _ := e.Arrive(at(0), Request{Targets: []int{0, 1}})
+	if d := e.Continue(at(time.Second), a.ID, BreakCut, both, 0, false); d.OK {
+		t.Fatalf("continued %+v before anything was sent", d)
+	}
+	e.Commit(at(time.Second), a.ID, 0)
+	for i := range 3 {
+		d := e.Continue(at(2*time.Second), a.ID, BreakCut, both, 0, false)
+		if !d.OK || d.Target != 1 || d.Mode != ContinuePrompt {
+			t.Fatalf("continuation %d: %+v; want target 1 by prompt, every time: it costs the broken provider nothing", i, d)
+		}
+	}
+	// Only the broken call's own provider left: once, within its budget.
+	same := []ContinueCaps{{Prefill: true, Prompt: true}, {}}
+	if d := e.Continue(at(3*time.Second), a.ID, BreakStall, same, 0, false); !d.OK || d.Target != 0 || d.Mode != ContinuePrefill {
+		t.Fatalf("%+v; want the same target, by prefill", d)
+	}
+	if d := e.Continue(at(3*time.Second), a.ID, BreakStall, same, 0, false); d.OK || d.Why != "no_budget" {
+		t.Fatalf("%+v; want no budget left for a second call on the same provider", d)
 	}
 }
