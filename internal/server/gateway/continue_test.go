@@ -503,3 +503,50 @@ func TestWholeAnswerBrokenMidBodyRetried(t *testing.T) {
 		})
 	}
 }
+
+// A client that leaves during a continuation cancels the continuation's
+// upstream call, as it would any other (invariant 2).
+func TestClientGoneCancelsContinuation(t *testing.T) {
+	p := primary(t, false, breakCut)
+	f := newUpstream(t, func(u *upstream, w http.ResponseWriter, r *http.Request, _ map[string]any) {
+		s := startSSE(w, false)
+		s.text(word(40))
+		select {
+		case <-r.Context().Done():
+			u.once.Do(func() { close(u.cancelled) })
+		case <-time.After(10 * time.Second):
+		}
+	})
+	y := fmt.Sprintf("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nproviders:\n  - {name: primary, kind: openai, base_url: %s, continuation: none}\n  - {name: fallback, kind: openai, base_url: %s, continuation: prefill}\nmodels:\n  - name: m\n    targets:\n      - {provider: primary, model: up}\n      - {provider: fallback, model: up}\n", p.srv.URL, f.srv.URL)
+	cfg, err := config.Parse([]byte(y), "gone.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.Close)
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"count"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read until the continuation's first word has come, then leave.
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got, []byte(word(40))) {
+		n, err := resp.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("stream ended before the continuation: %v\n%s", err, got)
+		}
+	}
+	resp.Body.Close()
+	select {
+	case <-f.cancelled:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the continuation's upstream call was not cancelled when the client left")
+	}
+}
