@@ -109,7 +109,7 @@ type Server struct {
 	// StreamStallTimeout and StreamStallFloor bound the stall deadline
 	// of a stream that has begun: quiet for longer, it counts as broken
 	// and is continued elsewhere (lifecycle.StallDeadline: 20 times the
-	// stream's own mean gap, within [floor, timeout]; defaults 3s and
+	// stream's own mean gap, within [floor, timeout]; defaults 5s and
 	// 15s, well under stream_idle_timeout).
 	StreamStallTimeout Duration `yaml:"stream_stall_timeout"`
 	StreamStallFloor   Duration `yaml:"stream_stall_floor"`

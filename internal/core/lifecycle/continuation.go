@@ -192,15 +192,16 @@ type StallConfig struct {
 
 // Default stall bounds. A stream's tokens come every 10-100 ms; a pause
 // of many times its own typical gap is a stall, not a slow token. The
-// floor (3 s) keeps a fast stream from being cut over one slow batch
-// step or a GC pause at the provider; the ceiling (15 s) is well under
+// floor (5 s) keeps a fast stream from being cut over a slow batch step,
+// a preempted sequence's recompute or a GC pause at the provider, pauses
+// of a second or two; the ceiling (15 s) is well under
 // the 60 s idle timeout, so a stalled answer is continued while the
 // client still waits, and it is the deadline until enough gaps (4) have
 // been seen to judge the stream by. The factor (20) leaves a stream
 // that is merely slow, a long prompt's prefill of a tool result say,
 // untouched.
 const (
-	DefaultStallFloor   = 3 * time.Second
+	DefaultStallFloor   = 5 * time.Second
 	DefaultStallCeiling = 15 * time.Second
 	DefaultStallFactor  = 20
 	DefaultStallMinGaps = 4

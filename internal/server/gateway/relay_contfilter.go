@@ -55,6 +55,12 @@ type textFilter struct {
 	usage *usageMeter
 }
 
+// continuable: a continuation could go on from what the client has had
+// (text, and nothing a continuation cannot splice).
+func (f *textFilter) continuable() bool {
+	return f.on && !f.tool && !f.parts && f.text != nil && len(*f.text) > 0
+}
+
 var textPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func (f *textFilter) release() {
@@ -93,7 +99,7 @@ var (
 	typeTextDelta  = []byte(`"type":"text_delta"`)
 	typeBlockStart = []byte(`"type":"content_block_start"`)
 	typeBlockStop  = []byte(`"type":"content_block_stop"`)
-	typeToolUse    = []byte(`"type":"tool_use"`)
+	typeTextBlock  = []byte(`"content_block":{"type":"text"`)
 	typeJSONDelta  = []byte(`"type":"input_json_delta"`)
 	typeMsgDelta   = []byte(`"type":"message_delta"`)
 	typeMsgStop    = []byte(`"type":"message_stop"`)
@@ -143,7 +149,9 @@ func (f *textFilter) see(ev []byte) {
 			f.tool = true
 		case bytes.Contains(ev, typeBlockStart):
 			f.block, f.open = jsonInt(ev, keyIndex), true
-			if bytes.Contains(ev, typeToolUse) {
+			if !bytes.Contains(ev, typeTextBlock) {
+				// A tool call, a server tool's call or result, a thinking
+				// block: nothing a text continuation can splice.
 				f.tool = true
 			}
 		case bytes.Contains(ev, typeBlockStop):

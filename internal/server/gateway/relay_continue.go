@@ -58,6 +58,20 @@ type contState struct {
 	continued string
 }
 
+// capable: the request's model has a target that can continue an
+// answer (config), so a stall is worth cutting.
+func (c *contState) capable() bool {
+	if c.m == nil {
+		return false
+	}
+	for _, k := range c.m.caps {
+		if k.Mode() != lifecycle.ContinueNone {
+			return true
+		}
+	}
+	return false
+}
+
 // contResult is how a continued stream ended, for the end path.
 type contResult struct {
 	tokens int

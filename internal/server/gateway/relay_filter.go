@@ -112,7 +112,7 @@ func (s *streamRelay) newChain(a *attempt) {
 	f, x, p := &s.filters, s.x, s.p
 	s.chain = f.chain[:0]
 	f.usage = usageMeter{x: x}
-	f.idle = idleFilter{d: s.g.streamIdle, stall: s.g.stall, cancel: a.cancel, provider: p.name}
+	f.idle = idleFilter{d: s.g.streamIdle, stall: s.g.stall, cancel: a.cancel, provider: p.name, text: &f.text, capable: x.cont.capable()}
 	s.chain = append(s.chain, &f.usage, &f.idle)
 	if crossed(x, a) {
 		// The provider's events are cut whole by a plain framer,

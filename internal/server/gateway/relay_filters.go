@@ -61,11 +61,17 @@ type idleFilter struct {
 	fired    atomic.Bool
 	// armed is the wait the timer was last set for, in nanoseconds.
 	armed atomic.Int64
+	// text and capable say whether a stall could be mended: only a
+	// stream that a continuation could go on from (text's), of a model
+	// with a target that can continue, is cut at the stall deadline; any
+	// other waits out the idle timeout, as a slow stream always did.
+	text    *textFilter
+	capable bool
 }
 
 func (f *idleFilter) wait() {
 	d := f.d
-	if f.stall.Ceiling > 0 {
+	if f.stall.Ceiling > 0 && f.capable && f.text != nil && f.text.continuable() {
 		d = min(d, lifecycle.StallDeadline(f.stall, f.gaps))
 	}
 	f.armed.Store(int64(d))
