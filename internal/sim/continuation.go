@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/policy"
 	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
@@ -109,15 +110,28 @@ func (r *run) endCont(q *request, u *upstream) {
 }
 
 // contCaps is what each of q's targets can do to continue an answer,
-// from the gateway's config (config.ContinuationCaps), in q's targets'
-// order.
+// from the gateway's config (policy.ContinueCaps, by provider), in q's
+// targets' order.
 func (r *run) contCaps(q *request) []lifecycle.ContinueCaps {
 	caps := make([]lifecycle.ContinueCaps, len(q.targets))
 	for i, s := range q.targets {
 		if s < len(r.cfg.Providers) {
-			prefill, prompt := config.ContinuationCaps(r.cfg.Providers[s], config.Target{})
-			caps[i] = lifecycle.ContinueCaps{Prefill: prefill, Prompt: prompt}
+			caps[i] = policy.ContinueCaps(r.cfg, config.Model{}, r.cfg.Providers[s].Name, "")
 		}
 	}
 	return caps
+}
+
+// stallCutAt is when the gateway cuts a stream that goes quiet after its
+// nth token, which came at last, its tokens tpot apart: at the stall
+// deadline the core derives from those gaps (lifecycle.StallDeadline,
+// the relay's own rule), never past the idle timeout. A stall fault of
+// the upstream model breaks a stream there, and the break is continued
+// like a cut (continueFrom).
+func (r *run) stallCutAt(last, tpot time.Duration, n int) time.Duration {
+	d := lifecycle.StallDeadline(policy.Stall(r.cfg), lifecycle.Gaps{N: max(0, n-1), Mean: tpot})
+	if idle := r.cfg.Server.WithDefaults().StreamIdleTimeout.D(); idle > 0 {
+		d = min(d, idle)
+	}
+	return last + d
 }

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"testing"
+	"time"
 
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
 
@@ -25,5 +28,18 @@ func TestBrokenStreamsFailWithoutContinuation(t *testing.T) {
 		if r.Counts[report.Failed] == 0 {
 			t.Errorf("%s: no stream failed; the scenario breaks streams that nothing continues", r.Name)
 		}
+	}
+}
+
+// The simulator cuts a stalled stream where the gateway's relay would:
+// at the core's stall deadline for the stream's gaps.
+func TestStallCutAt(t *testing.T) {
+	r := &run{cfg: config.Default("http://127.0.0.1:1")}
+	last := 2 * time.Second
+	if got, want := r.stallCutAt(last, 20*time.Millisecond, 40), last+lifecycle.DefaultStallFloor; got != want {
+		t.Errorf("a fast stream stalled after 40 tokens is cut at %v, want %v (the floor)", got, want)
+	}
+	if got, want := r.stallCutAt(last, 20*time.Millisecond, 2), last+lifecycle.DefaultStallCeiling; got != want {
+		t.Errorf("a stream stalled after 2 tokens is cut at %v, want %v (the ceiling)", got, want)
 	}
 }

@@ -196,7 +196,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
-		stall:        stallConfig(cfg, sv),
+		stall:        policy.Stall(cfg),
 		tell:         newResponseHeaders(cfg.ResponseHeaders),
 	}
 	if opts.TracerProvider != nil {
@@ -301,7 +301,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			t := target{provider: p, model: m.route.Models[j]}
 			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
 			m.targets = append(m.targets, t)
-			m.caps = append(m.caps, continuationCaps(cfg, mc, p.name, t.model))
+			m.caps = append(m.caps, policy.ContinueCaps(cfg, mc, p.name, t.model))
 			if p.probeModel == "" {
 				p.probeModel = m.route.Models[j] // the first target that names it
 			}

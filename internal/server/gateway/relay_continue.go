@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -81,41 +80,6 @@ type contResult struct {
 
 // errContinued: the stream broke and was continued to its end.
 var errContinued = &streamEnd{outcome: outcomeOK, reason: "continued"}
-
-// continuationCaps is target (provider, model) of model mc's, from the
-// config (config.ContinuationCaps).
-func continuationCaps(cfg *config.Config, mc config.Model, provider, model string) lifecycle.ContinueCaps {
-	var pc config.Provider
-	for _, p := range cfg.Providers {
-		if p.Name == provider {
-			pc = p
-		}
-	}
-	tc := config.Target{Provider: provider, Model: model}
-	for _, t := range mc.Targets {
-		if t.Provider == provider && t.Model == model {
-			tc = t
-			break
-		}
-	}
-	prefill, prompt := config.ContinuationCaps(pc, tc)
-	return lifecycle.ContinueCaps{Prefill: prefill, Prompt: prompt}
-}
-
-// stallConfig is the relay's stall deadline bounds (server.stream_stall_*,
-// else the core's defaults scaled like every other default).
-func stallConfig(cfg *config.Config, sv config.Server) lifecycle.StallConfig {
-	c := lifecycle.StallConfig{Floor: sv.StreamStallFloor.D(), Ceiling: sv.StreamStallTimeout.D()}
-	if f := cfg.TimeFactor(); f > 0 && f != 1 {
-		if c.Floor <= 0 {
-			c.Floor = time.Duration(float64(lifecycle.DefaultStallFloor) * f)
-		}
-		if c.Ceiling <= 0 {
-			c.Ceiling = time.Duration(float64(lifecycle.DefaultStallCeiling) * f)
-		}
-	}
-	return c.WithDefaults()
-}
 
 // breakOf says whether err, the end of the read loop, is a break that a
 // continuation may mend, and its cause.
