@@ -5,8 +5,8 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
-	"github.com/sluice-gw/sluice/internal/policy"
 	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/sim/report"
 )
 
