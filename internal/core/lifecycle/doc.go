@@ -17,7 +17,11 @@
 // request. The first call to report a first byte wins (Commit); nothing
 // is hedged or retried after that. The host reports every call's end
 // with End and its attempt number, and the request completes when both
-// calls have ended.
+// calls have ended. A committed stream that breaks is not restarted but
+// continued (Engine.Continue, asked by the host; continuation.go): the
+// decision of where and how, and the stall deadline that says a quiet
+// stream has broken, are the core's; the continuation call is the
+// host's own, outside the request's two.
 //
 // When a provider's breaker opens, the engine acts for the requests it
 // holds there: waiters move to the next target (reroute); slow calls are
