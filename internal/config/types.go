@@ -275,6 +275,10 @@ type Breaker struct {
 	// SlowThreshold makes a call slow once it is this old in flight;
 	// zero derives it from twice the provider's healthy p95.
 	SlowThreshold Duration `yaml:"slow_threshold"`
+	// ConsecutiveErrors trips the breaker on this many provider-caused
+	// failures in a row (5xx, 529, connection errors), however few calls
+	// the window holds (default 5; -1 turns it off).
+	ConsecutiveErrors int `yaml:"consecutive_errors"`
 	// OpenFor is the time open before probing (default 10s for traffic
 	// probes, doubling per failed recovery up to OpenForMax, default 2m;
 	// synthetic probes start after ProbeInterval and never back off).

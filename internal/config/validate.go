@@ -168,6 +168,9 @@ func (c *Config) validateProviders(v *checker) []string {
 		if b := p.Breaker; b != nil && b.Probe != "" {
 			v.oneOf(at("breaker.probe"), b.Probe, ProbeTraffic, ProbeSynthetic)
 		}
+		if b := p.Breaker; b != nil && b.ConsecutiveErrors < -1 {
+			v.add(at("breaker.consecutive_errors"), "%d is below -1; write -1 to turn the rule off, 0 for the default", b.ConsecutiveErrors)
+		}
 	}
 	return known
 }

@@ -182,7 +182,7 @@ func scopeConfig(pc *config.Provider, timeScale float64) (lifecycle.ScopeConfig,
 // breakerConfig is a provider's breaker settings as the breaker takes
 // them; steady: its probes are synthetic (breaker.Config.Steady).
 func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.Config {
-	return breaker.Config{
+	c := breaker.Config{
 		Window:        bc.Window.D(),
 		MinCalls:      bc.MinCalls,
 		ErrorRate:     bc.ErrorRate,
@@ -198,6 +198,8 @@ func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.C
 		Steady:        steady,
 		TimeScale:     timeScale,
 	}
+	c.ConsecutiveErrors = bc.ConsecutiveErrors
+	return c
 }
 
 // newPool builds a pooled provider's replica pool: each replica with its
