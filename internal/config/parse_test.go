@@ -66,7 +66,7 @@ func TestValidFullConfig(t *testing.T) {
 				Validation: Validation{OnInvalid: OnInvalidAnnotate}},
 		},
 		Hedging: Budget{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
-		Retries: Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
+		Retries: Retries{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Idempotency: Idempotency{TTL: Duration(DefaultIdempotencyTTL), MaxEntries: DefaultIdempotencyMaxEntries,
 			MaxBytes: DefaultIdempotencyMaxBytes, MaxResponseBytes: DefaultIdempotencyMaxResponseBytes},
 		Tracing: Tracing{SampleRatio: 1, ParentSampledPerSecond: 100, ServiceName: "sluice"},

@@ -30,10 +30,11 @@ type Config struct {
 	Models    []Model    `yaml:"models"`
 	Admission Admission  `yaml:"admission"`
 	Hedging   Budget     `yaml:"hedging"`
-	// Retries bounds retries onto another target, per provider: the
-	// retries of a provider's failures stay within budget (default 0.1)
-	// of the requests sent to it.
-	Retries Budget `yaml:"retries"`
+	// Retries bounds retries on the provider that failed, per provider:
+	// they stay within budget (default 0.1) of the requests sent to it.
+	// A retry on another target is not charged (it adds no load to the
+	// provider that failed).
+	Retries Retries `yaml:"retries"`
 	// Keys are the virtual keys clients send (keys.go); with any defined,
 	// a request needs one (auth).
 	Keys []Key `yaml:"keys"`
@@ -500,6 +501,18 @@ type Budget struct {
 	Budget float64 `yaml:"budget"`
 	// Burst caps the calls saved up in quiet times (default 10).
 	Burst float64 `yaml:"burst"`
+}
+
+// Retries bounds the retries of a provider's failures (retries:): the
+// budget and burst of those sent to the same provider, as Budget's, and
+// how long a provider's Retry-After may be waited out there.
+type Retries struct {
+	Budget float64 `yaml:"budget"`
+	Burst  float64 `yaml:"burst"`
+	// WaitMax is the longest Retry-After waited out on the provider that
+	// sent it, when it fits the client's deadline; a longer one sends the
+	// request to its next target at once (default 3s).
+	WaitMax Duration `yaml:"wait_max"`
 }
 
 // Queue bounds the waiting room.

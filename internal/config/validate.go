@@ -479,6 +479,9 @@ func (c *Config) validateAdmission(v *checker) {
 	if r := c.Retries; r.Budget < 0 || r.Budget > 1 || r.Burst < 0 {
 		v.add("retries", "budget must be a share of requests between 0 and 1 (e.g. 0.1) and burst not negative")
 	}
+	if c.Retries.WaitMax < 0 {
+		v.add("retries.wait_max", "must not be negative; write e.g. 3s, or 0 for the default")
+	}
 	a := &c.Admission
 	if a.CriticalKeysEnv != "" && !envName.MatchString(a.CriticalKeysEnv) {
 		v.add("admission.critical_keys_env", "must be the name of an environment variable (upper-case letters, digits and _), not the keys themselves; write e.g. SLUICE_CRITICAL_KEYS")

@@ -79,7 +79,7 @@ func FromConfig(cfg *config.Config) (lifecycle.Config, error) {
 		b.Models = append(b.Models, m)
 	}
 	return lifecycle.Config{Scopes: scopes, Routes: routes, Hedge: lifecycle.HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants,
+		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst, WaitMax: cfg.Retries.WaitMax.D()}, Admission: ac, Budgets: b, KeyTenants: tenants,
 		TimeScale: cfg.TimeScale}, nil
 }
 
