@@ -245,3 +245,26 @@ func TestLowTrafficHardDown(t *testing.T) {
 		})
 	}
 }
+
+// A provider out on a run of errors is out for errors: a request with
+// time to spare is not sent through to it as it would be to a provider
+// out for slowness (reach.go).
+func TestRunTripIsNotSlowness(t *testing.T) {
+	e := retryEngine(t, 10)
+	now := at(0)
+	for range breaker.DefaultConsecutiveErrors {
+		a, _ := e.Arrive(now, Request{Targets: []int{0}})
+		e.End(now, a.ID, 0, err500)
+		now = now.Add(4 * time.Second)
+	}
+	if s, _ := e.scopes[0].cfg.Breaker.State(now); s != breaker.Open {
+		t.Fatalf("breaker %v after a run of errors", s)
+	}
+	if e.scopes[0].outForSlowness {
+		t.Fatal("a run of errors counted as slowness")
+	}
+	a, _ := e.Arrive(now, Request{Targets: []int{0}, Deadline: now.Add(time.Hour)})
+	if a.Verdict == admission.Admitted {
+		t.Fatalf("a request was sent to a provider out on errors: %+v", a)
+	}
+}
