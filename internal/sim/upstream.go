@@ -144,6 +144,12 @@ func (r *run) launch(c *upCall) {
 	u := c.u
 	c.delayed = false
 	c.plan = u.planner.Next(r.now)
+	if c.q != nil && u.cfg.Overflows(c.q.inTok) {
+		// Too long for the model: refused before admission, as the mock
+		// refuses it (after drawing its plan, as the mock does).
+		r.replaced(c, &upmodel.Failure{Kind: upmodel.FailContextLength})
+		return
+	}
 	if f := c.plan.Fail; f != nil && f.Early() {
 		r.replaced(c, f)
 		return
@@ -168,7 +174,7 @@ func (r *run) replaced(c *upCall, f *upmodel.Failure) {
 	switch f.Kind {
 	case upmodel.FailHang:
 		return // never answers: the deadline or the client ends it
-	case upmodel.FailStatus:
+	case upmodel.FailStatus, upmodel.FailContextLength, upmodel.FailContentFilter:
 		c.status = f.StatusCode()
 		c.outcome = lifecycle.StatusOutcome(c.status, 0).Kind
 	default: // a reset before any byte
@@ -202,15 +208,27 @@ func (r *run) generate(c *upCall) {
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
 	c.outcome = lifecycle.OK
+	stream := r.sc.Clients.Stream && c.probe == 0
 	if f := p.Fail; f != nil {
-		// Only failures that corrupt a generated answer get here (see
-		// replaced).
+		// Only failures that corrupt or delay a generated answer get here
+		// (see replaced).
 		switch f.Kind {
 		case upmodel.FailReset:
 			c.outcome = lifecycle.ConnError
 			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
 			c.tokens = min(f.AfterTokens, tokens)
-		default: // malformed, truncate: a broken answer
+		case upmodel.FailHang:
+			// Silent for a while before anything, then a normal answer.
+			first += f.Delay + f.For
+			end += f.Delay + f.For
+			c.tokAt = first
+		case upmodel.FailStall:
+			if !r.stall(c, f, stream, &first, &end) {
+				return // silent forever: the deadline or the client ends it
+			}
+		case upmodel.FailNoDone:
+			// Complete by content: only the end marker is missing.
+		default: // malformed, truncate, eof: a broken answer
 			c.outcome = lifecycle.Failed
 		}
 	}
@@ -221,6 +239,38 @@ func (r *run) generate(c *upCall) {
 		r.pushCall(first, evFirstByte, c)
 	}
 	r.pushCall(end, evDone, c)
+}
+
+// stall plays a stall after f.AfterTokens tokens: for f.For, then the
+// rest of the answer, or a cut there (upmodel.Failure.Ending). It moves
+// the first token (a stall before it) and the end, and reports false for
+// a stall without end, which leaves the call open: its first byte is
+// scheduled if tokens came before the silence, and nothing after.
+func (r *run) stall(c *upCall, f *upmodel.Failure, stream bool, first, end *time.Duration) bool {
+	at := min(f.AfterTokens, c.tokens)
+	silentFrom := *first + time.Duration(max(at-1, 0))*c.tpot
+	if f.For == 0 {
+		if stream && at > 0 {
+			r.pushCall(*first, evFirstByte, c)
+		}
+		return false
+	}
+	if at == 0 {
+		*first += f.For
+		c.tokAt = *first
+	}
+	*end += f.For
+	switch f.Ending() {
+	case upmodel.ThenReset:
+		c.outcome = lifecycle.ConnError
+	case upmodel.ThenEOF, upmodel.ThenTruncate:
+		c.outcome = lifecycle.Failed
+	default: // resume
+		return true
+	}
+	c.tokens = at
+	*end = silentFrom + f.For
+	return true
 }
 
 // firstByte: one of q's calls produced its first byte. If it is the

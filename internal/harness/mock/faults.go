@@ -138,7 +138,15 @@ func oaiError(msg string, typ any, param string, code any, extra map[string]any)
 }
 
 func (anthropic) contextError(prompt, window int) []byte {
-	return anthropic{}.errorJSON(http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, window))
+	// Marshalled without HTML escaping: the API sends its '>' as is.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": "invalid_request_error", "message": fmt.Sprintf("prompt is too long: %d tokens > %d maximum", prompt, window)},
+	})
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 func (anthropic) contentFilterError() []byte {

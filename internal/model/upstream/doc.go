@@ -120,6 +120,7 @@
 //
 // For example:
 //
+//	failures:
 //	  - {kind: hang, for: 30s}                        # silent 30 s, then answers
 //	  - {kind: stall, after_tokens: 0, for: 30s}      # headers, 30 s, then the answer
 //	  - {kind: stall, after_tokens: 40, for: 30s, then: reset}
