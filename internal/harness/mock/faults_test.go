@@ -579,3 +579,14 @@ func TestFaultHeaders(t *testing.T) {
 		}
 	}
 }
+
+// testdata/faults.yaml, the commented example of every fault, parses.
+func TestFaultsScript(t *testing.T) {
+	cfg, err := LoadScript("testdata/faults.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Failures) != 12 || cfg.ContextWindow != 100000 || cfg.Words != "prompt" || cfg.Failures[7].Then != "reset" {
+		t.Errorf("faults.yaml read as %+v", cfg)
+	}
+}

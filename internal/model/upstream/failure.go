@@ -64,8 +64,9 @@ type Failure struct {
 	// token's text, and malformed ignores it.
 	AfterTokens int `yaml:"after_tokens"`
 	// For is how long a hang or a stall is silent; 0 is forever (until
-	// the client gives up). A hang with for answers normally afterwards,
-	// its silence added to the time to first byte.
+	// the client gives up). A hang with for is admitted like any call,
+	// is silent for delay + for (nothing sent, not even headers), then
+	// answers normally: its silence adds to the time to first byte.
 	For time.Duration `yaml:"for"`
 	// Then is what follows a stall (default resume) or a malformed event
 	// (default eof): resume, eof, truncate or reset.
