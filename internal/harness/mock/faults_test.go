@@ -215,30 +215,30 @@ func TestStallBeforeFirstToken(t *testing.T) {
 func TestStallMidStream(t *testing.T) {
 	_, url := startMock(t, instant())
 	for _, d := range dialects {
-		// Resume: every token, a 300ms hole after the third.
-		s := streamCall(t, context.Background(), url, d, HeaderFail, "stall:3:300ms", HeaderOutputTokens, six)
-		if s.err != nil || s.count(d.token) != 6 || s.count(d.end) != 1 || s.gap() < 250*time.Millisecond {
+		// Resume: every token, a 200ms hole after the third.
+		s := streamCall(t, context.Background(), url, d, HeaderFail, "stall:3:200ms", HeaderOutputTokens, six)
+		if s.err != nil || s.count(d.token) != 6 || s.count(d.end) != 1 || s.gap() < 80*time.Millisecond {
 			t.Errorf("%s resume: %d tokens, %d end markers, longest gap %v, err %v", d.name, s.count(d.token), s.count(d.end), s.gap(), s.err)
 		}
 		for _, c := range []struct {
 			then  string
 			clean bool
 		}{{"eof", true}, {"truncate", false}, {"reset", false}} {
-			s := streamCall(t, context.Background(), url, d, HeaderFail, "stall:3:200ms:"+c.then, HeaderOutputTokens, six)
-			if (s.err == nil) != c.clean || s.count(d.token) != 3 || s.count(d.end) != 0 || s.count(d.finish) != 0 || s.gap() < 150*time.Millisecond {
+			s := streamCall(t, context.Background(), url, d, HeaderFail, "stall:3:100ms:"+c.then, HeaderOutputTokens, six)
+			if (s.err == nil) != c.clean || s.count(d.token) != 3 || s.count(d.end) != 0 || s.count(d.finish) != 0 || s.gap() < 80*time.Millisecond {
 				t.Errorf("%s then %s: %d tokens, %d end markers, %d finishes, gap %v, err %v",
 					d.name, c.then, s.count(d.token), s.count(d.end), s.count(d.finish), s.gap(), s.err)
 			}
 		}
 		// Forever: three tokens, then nothing until the client gives up.
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		s = streamCall(t, ctx, url, d, HeaderFail, "stall:3", HeaderOutputTokens, six)
 		cancel()
 		if !errors.Is(s.err, context.DeadlineExceeded) || s.count(d.token) != 3 {
 			t.Errorf("%s forever: %d tokens, err %v", d.name, s.count(d.token), s.err)
 		}
 		// A whole answer: the headers, a silence, then the body.
-		status, headers, body, err := wholeCall(t, url, d, HeaderFail, "stall:3:300ms", HeaderOutputTokens, six)
+		status, headers, body, err := wholeCall(t, url, d, HeaderFail, "stall:3:200ms", HeaderOutputTokens, six)
 		if status != 200 || err != nil || headers > 150*time.Millisecond || !json.Valid(body) {
 			t.Errorf("%s whole: %d, headers after %v, err %v: %s", d.name, status, headers, err, body)
 		}
