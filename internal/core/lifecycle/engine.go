@@ -141,15 +141,20 @@ type Route struct {
 	InvalidFails bool
 }
 
-// Request is the engine's request for one of the route's: its deadline
-// is the route's timeout from now, or the client's own when shorter
-// (zero: none asked).
-func (rt Route) Request(p admission.Priority, stream bool, now time.Time, clientTimeout time.Duration) Request {
-	timeout := rt.Timeout
-	if clientTimeout > 0 && clientTimeout < timeout {
-		timeout = clientTimeout
+// Wait is how long a request of the route may take: the route's
+// timeout, or the client's own when shorter (zero: none asked). A client
+// can shorten its wait, never lengthen it.
+func (rt Route) Wait(clientTimeout time.Duration) time.Duration {
+	if clientTimeout > 0 && clientTimeout < rt.Timeout {
+		return clientTimeout
 	}
-	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
+	return rt.Timeout
+}
+
+// Request is the engine's request for one of the route's, due by now
+// plus Wait(clientTimeout).
+func (rt Route) Request(p admission.Priority, stream bool, now time.Time, clientTimeout time.Duration) Request {
+	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(rt.Wait(clientTimeout)),
 		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput, InvalidFails: rt.InvalidFails}
 }
 

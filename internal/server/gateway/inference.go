@@ -157,11 +157,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// generation or stored answer instead (idempotency.go); without
 	// one, this is a map lookup.
 	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
-		timeout := m.route.Timeout
-		if clientTimeout > 0 {
-			timeout = min(timeout, clientTimeout)
-		}
-		g.serveIdempotent(w, r, x, vv, raw, timeout, func(w http.ResponseWriter, r *http.Request) {
+		g.serveIdempotent(w, r, x, vv, raw, m.route.Wait(clientTimeout), func(w http.ResponseWriter, r *http.Request) {
 			g.generate(w, r, x, m, body, clientTimeout)
 		})
 		return
