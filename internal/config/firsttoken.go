@@ -85,6 +85,27 @@ func (c *Config) validateFirstToken(v *checker) {
 			v.add(at("context_fallback"), "names the model itself; name a model with a larger context window")
 		case !names[fb]:
 			v.add(at("context_fallback"), "%s is not a model in models:; name one of them", short(fb))
+		default:
+			if c.contextLoop(m.Name) {
+				v.add(at("context_fallback"), "the context fallbacks from %s come back to it; end the chain at a model with no context_fallback", short(m.Name))
+			}
 		}
 	}
+}
+
+// contextLoop reports whether following context_fallback from model
+// name comes back to a model already visited.
+func (c *Config) contextLoop(name string) bool {
+	next := map[string]string{}
+	for _, m := range c.Models {
+		next[m.Name] = m.ContextFallback
+	}
+	seen := map[string]bool{}
+	for n := name; n != ""; n = next[n] {
+		if seen[n] {
+			return true
+		}
+		seen[n] = true
+	}
+	return false
 }

@@ -125,6 +125,7 @@ func route(cfg *config.Config, m *config.Model, scopes []lifecycle.ScopeConfig) 
 	r.Races = r.Races || (ftOn && cfg.Hedging.Budget > 0 && len(m.Targets) > 1)
 	r.DefaultOutput = m.DefaultMaxTokens
 	r.InvalidFails = m.Validation.CountInBreaker
+	r.ContextFallback, r.ContextWindow = m.ContextFallback, m.ContextWindow
 	if d := m.Degrade; d != nil {
 		r.Degrade = &lifecycle.Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
 			QueueAge: d.QueueAge.D(), BudgetBelow: d.BudgetBelow}

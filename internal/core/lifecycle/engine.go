@@ -144,6 +144,11 @@ type Route struct {
 	// InvalidFails: an answer that breaks the request's declared schema
 	// (Outcome.Invalid) counts as an error in its provider's breaker.
 	InvalidFails bool
+	// ContextFallback names the model a prompt too long for this one
+	// goes to; ContextWindow, when positive, is this model's window in
+	// tokens, for routing there before the call (context.go).
+	ContextFallback string
+	ContextWindow   int64
 }
 
 // Request is the engine's request for one of the route's: its deadline
