@@ -285,10 +285,14 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
 		x.attempts++
-		if hs.Kind == lifecycle.Rescue {
+		switch hs.Kind {
+		case lifecycle.Rescue:
 			h.second = secondRescue
 			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
-		} else {
+		case lifecycle.FirstToken:
+			h.second = secondFirstToken
+			g.metrics.Hedges.WithLabelValues(m.name, "first_token").Inc()
+		default:
 			h.second = secondHedge
 			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -103,6 +104,11 @@ type exchange struct {
 	verdict       uint8
 	invalid       bool
 	invalidReason string
+	// contextRoute is the route of the model the current hop runs on;
+	// contextNext the model a context-length refusal sends the request
+	// to instead (contextroute.go).
+	contextRoute *lifecycle.Route
+	contextNext  *model
 }
 
 // finish records the exchange in metrics and writes its log line.

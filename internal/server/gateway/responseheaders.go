@@ -13,6 +13,9 @@ const (
 	secondHedge  = "hedge"
 	secondRescue = "rescue"
 	secondRetry  = "retry"
+	// secondFirstToken: the first call had no first token by its
+	// first-token deadline (lifecycle/firsttoken.go).
+	secondFirstToken = "first_token"
 )
 
 // responseHeaders is which X-Sluice-* headers tell a client what happened
@@ -39,7 +42,7 @@ func newResponseHeaders(c config.ResponseHeaders) responseHeaders {
 var (
 	saidAttempts = [...][]string{{"0"}, {"1"}, {"2"}}
 	saidNoWait   = []string{"0"}
-	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}}
+	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}, secondFirstToken: {secondFirstToken}}
 )
 
 // set writes the headers for an answer from a. The values are the
