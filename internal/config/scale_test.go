@@ -16,6 +16,9 @@ import (
 var scaledDurations = []string{
 	"server.stream_idle_timeout",
 	"providers[].timeout",
+	"first_token.ceiling",
+	"first_token.floor",
+	"models[].first_token_ceiling",
 	"providers[].pool.scrape_interval",
 	"providers[].pool.stale_after",
 	"providers[].limit.slow_threshold",

@@ -30,6 +30,10 @@ type Config struct {
 	Models    []Model    `yaml:"models"`
 	Admission Admission  `yaml:"admission"`
 	Hedging   Budget     `yaml:"hedging"`
+	// FirstToken is the first-token deadline: a call with no first token
+	// by a deadline derived from its target's recent time to first token
+	// gets a second call on the next target (firsttoken.go).
+	FirstToken FirstToken `yaml:"first_token"`
 	// Retries bounds retries on the provider that failed, per provider:
 	// they stay within budget (default 0.1) of the requests sent to it.
 	// A retry on another target is not charged (it adds no load to the
@@ -384,6 +388,19 @@ type Model struct {
 	// first to answer wins and the other is cancelled. hedging.budget
 	// bounds how many requests may be hedged.
 	HedgeAfter HedgeDelay `yaml:"hedge_after"`
+	// FirstTokenCeiling, when set, replaces first_token.ceiling for this
+	// model (a reasoning model may be silent for longer); an explicit 0s
+	// turns the first-token deadline off for it (FirstTokenOff).
+	FirstTokenCeiling Duration `yaml:"first_token_ceiling"`
+	FirstTokenOff     bool     `yaml:"-"`
+	// ContextFallback names another model a request goes to when its
+	// prompt is too long for this one: when a target answers
+	// context_length_exceeded, or, with ContextWindow set, before the
+	// call when the counted prompt does not fit.
+	ContextFallback string `yaml:"context_fallback"`
+	// ContextWindow, in tokens, is the model's context window; 0:
+	// unknown, so a prompt is only judged by the provider's answer.
+	ContextWindow int64 `yaml:"context_window"`
 	// Degrade, when set, serves the model's background requests under
 	// pressure in a cheaper way instead of refusing them.
 	Degrade *Degrade `yaml:"degrade"`

@@ -476,6 +476,7 @@ func (c *Config) validateAdmission(v *checker) {
 	if c.Hedging.Burst < 0 {
 		v.add("hedging.burst", "must not be negative; write e.g. 10")
 	}
+	c.validateFirstToken(v)
 	if r := c.Retries; r.Budget < 0 || r.Budget > 1 || r.Burst < 0 {
 		v.add("retries", "budget must be a share of requests between 0 and 1 (e.g. 0.1) and burst not negative")
 	}

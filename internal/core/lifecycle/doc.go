@@ -8,11 +8,16 @@
 // provider's adaptive concurrency limit and breaker.
 //
 // A request has at most two upstream calls: its first (attempt 0) and a
-// second (attempt 1). The second is one of three kinds (SecondKind): a
+// second (attempt 1). The second is one of four kinds (SecondKind): a
 // hedge (Ready.Second, fired by a timer when the first has no first byte
-// in time; hedge.go), a rescue (Ready.Second: the first call is slow on a
-// provider whose breaker is open or recovering; rescue.go) or a retry
-// (Engine.Retry, asked by the host after a safe failure; retry.go).
+// in time; hedge.go), a first-token call (Ready.Second, fired when the
+// first has no first token by a deadline derived from its target's
+// recent time to first token, on by default; firsttoken.go), a rescue
+// (Ready.Second: the first call is slow on a provider whose breaker is
+// open or recovering; rescue.go) or a retry (Engine.Retry, asked by the
+// host after a safe failure; retry.go). A prompt too long for its model
+// goes to the model's context fallback, before the call or after the
+// provider's refusal (context.go).
 // Synthetic probes (Ready.Probe, FinishProbe; probe.go) belong to no
 // request. The first call to report a first byte wins (Commit); nothing
 // is hedged or retried after that. The host reports every call's end

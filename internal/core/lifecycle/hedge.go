@@ -63,6 +63,10 @@ func (e *Engine) hedgeDelay(q *request) time.Duration {
 
 // fireHedge sends q's hedge if the budget and a target allow.
 func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
+	if q.firstTokenDue {
+		e.fireFirstToken(now, q, rd)
+		return
+	}
 	if q.second != nil || q.primaryDone || q.expired || q.committed >= 0 || !q.firstByte.IsZero() {
 		return
 	}

@@ -29,6 +29,10 @@ const (
 	// Retry: the first call failed safely (Engine.Retry); charged to the
 	// failing provider's retry budget.
 	Retry
+	// FirstToken: the first call had no first token by its first-token
+	// deadline (firsttoken.go); charged to the hedge budget, sent only to
+	// another target.
+	FirstToken
 )
 
 func (k SecondKind) String() string {
@@ -37,6 +41,8 @@ func (k SecondKind) String() string {
 		return "rescue"
 	case Retry:
 		return "retry"
+	case FirstToken:
+		return "first_token"
 	}
 	return "hedge"
 }
@@ -55,6 +61,9 @@ type SecondStats struct {
 	// target, charged to its retry budget; RetryNoTarget the retryable
 	// failures that found no target to take a retry.
 	RetriesSame, RetryNoTarget uint64
+	// FirstToken counts second calls sent at a first-token deadline
+	// (firsttoken.go).
+	FirstToken uint64
 	// Rescued counts second calls sent for slow calls stranded on a
 	// provider whose breaker is open or recovering (rescue.go).
 	Rescued uint64
@@ -190,6 +199,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	e.observeRefusal(now, h.scope, o)
 	e.settling(now, h.scope)
 	e.heard(now, h.scope, h.started, h.firstByte, o)
+	e.noteTTFT(h.scope, q.req.Stream, h.started, h.firstByte, o)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o, q.req.InvalidFails))

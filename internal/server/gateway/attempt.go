@@ -286,10 +286,14 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
 		x.attempts++
-		if hs.Kind == lifecycle.Rescue {
+		switch hs.Kind {
+		case lifecycle.Rescue:
 			h.second = secondRescue
 			g.metrics.Rescues.WithLabelValues(m.name, first.t.provider.name, h.t.provider.name).Inc()
-		} else {
+		case lifecycle.FirstToken:
+			h.second = secondFirstToken
+			g.metrics.Hedges.WithLabelValues(m.name, "first_token").Inc()
+		default:
 			h.second = secondHedge
 			g.metrics.Hedges.WithLabelValues(m.name, "fired").Inc()
 		}
@@ -421,9 +425,6 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
 	}
 	switch {
-	case a.buf != nil && crossed(x, a):
-		x.ttft = a.firstAt.Sub(a.start)
-		g.relayTranslated(call.Context(), w, r, x, a)
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)
 		g.relayStream(call.Context(), w, r, x, a)

@@ -30,7 +30,10 @@
 //     request that cannot be translated skips such targets (translate.go);
 //     a Responses API request goes only to targets that serve it, and is
 //     never translated (responses.go);
-//  7. relay: SSE is flushed as it arrives; other bodies are checked to be
+//  7. relay: SSE is flushed as it arrives, whole events at a time, by one
+//     stream relay whose concerns (usage, idle watch, translation, stream
+//     check, validation, scrubbing) are a chain of filters
+//     (relay_filter.go); other bodies are checked to be
 //     well-formed JSON before the client sees them; a translated answer,
 //     error or stream (event by event) comes back in the client's API;
 //     an answer to a request that declared structured output is checked

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -45,7 +46,7 @@ type exchange struct {
 	waited      time.Duration
 	attempts    int // upstream calls made
 	// second is what made the call that answered, when not the first:
-	// hedge, rescue, retry, retry-same or retry-after (X-Sluice-Second-Call).
+	// hedge, rescue, retry, retry_same, retry_after or first_token (X-Sluice-Second-Call).
 	second string
 	// finish is the provider's finish or stop reason, when its answer
 	// said (for traces).
@@ -106,6 +107,11 @@ type exchange struct {
 	verdict       uint8
 	invalid       bool
 	invalidReason string
+	// contextRoute is the route of the model the current hop runs on;
+	// contextNext the model a context-length refusal sends the request
+	// to instead (contextroute.go).
+	contextRoute *lifecycle.Route
+	contextNext  *model
 }
 
 // finish records the exchange in metrics and writes its log line.

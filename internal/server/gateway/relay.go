@@ -1,19 +1,15 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -24,16 +20,21 @@ import (
 //     be accepted, or the request ends as the client's, and the deferred
 //     cancel stops the upstream call (clientWriter).
 //   - A provider that goes quiet mid-answer: server.stream_idle_timeout
-//     with no bytes cancels the call (idleWatch), and a stream ends with
+//     with no bytes cancels the call (idleFilter), and a stream ends with
 //     an error event.
 //   - A stream that ends without its terminator, or carries an event that
 //     is not well-formed: a failure for the provider's breaker, and the
 //     client gets an error event in its dialect instead of the rest
 //     (protocol.StreamCheck). Events go to the client whole, so it never
-//     sees half of one.
+//     sees half of one, and every whole event that came before the
+//     failure reaches it before the error event does.
 //   - A large answer that turns out malformed, or breaks off, after its
 //     status went out: the connection is aborted, so the client sees a
 //     broken response rather than a short one that looks whole.
+//
+// Every stream, translated or not, takes one relay (relayStream): one
+// read loop, one end path, and a chain of filters that each own one
+// concern (relay_filter.go).
 
 // relayBufPool recycles relay buffers between streams. A stream holds
 // its buffer for its whole life (the read that waits for the next event
@@ -73,55 +74,39 @@ func (c clientWriter) send(p []byte, flush bool) (int, error) {
 	return n, err
 }
 
-// idleWatch cancels an upstream call that sends nothing for a while.
-type idleWatch struct {
-	t     *time.Timer
-	d     time.Duration
-	fired atomic.Bool
-}
-
-func (g *Gateway) watchIdle(cancel context.CancelFunc) *idleWatch {
-	iw := &idleWatch{d: g.streamIdle}
-	iw.t = time.AfterFunc(iw.d, func() { iw.fired.Store(true); cancel() })
-	return iw
-}
-
-// kick restarts the wait after bytes arrived.
-func (iw *idleWatch) kick() { iw.t.Reset(iw.d) }
-
-func (iw *idleWatch) stop() { iw.t.Stop() }
-
 // maxHeldEvent bounds how much of one SSE event the relay holds back to
 // pass it on whole. Events are small (a token, a tool-call fragment); one
 // larger than this (a chunk with long logprobs, say) goes out in parts,
 // and if the stream then breaks inside it the connection is aborted
-// rather than an error event appended to half an event.
+// rather than an error event appended to half an event. A translated
+// stream cannot pass an event on in parts: one that large fails it.
 const maxHeldEvent = 64 << 10
 
 var relayBigPool = sync.Pool{New: func() any { b := make([]byte, maxHeldEvent); return &b }}
 
 // streamRelay is one SSE answer on its way to the client.
 type streamRelay struct {
-	g     *Gateway
-	w     http.ResponseWriter
-	r     *http.Request
-	x     *exchange
-	a     *attempt
-	cw    clientWriter
-	idle  *idleWatch
-	usage protocol.StreamUsage
-	// buf holds bytes read and not yet sent: the first n, of which the
-	// first ready are whole events. bp is buf's pool slot; big says it
-	// came from relayBigPool.
+	g   *Gateway
+	w   http.ResponseWriter
+	r   *http.Request
+	ctx context.Context // the call's: its deadline is the request's
+	x   *exchange
+	p   *provider
+	cw  clientWriter
+	// buf holds the provider's bytes read and not yet passed on: the
+	// first n, of which the first ready are whole events (as frame
+	// finds them). bp is buf's pool slot; big says it came from
+	// relayBigPool.
 	bp       *[]byte
 	big      bool
 	buf      []byte
 	n, ready int
 	// midEvent: part of an event that has not ended has gone out.
 	midEvent bool
-	// answer collects what the request's contract checks, when it
-	// declared one (validation.go).
-	answer *contract.Collector
+	frame    framer
+	chain    []streamFilter
+	// filters holds the chain's filters, in the relay's own allocation.
+	filters streamFilters
 }
 
 // relayStream copies an SSE answer to the client as it arrives, whole
@@ -129,128 +114,71 @@ type streamRelay struct {
 // next one. The attempt's buffer holds the stream's head and first
 // token, already checked; the relay returns it to its pool. Once the
 // headers are out the status is committed: a failure after that ends the
-// stream with an error event in the client's dialect.
+// stream with an error event in the client's dialect. A provider of the
+// other API is relayed the same way, with a translation filter in the
+// chain (newChain).
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	s := &streamRelay{g: g, w: w, r: r, x: x, a: a, bp: a.buf}
+	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, p: a.t.provider, bp: a.buf}
 	a.buf = nil
-	defer func() {
-		if s.big {
-			relayBigPool.Put(s.bp)
-		} else {
-			relayBufPool.Put(s.bp)
-		}
-	}()
-	resp, p := a.resp, a.t.provider
+	defer s.release()
+	resp := a.resp
 	defer resp.Body.Close()
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	copyResponseHeaders(w.Header(), resp.Header, s.p.scrub)
 	w.Header().Set("X-Accel-Buffering", "no")
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	s.cw = g.clientWriter(w, x)
-	s.idle = g.watchIdle(a.cancel)
-	defer s.idle.stop()
-	defer func() {
-		x.outputTokens, x.usageKnown = s.usage.Tokens()
-		x.finish = s.usage.FinishReason()
-	}()
 
-	s.buf = *s.bp
-	s.n, s.ready = a.first, a.ready
-	s.usage.Write(s.buf[:s.n])
-	if x.contract != nil {
-		s.answer = contract.NewCollector(x.endpoint.Dialect)
-		s.answer.Write(s.buf[:s.n])
+	s.buf, s.n = *s.bp, a.first
+	s.newChain(a)
+	// The head was read before the relay began; the filters see it as
+	// read all the same.
+	for _, f := range s.chain {
+		f.read(s.buf[:s.n])
 	}
-	readErr := s.pump(resp.Body, p)
+	err := s.pump(resp.Body)
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	switch {
-	case errors.Is(readErr, errMalformedEvent):
-		s.fail(protocol.StreamMalformed, fmt.Sprintf("provider %s sent a malformed event", p.name))
-	case errors.Is(readErr, errClientWrite):
-		g.clientGone(w, r, x)
-	case readErr == io.EOF:
-		switch verdict := a.check.End(); verdict {
-		case protocol.StreamOK, protocol.StreamErrorEvent:
-			// A last event, the terminator or the provider's own error,
-			// may have come without its blank line: it goes out with one.
-			if s.n > 0 && s.send(s.n, true, true) != nil {
-				g.clientGone(w, r, x)
-				return
-			}
-			if verdict == protocol.StreamOK {
-				x.outcome = outcomeOK
-				if s.answer != nil {
-					g.streamVerdict(s.cw, x, p, s.answer)
-				}
-			} else {
-				x.outcome, x.reason = outcomeUpstreamError, verdict
-			}
-		default:
-			s.fail(verdict, fmt.Sprintf("provider %s ended the stream before it was complete", p.name))
-		}
-	case r.Context().Err() != nil:
-		g.clientGone(w, r, x)
-		if s.midEvent {
-			x.abort = true
-		}
-	case s.idle.fired.Load():
-		s.fail("stream_idle", fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle))
-	case timedOut(ctx):
-		x.outcome, x.reason = outcomeTimeout, "stream_deadline"
-		s.endWith(protocol.Timeout, "the request's deadline passed mid-stream")
-	default:
-		s.fail("stream_cut", fmt.Sprintf("provider %s broke off the stream", p.name))
+	s.end(err)
+}
+
+func (s *streamRelay) release() {
+	if s.big {
+		relayBigPool.Put(s.bp)
+	} else {
+		relayBufPool.Put(s.bp)
 	}
 }
 
-var (
-	errMalformedEvent = errors.New("gateway: malformed event")
-	errClientWrite    = errors.New("gateway: client write failed")
-)
+// errClientWrite: a write to the client failed.
+var errClientWrite = errors.New("gateway: client write failed")
 
-// pump reads the stream and sends its whole events until the stream ends
-// or breaks: io.EOF, the read's error, errMalformedEvent (what came
-// before the bad event has gone out; it has not), or errClientWrite.
-func (s *streamRelay) pump(body io.Reader, p *provider) error {
+// pump is the read loop. It passes on the whole events held, then reads
+// the provider's next bytes, until the stream ends or breaks: io.EOF,
+// the read's error, a *streamEnd a filter or the framer returned, or
+// errClientWrite. The events of the last read are still held when it
+// returns: the end path decides what becomes of them.
+func (s *streamRelay) pump(body io.Reader) error {
 	for {
-		send := s.ready
-		if send == 0 && s.n == len(s.buf) {
-			if !s.big {
-				// One event fills the small buffer: hold it in a larger
-				// one, to pass it on whole.
-				bp := relayBigPool.Get().(*[]byte)
-				copy(*bp, s.buf[:s.n])
-				relayBufPool.Put(s.bp)
-				s.bp, s.buf, s.big = bp, *bp, true
-			} else if part := s.n - p.scrub.partial(s.buf[:s.n]); s.send(part, false, false) != nil {
-				// Larger still: it goes out in parts, less any bytes that
-				// could begin the key.
-				return errClientWrite
-			}
+		if err := s.flush(); err != nil {
+			return err
 		}
-		if send > 0 && s.send(send, true, false) != nil {
-			return errClientWrite
+		for _, f := range s.chain {
+			f.wait()
 		}
 		m, err := body.Read(s.buf[s.n:])
+		chunk := s.buf[s.n : s.n+m]
+		for _, f := range s.chain {
+			f.read(chunk)
+		}
 		if m > 0 {
-			s.idle.kick()
-			chunk := s.buf[s.n : s.n+m]
-			s.usage.Write(chunk)
-			if s.answer != nil {
-				s.answer.Write(chunk)
-			}
-			b, ok, bad := s.a.check.Feed(chunk)
-			if !ok {
-				// The events before the bad one end where it begins.
-				if bad >= 0 && s.n+bad > 0 && s.send(s.n+bad, true, false) != nil {
-					return errClientWrite
-				}
-				return errMalformedEvent
-			}
-			if b >= 0 {
-				s.ready = s.n + b
+			end, bad := s.frame.scan(s.buf[:s.n+m], m)
+			if end >= 0 {
+				s.ready = end
 			}
 			s.n += m
+			if bad != nil {
+				return bad
+			}
 		}
 		if err != nil {
 			return err
@@ -258,26 +186,91 @@ func (s *streamRelay) pump(body io.Reader, p *provider) error {
 	}
 }
 
-// send passes on the first k held bytes, scrubbed of the key. whole
-// says they end where an event ends; last ends them with the blank line
-// a final event may lack.
-func (s *streamRelay) send(k int, whole, last bool) error {
-	p := s.a.t.provider
-	p.scrub.scrub(s.buf[:k])
-	s.idle.t.Stop() // a slow client is not a quiet provider
-	out := s.buf[:k]
-	if s.x.injectedUsage && (whole || last) {
-		out = dropUsageChunks(out)
+// flush passes on the whole events held. When one event fills the
+// buffer instead, it moves to a larger buffer, to be passed on whole;
+// when it fills that too, it goes out in parts, less what a filter
+// holds back (the start of a key, say). A filter that holds back all of
+// it (translation, which needs events whole) fails the stream.
+func (s *streamRelay) flush() error {
+	if s.ready > 0 {
+		return s.send(s.ready, true)
 	}
-	_, err := s.cw.write(out)
-	if err == nil && last {
-		_, err = s.cw.write(blankLineFor(s.buf[:k]))
+	if s.n < len(s.buf) {
+		return nil
 	}
-	s.idle.kick()
-	s.midEvent = !whole && !last
+	if !s.big {
+		bp := relayBigPool.Get().(*[]byte)
+		copy(*bp, s.buf[:s.n])
+		relayBufPool.Put(s.bp)
+		s.bp, s.buf, s.big = bp, *bp, true
+		return nil
+	}
+	part := s.n
+	for _, f := range s.chain {
+		part = min(part, s.n-f.holdBack(s.buf[:s.n]))
+	}
+	if part <= 0 {
+		return malformedEvent(s.p.name)
+	}
+	return s.send(part, false)
+}
+
+// send passes the first k held bytes down the chain (whole: they end
+// where an event ends) and lets them go.
+func (s *streamRelay) send(k int, whole bool) error {
+	err := s.pass(s.buf[:k], whole)
 	s.n = copy(s.buf, s.buf[k:s.n])
 	s.ready = max(0, s.ready-k)
 	return err
+}
+
+// pass takes p through the filters, in order, and writes what comes out
+// of the last to the client. A filter that fails may pass on what came
+// before the failure: that goes on down the chain and out first, and a
+// later failure (a filter's further down, or the client's) is the one
+// that ends the stream.
+func (s *streamRelay) pass(p []byte, whole bool) error {
+	var failed error
+	for _, f := range s.chain {
+		out, err := f.events(p, whole)
+		if err != nil {
+			failed = err
+		}
+		if p = out; len(p) == 0 {
+			break
+		}
+	}
+	s.midEvent = !whole
+	if len(p) > 0 {
+		if _, err := s.cw.write(p); err != nil {
+			return errClientWrite
+		}
+	}
+	return failed
+}
+
+// last passes on what is held when the provider has closed the stream,
+// if the framer says it goes: the stream's last event, completed with
+// the blank line it may lack. The error is the framer's verdict on the
+// stream, or a failure while the last event went.
+func (s *streamRelay) last() error {
+	send, verdict := s.frame.last(s.buf[:s.n])
+	if !send || s.n == 0 {
+		return verdict
+	}
+	held := s.buf[:s.n]
+	switch nl := blankLineFor(held); {
+	case nl == nil:
+	case s.n+len(nl) <= len(s.buf):
+		held = s.buf[:s.n+copy(s.buf[s.n:], nl)]
+	default: // a full buffer: rare enough to copy
+		held = append(held[:s.n:s.n], nl...)
+	}
+	s.n, s.ready = 0, 0
+	if err := s.pass(held, true); err != nil {
+		return err
+	}
+	return verdict
 }
 
 // blankLineFor is what ends b with a blank line.
@@ -296,199 +289,88 @@ var (
 	blankLine = []byte("\n\n")
 )
 
-// fail ends a committed stream that the provider broke: a failure for
-// its breaker, and an error event for the client.
-func (s *streamRelay) fail(reason, msg string) {
-	s.x.outcome, s.x.reason = outcomeUpstreamError, reason
-	s.endWith(protocol.Upstream, msg)
-}
+// errClientGone: the client went away (or the gateway is shutting down)
+// while the relay waited on the provider.
+var errClientGone = errors.New("gateway: client gone")
 
-// endWith ends the stream with an error event of kind k; or, when part
-// of an event has already gone out, aborts the connection, since an
-// event appended to half an event would be lost in it.
-func (s *streamRelay) endWith(k protocol.Kind, msg string) {
-	if s.midEvent {
-		s.x.abort = true
-		return
-	}
-	s.cw.write(s.x.endpoint.Dialect.StreamErrorEvent(k, msg))
-}
-
-// relayWhole passes on a success that is not a stream. One up to
-// wholeBodyLimit is read whole and checked before the client sees a byte,
-// so a malformed one becomes a 502; a longer one is relayed as it
-// arrives (relayLarge).
-func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	resp, p := a.resp, a.t.provider
-	defer resp.Body.Close()
-	// The first 64 KiB come within the request's deadline; a provider
-	// quiet past that, in a larger answer, meets the idle timeout.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, wholeBodyLimit+1))
-	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	x.ttft = x.upstreamDur
-	if err != nil {
-		g.upstreamFailed(w, r, x, ctx, err)
-		return
-	}
-	if !isJSON(resp.Header) {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
-			fmt.Sprintf("provider %s sent a response that is not JSON", p.name), 0)
-		return
-	}
-	if crossed(x, a) {
-		var ok bool
-		if data, ok = g.translateWhole(ctx, w, r, x, a, data); !ok {
-			return
-		}
-	}
-	if len(data) > wholeBodyLimit && !crossed(x, a) {
-		idle := g.watchIdle(a.cancel)
-		defer idle.stop()
-		g.relayLarge(ctx, w, r, x, a, data, idle)
-		return
-	}
-	tokens, found, valid, finish := protocol.OutputTokens(data)
-	if !valid {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
-			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
-		return
-	}
-	p.scrub.scrub(data)
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
-	markVerdict(w.Header(), x)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	if _, err := g.clientWriter(w, x).send(data, false); err != nil {
-		g.clientGone(w, r, x)
-		return
-	}
-	x.outcome, x.outputTokens, x.usageKnown, x.finish = outcomeOK, tokens, found, finish
-	p.authWarned.Store(false)
-}
-
-// relayLarge relays a success answer too large to hold, whose first
-// wholeBodyLimit+1 bytes are in head: checked as it passes
-// (protocol.JSONScanner), its usage read from wherever it comes (usually
-// the tail), and scrubbed of the key even across reads. Its last byte is
-// held back until the answer has ended well-formed, so that an answer
-// that turns out malformed, or breaks off, never reaches the client
-// whole: the connection is aborted short of it (exchange.abort).
-func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *idleWatch) {
-	resp, p := a.resp, a.t.provider
-	var js protocol.JSONScanner
-	var usage protocol.StreamUsage
-	if !js.Write(head) {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
-			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
-		return
-	}
-	usage.Write(head)
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
-	markVerdict(w.Header(), x)
-	if resp.ContentLength >= 0 {
-		// Scrubbing keeps lengths, so the provider's length is true.
-		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	cw := g.clientWriter(w, x)
-
-	buf := make([]byte, max(relayChunk, len(head)+1))
-	n := copy(buf, head)
-	var readErr error
-	for readErr == nil && !js.Failed() {
-		// Hold back what could begin the key, and always the last byte.
-		hold := max(p.scrub.partial(buf[:n]), 1)
-		if n > hold {
-			p.scrub.scrub(buf[:n-hold])
-			idle.t.Stop() // a slow client is not a quiet provider
-			_, err := cw.write(buf[:n-hold])
-			idle.kick()
-			if err != nil {
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.clientGone(w, r, x)
-				x.abort = true
-				return
-			}
-			n = copy(buf, buf[n-hold:n])
-		}
-		m, err := resp.Body.Read(buf[n:])
-		if m > 0 {
-			idle.kick()
-			js.Write(buf[n : n+m])
-			usage.Write(buf[n : n+m])
-			n += m
-		}
-		readErr = err
-	}
-	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	x.outputTokens, x.usageKnown = usage.Tokens()
-	x.finish = usage.FinishReason()
+// end is the relay's one end path, however the stream ended: err is
+// what ended pump. In order:
+//
+//   - a stream the provider closed (io.EOF) passes on its last event,
+//     if the framer lets it go;
+//   - a read that failed because the client left is the client's;
+//   - on any other failure, the whole events already read go out first:
+//     every event parsed before a failure reaches the client before
+//     anything Sluice adds;
+//   - every filter's end, in chain order, judges or explains the end
+//     (the translator's and the check's verdicts, the idle watch's
+//     firing), and may add bytes after the stream's own (the validation
+//     trailer), which go out only when it ended well;
+//   - a read error no filter explained is the request's deadline, or a
+//     cut.
+func (s *streamRelay) end(err error) {
 	switch {
-	case errors.Is(readErr, io.EOF) && js.Done():
-		// Whole and well-formed: the held bytes complete it.
-		p.scrub.scrub(buf[:n])
-		if _, err := cw.write(buf[:n]); err != nil {
-			g.clientGone(w, r, x)
-			x.abort = true
-			return
+	case err == io.EOF:
+		err = s.last()
+	case unexplained(err) && s.r.Context().Err() != nil:
+		err = errClientGone
+	}
+	if err != nil && err != errClientWrite && err != errClientGone && s.ready > 0 {
+		if s.send(s.ready, true) == errClientWrite {
+			err = errClientWrite
 		}
+	}
+	var tail []byte
+	for _, f := range s.chain {
+		var t []byte
+		t, err = f.end(err)
+		if tail == nil {
+			tail = t
+		} else {
+			tail = append(tail, t...)
+		}
+	}
+
+	x := s.x
+	e, _ := err.(*streamEnd) // never wrapped
+	switch {
+	case err == nil:
 		x.outcome = outcomeOK
+		if len(tail) > 0 {
+			s.cw.write(tail)
+		}
 		return
-	case js.Failed(), errors.Is(readErr, io.EOF):
-		x.outcome, x.reason = outcomeUpstreamError, "upstream_malformed"
-	case r.Context().Err() != nil:
-		g.clientGone(w, r, x)
-	case idle.fired.Load():
-		x.outcome, x.reason = outcomeUpstreamError, "stream_idle"
-	case timedOut(ctx):
-		x.outcome, x.reason = outcomeTimeout, "upstream_timeout"
+	case err == errClientWrite:
+		s.g.clientGone(s.w, s.r, x)
+		return
+	case err == errClientGone:
+		s.g.clientGone(s.w, s.r, x)
+		if s.midEvent {
+			x.abort = true
+		}
+		return
+	case e != nil:
+	case timedOut(s.ctx):
+		e = &streamEnd{outcome: outcomeTimeout, reason: "stream_deadline", kind: protocol.Timeout,
+			msg: "the request's deadline passed mid-stream"}
 	default:
-		x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
+		e = upstreamEnd("stream_cut", fmt.Sprintf("provider %s broke off the stream", s.p.name))
 	}
-	x.abort = true // the held bytes stay held
+	x.outcome, x.reason = e.outcome, e.reason
+	switch {
+	case e.msg == "":
+		// The provider's own error event has gone out.
+	case s.midEvent:
+		// An error event appended to half an event would be lost in it.
+		x.abort = true
+	default:
+		s.cw.write(x.endpoint.Dialect.StreamErrorEvent(e.kind, e.msg))
+	}
 }
 
-var (
-	emptyChoices = []byte(`"choices":[]`)
-	usageObject  = []byte(`"usage":{`)
-)
-
-// dropUsageChunks removes, in place, the usage-only chunks (no choices,
-// a usage object) from whole SSE events: the chunk an OpenAI-style
-// stream ends with when Sluice, not the client, asked for
-// stream_options.include_usage. Every other event is kept as it came.
-func dropUsageChunks(b []byte) []byte {
-	if !bytes.Contains(b, emptyChoices) {
-		return b
-	}
-	out := b[:0]
-	for len(b) > 0 {
-		end := eventEnd(b)
-		ev := b[:end]
-		b = b[end:]
-		if bytes.Contains(ev, emptyChoices) && bytes.Contains(ev, usageObject) {
-			continue
-		}
-		out = append(out, ev...) // never ahead of what is read: in place is safe
-	}
-	return out
-}
-
-// eventEnd is the length of b's first event with its blank line
-// ("\n\n" or "\n\r\n"), or all of b.
-func eventEnd(b []byte) int {
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != '\n' {
-			continue
-		}
-		switch {
-		case b[i+1] == '\n':
-			return i + 2
-		case b[i+1] == '\r' && i+2 < len(b) && b[i+2] == '\n':
-			return i + 3
-		}
-	}
-	return len(b)
+// unexplained: err is a read's own error, which neither a filter nor
+// the framer has given a reason.
+func unexplained(err error) bool {
+	_, explained := err.(*streamEnd)
+	return err != nil && err != errClientWrite && err != errClientGone && !explained
 }

@@ -16,8 +16,11 @@ const (
 	secondRetry  = "retry"
 	// A retry on the same target: after a lone transient failure, or
 	// waiting out the provider's short Retry-After (lifecycle.RetryWhy).
-	secondRetrySame  = "retry-same"
-	secondRetryAfter = "retry-after"
+	secondRetrySame  = "retry_same"
+	secondRetryAfter = "retry_after"
+	// secondFirstToken: the first call had no first token by its
+	// first-token deadline (lifecycle/firsttoken.go).
+	secondFirstToken = "first_token"
 )
 
 // saidRetry names each rule that gives a retry (lifecycle.RetryWhy): a
@@ -52,7 +55,7 @@ func newResponseHeaders(c config.ResponseHeaders) responseHeaders {
 var (
 	saidAttempts = [...][]string{{"0"}, {"1"}, {"2"}, {"3"}}
 	saidNoWait   = []string{"0"}
-	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}, secondRetrySame: {secondRetrySame}, secondRetryAfter: {secondRetryAfter}}
+	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}, secondFirstToken: {secondFirstToken}, secondRetrySame: {secondRetrySame}, secondRetryAfter: {secondRetryAfter}}
 )
 
 // set writes the headers for an answer from a. The values are the

@@ -115,8 +115,8 @@ func TestSameTargetRetryKeepsTheModel(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, body)
 	}
-	if got := h.Get("X-Sluice-Second-Call"); got != "retry-same" {
-		t.Errorf("X-Sluice-Second-Call %q, want retry-same", got)
+	if got := h.Get("X-Sluice-Second-Call"); got != "retry_same" {
+		t.Errorf("X-Sluice-Second-Call %q, want retry_same", got)
 	}
 	if p := h.Get("X-Sluice-Provider"); p != "mock-openai" {
 		t.Errorf("answered by %q, want the primary", p)
@@ -124,7 +124,7 @@ func TestSameTargetRetryKeepsTheModel(t *testing.T) {
 	if n := primary.calls.Load(); n != 2 || backup.Stats().Total != 0 {
 		t.Errorf("primary saw %d calls, backup %d; want 2 and 0", n, backup.Stats().Total)
 	}
-	if !strings.Contains(s.logText(), "second_call=retry-same") {
+	if !strings.Contains(s.logText(), "second_call=retry_same") {
 		t.Errorf("the request log does not name the retry:\n%s", s.logText())
 	}
 }
@@ -137,7 +137,7 @@ func TestRetryAfterWaitOrMove(t *testing.T) {
 		primaryCalls                  int64
 		minTook, maxTook              time.Duration
 	}{
-		{"short: waited out", "300", "retry-after", "mock-openai", 2, 300 * time.Millisecond, 2 * time.Second},
+		{"short: waited out", "300", "retry_after", "mock-openai", 2, 300 * time.Millisecond, 2 * time.Second},
 		{"long: the backup at once", "10000", "retry", "backup", 1, 0, 2 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {

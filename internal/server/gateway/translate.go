@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
-	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
@@ -39,7 +37,7 @@ import (
 //     dialect is the provider's failure, 502), an error answer with
 //     translate.ErrorBody after the gateway's own status policy (the
 //     provider-401 rule, the bounded Retry-After) has been applied, and a
-//     stream event by event (relayTranslated).
+//     stream event by event (the stream relay's translateFilter).
 //   - Parameters in defaultDrop are removed rather than refused, and
 //     named in X-Sluice-Dropped. Anthropic's required max_tokens, when
 //     an OpenAI client sets none, is the model's default_max_tokens, or
@@ -167,146 +165,4 @@ func (g *Gateway) translateWhole(ctx context.Context, w http.ResponseWriter, r *
 		return nil, false
 	}
 	return out, true
-}
-
-// errUntranslatableEvent: a stream event the translator refused.
-var errUntranslatableEvent = errors.New("gateway: untranslatable event")
-
-// relayTranslated is relayStream for a provider of the other API: the
-// upstream stream is cut into whole events (translate.ParseEvents), each
-// translated (translate.Stream) and sent at once. The usage for budgets
-// is read from the upstream bytes, in the provider's dialect; the
-// stream check watches what goes out, in the client's, so a translator
-// slip is caught like a provider's. Events go out whole, so a failure
-// ends the stream with an error event in the client's dialect.
-func (g *Gateway) relayTranslated(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	resp, p := a.resp, a.t.provider
-	defer resp.Body.Close()
-	bp := a.buf
-	a.buf = nil
-	defer relayBufPool.Put(bp)
-	buf := *bp
-	pending := append(make([]byte, 0, 2*len(buf)), buf[:a.first]...)
-	var usage protocol.StreamUsage
-	usage.Write(pending)
-	includeUsage := x.cross != nil && x.cross.includeUsage
-	tr := translate.NewStream(p.dialect, x.endpoint.Dialect, translate.StreamConfig{IncludeUsage: includeUsage, Created: g.now().Unix()})
-	check := protocol.NewStreamCheck(x.endpoint.Dialect)
-	var answer *contract.Collector
-	if x.contract != nil {
-		answer = contract.NewCollector(x.endpoint.Dialect)
-	}
-
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
-	w.Header().Set("X-Accel-Buffering", "no")
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	cw := g.clientWriter(w, x)
-	idle := g.watchIdle(a.cancel)
-	defer idle.stop()
-	defer func() {
-		x.outputTokens, x.usageKnown = usage.Tokens()
-		x.finish = usage.FinishReason()
-	}()
-
-	emit := func(evs []translate.Event) error {
-		if len(evs) == 0 {
-			return nil
-		}
-		out := translate.Encode(evs)
-		if _, ok, _ := check.Feed(out); !ok {
-			return errMalformedEvent
-		}
-		if answer != nil {
-			answer.Write(out)
-		}
-		p.scrub.scrub(out)
-		idle.t.Stop() // a slow client is not a quiet provider
-		_, err := cw.write(out)
-		idle.kick()
-		if err != nil {
-			return errClientWrite
-		}
-		return nil
-	}
-	feed := func(b []byte) (int, error) {
-		evs, n := translate.ParseEvents(b)
-		for _, ev := range evs {
-			out, err := tr.Feed(ev)
-			if e := emit(out); e != nil {
-				return n, e
-			}
-			if err != nil {
-				return n, errUntranslatableEvent
-			}
-		}
-		return n, nil
-	}
-
-	var readErr error
-	for readErr == nil {
-		n, err := feed(pending)
-		if err != nil {
-			readErr = err
-			break
-		}
-		pending = pending[:copy(pending, pending[n:])]
-		if len(pending) > maxHeldEvent {
-			readErr = errMalformedEvent
-			break
-		}
-		m, err := resp.Body.Read(buf)
-		if m > 0 {
-			idle.kick()
-			usage.Write(buf[:m])
-			pending = append(pending, buf[:m]...)
-		}
-		readErr = err
-	}
-	if readErr == io.EOF && len(bytes.TrimSpace(pending)) > 0 {
-		// A last event without its blank line.
-		if _, err := feed(append(pending, "\n\n"...)); err != nil {
-			readErr = err
-		}
-	}
-	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	fail := func(reason, msg string) {
-		x.outcome, x.reason = outcomeUpstreamError, reason
-		cw.write(x.endpoint.Dialect.StreamErrorEvent(protocol.Upstream, msg))
-	}
-	switch {
-	case errors.Is(readErr, errClientWrite):
-		g.clientGone(w, r, x)
-	case errors.Is(readErr, errMalformedEvent):
-		fail(protocol.StreamMalformed, fmt.Sprintf("provider %s sent a malformed event", p.name))
-	case errors.Is(readErr, errUntranslatableEvent):
-		fail("stream_untranslatable", fmt.Sprintf("provider %s sent an event that cannot be translated to the %s API", p.name, x.endpoint.Dialect))
-	case readErr == io.EOF:
-		err := tr.Close()
-		switch {
-		case errors.Is(err, translate.ErrStreamFailed):
-			// Its error event went to the client, translated.
-			x.outcome, x.reason = outcomeUpstreamError, protocol.StreamErrorEvent
-		case err != nil:
-			fail(protocol.StreamUnterminated, fmt.Sprintf("provider %s ended the stream before it was complete", p.name))
-		case check.End() != protocol.StreamOK:
-			// The translator ended well and its output did not: a slip
-			// of the gateway's, reported as the stream's failure.
-			fail(check.End(), fmt.Sprintf("provider %s's stream could not be completed in the %s API", p.name, x.endpoint.Dialect))
-		default:
-			x.outcome = outcomeOK
-			if answer != nil {
-				g.streamVerdict(cw, x, p, answer)
-			}
-		}
-	case r.Context().Err() != nil:
-		g.clientGone(w, r, x)
-	case idle.fired.Load():
-		fail("stream_idle", fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle))
-	case timedOut(ctx):
-		x.outcome, x.reason = outcomeTimeout, "stream_deadline"
-		cw.write(x.endpoint.Dialect.StreamErrorEvent(protocol.Timeout, "the request's deadline passed mid-stream"))
-	default:
-		fail("stream_cut", fmt.Sprintf("provider %s broke off the stream", p.name))
-	}
 }

@@ -227,8 +227,8 @@ func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) 
 }
 
 // streamVerdict judges a stream that ended well, from what its collector
-// gathered, counts it, and sends it as the stream's trailing event.
-func (g *Gateway) streamVerdict(cw clientWriter, x *exchange, p *provider, k *contract.Collector) {
+// gathered, counts it, and returns it as the stream's trailing event.
+func (g *Gateway) streamVerdict(x *exchange, p *provider, k *contract.Collector) []byte {
 	ans, err := k.Answer()
 	if err == nil {
 		err = x.contract.Check(ans)
@@ -248,8 +248,7 @@ func (g *Gateway) streamVerdict(cw clientWriter, x *exchange, p *provider, k *co
 	data, _ := json.Marshal(t)
 	ev := make([]byte, 0, len(data)+40)
 	ev = append(ev, "event: "+trailerEvent+"\ndata: "...)
-	ev = append(append(ev, data...), "\n\n"...)
-	cw.write(ev)
+	return append(append(ev, data...), "\n\n"...)
 }
 
 // trailer is a stream's verdict event's data; Valid is null for an
