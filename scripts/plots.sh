@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the README's pictures from the simulator: each scenario's
-# page as SVG (for the README) and PNG (for anything that shows images
+# Regenerates the docs' pictures from the simulator: each scenario's
+# page as SVG (for docs/) and PNG (for anything that shows images
 # but not SVG). Deterministic: the same scenarios give the same pictures.
 #
 #	scripts/plots.sh

@@ -176,6 +176,7 @@ func (c *Config) applyDefaults() {
 			}
 		}
 	}
+	c.firstTokenDefaults(unset)
 	if unset("hedging.budget", c.Hedging.Budget == 0) {
 		c.Hedging.Budget = DefaultHedgeBudget
 	}

@@ -30,10 +30,15 @@ type Config struct {
 	Models    []Model    `yaml:"models"`
 	Admission Admission  `yaml:"admission"`
 	Hedging   Budget     `yaml:"hedging"`
-	// Retries bounds retries onto another target, per provider: the
-	// retries of a provider's failures stay within budget (default 0.1)
-	// of the requests sent to it.
-	Retries Budget `yaml:"retries"`
+	// FirstToken is the first-token deadline: a call with no first token
+	// by a deadline derived from its target's recent time to first token
+	// gets a second call on the next target (firsttoken.go).
+	FirstToken FirstToken `yaml:"first_token"`
+	// Retries bounds retries on the provider that failed, per provider:
+	// they stay within budget (default 0.1) of the requests sent to it.
+	// A retry on another target is not charged (it adds no load to the
+	// provider that failed).
+	Retries Retries `yaml:"retries"`
 	// Keys are the virtual keys clients send (keys.go); with any defined,
 	// a request needs one (auth).
 	Keys []Key `yaml:"keys"`
@@ -287,6 +292,10 @@ type Breaker struct {
 	// SlowThreshold makes a call slow once it is this old in flight;
 	// zero derives it from twice the provider's healthy p95.
 	SlowThreshold Duration `yaml:"slow_threshold"`
+	// ConsecutiveErrors trips the breaker on this many provider-caused
+	// failures in a row (5xx, 529, connection errors), however few calls
+	// the window holds (default 5; -1 turns it off).
+	ConsecutiveErrors int `yaml:"consecutive_errors"`
 	// OpenFor is the time open before probing (default 10s for traffic
 	// probes, doubling per failed recovery up to OpenForMax, default 2m;
 	// synthetic probes start after ProbeInterval and never back off).
@@ -391,6 +400,19 @@ type Model struct {
 	// first to answer wins and the other is cancelled. hedging.budget
 	// bounds how many requests may be hedged.
 	HedgeAfter HedgeDelay `yaml:"hedge_after"`
+	// FirstTokenCeiling, when set, replaces first_token.ceiling for this
+	// model (a reasoning model may be silent for longer); an explicit 0s
+	// turns the first-token deadline off for it (FirstTokenOff).
+	FirstTokenCeiling Duration `yaml:"first_token_ceiling"`
+	FirstTokenOff     bool     `yaml:"-"`
+	// ContextFallback names another model a request goes to when its
+	// prompt is too long for this one: when a target answers
+	// context_length_exceeded, or, with ContextWindow set, before the
+	// call when the counted prompt does not fit.
+	ContextFallback string `yaml:"context_fallback"`
+	// ContextWindow, in tokens, is the model's context window; 0:
+	// unknown, so a prompt is only judged by the provider's answer.
+	ContextWindow int64 `yaml:"context_window"`
 	// Degrade, when set, serves the model's background requests under
 	// pressure in a cheaper way instead of refusing them.
 	Degrade *Degrade `yaml:"degrade"`
@@ -511,6 +533,18 @@ type Budget struct {
 	Budget float64 `yaml:"budget"`
 	// Burst caps the calls saved up in quiet times (default 10).
 	Burst float64 `yaml:"burst"`
+}
+
+// Retries bounds the retries of a provider's failures (retries:): the
+// budget and burst of those sent to the same provider, as Budget's, and
+// how long a provider's Retry-After may be waited out there.
+type Retries struct {
+	Budget float64 `yaml:"budget"`
+	Burst  float64 `yaml:"burst"`
+	// WaitMax is the longest Retry-After waited out on the provider that
+	// sent it, when it fits the client's deadline; a longer one sends the
+	// request to its next target at once (default 3s).
+	WaitMax Duration `yaml:"wait_max"`
 }
 
 // Queue bounds the waiting room.

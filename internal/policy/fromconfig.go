@@ -79,7 +79,8 @@ func FromConfig(cfg *config.Config) (lifecycle.Config, error) {
 		b.Models = append(b.Models, m)
 	}
 	return lifecycle.Config{Scopes: scopes, Routes: routes, Hedge: lifecycle.HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac, Budgets: b, KeyTenants: tenants,
+		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst, WaitMax: cfg.Retries.WaitMax.D()}, Admission: ac,
+		FirstToken: lifecycle.FirstTokenConfig{Ceiling: cfg.FirstToken.Ceiling.D(), Floor: cfg.FirstToken.Floor.D(), Factor: cfg.FirstToken.Factor}, Budgets: b, KeyTenants: tenants,
 		TimeScale: cfg.TimeScale}, nil
 }
 
@@ -115,8 +116,16 @@ func route(cfg *config.Config, m *config.Model, scopes []lifecycle.ScopeConfig) 
 		r.Races = r.Races || (scopes[s].Rescue && j < len(m.Targets)-1)
 	}
 	r.Races = r.Races || r.HedgeAfter > 0 || r.HedgeAtP95
+	// The first-token deadline races a silent call with the next target.
+	r.FirstTokenCeiling = m.FirstTokenCeiling.D()
+	if m.FirstTokenOff {
+		r.FirstTokenCeiling = -1
+	}
+	ftOn := r.FirstTokenCeiling > 0 || (r.FirstTokenCeiling == 0 && cfg.FirstToken.Ceiling > 0)
+	r.Races = r.Races || (ftOn && cfg.Hedging.Budget > 0 && len(m.Targets) > 1)
 	r.DefaultOutput = m.DefaultMaxTokens
 	r.InvalidFails = m.Validation.CountInBreaker
+	r.ContextFallback, r.ContextWindow = m.ContextFallback, m.ContextWindow
 	if d := m.Degrade; d != nil {
 		r.Degrade = &lifecycle.Degradation{To: d.To, MaxTokens: d.MaxTokens, TrimTo: d.TrimTo,
 			QueueAge: d.QueueAge.D(), BudgetBelow: d.BudgetBelow}
@@ -182,7 +191,7 @@ func scopeConfig(pc *config.Provider, timeScale float64) (lifecycle.ScopeConfig,
 // breakerConfig is a provider's breaker settings as the breaker takes
 // them; steady: its probes are synthetic (breaker.Config.Steady).
 func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.Config {
-	return breaker.Config{
+	c := breaker.Config{
 		Window:        bc.Window.D(),
 		MinCalls:      bc.MinCalls,
 		ErrorRate:     bc.ErrorRate,
@@ -198,6 +207,8 @@ func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.C
 		Steady:        steady,
 		TimeScale:     timeScale,
 	}
+	c.ConsecutiveErrors = bc.ConsecutiveErrors
+	return c
 }
 
 // newPool builds a pooled provider's replica pool: each replica with its

@@ -662,5 +662,5 @@ func (r *run) checkMemory(rp *replica) {
 // attempt.
 func (r *run) extraCalls(rp *replica) int {
 	st := rp.eng.SecondStats()
-	return int(st.Fired+st.Retries+st.Rescued) + int(rp.eng.ProbesSent())
+	return int(st.Fired+st.FirstToken+st.Retries+st.Rescued) + int(rp.eng.ProbesSent())
 }

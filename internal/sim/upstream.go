@@ -152,6 +152,12 @@ func (r *run) launch(c *upCall) {
 	u := c.u
 	c.delayed = false
 	c.plan = u.planner.Next(r.now)
+	if c.q != nil && u.cfg.Overflows(c.q.inTok) {
+		// Too long for the model: refused before admission, as the mock
+		// refuses it (after drawing its plan, as the mock does).
+		r.replaced(c, &upmodel.Failure{Kind: upmodel.FailContextLength})
+		return
+	}
 	if f := c.plan.Fail; f != nil && f.Early() {
 		r.replaced(c, f)
 		return
@@ -189,14 +195,26 @@ func planEnd(f *upmodel.Failure) (lifecycle.EndKind, int) {
 	switch {
 	case f == nil:
 		return lifecycle.EndAnswered, http.StatusOK
-	case f.Kind == upmodel.FailStatus:
+	case f.Kind == upmodel.FailStatus, f.Kind == upmodel.FailContextLength, f.Kind == upmodel.FailContentFilter:
 		return lifecycle.EndRefused, f.StatusCode()
 	case f.Kind == upmodel.FailReset && f.Early():
 		return lifecycle.EndUnreachable, 0
 	case f.Kind == upmodel.FailReset:
 		return lifecycle.EndUnreachable, http.StatusOK
+	case f.Kind == upmodel.FailHang, f.Kind == upmodel.FailNoDone:
+		// A finite silence, then a whole answer; or an answer complete by
+		// content whose end marker alone is missing.
+		return lifecycle.EndAnswered, http.StatusOK
+	case f.Kind == upmodel.FailStall:
+		switch f.Ending() {
+		case upmodel.ThenReset:
+			return lifecycle.EndUnreachable, http.StatusOK
+		case upmodel.ThenEOF, upmodel.ThenTruncate:
+			return lifecycle.EndBroken, http.StatusOK
+		}
+		return lifecycle.EndAnswered, http.StatusOK // it resumes
 	}
-	return lifecycle.EndBroken, http.StatusOK
+	return lifecycle.EndBroken, http.StatusOK // malformed, truncate, eof
 }
 
 // generate starts producing c's answer and schedules its first byte and
@@ -227,12 +245,25 @@ func (r *run) generate(c *upCall) {
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
-	// Only failures that corrupt a generated answer get here (see
-	// replaced): a reset partway, a malformed or truncated answer.
 	c.endKind, c.status = planEnd(p.Fail)
-	if f := p.Fail; f != nil && f.Kind == upmodel.FailReset {
-		end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
-		c.tokens = min(f.AfterTokens, tokens)
+	stream := r.sc.Clients.Stream && c.probe == 0
+	if f := p.Fail; f != nil {
+		// Only failures that corrupt or delay a generated answer get here
+		// (see replaced).
+		switch f.Kind {
+		case upmodel.FailReset:
+			end = first + time.Duration(min(f.AfterTokens, tokens)-1)*tpot
+			c.tokens = min(f.AfterTokens, tokens)
+		case upmodel.FailHang:
+			// Silent for a while before anything, then a normal answer.
+			first += f.Delay + f.For
+			end += f.Delay + f.For
+			c.tokAt = first
+		case upmodel.FailStall:
+			if !r.stall(c, f, stream, &first, &end) {
+				return // silent forever: the deadline or the client ends it
+			}
+		}
 	}
 	c.midStream = r.midStream(c, first, end)
 	if !r.sc.Clients.Stream || c.endKind != lifecycle.EndAnswered && !c.midStream || c.probe != 0 {
@@ -242,6 +273,33 @@ func (r *run) generate(c *upCall) {
 		r.pushCall(first, evFirstByte, c)
 	}
 	r.pushCall(end, evDone, c)
+}
+
+// stall plays a stall after f.AfterTokens tokens: for f.For, then the
+// rest of the answer, or a cut there (upmodel.Failure.Ending). It moves
+// the first token (a stall before it) and the end, and reports false for
+// a stall without end, which leaves the call open: its first byte is
+// scheduled if tokens came before the silence, and nothing after.
+func (r *run) stall(c *upCall, f *upmodel.Failure, stream bool, first, end *time.Duration) bool {
+	at := min(f.AfterTokens, c.tokens)
+	silentFrom := *first + time.Duration(max(at-1, 0))*c.tpot
+	if f.For == 0 {
+		if stream && at > 0 {
+			r.pushCall(*first, evFirstByte, c)
+		}
+		return false
+	}
+	if at == 0 {
+		*first += f.For
+		c.tokAt = *first
+	}
+	*end += f.For
+	if f.Ending() == upmodel.ThenResume {
+		return true // planEnd judged how it ends
+	}
+	c.tokens = at
+	*end = silentFrom + f.For
+	return true
 }
 
 // firstByte: one of q's calls produced its first byte. If it is the

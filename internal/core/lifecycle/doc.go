@@ -8,11 +8,16 @@
 // provider's adaptive concurrency limit and breaker.
 //
 // A request has at most two upstream calls: its first (attempt 0) and a
-// second (attempt 1). The second is one of three kinds (SecondKind): a
+// second (attempt 1). The second is one of four kinds (SecondKind): a
 // hedge (Ready.Second, fired by a timer when the first has no first byte
-// in time; hedge.go), a rescue (Ready.Second: the first call is slow on a
-// provider whose breaker is open or recovering; rescue.go) or a retry
-// (Engine.Retry, asked by the host after a safe failure; retry.go).
+// in time; hedge.go), a first-token call (Ready.Second, fired when the
+// first has no first token by a deadline derived from its target's
+// recent time to first token, on by default; firsttoken.go), a rescue
+// (Ready.Second: the first call is slow on a provider whose breaker is
+// open or recovering; rescue.go) or a retry (Engine.Retry, asked by the
+// host after a safe failure; retry.go). A prompt too long for its model
+// goes to the model's context fallback, before the call or after the
+// provider's refusal (context.go).
 // Synthetic probes (Ready.Probe, FinishProbe; probe.go) belong to no
 // request. The first call to report a first byte wins (Commit); nothing
 // is hedged or retried after that. The host reports every call's end
@@ -147,11 +152,14 @@
 //     header may lower, never raise; without a key, only a declared
 //     critical credential is critical. The simulator's streams without a
 //     key stand for declared callers: the class they draw is theirs.
-//   - Retries (Retry): a host asks for every call that failed before any
-//     byte reached the client, and the engine answers yes only for a first
-//     call that failed with no second call ever sent. (Each host used to
-//     check "attempt 0, nothing else live" itself first; the engine's own
-//     check made theirs redundant.)
+//   - Retries (Retry, RetryCall): a host asks for every call that failed
+//     before any byte reached the client, and the engine answers yes only
+//     for a first call that failed with no second call ever sent, or for
+//     a failed same-target retry, which moves to the next target. (Each
+//     host used to check "attempt 0, nothing else live" itself first;
+//     the engine's own check made theirs redundant.) The answer names
+//     the target, the wait and the rule (RetryWhy: next, same, wait); a
+//     host only carries it out and shows the rule.
 //   - Endings (Ending): a 404 from the Responses API says the provider
 //     lacks the endpoint, not that it fails, and counts as cancelled.
 package lifecycle

@@ -50,6 +50,9 @@ type Ending struct {
 	// Invalid: an answer the client got although it broke the request's
 	// declared schema (on_invalid: pass).
 	Invalid bool
+	// ContextExceeded: the provider refused the prompt as too long for
+	// its context window (protocol.ContextExceeded); see context.go.
+	ContextExceeded bool
 }
 
 // Outcome is what an ending means to the engine:

@@ -85,6 +85,8 @@ type Config struct {
 	Hedge HedgeConfig
 	// Retry budgets retries on another target; see Engine.Retry.
 	Retry RetryConfig
+	// FirstToken is the first-token deadline (firsttoken.go).
+	FirstToken FirstTokenConfig
 	// Seed owns every random draw the engine makes (retry backoff, the
 	// jitter on Retry-After), so a simulation replays exactly. A gateway
 	// seeds it at random, so a fleet's replicas do not jitter in step.
@@ -126,6 +128,9 @@ type Route struct {
 	Timeout    time.Duration
 	HedgeAfter time.Duration
 	HedgeAtP95 bool
+	// FirstTokenCeiling overrides the first-token deadline's ceiling for
+	// the model's requests (Request.FirstTokenCeiling).
+	FirstTokenCeiling time.Duration
 	// Races: a request may get a second call that races its first (a
 	// hedge, or a rescue from a target before the last), so a host
 	// must be ready to run two calls at once.
@@ -139,18 +144,28 @@ type Route struct {
 	// InvalidFails: an answer that breaks the request's declared schema
 	// (Outcome.Invalid) counts as an error in its provider's breaker.
 	InvalidFails bool
+	// ContextFallback names the model a prompt too long for this one
+	// goes to; ContextWindow, when positive, is this model's window in
+	// tokens, for routing there before the call (context.go).
+	ContextFallback string
+	ContextWindow   int64
 }
 
-// Request is the engine's request for one of the route's: its deadline
-// is the route's timeout from now, or the client's own when shorter
-// (zero: none asked).
-func (rt Route) Request(p admission.Priority, stream bool, now time.Time, clientTimeout time.Duration) Request {
-	timeout := rt.Timeout
-	if clientTimeout > 0 && clientTimeout < timeout {
-		timeout = clientTimeout
+// Wait is how long a request of the route may take: the route's
+// timeout, or the client's own when shorter (zero: none asked). A client
+// can shorten its wait, never lengthen it.
+func (rt Route) Wait(clientTimeout time.Duration) time.Duration {
+	if clientTimeout > 0 && clientTimeout < rt.Timeout {
+		return clientTimeout
 	}
-	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(timeout),
-		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, DefaultOutput: rt.DefaultOutput, InvalidFails: rt.InvalidFails}
+	return rt.Timeout
+}
+
+// Request is the engine's request for one of the route's, due by now
+// plus Wait(clientTimeout).
+func (rt Route) Request(p admission.Priority, stream bool, now time.Time, clientTimeout time.Duration) Request {
+	return Request{Priority: p, Model: rt.Name, Targets: rt.Targets, Models: rt.Models, Stream: stream, Deadline: now.Add(rt.Wait(clientTimeout)),
+		HedgeAfter: rt.HedgeAfter, HedgeAtP95: rt.HedgeAtP95, FirstTokenCeiling: rt.FirstTokenCeiling, DefaultOutput: rt.DefaultOutput, InvalidFails: rt.InvalidFails}
 }
 
 // Request is what the engine needs to know about a request.
@@ -187,6 +202,9 @@ type Request struct {
 	// p95, which its breaker keeps; with no breaker, or too few healthy
 	// samples yet, there is no hedge.
 	HedgeAtP95 bool
+	// FirstTokenCeiling, when positive, replaces FirstTokenConfig.Ceiling
+	// for this request; negative turns the first-token deadline off.
+	FirstTokenCeiling time.Duration
 	// Model is the client-facing model whose Route built the request
 	// (Route.Request), for its targets' eval degradation
 	// (SetEvalDegraded); "" for none.
@@ -395,6 +413,10 @@ type request struct {
 	// expired: the request is in a Ready's Expire; the host is ending it,
 	// so it gets no second call.
 	expired bool
+	// firstTokenDue: the race timer (hedgeT) is the first-token deadline,
+	// not a hedge; firstTokenRace: the second call is the deadline's
+	// (firsttoken.go).
+	firstTokenDue, firstTokenRace bool
 	// usage holds how each call (first, second) ended, for settling its
 	// budgets; charged, from 1, the target each call was charged to.
 	usage   [2]Outcome
@@ -405,6 +427,9 @@ type request struct {
 	// picked (pool.go).
 	picks  [2]pool.Pick
 	picked [2]bool
+	// retired: a failed same-target retry that a call on the next
+	// target replaced, until its End (retry.go).
+	retired *retiredCall
 }
 
 // Engine is the lifecycle state machine. See the package comment.
@@ -426,6 +451,7 @@ type Engine struct {
 	// verdict (hold.go).
 	holding []bool
 	hedges  budget
+	ft      firstToken
 	// retries holds one retry budget per scope, earned by the requests
 	// routed there and spent by retries of that scope's failures.
 	retries  []budget
@@ -471,6 +497,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
 	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind, e.abandonT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer, abandonTimer
 	e.hedges = newBudget(cfg.Hedge)
+	e.ft.cfg = cfg.FirstToken
 	e.timeScale = cfg.TimeScale
 	e.retryCfg = cfg.Retry
 	if e.retryCfg.Base <= 0 {
@@ -780,9 +807,7 @@ func (e *Engine) start(now time.Time, q *request) {
 	if !deadline.IsZero() {
 		e.dead.push(q, deadline)
 	}
-	if d := e.hedgeDelay(q); d > 0 && e.hedges.enabled() {
-		e.hedgeT.push(q, now.Add(d))
-	}
+	e.armSecond(now, q)
 }
 
 func (e *Engine) scope(i int) *scope {
@@ -851,6 +876,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.observeRefusal(now, q.scope, o)
 	e.settling(now, q.scope)
 	e.heard(now, q.scope, q.started, q.firstByte, o)
+	e.noteTTFT(q.scope, q.req.Stream, q.started, q.firstByte, o)
 	q.usage[0] = o
 	sc := e.scope(q.scope)
 	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
@@ -858,6 +884,7 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 			sc.cfg.Limit.Update(s)
 		}
 	}
+	e.lostFirstTokenRace(now, q, o)
 	if q.hasTicket {
 		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o, q.req.InvalidFails))
 	}

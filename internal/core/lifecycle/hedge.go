@@ -63,10 +63,14 @@ func (e *Engine) hedgeDelay(q *request) time.Duration {
 
 // fireHedge sends q's hedge if the budget and a target allow.
 func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
+	if q.firstTokenDue {
+		e.fireFirstToken(now, q, rd)
+		return
+	}
 	if q.second != nil || q.primaryDone || q.expired || q.committed >= 0 || !q.firstByte.IsZero() {
 		return
 	}
-	if e.hedges.tokens < 1 {
+	if !e.hedges.has() {
 		e.hedges.stats.NoBudget++
 		return
 	}

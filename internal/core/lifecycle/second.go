@@ -29,6 +29,10 @@ const (
 	// Retry: the first call failed safely (Engine.Retry); charged to the
 	// failing provider's retry budget.
 	Retry
+	// FirstToken: the first call had no first token by its first-token
+	// deadline (firsttoken.go); charged to the hedge budget, sent only to
+	// another target.
+	FirstToken
 )
 
 func (k SecondKind) String() string {
@@ -37,6 +41,8 @@ func (k SecondKind) String() string {
 		return "rescue"
 	case Retry:
 		return "retry"
+	case FirstToken:
+		return "first_token"
 	}
 	return "hedge"
 }
@@ -51,6 +57,13 @@ type SecondStats struct {
 	// Retries counts retries sent to another target; RetryNoBudget those
 	// the retry budget refused.
 	Retries, RetryNoBudget uint64
+	// RetriesSame counts the retries (of Retries) sent to the same
+	// target, charged to its retry budget; RetryNoTarget the retryable
+	// failures that found no target to take a retry.
+	RetriesSame, RetryNoTarget uint64
+	// FirstToken counts second calls sent at a first-token deadline
+	// (firsttoken.go).
+	FirstToken uint64
 	// Rescued counts second calls sent for slow calls stranded on a
 	// provider whose breaker is open or recovering (rescue.go).
 	Rescued uint64
@@ -68,6 +81,9 @@ type secondCall struct {
 	started       time.Time
 	firstByte     time.Time
 	live          bool
+	// why: the rule that made it, for a retry (retry.go); zero for a
+	// hedge or a rescue.
+	why RetryWhy
 }
 
 // second sets up q's second call on the first target, after q's own in
@@ -92,6 +108,13 @@ func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int
 	if degradedOK {
 		order = append(order, last...)
 	}
+	return e.secondOn(now, q, order)
+}
+
+// secondOn sets up q's second call on the first target of order that
+// takes it (see second).
+func (e *Engine) secondOn(now time.Time, q *request, order []int) (int, bool) {
+	ts := targets(q.req)
 	for _, i := range order {
 		s := ts[i]
 		if e.isPaused(now, s) && i != q.target {
@@ -164,6 +187,9 @@ func (e *Engine) End(now time.Time, id ID, attempt int, o Outcome) (Ready, bool)
 // has already finished. ok is false if the request has no live hedge.
 func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	q, found := e.reqs[id]
+	if found && q.retired != nil {
+		return e.endRetired(now, q, o), true
+	}
 	if !found || q.second == nil || !q.second.live {
 		return rd, false
 	}
@@ -173,6 +199,7 @@ func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok boo
 	e.observeRefusal(now, h.scope, o)
 	e.settling(now, h.scope)
 	e.heard(now, h.scope, h.started, h.firstByte, o)
+	e.noteTTFT(h.scope, q.req.Stream, h.started, h.firstByte, o)
 	sc := e.scopes[h.scope]
 	if h.hasTicket {
 		sc.cfg.Breaker.Done(now, h.ticket, breakerOutcome(e.signal(sc, q), h.started, h.firstByte, now, o, q.req.InvalidFails))

@@ -67,25 +67,5 @@ func promptText(body []byte) string {
 	if json.Unmarshal(body, &q) != nil {
 		return ""
 	}
-	var b strings.Builder
-	add := func(raw json.RawMessage) {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			b.WriteString(s + "\n")
-			return
-		}
-		var parts []struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(raw, &parts) == nil {
-			for _, p := range parts {
-				b.WriteString(p.Text + "\n")
-			}
-		}
-	}
-	add(q.System)
-	for _, m := range q.Messages {
-		add(m.Content)
-	}
-	return b.String()
+	return promptOf(q.System, q.Messages)
 }

@@ -59,6 +59,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 			c.maxTokens = *q.MaxTokens
 		}
 		c.toolTurn(body, q.Messages)
+		c.setPrompt(q.System, q.Messages, true)
 		c.enc = func(p *plan) encoder {
 			return &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool}
 		}

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -25,14 +24,25 @@ type plan struct {
 	tpotScale float64 // brownout multiplier on TPOT
 	tokens    int     // reply length before max_tokens
 	fail      *Failure
+	// contextWindow, prefill and words are the Config's, or this call's
+	// headers' (Config.ContextWindow, AssistantPrefill and Words).
+	contextWindow int
+	prefill       string
+	words         string
 }
 
 // Header names a test can set on one request to steer it.
 const (
 	HeaderLatency      = "X-Mock-Latency"       // TTFT for this call, e.g. 250ms
 	HeaderOutputTokens = "X-Mock-Output-Tokens" // reply length for this call
-	HeaderFail         = "X-Mock-Fail"          // 500|429|529|reset|hang|malformed|truncate[:N]
+	HeaderFail         = "X-Mock-Fail"          // 500|429|529|KIND[:N][:FOR][:THEN] (faults.go)
 	HeaderRetryAfter   = "X-Mock-Retry-After"   // retry-after for a forced failure
+	// HeaderContextWindow sets this call's context window in tokens (0:
+	// none), HeaderPrefill whether it takes a prefill (allow|refuse) and
+	// HeaderWords where its words come from (seed|prompt).
+	HeaderContextWindow = "X-Mock-Context-Window"
+	HeaderPrefill       = "X-Mock-Prefill"
+	HeaderWords         = "X-Mock-Words"
 )
 
 func (s *Server) newPlan(r *http.Request) (*plan, error) {
@@ -45,6 +55,7 @@ func (s *Server) newPlan(r *http.Request) (*plan, error) {
 	p := &plan{
 		seq: seq, id: fmt.Sprintf("%016x%08x", up.IDHi, up.IDLo), rng: rng, created: now,
 		ttft: up.TTFT, tpotScale: up.TPOTScale, tokens: up.Tokens, fail: up.Fail,
+		contextWindow: s.cfg.ContextWindow, prefill: s.cfg.AssistantPrefill, words: s.cfg.Words,
 	}
 	return p, p.applyHeaders(r.Header)
 }
@@ -78,7 +89,7 @@ func (p *plan) applyHeaders(h http.Header) error {
 		}
 		p.fail = f
 	}
-	return nil
+	return p.applyModelHeaders(h)
 }
 
 // parseLatency takes a Go duration, or a bare number of milliseconds
@@ -92,21 +103,4 @@ func parseLatency(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration", v)
 	}
 	return d, nil
-}
-
-// parseFail reads "429", "reset", "truncate:3" and the like.
-func parseFail(v string) (*Failure, error) {
-	kind, after, hasAfter := strings.Cut(strings.ToLower(strings.TrimSpace(v)), ":")
-	f := &Failure{Kind: kind}
-	if code, err := strconv.Atoi(kind); err == nil {
-		f.Kind, f.Status = FailStatus, code
-	}
-	if hasAfter {
-		n, err := strconv.Atoi(after)
-		if err != nil {
-			return nil, fmt.Errorf("%q: token count after ':' is not a number", v)
-		}
-		f.AfterTokens = n
-	}
-	return f, f.Validate()
 }

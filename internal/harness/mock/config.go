@@ -24,6 +24,12 @@ const (
 	FailHang      = upstream.FailHang
 	FailMalformed = upstream.FailMalformed
 	FailTruncate  = upstream.FailTruncate
+
+	FailStall         = upstream.FailStall
+	FailEOF           = upstream.FailEOF
+	FailNoDone        = upstream.FailNoDone
+	FailContextLength = upstream.FailContextLength
+	FailContentFilter = upstream.FailContentFilter
 )
 
 // DefaultConfig is the demo provider (upstream.DefaultConfig).

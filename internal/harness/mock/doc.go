@@ -20,7 +20,8 @@
 //
 // Any model name is accepted and echoed. Prompt tokens are estimated as
 // ceil(bytes/4) of all message text; one output token is one pseudo-latin
-// word with a leading space, drawn from the seeded source.
+// word with a leading space, drawn from the seeded source (or from the
+// prompt: words, below).
 //
 // # Behaviour model
 //
@@ -68,19 +69,82 @@
 //	malformed  200 with half a JSON body, or one cut-off SSE event
 //	truncate   the connection closes partway: after N stream tokens
 //	           (default half) with no final events or [DONE], or halfway
-//	           through a non-streaming body
+//	           through a non-streaming body (after the N-th token's
+//	           text with N)
 //
 // reset and truncate take over the TCP connection, so they need a real
 // server (Start, Main or an http.Server); under an httptest.ResponseRecorder
 // they panic with http.ErrAbortHandler.
 //
+// The single-request faults a gateway must survive one call at a time
+// (faults.go; package upstream's doc has their script form):
+//
+//	hang:30s        silence before headers for 30 s, then the answer
+//	stall:0:30s     headers, then 30 s before the first token (a whole
+//	                answer: headers, then 30 s before the body)
+//	stall:40:30s    40 tokens, 30 s of silence, then the rest; :eof,
+//	                :truncate or :reset cut it there instead; without a
+//	                duration the silence never ends
+//	eof:40          40 tokens, then the body ends cleanly with no finish
+//	                reason, usage, [DONE] or message_stop (a whole
+//	                answer: its JSON cut after the 40th word)
+//	truncate:40     the same, the connection closed (unexpected EOF)
+//	reset:40        the same, with a TCP reset
+//	malformed:40    40 tokens, then an event whose data is cut mid-JSON
+//	                and a clean end; :resume goes on to a complete stream
+//	no_done         a complete stream without its end marker: OpenAI's
+//	                data: [DONE], or Anthropic's message_stop (its
+//	                message_delta still carries stop_reason and usage)
+//	context_length  400: OpenAI's error.code context_length_exceeded,
+//	                type invalid_request_error, param messages; Anthropic's
+//	                invalid_request_error "prompt is too long: N tokens >
+//	                M maximum"
+//	content_filter  400: Azure OpenAI's code content_filter with its
+//	                innererror.content_filter_result; Anthropic's
+//	                invalid_request_error "Output blocked by content
+//	                filtering policy" (its API has no prompt-filter error)
+//
+// Two settings act on what the request holds rather than on a draw.
+// context_window: N (or X-Mock-Context-Window) answers the
+// context_length 400, with the real counts, to a prompt of more than N
+// tokens, estimated as the usage is. prefill: refuse (or X-Mock-Prefill)
+// answers a prefilled request 400 in the dialect's shape (Anthropic's
+// "This model does not support assistant message prefill. The
+// conversation must end with a user message."). A prefilled request is
+// an Anthropic one whose last message is the assistant's, or an OpenAI
+// chat one whose last message is the assistant's and that sets vLLM's
+// continue_final_message or add_generation_prompt false; both count as
+// bad requests in Stats, not injected errors. Allowed (the default), a
+// prefill is continued: the answer leaves out as many words as the
+// prefill holds, and usage counts only the words sent.
+//
+// With words: prompt (or X-Mock-Words: prompt) a generated answer's
+// words are a function of the prompt's text alone (system prompt and
+// messages, without a prefill), the same in both dialects and on every
+// provider: ExpectedAnswer computes it. So when one provider's answer is
+// cut after 40 of 60 words and another continues it with those 40 as a
+// prefill, the continuation is words 41 to 60, and a test can check the
+// client got the whole answer exactly once. Fix the length on both with
+// output_tokens or X-Mock-Output-Tokens.
+//
+// A call a failure rule hit counts as an injected error in Stats even
+// when it then answers (a finite hang or stall, no_done).
+//
 // # Per-request headers
 //
 //	X-Mock-Latency: 250ms          TTFT for this call (bare numbers are ms)
 //	X-Mock-Output-Tokens: 12       reply length for this call
-//	X-Mock-Fail: 429               or 500, 529, reset, hang, malformed,
-//	                               truncate; ":N" sets after_tokens
+//	X-Mock-Fail: 429               or 500, 529, or a kind (reset, hang,
+//	                               malformed, truncate, stall, eof, no_done,
+//	                               context_length, content_filter), then
+//	                               optional ":" parts in any order: a number
+//	                               (after_tokens), a duration (for) and
+//	                               resume|eof|truncate|reset (then):
+//	                               "stall:40:30s:reset"
 //	X-Mock-Retry-After: 2s         retry-after for a forced failure
+//	X-Mock-Context-Window: 8192    context_window for this call
+//	X-Mock-Prefill: refuse         or allow: prefill for this call
+//	X-Mock-Words: prompt           or seed: words for this call
 //
 // Responses carry x-request-id (OpenAI) or request-id (Anthropic) derived
 // from the seed, and plausible x-ratelimit-* / anthropic-ratelimit-*
@@ -99,8 +163,9 @@
 // `sluice mock --time-scale T` (Config.Scaled) multiplies every time in
 // the behaviour by T, after the script and the other flags: TTFT, TPOT,
 // prefill, jitter, brownout and failure windows, delays and Retry-After.
-// The per-request headers' times are the caller's own, in real time,
-// and are not scaled.
+// A failure's silence (for) scales with it. The per-request headers'
+// times (X-Mock-Fail's duration included) are the caller's own, in real
+// time, and are not scaled.
 // It is the factor sluice load --time-scale and sluice serve --time-scale
 // take, so all three replay one scenario T times as long (0.25: four
 // times faster). Capacity is not scaled: calls T times as long on the

@@ -13,7 +13,8 @@ import (
 
 // injectEarly delivers a failure that replaces the whole response.
 // precise: send retry-after-ms whatever the status (setRetryAfter).
-func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *Failure, precise bool) outcome {
+func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, p *plan, c *call, precise bool) outcome {
+	f := p.fail
 	if !wait.Sleep(ctx, f.Delay) {
 		return outInjectedCancelled
 	}
@@ -23,6 +24,12 @@ func injectEarly(ctx context.Context, w http.ResponseWriter, proto protocol, f *
 		return outInjectedCancelled
 	case FailReset:
 		abort(w, true)
+		return outInjected
+	case FailContextLength:
+		writeJSON(w, http.StatusBadRequest, scriptedContextError(proto, p, c))
+		return outInjected
+	case FailContentFilter:
+		writeJSON(w, http.StatusBadRequest, proto.contentFilterError())
 		return outInjected
 	}
 	status := f.StatusCode()

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/wait"
 )
 
@@ -23,6 +25,10 @@ type protocol interface {
 	// overloadStatus is the code for a full queue (upstream.RefusalStatus).
 	overloadStatus() int
 	setHeaders(h http.Header, p *plan, c *call)
+	// The 400s of faults.go, in the dialect's shape.
+	contextError(prompt, window int) []byte
+	contentFilterError() []byte
+	prefillError() []byte
 }
 
 // call is one parsed generation request.
@@ -37,6 +43,12 @@ type call struct {
 	// starts with (tools.go).
 	tool *toolUse
 	echo string
+	// prompt is the text the answer's words derive from under
+	// Config.Words prompt; prefilled says the request continues an
+	// answer whose first skip words it holds (prefill.go).
+	prompt    string
+	prefilled bool
+	skip      int
 }
 
 // encoder renders one call's response; tokens is the count generated and
@@ -91,8 +103,12 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	proto.setHeaders(w.Header(), p, c)
 
 	ctx := r.Context()
+	if b := p.refusal(proto, c); b != nil {
+		writeJSON(w, http.StatusBadRequest, b)
+		return outBadRequest
+	}
 	if p.fail != nil && p.fail.Early() {
-		return injectEarly(ctx, w, proto, p.fail, s.cfg.TimeScale != 0 && s.cfg.TimeScale != 1)
+		return injectEarly(ctx, w, proto, p, c, s.cfg.TimeScale != 0 && s.cfg.TimeScale != 1)
 	}
 	if err := s.sched.acquire(ctx); err != nil {
 		if err == errQueueFull {
@@ -103,7 +119,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 		return outCancelled
 	}
 	defer s.sched.release()
-	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens, echo: c.echo}
+	g := &gen{s: s, ctx: ctx, w: w, p: p, enc: c.enc(p), n: p.tokens, echo: c.echo, words: p.rng}
 	if s.answers != nil && !c.noTokens {
 		s.rngMu.Lock()
 		g.reply = s.answers.reply(promptText(body))
@@ -111,6 +127,17 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 		if g.reply != nil {
 			g.n = len(g.reply)
 		}
+	}
+	if p.words == upstream.WordsPrompt {
+		g.words = promptWords(c.prompt)
+	}
+	if c.prefilled {
+		g.skipWords(c.skip)
+	}
+	// A hang with an end is silence before anything, headers included,
+	// that then answers as usual (upstream.Failure.For).
+	if f := p.fail; f != nil && f.Kind == FailHang && !wait.Sleep(ctx, f.Delay+f.For) {
+		return outInjectedCancelled
 	}
 	// Unless EarlyHead is set, nothing, not even headers, goes out before
 	// TTFT, so TTFT is also time to first byte whichever way a gateway
@@ -151,6 +178,11 @@ type gen struct {
 	echo   string // text before the generated tokens (tools.go)
 	// reply is a scripted answer's words (answers.go); nil: generated.
 	reply []string
+	// words is the source of generated words: the call's own, or the
+	// prompt's (Config.Words).
+	words *rand.Rand
+	// faulted: a fault was played and the answer went on after it.
+	faulted bool
 }
 
 // token is the i-th token of the reply.
@@ -158,7 +190,22 @@ func (g *gen) token(i int) string {
 	if i < len(g.reply) {
 		return g.reply[i]
 	}
-	return word(g.p.rng)
+	return word(g.words)
+}
+
+// skipWords drops the first k words of the answer, which a prefill
+// already holds: the answer is the rest, n-k words long.
+func (g *gen) skipWords(k int) {
+	k = min(k, g.n)
+	if k >= len(g.reply) {
+		for range k - len(g.reply) {
+			word(g.words)
+		}
+		g.reply = nil
+	} else {
+		g.reply = g.reply[k:]
+	}
+	g.n -= k
 }
 
 // tpot is re-read per token because the batch changes while we generate.
@@ -171,31 +218,122 @@ func (g *gen) failKind() string {
 	return g.p.fail.Kind
 }
 
+// faultAt is the token before which the call's fault acts, -1 for none:
+// after_tokens (half the answer for truncate and eof without one),
+// never past the last token.
+func (g *gen) faultAt() int {
+	f := g.p.fail
+	switch g.failKind() {
+	case FailReset, FailStall, FailMalformed:
+		return min(f.AfterTokens, g.n)
+	case FailTruncate, FailEOF:
+		if f.AfterTokens == 0 {
+			return g.n / 2
+		}
+		return min(f.AfterTokens, g.n)
+	}
+	return -1
+}
+
+// done is how a call that reached its end went: injected if a fault was
+// played on the way.
+func (g *gen) done() outcome {
+	if g.faulted || g.p.fail != nil {
+		return outInjected
+	}
+	return outCompleted
+}
+
 func (g *gen) whole() outcome {
+	f, kind := g.p.fail, g.failKind()
+	at := g.faultAt()
 	var text strings.Builder
 	text.WriteString(g.echo)
-	for i := range g.n {
+	cut := -1 // the text's length where the body is cut
+	ending := kind
+	for i := range g.n + 1 {
+		if i == at {
+			if kind == FailStall {
+				// The headers go out, then the body is held back.
+				g.wholeHead(0)
+				if !g.flush() {
+					return outCancelled
+				}
+				if o, over := g.stall(f); over {
+					return o
+				}
+				if ending = f.Ending(); ending != upstream.ThenResume {
+					cut = text.Len()
+					break
+				}
+			} else if kind != FailMalformed && f.AfterTokens > 0 {
+				cut = text.Len()
+			}
+		}
+		if i == g.n {
+			break
+		}
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
 		text.WriteString(g.token(i))
 	}
 	body := g.enc.body(text.String(), g.n, g.capped)
-	switch g.failKind() {
+	switch ending {
 	case FailMalformed:
 		writeJSON(g.w, http.StatusOK, garbageBody(body))
 		return outInjected
-	case FailTruncate, FailReset:
-		g.w.Header().Set("Content-Type", "application/json")
-		g.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		g.w.WriteHeader(http.StatusOK)
-		g.w.Write(body[:len(body)/2])
-		http.NewResponseController(g.w).Flush()
-		abort(g.w, g.failKind() == FailReset)
+	case FailTruncate, FailReset, FailEOF:
+		n := len(body) / 2
+		if cut >= 0 {
+			n = bodyCut(body, text.String()[:cut])
+		}
+		length := len(body)
+		if ending == FailEOF {
+			length = 0 // chunked, so the short body ends cleanly
+		}
+		g.wholeHead(length)
+		g.w.Write(body[:n])
+		g.flush()
+		if ending != FailEOF {
+			abort(g.w, ending == FailReset)
+		}
 		return outInjected
 	}
+	if g.opened {
+		g.w.Write(body)
+		return g.done()
+	}
 	writeJSON(g.w, http.StatusOK, body)
-	return outCompleted
+	return g.done()
+}
+
+// wholeHead sends a whole answer's headers once, with a Content-Length
+// when length is positive.
+func (g *gen) wholeHead(length int) {
+	if g.opened {
+		return
+	}
+	g.opened = true
+	g.w.Header().Set("Content-Type", "application/json")
+	if length > 0 {
+		g.w.Header().Set("Content-Length", strconv.Itoa(length))
+	}
+	g.w.WriteHeader(http.StatusOK)
+}
+
+// stall is a stall's silence: for its for, or until the client leaves.
+// over reports that the call ended in it.
+func (g *gen) stall(f *Failure) (o outcome, over bool) {
+	g.faulted = true
+	if f.For == 0 {
+		<-g.ctx.Done()
+		return outInjectedCancelled, true
+	}
+	if !wait.Sleep(g.ctx, f.For) {
+		return outInjectedCancelled, true
+	}
+	return 0, false
 }
 
 // open sends a stream's headers and head.
@@ -216,19 +354,21 @@ func (g *gen) stream() outcome {
 	if !g.opened {
 		g.headers()
 	}
-	cut := -1
-	switch g.failKind() {
-	case FailMalformed:
+	f, kind := g.p.fail, g.failKind()
+	if kind == FailMalformed && f.AfterTokens == 0 && f.Then == "" {
 		g.send(garbageEvent(g.enc.streamToken(word(g.p.rng))))
 		return outInjected
-	case FailReset:
-		cut = min(g.p.fail.AfterTokens, g.n)
-	case FailTruncate:
-		cut = g.p.fail.AfterTokens
-		if cut == 0 {
-			cut = g.n / 2
+	}
+	at := g.faultAt()
+	if at == 0 && kind == FailStall && !g.opened {
+		// Silence before the first token: the headers and nothing else.
+		if !g.flush() {
+			return outCancelled
 		}
-		cut = min(cut, g.n)
+		if o, over := g.fault(f); over {
+			return o
+		}
+		at = -1
 	}
 	if !g.opened && !g.send(g.enc.streamHead()) {
 		return outCancelled
@@ -237,12 +377,13 @@ func (g *gen) stream() outcome {
 		return outCancelled
 	}
 	for i := range g.n + 1 {
-		if i == cut {
-			abort(g.w, g.failKind() == FailReset)
-			return outInjected
+		if i == at {
+			if o, over := g.fault(f); over {
+				return o
+			}
 		}
 		if i == g.n {
-			break // the cut may fall after the last token, before the tail
+			break // the fault may fall after the last token, before the tail
 		}
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
@@ -251,10 +392,48 @@ func (g *gen) stream() outcome {
 			return outCancelled
 		}
 	}
-	if !g.send(g.enc.streamTail(g.n, g.capped)) {
+	tail := g.enc.streamTail(g.n, g.capped)
+	if kind == FailNoDone {
+		tail = withoutEndMarker(tail)
+	}
+	if !g.send(tail) {
 		return outCancelled
 	}
-	return outCompleted
+	return g.done()
+}
+
+// fault plays the call's fault where the stream has got to. over
+// reports that the call ended there, with o; otherwise the stream goes
+// on.
+func (g *gen) fault(f *Failure) (o outcome, over bool) {
+	ending := f.Kind
+	switch f.Kind {
+	case FailStall:
+		if o, over := g.stall(f); over {
+			return o, true
+		}
+		ending = f.Ending()
+	case FailMalformed:
+		g.faulted = true
+		if !g.send(garbageEvent(g.enc.streamToken(" malformed"))) {
+			return outCancelled, true
+		}
+		ending = f.Ending()
+	}
+	switch ending {
+	case upstream.ThenEOF:
+		return outInjected, true // the handler returns: the body ends cleanly
+	case upstream.ThenTruncate, upstream.ThenReset:
+		abort(g.w, ending == upstream.ThenReset)
+		return outInjected, true
+	}
+	return 0, false
+}
+
+// flush sends what is buffered (the headers, for a stall before the
+// first byte of the body); false means the client has gone.
+func (g *gen) flush() bool {
+	return http.NewResponseController(g.w).Flush() == nil && g.ctx.Err() == nil
 }
 
 // send writes and flushes at once: incremental delivery is the point.

@@ -34,7 +34,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		} else {
 			prompt += contentBytes(q.Input)
 		}
-		c := &call{model: q.Model, stream: q.Stream, promptTokens: tokensFor(prompt)}
+		c := &call{model: q.Model, stream: q.Stream, promptTokens: tokensFor(prompt), prompt: q.Instructions + "\n" + string(q.Input)}
 		if q.MaxOutputTokens != nil && *q.MaxOutputTokens > 0 {
 			c.maxTokens = *q.MaxOutputTokens
 		}

@@ -10,8 +10,9 @@ import (
 // a scenario's upstreams.NAME (ScenarioUpstream), or a literal in a
 // test. The zero value is an instant provider (no latency, no failures,
 // unlimited capacity) with the default output length; DefaultConfig
-// gives the demo latencies. EarlyHead, EmbeddingDim, Models and Answers
-// describe what the HTTP mock sends and are not simulated.
+// gives the demo latencies. EarlyHead, EmbeddingDim, Models, Answers,
+// AssistantPrefill and Words describe what the HTTP mock sends and are
+// not simulated (the simulator sends no prefill).
 type Config struct {
 	// Seed drives every random decision, so equal seeds replay equal
 	// decisions for equal request sequences.
@@ -54,6 +55,27 @@ type Config struct {
 	// Models is what GET /v1/models lists; any model name is accepted.
 	Models []string `yaml:"models"`
 
+	// ContextWindow is the model's context length in tokens (0: no
+	// limit): a call whose prompt has more tokens is answered 400 in the
+	// dialect's context-length shape (FailContextLength) before it is
+	// admitted. The HTTP mock estimates the prompt's tokens from the
+	// request body (as for PrefillPer1K); the simulator knows them.
+	ContextWindow int `yaml:"context_window"`
+	// AssistantPrefill is what the model does with a request whose last
+	// message is the assistant's own start (Anthropic's trailing
+	// assistant message, vLLM's continue_final_message): PrefillAllow
+	// (or empty) continues it, PrefillRefuse answers 400 as a model
+	// without prefill does.
+	AssistantPrefill string `yaml:"prefill"`
+	// Words is where a generated answer's words come from: WordsSeed (or
+	// empty) draws them from the call's own seed, so two calls answer
+	// differently; WordsPrompt derives them from the prompt's text
+	// alone, so every call and every provider gives the same prompt the
+	// same answer, and a continuation of it can be checked word for
+	// word. Either way a prefilled call continues its answer after the
+	// prefill's words.
+	Words string `yaml:"words"`
+
 	// Answers script the replies to prompts that contain a given text;
 	// other prompts get pseudo-latin words.
 	Answers []Answer `yaml:"answers"`
@@ -78,6 +100,21 @@ func (c Config) Prefill(promptTokens int64) time.Duration {
 	}
 	return time.Duration(int64(c.PrefillPer1K) * promptTokens / 1000)
 }
+
+// Overflows reports whether a prompt of promptTokens tokens exceeds the
+// context window, which the provider then refuses with a 400.
+func (c Config) Overflows(promptTokens int64) bool {
+	return c.ContextWindow > 0 && promptTokens > int64(c.ContextWindow)
+}
+
+// Prefill settings (Config.AssistantPrefill) and word sources
+// (Config.Words).
+const (
+	PrefillAllow  = "allow"
+	PrefillRefuse = "refuse"
+	WordsSeed     = "seed"
+	WordsPrompt   = "prompt"
+)
 
 // QualityOf is the share of answers a provider gets right: Quality, or
 // 1 when unset.

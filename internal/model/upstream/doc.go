@@ -42,12 +42,16 @@
 // starts, not when it ends) goes through:
 //
 //  1. Failure: each failure rule active at at hits with its rate; the
-//     first hit wins, though every active rule draws. status, hang and
-//     reset with after_tokens 0 replace the call (Failure.Early), after
-//     the rule's delay, and never reach capacity. malformed, truncate
-//     and reset with after_tokens corrupt an answer that is otherwise
-//     generated normally. A status failure answers its status, 500 when
-//     it names none (Failure.StatusCode).
+//     first hit wins, though every active rule draws. status,
+//     context_length, content_filter, hang without for and reset with
+//     after_tokens 0 replace the call (Failure.Early), after the rule's
+//     delay, and never reach capacity. The other kinds corrupt or delay
+//     an answer that is otherwise generated normally. A status failure
+//     answers its status, 500 when it names none; context_length and
+//     content_filter answer 400 (Failure.StatusCode). Before any of
+//     this, a call whose prompt exceeds context_window is refused with
+//     context_length's 400 (Config.Overflows); the plan is drawn all
+//     the same, so the draws of later calls do not depend on prompts.
 //  2. Capacity (workload.Capacity): at most max_running calls generate
 //     at once; the rest wait in FIFO order, and time queued adds to
 //     TTFT. When max_waiting calls already wait, the call is refused
@@ -89,6 +93,43 @@
 //	failures:
 //	  - {kind: status, status: 429, retry_after: 2s, rate: 0.02}
 //	  - {kind: reset, rate: 0.5, start: 4m, end: 5m}
+//	context_window: 8192          # prompts longer than this get a context-length 400
+//	prefill: allow                # or refuse: a prefilled request gets a 400
+//	words: seed                   # or prompt: the answer is a function of the prompt
+//
+// Failure kinds, each a single-request fault a gateway must survive
+// (rate, start, end and delay apply to all; N is after_tokens; for is
+// a silence, 0 forever; then is resume, eof, truncate or reset):
+//
+//	status          the status (default 500), with retry_after
+//	context_length  400 in the dialect's context-length shape
+//	content_filter  400 in the dialect's content-filter shape
+//	hang            silence before headers: for, then a normal answer;
+//	                without for, no answer ever
+//	reset           TCP RST: before any byte (N 0) or after N tokens
+//	truncate        the connection closes after N tokens (N 0: halfway)
+//	eof             the body ends cleanly after N tokens (N 0: halfway),
+//	                with no finish reason, usage or end event
+//	stall           N tokens (0: headers only, so silence before the
+//	                first token), silence for for, then then (default
+//	                resume: the rest of the answer)
+//	malformed       a garbage body; streaming, one garbage event (N 0),
+//	                or N tokens, a garbage event, then then (default eof)
+//	no_done         a stream complete but for its end marker: no
+//	                data: [DONE] (OpenAI), no message_stop (Anthropic)
+//
+// For example:
+//
+//	failures:
+//	  - {kind: hang, for: 30s}                        # silent 30 s, then answers
+//	  - {kind: stall, after_tokens: 0, for: 30s}      # headers, 30 s, then the answer
+//	  - {kind: stall, after_tokens: 40, for: 30s, then: reset}
+//	  - {kind: truncate, after_tokens: 40}
+//	  - {kind: malformed, after_tokens: 40, then: resume}
+//
+// On a whole (non-streaming) answer a stall holds back the body (the
+// headers go out first), and reset, truncate and eof cut the body after
+// the N-th token's text; no_done changes nothing.
 //
 // A brownout needs exactly one of multiplier or latency; fraction and
 // rate default to 1; end 0 means the window never closes. In a scenario,

@@ -7,7 +7,7 @@ import (
 
 // Scaled returns c with every time multiplied by t: TTFT, TPOT, prefill
 // per 1k tokens, the jitter's bounds, every brownout's window and
-// latencies, every failure's window, delay and Retry-After. It is
+// latencies, every failure's window, delay, silence (for) and Retry-After. It is
 // sluice mock's --time-scale, the same factor sluice load's --time-scale
 // applies to a scenario's clients: with t 0.25 a scenario runs four times
 // faster. Concurrency (max_running, max_waiting) is not scaled: with
@@ -44,6 +44,7 @@ func (c Config) Scaled(t float64) Config {
 		d(&f.Start)
 		d(&f.End)
 		d(&f.Delay)
+		d(&f.For)
 	}
 	if c.TimeScale == 0 {
 		c.TimeScale = 1

@@ -109,8 +109,8 @@ func TestScaledCoversEveryDuration(t *testing.T) {
 		}
 	})
 	// TTFT, TPOT, PrefillPer1K, three of Jitter's, and for each of two
-	// brownouts four and each of two failures four.
-	if want := 3 + 3 + 2*4 + 2*4; durations != want {
+	// brownouts four and each of two failures five.
+	if want := 3 + 3 + 2*4 + 2*5; durations != want {
 		t.Errorf("checked %d durations, want %d; update the count when Config gains one", durations, want)
 	}
 }

@@ -61,6 +61,19 @@ func (c Config) Validate() error {
 			bad("failures[%d]: %v", i, err)
 		}
 	}
+	if c.ContextWindow < 0 {
+		bad("context_window %d: want a token count, or 0 for no limit", c.ContextWindow)
+	}
+	switch c.AssistantPrefill {
+	case "", PrefillAllow, PrefillRefuse:
+	default:
+		bad("prefill %q: want allow or refuse", c.AssistantPrefill)
+	}
+	switch c.Words {
+	case "", WordsSeed, WordsPrompt:
+	default:
+		bad("words %q: want seed or prompt", c.Words)
+	}
 	if c.MaxRunning < 0 || c.MaxWaiting < -1 {
 		bad("max_running must be >= 0 and max_waiting >= -1")
 	}
@@ -80,15 +93,34 @@ func (f Failure) Validate() error {
 		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 			return fmt.Errorf("status %d: want 400..599", f.Status)
 		}
-	case FailReset, FailHang, FailMalformed, FailTruncate:
+	case FailReset, FailHang, FailMalformed, FailTruncate, FailStall, FailEOF:
+	case FailNoDone, FailContextLength, FailContentFilter:
+		if f.Status != 0 || f.AfterTokens != 0 {
+			return fmt.Errorf("kind %s takes no status or after_tokens", f.Kind)
+		}
 	default:
-		return fmt.Errorf("kind %q: want status, reset, hang, malformed or truncate", f.Kind)
+		return fmt.Errorf("kind %q: want status, reset, hang, malformed, truncate, stall, eof, no_done, context_length or content_filter", f.Kind)
 	}
 	if f.Rate < 0 || f.Rate > 1 {
 		return fmt.Errorf("rate %v: want 0..1", f.Rate)
 	}
-	if f.RetryAfter < 0 || f.Delay < 0 || f.AfterTokens < 0 {
-		return errors.New("retry_after, delay and after_tokens must not be negative")
+	if f.RetryAfter < 0 || f.Delay < 0 || f.AfterTokens < 0 || f.For < 0 {
+		return errors.New("retry_after, delay, after_tokens and for must not be negative")
+	}
+	if f.For != 0 && f.Kind != FailHang && f.Kind != FailStall {
+		return fmt.Errorf("for: only a hang or a stall is silent for a while, not %s", f.Kind)
+	}
+	switch f.Then {
+	case "":
+	case ThenResume, ThenEOF, ThenTruncate, ThenReset:
+		if f.Kind != FailStall && f.Kind != FailMalformed {
+			return fmt.Errorf("then: only a stall or a malformed event is followed by something, not %s", f.Kind)
+		}
+		if f.Kind == FailStall && f.For == 0 {
+			return fmt.Errorf("then %s: a stall without for never ends; give it a for", f.Then)
+		}
+	default:
+		return fmt.Errorf("then %q: want resume, eof, truncate or reset", f.Then)
 	}
 	return checkWindow(f.Start, f.End)
 }

@@ -42,7 +42,9 @@ func usesTokens(cfg *config.Config) bool {
 		}
 	}
 	for _, m := range cfg.Models {
-		if m.Degrade != nil {
+		// A context window with a fallback routes by the counted prompt
+		// (contextroute.go).
+		if m.Degrade != nil || (m.ContextWindow > 0 && m.ContextFallback != "") {
 			return true
 		}
 	}

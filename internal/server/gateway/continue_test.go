@@ -497,8 +497,10 @@ func TestWholeAnswerBrokenMidBodyRetried(t *testing.T) {
 			if resp.StatusCode != 200 || !bytes.Equal(body, []byte(answer)) {
 				t.Fatalf("status %d, body %s; want the fallback's whole answer", resp.StatusCode, body)
 			}
-			if p.calls() != 1 || f.calls() != 1 {
-				t.Errorf("primary %d calls, fallback %d; want 1 and 1", p.calls(), f.calls())
+			// The same target may be tried once more first (a single
+			// transient failure keeps the client's model).
+			if p.calls() < 1 || f.calls() != 1 {
+				t.Errorf("primary %d calls, fallback %d; want the fallback's one to answer", p.calls(), f.calls())
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -44,6 +45,9 @@ type exchange struct {
 	reason      string
 	waited      time.Duration
 	attempts    int // upstream calls made
+	// second is what made the call that answered, when not the first:
+	// hedge, rescue, retry, retry_same, retry_after or first_token (X-Sluice-Second-Call).
+	second string
 	// finish is the provider's finish or stop reason, when its answer
 	// said (for traces).
 	finish         string
@@ -103,6 +107,11 @@ type exchange struct {
 	verdict       uint8
 	invalid       bool
 	invalidReason string
+	// contextRoute is the route of the model the current hop runs on;
+	// contextNext the model a context-length refusal sends the request
+	// to instead (contextroute.go).
+	contextRoute *lifecycle.Route
+	contextNext  *model
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState
@@ -183,6 +192,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.idem != "" {
 		attrs = append(attrs, slog.String("idempotency", x.idem))
+	}
+	if x.second != "" {
+		attrs = append(attrs, slog.String("second_call", x.second), slog.Int("attempts", x.attempts))
 	}
 	if x.cont.continued != "" {
 		attrs = append(attrs, slog.String("continued", x.cont.continued))

@@ -245,6 +245,9 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
 	}
+	if g.contextRefused(x, p, status, data) {
+		return // the request goes on to its context fallback
+	}
 	if p.dialect != x.endpoint.Dialect {
 		// In the client's shape; overloaded's 529 and 503 swap.
 		status, data = translate.ErrorBody(p.dialect, x.endpoint.Dialect, status, data)

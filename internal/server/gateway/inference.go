@@ -157,11 +157,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// generation or stored answer instead (idempotency.go); without
 	// one, this is a map lookup.
 	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
-		timeout := m.route.Timeout
-		if clientTimeout > 0 {
-			timeout = min(timeout, clientTimeout)
-		}
-		g.serveIdempotent(w, r, x, vv, raw, timeout, func(w http.ResponseWriter, r *http.Request) {
+		g.serveIdempotent(w, r, x, vv, raw, m.route.Wait(clientTimeout), func(w http.ResponseWriter, r *http.Request) {
 			g.generate(w, r, x, m, body, clientTimeout)
 		})
 		return
@@ -169,10 +165,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	g.generate(w, r, x, m, body, clientTimeout)
 }
 
-// generate is serve's path once the request is known: admission, the
+// generateOnce is serve's path once the request is known: admission, the
 // upstream calls and the relay, into w with r's context: the client's,
-// or, for an idempotent request's leader, its flight's.
-func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
+// or, for an idempotent request's leader, its flight's. It returns the
+// model the request goes to instead, when its prompt is too long for m
+// (contextroute.go), having written nothing to the client; else nil.
+func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) *model {
 	ep := x.endpoint
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
 	req.MaxOutput = body.MaxTokens
@@ -198,6 +196,9 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
 		x.inputTokens = req.InputTokens
 	}
+	if next := g.overflows(x, m, req); next != nil {
+		return next
+	}
 	if dg := lifecycle.Degrade(req, g.degradeAsk(x, m.route.Degrade)); dg != (lifecycle.Degrading{}) {
 		m, req = g.degrade(w, x, m, req, out, dg, clientTimeout)
 		x.inputTokens = req.InputTokens
@@ -205,16 +206,16 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 	// Structured output is compiled once, before any upstream call
 	// (validation.go); a request that declares none costs two checks.
 	if !g.contractOf(w, r, x, m, body, out, req.Deadline) {
-		return
+		return nil
 	}
 	m, req, ok := g.crossDialect(w, x, m, req, out)
 	if !ok {
-		return
+		return nil
 	}
 	x.cross = out.cross
 	if g.shares(x) {
 		if !g.takeShared(w, x, req) {
-			return
+			return nil
 		}
 		defer func() { g.settleShared(x, req, x.admitted) }()
 	}
@@ -235,7 +236,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
 				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		}
-		return
+		return nil
 	}
 	// Whatever path ends this request, its slot is released exactly once;
 	// forward reports the real outcomes first, and these are then no-ops.
@@ -254,7 +255,9 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
 	}
 
+	x.contextRoute = &m.route
 	g.forward(call, w, r, x, m, ep, out, deadline)
+	return g.rerouted(x)
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the

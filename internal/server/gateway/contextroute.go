@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Context overflow routing (lifecycle/context.go decides; this carries
+// it out). A request whose prompt is too long for its model goes to the
+// model's context_fallback as a request for that model: before the call
+// when the model's context_window is known and the prompt was counted,
+// or after a provider refused it as too long, while nothing has reached
+// the client. Each hop is admitted and routed anew; the chain is bounded
+// by the number of models.
+
+// generate runs the request on m, then on each context fallback it is
+// sent to.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
+	for hops := 0; m != nil; hops++ {
+		next := g.generateOnce(w, r, x, m, body, clientTimeout)
+		if next == nil || hops >= len(g.models) {
+			return
+		}
+		g.log.Debug("context fallback", "from", m.name, "to", next.name, "input_tokens", x.inputTokens)
+		// The next hop is a new request for the fallback model: the
+		// record keeps what the client asked for and the calls made.
+		x.model = next.name
+		x.admitted, x.contextNext, x.contextRoute = false, nil, nil
+		x.outcome, x.reason, x.upstreamStatus, x.retryAfter = "", "", 0, 0
+		m = next
+	}
+}
+
+// overflows is the model a counted request goes to before any call,
+// because it does not fit m's context window; nil when it fits, or the
+// fallback cannot serve the client.
+func (g *Gateway) overflows(x *exchange, m *model, req lifecycle.Request) *model {
+	name, ok := m.route.Overflows(req)
+	if !ok {
+		return nil
+	}
+	return g.contextTarget(x, name)
+}
+
+// contextRefused reports whether a provider's error (status and body, in
+// p's dialect, read bounded) refused the request's prompt as too long,
+// and the route sends the request to its fallback: then the exchange
+// records where, and the error is not relayed.
+func (g *Gateway) contextRefused(x *exchange, p *provider, status int, data []byte) bool {
+	if x.contextRoute == nil || x.wroteHeader || !protocol.ContextExceeded(p.dialect, status, data) {
+		return false
+	}
+	name, ok := x.contextRoute.ContextReroute(lifecycle.Ending{Kind: lifecycle.EndRefused, Status: status, ContextExceeded: true})
+	if !ok {
+		return false
+	}
+	next := g.contextTarget(x, name)
+	if next == nil {
+		return false
+	}
+	x.contextNext = next
+	x.outcome, x.reason = outcomeUpstreamError, "context_length_exceeded"
+	return true
+}
+
+// rerouted is the model a refused request goes on to, if any.
+func (g *Gateway) rerouted(x *exchange) *model {
+	return x.contextNext
+}
+
+// contextTarget is the fallback model named, if the client may use it
+// through its endpoint: the fallback's targets speak the client's API
+// or can be translated to, and the client's key allows the model. The
+// Responses API, whose targets are chosen apart, is not rerouted.
+func (g *Gateway) contextTarget(x *exchange, name string) *model {
+	m := g.models[name]
+	ep := x.endpoint
+	switch {
+	case m == nil, ep.IsResponses():
+		return nil
+	case !translates(ep) && !m.speaks(ep.Dialect):
+		return nil
+	case x.key != nil && x.key.models != nil && !x.key.models[name]:
+		return nil
+	}
+	return m
+}
