@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
@@ -34,14 +35,67 @@ type contState struct {
 }
 
 // midStream: c is a streamed answer that breaks after its first token
-// (a reset after some tokens), which the gateway commits, and continues
-// when it breaks.
+// (a reset, an end, a truncation or a malformed event after some
+// tokens, or a stall the gateway cuts), which the gateway commits, and
+// continues when it breaks.
 func (r *run) midStream(c *upCall, first, end time.Duration) bool {
 	f := c.plan.Fail
-	if !r.sc.Clients.Stream || c.probe != 0 || c.q == nil || f == nil || first >= end {
+	if !r.sc.Clients.Stream || c.probe != 0 || c.q == nil || f == nil || first >= end || c.endKind == lifecycle.EndAnswered {
 		return false
 	}
-	return f.Kind == upmodel.FailReset && !f.Early()
+	switch f.Kind {
+	case upmodel.FailReset:
+		return !f.Early()
+	case upmodel.FailStall:
+		return c.stallCut
+	case upmodel.FailEOF, upmodel.FailTruncate, upmodel.FailMalformed:
+		return f.AfterTokens > 0
+	}
+	return false
+}
+
+// cutAfter plays, on a stream, an end, a truncation or a malformed event
+// after the first f.AfterTokens tokens: the stream breaks there, as the
+// gateway sees it (a whole answer, or a break before any token, ends as
+// before).
+func (r *run) cutAfter(c *upCall, f *upmodel.Failure, stream bool, first time.Duration, end *time.Duration) {
+	if !stream || c.q == nil || f.AfterTokens <= 0 || f.AfterTokens >= c.tokens {
+		return
+	}
+	c.tokens = f.AfterTokens
+	*end = first + time.Duration(c.tokens-1)*c.tpot
+}
+
+// stallCut plays a stream that goes quiet after its first tokens as the
+// gateway's relay does: cut at the core's stall deadline for the
+// stream's gaps (stallCutAt), unless it resumes before that or no target
+// of its model could continue it (then the relay waits out the idle
+// timeout, and the stall plays as before). It reports whether the call
+// is cut.
+func (r *run) stallCut(c *upCall, f *upmodel.Failure, stream bool, first time.Duration, end *time.Duration) bool {
+	at := min(f.AfterTokens, c.tokens)
+	if !stream || c.q == nil || at <= 0 || !r.continuable(c.q) {
+		return false
+	}
+	silentFrom := first + time.Duration(at-1)*c.tpot
+	cut := r.stallCutAt(silentFrom, c.tpot, at)
+	if f.For > 0 && silentFrom+f.For <= cut {
+		return false // it resumes in time
+	}
+	c.tokens, *end = at, cut
+	c.endKind, c.status = lifecycle.EndBroken, http.StatusOK
+	c.stallCut = true
+	return true
+}
+
+// continuable: some target of q's model can continue an answer.
+func (r *run) continuable(q *request) bool {
+	for _, k := range r.contCaps(q) {
+		if k.Mode() != lifecycle.ContinueNone {
+			return true
+		}
+	}
+	return false
 }
 
 // carryOn plays the end of a call that is part of a continuation: a

@@ -43,3 +43,25 @@ func TestStallCutAt(t *testing.T) {
 		t.Errorf("a stream stalled after 2 tokens is cut at %v, want %v (the ceiling)", got, want)
 	}
 }
+
+// Streams that go silent for good after their first tokens are cut at
+// the core's stall deadline (the floor, for these fast streams) and
+// continued on the fallback: none fails, and the slowest answers took
+// the deadline and little more.
+func TestStalledStreamsCutAndContinued(t *testing.T) {
+	res := simulate(t, "testdata/midstream-stall.yaml", Options{})
+	for _, r := range res.Rows {
+		if c := r.Counts; c[report.Failed] != 0 || c[report.TimedOut] != 0 || c[report.OK] == 0 {
+			t.Errorf("%s: %d ok, %d failed, %d timed out; want every stalled stream continued", r.Name, c[report.OK], c[report.Failed], c[report.TimedOut])
+		}
+		var slowest time.Duration
+		for _, ls := range r.Latency {
+			for _, l := range ls {
+				slowest = max(slowest, l)
+			}
+		}
+		if slowest < lifecycle.DefaultStallFloor || slowest > lifecycle.DefaultStallFloor+2*time.Second {
+			t.Errorf("%s: slowest answer %v; want the stall deadline (%v) and a continuation", r.Name, slowest, lifecycle.DefaultStallFloor)
+		}
+	}
+}

@@ -59,6 +59,7 @@ type upCall struct {
 	// answer that breaks after its first token; want, the tokens it was
 	// to generate; cont, a continuation call, which generates contLeft.
 	midStream bool
+	stallCut  bool
 	want      int
 	cont      bool
 	contLeft  int
@@ -260,9 +261,14 @@ func (r *run) generate(c *upCall) {
 			end += f.Delay + f.For
 			c.tokAt = first
 		case upmodel.FailStall:
+			if r.stallCut(c, f, stream, first, &end) {
+				break // the gateway cuts it at its stall deadline
+			}
 			if !r.stall(c, f, stream, &first, &end) {
 				return // silent forever: the deadline or the client ends it
 			}
+		case upmodel.FailEOF, upmodel.FailTruncate, upmodel.FailMalformed:
+			r.cutAfter(c, f, stream, first, &end)
 		}
 	}
 	c.midStream = r.midStream(c, first, end)
