@@ -299,12 +299,16 @@ func faultRows() []faultRow {
 }
 
 // sameTarget: the client's model kept. One request at a time, every
-// request's failed call was retried on the primary (2 calls each) and
-// the fallback saw none; under load at most 5% of requests reached it
+// request's failed call was retried on the primary (2 calls each), the
+// answer names that choice in X-Sluice-Second-Call, and the fallback
+// saw none; under load at most 5% of requests reached it
 // (a retry that failed again, at rate 0.1: 1%).
 func sameTarget() func(faultFigures, bool) error {
 	return func(f faultFigures, single bool) error {
 		if single {
+			if n := f.secondCalls[""]; n > 0 {
+				return fmt.Errorf("%d answers did not name their second call in X-Sluice-Second-Call (%v)", n, f.secondCalls)
+			}
 			return calls(2, 0)(f, single)
 		}
 		if f.fallback.Total*20 > int64(f.requests) {

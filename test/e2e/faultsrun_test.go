@@ -172,16 +172,22 @@ type faultFigures struct {
 	primary, fallback mock.Stats
 	p50, max          time.Duration
 	statuses          map[int]int
+	// secondCalls counts the answers by their X-Sluice-Second-Call
+	// ("" for none): what made the call that answered.
+	secondCalls map[string]int
 }
 
 func figures(res []faultResult, primary, fallback mock.Stats) faultFigures {
-	f := faultFigures{requests: len(res), primary: primary, fallback: fallback, statuses: map[int]int{}}
+	f := faultFigures{requests: len(res), primary: primary, fallback: fallback, statuses: map[int]int{}, secondCalls: map[string]int{}}
 	var took []time.Duration
 	for _, r := range res {
 		if r.err == nil {
 			f.good++
 		}
 		f.statuses[r.answer.status]++
+		if r.answer.header != nil {
+			f.secondCalls[r.answer.header.Get("X-Sluice-Second-Call")]++
+		}
 		took = append(took, r.answer.took)
 	}
 	slices.Sort(took)
@@ -192,8 +198,8 @@ func figures(res []faultResult, primary, fallback mock.Stats) faultFigures {
 }
 
 func (f faultFigures) String() string {
-	return fmt.Sprintf("requests %d, as required %d, statuses %v, primary calls %d (injected %d, cancelled %d), fallback calls %d (bad requests %d), time to answer p50 %v max %v",
-		f.requests, f.good, f.statuses, f.primary.Total, f.primary.ErrorsInjected, f.primary.CancelledByClient,
+	return fmt.Sprintf("requests %d, as required %d, statuses %v, second calls %v, primary calls %d (injected %d, cancelled %d), fallback calls %d (bad requests %d), time to answer p50 %v max %v",
+		f.requests, f.good, f.statuses, f.secondCalls, f.primary.Total, f.primary.ErrorsInjected, f.primary.CancelledByClient,
 		f.fallback.Total, f.fallback.BadRequests, f.p50.Round(10*time.Millisecond), f.max.Round(10*time.Millisecond))
 }
 
