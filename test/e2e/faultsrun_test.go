@@ -175,6 +175,9 @@ type faultFigures struct {
 	// secondCalls counts the answers by their X-Sluice-Second-Call
 	// ("" for none): what made the call that answered.
 	secondCalls map[string]int
+	// trips counts the primary's breaker opening (the gateway's
+	// /metrics).
+	trips int
 }
 
 func figures(res []faultResult, primary, fallback mock.Stats) faultFigures {
@@ -198,8 +201,8 @@ func figures(res []faultResult, primary, fallback mock.Stats) faultFigures {
 }
 
 func (f faultFigures) String() string {
-	return fmt.Sprintf("requests %d, as required %d, statuses %v, second calls %v, primary calls %d (injected %d, cancelled %d), fallback calls %d (bad requests %d), time to answer p50 %v max %v",
-		f.requests, f.good, f.statuses, f.secondCalls, f.primary.Total, f.primary.ErrorsInjected, f.primary.CancelledByClient,
+	return fmt.Sprintf("requests %d, as required %d, statuses %v, second calls %v, primary breaker trips %d, primary calls %d (injected %d, cancelled %d), fallback calls %d (bad requests %d), time to answer p50 %v max %v",
+		f.requests, f.good, f.statuses, f.secondCalls, f.trips, f.primary.Total, f.primary.ErrorsInjected, f.primary.CancelledByClient,
 		f.fallback.Total, f.fallback.BadRequests, f.p50.Round(10*time.Millisecond), f.max.Round(10*time.Millisecond))
 }
 
@@ -208,6 +211,11 @@ func (f faultFigures) String() string {
 func judge(t *testing.T, r faultRow, run string, res []faultResult, s faultStack) faultFigures {
 	t.Helper()
 	f := figures(res, mockStats(t, s.primary), mockStats(t, s.fallback))
+	trips, err := metricSum(s.admin, `sluice_breaker_transitions_total{`, `provider="primary"`, `to="open"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.trips = int(trips)
 	t.Logf("FAULTS %s %s: %s", r.name, run, f)
 	bad := 0
 	for _, x := range res {
