@@ -45,7 +45,8 @@ type faultRow struct {
 	// warm: send three healthy requests first, so the primary has a
 	// recent time to first token (see warmUp).
 	warm bool
-	// single: how many requests, how far apart (default 4, 1.5 s).
+	// single: how many requests (default 4), how far apart (default
+	// 1.5 s).
 	n   int
 	gap time.Duration
 	// client judges one answer against the whole expected text.
@@ -252,6 +253,9 @@ func faultRows() []faultRow {
 		{
 			name: "429-retry-after-2s", fault: "primary script: 429 with Retry-After: 2 at rate 0.5, alternating seed (0.1 under load)",
 			primary: "mock-lone.yaml", vars: loneVars(429, "2s", n),
+			// 3 s apart: past the Retry-After, so a provider paused for
+			// it is open again by the next request.
+			gap:    3 * time.Second,
 			client: wholeOnce, pending: pendingSameTarget,
 			providers: func(f faultFigures, single bool) error {
 				// Under load only every answer counts: a 429 with
@@ -362,7 +366,7 @@ func runRows(t *testing.T, rows []faultRow, run func(t *testing.T, r faultRow)) 
 	}
 }
 
-// singleRun: r.n requests (default 4) r.gap apart (default 1.5 s).
+// singleRun: r.n requests r.gap apart.
 func singleRun(t *testing.T, r faultRow) faultFigures {
 	s := startFaultStack(t, r, "single")
 	if r.warm {
@@ -370,7 +374,10 @@ func singleRun(t *testing.T, r faultRow) faultFigures {
 	}
 	n, gap := r.n, r.gap
 	if n == 0 {
-		n, gap = 4, 1500*time.Millisecond
+		n = 4
+	}
+	if gap == 0 {
+		gap = 1500 * time.Millisecond
 	}
 	return judge(t, r, "single", sendAll(t, s, r, "single", n, gap, clientTimeout), s)
 }
