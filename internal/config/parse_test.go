@@ -67,7 +67,7 @@ func TestValidFullConfig(t *testing.T) {
 		},
 		Hedging:    Budget{Budget: DefaultHedgeBudget, Burst: DefaultHedgeBurst},
 		FirstToken: FirstToken{Ceiling: DefaultFirstTokenCeiling, Floor: DefaultFirstTokenFloor, Factor: DefaultFirstTokenFactor},
-		Retries:    Budget{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
+		Retries:    Retries{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Idempotency: Idempotency{TTL: Duration(DefaultIdempotencyTTL), MaxEntries: DefaultIdempotencyMaxEntries,
 			MaxBytes: DefaultIdempotencyMaxBytes, MaxResponseBytes: DefaultIdempotencyMaxResponseBytes},
 		Tracing: Tracing{SampleRatio: 1, ParentSampledPerSecond: 100, ServiceName: "sluice"},

@@ -44,6 +44,7 @@ var scaledDurations = []string{
 	"models[].evals.interval",
 	"models[].evals.timeout",
 	"admission.queue.max_wait",
+	"retries.wait_max",
 	"keys[].limits.burst",
 	"keys[].limits.token_burst",
 	"lanes.large_context.max_wait",

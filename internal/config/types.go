@@ -34,10 +34,11 @@ type Config struct {
 	// by a deadline derived from its target's recent time to first token
 	// gets a second call on the next target (firsttoken.go).
 	FirstToken FirstToken `yaml:"first_token"`
-	// Retries bounds retries onto another target, per provider: the
-	// retries of a provider's failures stay within budget (default 0.1)
-	// of the requests sent to it.
-	Retries Budget `yaml:"retries"`
+	// Retries bounds retries on the provider that failed, per provider:
+	// they stay within budget (default 0.1) of the requests sent to it.
+	// A retry on another target is not charged (it adds no load to the
+	// provider that failed).
+	Retries Retries `yaml:"retries"`
 	// Keys are the virtual keys clients send (keys.go); with any defined,
 	// a request needs one (auth).
 	Keys []Key `yaml:"keys"`
@@ -279,6 +280,10 @@ type Breaker struct {
 	// SlowThreshold makes a call slow once it is this old in flight;
 	// zero derives it from twice the provider's healthy p95.
 	SlowThreshold Duration `yaml:"slow_threshold"`
+	// ConsecutiveErrors trips the breaker on this many provider-caused
+	// failures in a row (5xx, 529, connection errors), however few calls
+	// the window holds (default 5; -1 turns it off).
+	ConsecutiveErrors int `yaml:"consecutive_errors"`
 	// OpenFor is the time open before probing (default 10s for traffic
 	// probes, doubling per failed recovery up to OpenForMax, default 2m;
 	// synthetic probes start after ProbeInterval and never back off).
@@ -513,6 +518,18 @@ type Budget struct {
 	Budget float64 `yaml:"budget"`
 	// Burst caps the calls saved up in quiet times (default 10).
 	Burst float64 `yaml:"burst"`
+}
+
+// Retries bounds the retries of a provider's failures (retries:): the
+// budget and burst of those sent to the same provider, as Budget's, and
+// how long a provider's Retry-After may be waited out there.
+type Retries struct {
+	Budget float64 `yaml:"budget"`
+	Burst  float64 `yaml:"burst"`
+	// WaitMax is the longest Retry-After waited out on the provider that
+	// sent it, when it fits the client's deadline; a longer one sends the
+	// request to its next target at once (default 3s).
+	WaitMax Duration `yaml:"wait_max"`
 }
 
 // Queue bounds the waiting room.

@@ -168,6 +168,9 @@ func (c *Config) validateProviders(v *checker) []string {
 		if b := p.Breaker; b != nil && b.Probe != "" {
 			v.oneOf(at("breaker.probe"), b.Probe, ProbeTraffic, ProbeSynthetic)
 		}
+		if b := p.Breaker; b != nil && b.ConsecutiveErrors < -1 {
+			v.add(at("breaker.consecutive_errors"), "%d is below -1; write -1 to turn the rule off, 0 for the default", b.ConsecutiveErrors)
+		}
 	}
 	return known
 }
@@ -476,6 +479,9 @@ func (c *Config) validateAdmission(v *checker) {
 	c.validateFirstToken(v)
 	if r := c.Retries; r.Budget < 0 || r.Budget > 1 || r.Burst < 0 {
 		v.add("retries", "budget must be a share of requests between 0 and 1 (e.g. 0.1) and burst not negative")
+	}
+	if c.Retries.WaitMax < 0 {
+		v.add("retries.wait_max", "must not be negative; write e.g. 3s, or 0 for the default")
 	}
 	a := &c.Admission
 	if a.CriticalKeysEnv != "" && !envName.MatchString(a.CriticalKeysEnv) {

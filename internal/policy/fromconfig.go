@@ -79,7 +79,7 @@ func FromConfig(cfg *config.Config) (lifecycle.Config, error) {
 		b.Models = append(b.Models, m)
 	}
 	return lifecycle.Config{Scopes: scopes, Routes: routes, Hedge: lifecycle.HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
-		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst}, Admission: ac,
+		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst, WaitMax: cfg.Retries.WaitMax.D()}, Admission: ac,
 		FirstToken: lifecycle.FirstTokenConfig{Ceiling: cfg.FirstToken.Ceiling.D(), Floor: cfg.FirstToken.Floor.D(), Factor: cfg.FirstToken.Factor}, Budgets: b, KeyTenants: tenants,
 		TimeScale: cfg.TimeScale}, nil
 }
@@ -191,7 +191,7 @@ func scopeConfig(pc *config.Provider, timeScale float64) (lifecycle.ScopeConfig,
 // breakerConfig is a provider's breaker settings as the breaker takes
 // them; steady: its probes are synthetic (breaker.Config.Steady).
 func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.Config {
-	return breaker.Config{
+	c := breaker.Config{
 		Window:        bc.Window.D(),
 		MinCalls:      bc.MinCalls,
 		ErrorRate:     bc.ErrorRate,
@@ -207,6 +207,8 @@ func breakerConfig(bc *config.Breaker, steady bool, timeScale float64) breaker.C
 		Steady:        steady,
 		TimeScale:     timeScale,
 	}
+	c.ConsecutiveErrors = bc.ConsecutiveErrors
+	return c
 }
 
 // newPool builds a pooled provider's replica pool: each replica with its

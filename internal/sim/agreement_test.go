@@ -130,16 +130,19 @@ func TestAgreementRetry(t *testing.T) {
 				}
 			}
 			for i, s := range c.Steps {
-				f := &upmodel.Failure{Kind: upmodel.FailStatus, Status: s.Status}
+				f := &upmodel.Failure{Kind: upmodel.FailStatus, Status: s.Status, RetryAfter: s.RetryAfter}
 				if s.Status == 0 {
 					f = &upmodel.Failure{Kind: upmodel.FailReset}
 				}
 				u := &upCall{plan: upmodel.Plan{Fail: f}, attempt: s.Attempt}
 				u.endKind, u.status = planEnd(f)
 				o := u.result()
-				_, _, ok := e.Retry(now, a.ID, o)
+				rc, ok := e.RetryCall(now, a.ID, o)
 				if ok != s.Retried {
 					t.Fatalf("step %d: retried %v, want %v", i, ok, s.Retried)
+				}
+				if ok && (rc.Target != s.Target || rc.Why != s.Why) {
+					t.Fatalf("step %d: retry %+v, want target %d (%v)", i, rc, s.Target, s.Why)
 				}
 				e.End(now, a.ID, s.Attempt, o)
 			}

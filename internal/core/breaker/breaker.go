@@ -39,6 +39,10 @@ type Breaker struct {
 	probesOK      int
 	lastProbe     time.Time // trickle mode: when the last probe was admitted
 
+	// run counts the calls in a row that ended Error while Closed
+	// (Config.ConsecutiveErrors).
+	run int
+
 	calmSince time.Time // Recovering: start of the current calm stretch
 	stepCalls int       // Recovering: counted calls at this step
 
@@ -206,7 +210,7 @@ func (b *Breaker) trip(now time.Time, r Reason, c counts) {
 		b.failures++
 	}
 	b.record(now, Open, r, c)
-	b.state, b.gen = Open, b.gen+1
+	b.state, b.gen, b.run = Open, b.gen+1, 0
 	b.evidenceFrom = now
 	b.openedFor = b.openFor()
 	b.openUntil = now.Add(b.openedFor)
@@ -264,6 +268,12 @@ func (b *Breaker) record(now time.Time, to State, r Reason, c counts) {
 	}
 	b.log = append(b.log, t)
 }
+
+// ErrorRun is how many calls in a row have ended Error while Closed:
+// zero after an OK or slow call, a trip, or in any other state. A host
+// asks it to tell one failure from a run of them (lifecycle's retry on
+// the same target).
+func (b *Breaker) ErrorRun() int { return b.run }
 
 // Tick applies the transitions due by now: the end of Open, probe
 // timeouts, HalfOpenMaxWait and fail-back steps. Call it at NextTimer.

@@ -174,5 +174,30 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	b.hist.add(c.start, d)
 	b.export(c.start, d)
 	b.stepCalls += d.calls
+	if b.countRun(now, v) {
+		return
+	}
 	b.judge(now)
+}
+
+// countRun follows the run of errors in a row while Closed, and trips
+// the breaker when it reaches ConsecutiveErrors: a provider down hard
+// at one request every few seconds never fills the window's MinCalls,
+// but every one of its calls fails. An OK or slow call ends the run.
+func (b *Breaker) countRun(now time.Time, v verdict) bool {
+	if b.state != Closed {
+		b.run = 0
+		return false
+	}
+	switch v {
+	case vError:
+		b.run++
+	case vOK, vSlow:
+		b.run = 0
+	}
+	if n := b.cfg.ConsecutiveErrors; n > 0 && b.run >= n {
+		b.trip(now, ReasonConsecutiveErrors, counts{calls: b.run, errors: b.run})
+		return true
+	}
+	return false
 }

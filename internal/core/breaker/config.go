@@ -43,6 +43,12 @@ const (
 	HealthySamples = 256
 )
 
+// DefaultConsecutiveErrors: a run of this many errors in a row trips a
+// Closed breaker whatever MinCalls and the window say, so a provider
+// that is down hard trips at one request every few seconds too (doc.go,
+// "A run of errors", gives the measurement).
+const DefaultConsecutiveErrors = 5
+
 // DefaultSteps returns the default fail-back shares: 10%, 25%, 50%, then
 // all traffic.
 func DefaultSteps() []float64 { return []float64{0.10, 0.25, 0.50, 1.00} }
@@ -63,6 +69,12 @@ type Config struct {
 	// slow/calls, reach them. Both in (0, 1].
 	ErrorRate float64
 	SlowRate  float64
+	// ConsecutiveErrors trips a Closed breaker on a run of this many
+	// errors in a row (calls that ended Error, with no OK or slow call
+	// between them; 429s and cancels neither count nor break the run),
+	// however few calls the window holds. Zero selects the default;
+	// negative turns the rule off.
+	ConsecutiveErrors int
 
 	// SlowThreshold, if set, is the fixed slow threshold. When zero the
 	// threshold is derived: SlowHeadroom (>= 1) times the p95 of the
@@ -193,6 +205,12 @@ func resolve(c Config) (settings, error) {
 		if *n.v == 0 {
 			*n.v = n.def
 		}
+	}
+	switch {
+	case s.ConsecutiveErrors == 0:
+		s.ConsecutiveErrors = DefaultConsecutiveErrors
+	case s.ConsecutiveErrors < 0:
+		s.ConsecutiveErrors = 0 // off
 	}
 	if w := c.scaled(historyWidth); s.Window < w {
 		return s, cfgErr("window", "must be at least %v, got %v", w, s.Window)

@@ -42,7 +42,7 @@ func TestAdopt(t *testing.T) {
 // Two replicas each see six failing calls, too few alone (MinCalls 10);
 // exchanging their evidence, each judges twelve, and both trip.
 func TestSharedEvidence(t *testing.T) {
-	a, b := mustNew(t, Config{}), mustNew(t, Config{})
+	a, b := mustNew(t, Config{ConsecutiveErrors: -1}), mustNew(t, Config{ConsecutiveErrors: -1})
 	a.ShareEvidence()
 	b.ShareEvidence()
 	calls(t, a, at(time.Second), 6, Outcome{Kind: Error})

@@ -144,7 +144,7 @@ func TestReTripRestartsFromFirstStep(t *testing.T) {
 // Consecutive failed recoveries double the open time up to OpenForMax;
 // reaching Closed resets it.
 func TestOpenBackoff(t *testing.T) {
-	b, now := halfOpen(t, Config{})
+	b, now := halfOpen(t, Config{ConsecutiveErrors: -1})
 	var got []time.Duration
 	for range 6 {
 		calls(t, b, now, 1, failed) // probe_error

@@ -67,7 +67,7 @@ func TestDerivedSlowThreshold(t *testing.T) {
 // brownout's slow calls, errors, 429s and cancellations do not.
 func TestHealthySamplesExcludeTheUnhealthy(t *testing.T) {
 	// Rates of 1 over a minute: nothing here is meant to trip it.
-	b := mustNew(t, Config{SlowRate: 1, ErrorRate: 1, Window: time.Minute})
+	b := mustNew(t, Config{SlowRate: 1, ErrorRate: 1, Window: time.Minute, ConsecutiveErrors: -1})
 	now := t0
 	for range 100 {
 		now = now.Add(100 * time.Millisecond)

@@ -105,7 +105,7 @@ func TestTrip(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := mustNew(t, Config{SlowThreshold: 2 * time.Second})
+			b := mustNew(t, Config{SlowThreshold: 2 * time.Second, ConsecutiveErrors: -1})
 			tc.run(t, b)
 			if got := trail(b.Transitions()); got != tc.trail {
 				t.Errorf("transitions %q, want %q", got, tc.trail)

@@ -83,6 +83,9 @@ type Reason string
 const (
 	// ReasonErrorRate: the window's error rate reached Config.ErrorRate.
 	ReasonErrorRate Reason = "error_rate"
+	// ReasonConsecutiveErrors: Config.ConsecutiveErrors calls in a row
+	// ended in Error while Closed.
+	ReasonConsecutiveErrors Reason = "consecutive_errors"
 	// ReasonSlowRate: the window's slow rate reached Config.SlowRate.
 	ReasonSlowRate Reason = "slow_rate"
 	// ReasonOpenElapsed: the open time ended; probing starts.

@@ -148,11 +148,14 @@
 //     header may lower, never raise; without a key, only a declared
 //     critical credential is critical. The simulator's streams without a
 //     key stand for declared callers: the class they draw is theirs.
-//   - Retries (Retry): a host asks for every call that failed before any
-//     byte reached the client, and the engine answers yes only for a first
-//     call that failed with no second call ever sent. (Each host used to
-//     check "attempt 0, nothing else live" itself first; the engine's own
-//     check made theirs redundant.)
+//   - Retries (Retry, RetryCall): a host asks for every call that failed
+//     before any byte reached the client, and the engine answers yes only
+//     for a first call that failed with no second call ever sent, or for
+//     a failed same-target retry, which moves to the next target. (Each
+//     host used to check "attempt 0, nothing else live" itself first;
+//     the engine's own check made theirs redundant.) The answer names
+//     the target, the wait and the rule (RetryWhy: next, same, wait); a
+//     host only carries it out and shows the rule.
 //   - Endings (Ending): a 404 from the Responses API says the provider
 //     lacks the endpoint, not that it fails, and counts as cancelled.
 package lifecycle

@@ -427,6 +427,9 @@ type request struct {
 	// picked (pool.go).
 	picks  [2]pool.Pick
 	picked [2]bool
+	// retired: a failed same-target retry that a call on the next
+	// target replaced, until its End (retry.go).
+	retired *retiredCall
 }
 
 // Engine is the lifecycle state machine. See the package comment.

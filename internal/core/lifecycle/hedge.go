@@ -70,7 +70,7 @@ func (e *Engine) fireHedge(now time.Time, q *request, rd *Ready) {
 	if q.second != nil || q.primaryDone || q.expired || q.committed >= 0 || !q.firstByte.IsZero() {
 		return
 	}
-	if e.hedges.tokens < 1 {
+	if !e.hedges.has() {
 		e.hedges.stats.NoBudget++
 		return
 	}

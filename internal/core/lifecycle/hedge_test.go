@@ -115,11 +115,11 @@ func TestRetry(t *testing.T) {
 	t.Run("a safe failure is retried once on the next target", func(t *testing.T) {
 		e := newEngine(1)
 		a, _ := e.Arrive(at(0), two)
-		ti, delay, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError})
+		ti, delay, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: Overloaded, Status: 503})
 		if !ok || ti != 1 || delay != 0 {
 			t.Fatalf("retry %d after %v, %v; want target 1 at once", ti, delay, ok)
 		}
-		if _, _, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: ConnError}); ok {
+		if _, _, ok := e.Retry(at(time.Second), a.ID, Outcome{Kind: Overloaded, Status: 503}); ok {
 			t.Fatal("a second retry: at most two calls per request")
 		}
 		e.Finish(at(time.Second), a.ID, Outcome{Kind: ConnError})
@@ -168,14 +168,18 @@ func TestRetry(t *testing.T) {
 			t.Fatal("a retry after 5s for a request with 1s left")
 		}
 	})
-	t.Run("the budget caps retries", func(t *testing.T) {
+	t.Run("the budget caps retries on the same provider", func(t *testing.T) {
 		e := newEngine(0.1)
 		retried := 0
 		for range 20 {
-			a, _ := e.Arrive(at(0), two)
+			a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
 			if _, _, ok := e.Retry(at(0), a.ID, Outcome{Kind: ConnError}); ok {
 				retried++
+				e.End(at(0), a.ID, 0, Outcome{Kind: ConnError})
+				e.End(at(0), a.ID, 1, Outcome{Kind: OK})
+				continue
 			}
+			e.End(at(0), a.ID, 0, Outcome{Kind: ConnError})
 		}
 		// A burst of one plus 10% of 20 requests.
 		if retried > 3 || e.SecondStats().RetryNoBudget == 0 {

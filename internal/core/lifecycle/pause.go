@@ -12,19 +12,22 @@ import (
 // it is one provider answer and must not change what everybody gets for
 // longer than an operator would accept.
 //
-//   - A wait of at most RetryAfterHold is waited out by a retry on the
-//     same provider, when there is nowhere else to go (Engine.Retry).
-//   - A longer wait is never held: the request fails over to its next
-//     target at once, or is answered at once. Meanwhile the provider is
-//     paused for that long, capped at its breaker's open_for_max (2 min
-//     without a breaker): no new call goes there, so later requests fail
-//     over or are refused fast, rather than being sent to collect the
-//     same refusal, and requests waiting for it move on or are refused.
+//   - A wait of at most the retry's WaitMax (DefaultRetryWait, 3 s)
+//     that fits the request's deadline is waited out by a retry on the
+//     same provider, its retry budget permitting (Engine.RetryCall); a
+//     longer one is never held: the request fails over to its next
+//     target at once, or is answered at once.
+//   - A wait longer than RetryAfterHold also pauses the provider for
+//     that long, capped at its breaker's open_for_max (2 min without a
+//     breaker): no new call goes there, so later requests fail over or
+//     are refused fast, rather than being sent to collect the same
+//     refusal, and requests waiting for it move on or are refused. (The
+//     one request waiting it out comes back as the pause ends.)
 //   - A synthetic probe answered so waits as long, capped the same way
 //     (probe.go).
 
-// RetryAfterHold is the longest a provider's Retry-After is waited out
-// with the request's slots held.
+// RetryAfterHold is the longest Retry-After that does not pause its
+// provider.
 const RetryAfterHold = time.Second
 
 // maxPause bounds how long a provider's Retry-After pauses scope s.

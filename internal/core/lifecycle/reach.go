@@ -134,7 +134,7 @@ func (e *Engine) heard(now time.Time, s int, started, firstByte time.Time, o Out
 // taking traffic again.
 func (e *Engine) outOfRotation(s int, open bool, reason breaker.Reason) {
 	sc := e.scopes[s]
-	sc.outForSlowness = open && reason != breaker.ReasonErrorRate && reason != breaker.ReasonProbeError
+	sc.outForSlowness = open && reason != breaker.ReasonErrorRate && reason != breaker.ReasonConsecutiveErrors && reason != breaker.ReasonProbeError
 	if !open {
 		sc.floor, sc.estAt = 0, time.Time{}
 	}

@@ -57,6 +57,10 @@ type SecondStats struct {
 	// Retries counts retries sent to another target; RetryNoBudget those
 	// the retry budget refused.
 	Retries, RetryNoBudget uint64
+	// RetriesSame counts the retries (of Retries) sent to the same
+	// target, charged to its retry budget; RetryNoTarget the retryable
+	// failures that found no target to take a retry.
+	RetriesSame, RetryNoTarget uint64
 	// FirstToken counts second calls sent at a first-token deadline
 	// (firsttoken.go).
 	FirstToken uint64
@@ -77,6 +81,9 @@ type secondCall struct {
 	started       time.Time
 	firstByte     time.Time
 	live          bool
+	// why: the rule that made it, for a retry (retry.go); zero for a
+	// hedge or a rescue.
+	why RetryWhy
 }
 
 // second sets up q's second call on the first target, after q's own in
@@ -101,6 +108,13 @@ func (e *Engine) second(now time.Time, q *request, sameOK, degradedOK bool) (int
 	if degradedOK {
 		order = append(order, last...)
 	}
+	return e.secondOn(now, q, order)
+}
+
+// secondOn sets up q's second call on the first target of order that
+// takes it (see second).
+func (e *Engine) secondOn(now time.Time, q *request, order []int) (int, bool) {
+	ts := targets(q.req)
 	for _, i := range order {
 		s := ts[i]
 		if e.isPaused(now, s) && i != q.target {
@@ -173,6 +187,9 @@ func (e *Engine) End(now time.Time, id ID, attempt int, o Outcome) (Ready, bool)
 // has already finished. ok is false if the request has no live hedge.
 func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	q, found := e.reqs[id]
+	if found && q.retired != nil {
+		return e.endRetired(now, q, o), true
+	}
 	if !found || q.second == nil || !q.second.live {
 		return rd, false
 	}

@@ -9,10 +9,12 @@ import (
 )
 
 // TestEngineTimeScale: the engine's own constants scale. A provider's
-// 500 ms Retry-After is waited out at real time (under RetryAfterHold),
-// but at a quarter it stands for 2 s of the scenario, which pauses the
-// provider instead; and the retry backoff's base and the no-target
-// Retry-After floor shrink with the scale.
+// 500 ms Retry-After is waited out at real time (under RetryAfterHold,
+// so nothing is paused), but at a quarter it stands for 2 s of the
+// scenario, which pauses the provider and is still waited out (under
+// DefaultRetryWait); 1 s there stands for 4 s, past DefaultRetryWait,
+// and is not. The retry backoff's base and the no-target Retry-After
+// floor shrink with the scale.
 func TestEngineTimeScale(t *testing.T) {
 	newEngine := func(ts float64) *Engine {
 		b, err := breaker.New(breaker.Config{TimeScale: ts})
@@ -27,16 +29,17 @@ func TestEngineTimeScale(t *testing.T) {
 		})
 	}
 	sole := Request{Targets: []int{0}, Deadline: at(time.Minute)}
-	refuse := Outcome{Kind: Overloaded, Status: 503, RetryAfter: 500 * time.Millisecond}
 	for _, c := range []struct {
-		scale  float64
-		paused bool
-	}{{1, false}, {0.25, true}} {
+		scale           float64
+		after           time.Duration
+		retried, paused bool
+	}{{1, 500 * time.Millisecond, true, false}, {0.25, 500 * time.Millisecond, true, true}, {0.25, time.Second, false, true}} {
+		refuse := Outcome{Kind: Overloaded, Status: 503, RetryAfter: c.after}
 		e := newEngine(c.scale)
 		a, _ := e.Arrive(at(0), sole)
 		_, delay, ok := e.Retry(at(0), a.ID, refuse)
-		if ok == c.paused {
-			t.Errorf("scale %v: retry on the same provider %v (after %v), want %v", c.scale, ok, delay, !c.paused)
+		if ok != c.retried {
+			t.Errorf("scale %v, Retry-After %v: retry on the same provider %v (after %v), want %v", c.scale, c.after, ok, delay, c.retried)
 		}
 		e.Finish(at(0), a.ID, refuse)
 		if got := e.isPaused(at(100*time.Millisecond), 0); got != c.paused {

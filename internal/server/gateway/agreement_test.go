@@ -162,7 +162,11 @@ func TestAgreementRetry(t *testing.T) {
 			for i, s := range c.Steps {
 				a := attempts[s.Attempt]
 				if s.Status > 0 {
-					a.resp = &http.Response{StatusCode: s.Status, Header: http.Header{}, Body: http.NoBody}
+					h := http.Header{}
+					if s.RetryAfter > 0 {
+						h.Set("Retry-After-Ms", strconv.FormatInt(s.RetryAfter.Milliseconds(), 10))
+					}
+					a.resp = &http.Response{StatusCode: s.Status, Header: h, Body: http.NoBody}
 				} else {
 					a.err = errOrEOF(io.EOF)
 				}
@@ -171,6 +175,9 @@ func TestAgreementRetry(t *testing.T) {
 					t.Fatalf("step %d: retried %v, want %v", i, next != nil, s.Retried)
 				}
 				if next != nil {
+					if want := m.targets[s.Target].provider.name; next.t.provider.name != want || next.second != saidRetry[s.Why] {
+						t.Fatalf("step %d: retry to %s (%s), want %s (%s)", i, next.t.provider.name, next.second, want, saidRetry[s.Why])
+					}
 					attempts[1] = next
 					continue
 				}

@@ -247,7 +247,8 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	if !races {
 		a := first
 		g.send(a, r, ep, body, deadline)
-		if next := g.retry(call, m, a); next != nil {
+		// A failed same-target retry may earn a call on the next target.
+		for next := g.retry(call, m, a); next != nil; next = g.retry(call, m, a) {
 			x.attempts++
 			a = next
 			g.send(a, r, ep, body, deadline)
@@ -368,12 +369,13 @@ func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
 		return nil // the client gets this answer: nothing failed
 	}
 	o := a.outcome(call.Context())
-	ti, delay, ok := call.Retry(o)
+	rc, ok := call.RetryCall(o)
 	if !ok {
 		return nil
 	}
+	ti, delay := rc.Target, rc.Delay
 	next := g.newAttempt(call, 1, m.targets[ti])
-	next.second = secondRetry
+	next.second = saidRetry[rc.Why]
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)
 	if delay > 0 {
@@ -397,6 +399,7 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	// The answer is priced, logged and traced as the target that gave it
 	// (a hedge's, a rescue's or a retry's), not the first one.
 	x.provider, x.upstreamModel = a.t.provider.name, a.t.model
+	x.second = a.second
 	x.upstreamStart = a.start
 	g.tell.set(w.Header(), x, a)
 	switch {

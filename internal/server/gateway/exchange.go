@@ -45,6 +45,9 @@ type exchange struct {
 	reason      string
 	waited      time.Duration
 	attempts    int // upstream calls made
+	// second is what made the call that answered, when not the first:
+	// hedge, rescue, retry, retry_same, retry_after or first_token (X-Sluice-Second-Call).
+	second string
 	// finish is the provider's finish or stop reason, when its answer
 	// said (for traces).
 	finish         string
@@ -186,6 +189,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.idem != "" {
 		attrs = append(attrs, slog.String("idempotency", x.idem))
+	}
+	if x.second != "" {
+		attrs = append(attrs, slog.String("second_call", x.second), slog.Int("attempts", x.attempts))
 	}
 	g.log.LogAttrs(context.Background(), level, "request", attrs...)
 }

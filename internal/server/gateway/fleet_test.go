@@ -233,7 +233,16 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 // replicas are too few for any one breaker (MinCalls 10), and enough for
 // the twelve they add up to.
 func TestFleetSharesBreakerEvidence(t *testing.T) {
-	replicas := newFleet(t, mock.Config{}, nil)
+	// The run-of-errors rule is each replica's own, and would trip each
+	// on its four failures (and their same-target retries) alone: off,
+	// so only the shared window can trip them.
+	replicas := newFleet(t, mock.Config{}, func(c *config.Config) {
+		for i := range c.Providers {
+			if c.Providers[i].Breaker != nil {
+				c.Providers[i].Breaker.ConsecutiveErrors = -1
+			}
+		}
+	})
 	state := func(s *stack) string { return breakerState(t, s) }
 	for _, s := range replicas {
 		for range 4 {

@@ -81,25 +81,34 @@ func TestHedgeBudget(t *testing.T) {
 	}
 }
 
-// A primary that fails before answering (a reset, a 500, a 529) is
-// retried once on the backup, and the client gets the backup's answer.
+// A primary that fails before answering (a reset, a 500, a 529): the
+// client gets the backup's answer. A lone reset or 500 is tried once
+// more on the primary first (the client keeps its model, were the
+// fault brief); a 529 says the primary is at capacity and moves on at
+// once.
 func TestRetryOnAnotherTarget(t *testing.T) {
-	for _, f := range []mock.Failure{
-		{Kind: mock.FailReset},
-		{Kind: mock.FailStatus, Status: 500},
-		{Kind: mock.FailStatus, Status: 529},
+	for _, c := range []struct {
+		f       mock.Failure
+		primary int64
+	}{
+		{mock.Failure{Kind: mock.FailReset}, 2},
+		{mock.Failure{Kind: mock.FailStatus, Status: 500}, 2},
+		{mock.Failure{Kind: mock.FailStatus, Status: 529}, 1},
 	} {
-		t.Run(f.Kind+fmt.Sprint(f.Status), func(t *testing.T) {
+		t.Run(c.f.Kind+fmt.Sprint(c.f.Status), func(t *testing.T) {
 			backup, addBackup := withBackup(t, mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
-			s := newStack(t, mock.Config{Failures: []mock.Failure{f}}, addBackup)
-			status, _, body := s.do("/v1/chat/completions", chatBody, nil)
+			s := newStack(t, mock.Config{Failures: []mock.Failure{c.f}}, addBackup)
+			status, h, body := s.do("/v1/chat/completions", chatBody, nil)
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, body)
 			}
+			if got := h.Get("X-Sluice-Second-Call"); got != "retry" {
+				t.Errorf("X-Sluice-Second-Call %q, want retry", got)
+			}
 			// The mock counts an injected failure after it has delivered
 			// it (a reset closes the socket first), so wait for the count.
-			waitFor(t, "the primary's failure and the backup's answer", func() bool {
-				return backup.Stats().Completed == 1 && s.mock.Stats().ErrorsInjected == 1
+			waitFor(t, "the primary's failures and the backup's answer", func() bool {
+				return backup.Stats().Completed == 1 && s.mock.Stats().ErrorsInjected == c.primary
 			})
 		})
 	}

@@ -271,7 +271,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 func TestIdempotentFailureIsNotStored(t *testing.T) {
 	g := newGate()
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
-		c.Retries = config.Budget{} // one upstream call per generation
+		c.Retries = config.Retries{} // one upstream call per generation
 	}, withTransport(g))
 	leader := s.send("/v1/chat/completions", chatBody, idemKey("fails", "X-Mock-Fail", "500"))
 	waitFor(t, "the leader's call", func() bool { return g.started.Load() == 1 })

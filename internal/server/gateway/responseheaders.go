@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 )
 
 // What made a request's second upstream call (X-Sluice-Second-Call).
@@ -13,10 +14,22 @@ const (
 	secondHedge  = "hedge"
 	secondRescue = "rescue"
 	secondRetry  = "retry"
+	// A retry on the same target: after a lone transient failure, or
+	// waiting out the provider's short Retry-After (lifecycle.RetryWhy).
+	secondRetrySame  = "retry_same"
+	secondRetryAfter = "retry_after"
 	// secondFirstToken: the first call had no first token by its
 	// first-token deadline (lifecycle/firsttoken.go).
 	secondFirstToken = "first_token"
 )
+
+// saidRetry names each rule that gives a retry (lifecycle.RetryWhy): a
+// retry on the next target keeps the name "retry".
+var saidRetry = map[lifecycle.RetryWhy]string{
+	lifecycle.RetryNext: secondRetry,
+	lifecycle.RetrySame: secondRetrySame,
+	lifecycle.RetryWait: secondRetryAfter,
+}
 
 // responseHeaders is which X-Sluice-* headers tell a client what happened
 // to its request (config.ResponseHeaders): the provider and upstream
@@ -40,9 +53,9 @@ func newResponseHeaders(c config.ResponseHeaders) responseHeaders {
 // Header values made once and shared by every answer: nothing writes
 // into a header's values in place (keyScrub.headers copies first).
 var (
-	saidAttempts = [...][]string{{"0"}, {"1"}, {"2"}}
+	saidAttempts = [...][]string{{"0"}, {"1"}, {"2"}, {"3"}}
 	saidNoWait   = []string{"0"}
-	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}, secondFirstToken: {secondFirstToken}}
+	saidSecond   = map[string][]string{secondHedge: {secondHedge}, secondRescue: {secondRescue}, secondRetry: {secondRetry}, secondFirstToken: {secondFirstToken}, secondRetrySame: {secondRetrySame}, secondRetryAfter: {secondRetryAfter}}
 )
 
 // set writes the headers for an answer from a. The values are the

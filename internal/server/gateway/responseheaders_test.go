@@ -43,12 +43,23 @@ func TestResponseHeadersSayWhatHappened(t *testing.T) {
 	})
 	t.Run("retry", func(t *testing.T) {
 		_, addBackup := withBackup(t, mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
-		s := newStack(t, mock.Config{Failures: []mock.Failure{{Kind: mock.FailStatus, Status: 500}}}, addBackup)
+		s := newStack(t, mock.Config{Failures: []mock.Failure{{Kind: mock.FailStatus, Status: 529}}}, addBackup)
 		status, h, body := s.do("/v1/chat/completions", chatBody, nil)
 		if status != 200 {
 			t.Fatalf("status %d: %s", status, body)
 		}
 		want(t, h, "X-Sluice-Provider", "backup", "X-Sluice-Attempts", "2", "X-Sluice-Second-Call", "retry")
+	})
+	t.Run("retry on the same target, then the next", func(t *testing.T) {
+		// A lone 500 is tried once more on its target; that failing too,
+		// the backup answers: three calls.
+		_, addBackup := withBackup(t, mock.Config{OutputTokens: mock.TokenRange{Min: 1}})
+		s := newStack(t, mock.Config{Failures: []mock.Failure{{Kind: mock.FailStatus, Status: 500}}}, addBackup)
+		status, h, body := s.do("/v1/chat/completions", chatBody, nil)
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		want(t, h, "X-Sluice-Provider", "backup", "X-Sluice-Attempts", "3", "X-Sluice-Second-Call", "retry")
 	})
 	t.Run("an upstream error", func(t *testing.T) {
 		s := newStack(t, mock.Config{Failures: []mock.Failure{{Kind: mock.FailStatus, Status: 400}}}, nil)

@@ -91,6 +91,9 @@ type Call struct {
 	secondLive     bool        // guarded by the Runner's lock
 	secondSent     atomic.Bool // secondLive, readable without the lock
 	secondFinished atomic.Bool
+	// replaced: a failed same-target retry was replaced by a retry on
+	// the next target; the next FinishSecond ends the failed call.
+	replaced atomic.Bool
 	// Target indexes the request's Targets: where the engine routed it.
 	Target int
 	// Waited is how long the request spent in the queue.
@@ -171,15 +174,27 @@ func (c *Call) Commit(attempt int) bool {
 // byte reached the client (see Engine.Retry). On true the host sends it
 // to the target returned, after delay, and ends it with FinishSecond.
 func (c *Call) Retry(o lifecycle.Outcome) (target int, delay time.Duration, ok bool) {
+	rc, ok := c.RetryCall(o)
+	return rc.Target, rc.Delay, ok
+}
+
+// RetryCall is Retry with the rule that chose the retry (see
+// Engine.RetryCall). A retry granted when a same-target retry failed
+// replaces that call: the host's next End(1) ends the failed one, and
+// the End(1) after it the new one.
+func (c *Call) RetryCall(o lifecycle.Outcome) (lifecycle.RetryChoice, bool) {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	target, delay, ok = r.e.Retry(r.now(), c.id, o)
+	rc, ok := r.e.RetryCall(r.now(), c.id, o)
 	if ok {
+		if c.secondSent.Load() {
+			c.replaced.Store(true)
+		}
 		c.secondLive = true
 		c.secondSent.Store(true)
 	}
-	return target, delay, ok
+	return rc, ok
 }
 
 // Replica is the replica of a pooled provider that the request's call
@@ -211,7 +226,7 @@ func (c *Call) FinishSecond(o lifecycle.Outcome) {
 	// Most requests never have a second call: no lock for them. A hedge
 	// fired after this check is one the host never took, and Finish ends
 	// it.
-	if !c.secondSent.Load() || !c.secondFinished.CompareAndSwap(false, true) {
+	if !c.secondSent.Load() || (!c.replaced.CompareAndSwap(true, false) && !c.secondFinished.CompareAndSwap(false, true)) {
 		return
 	}
 	r := c.r

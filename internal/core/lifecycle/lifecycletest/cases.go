@@ -144,12 +144,17 @@ var Endings = []EndingCase{
 }
 
 // RetryStep is one call of a request failing before any byte reached
-// the client: its attempt (0 the first call, 1 the second), its status
-// (0: the connection broke), and whether the request then gets a retry.
+// the client: its attempt (0 the first call, 1 the second, which a
+// failed same-target retry's replacement is too), its status (0: the
+// connection broke) and the provider's Retry-After, and whether the
+// request then gets a retry: to which target, by which rule.
 type RetryStep struct {
-	Attempt int
-	Status  int
-	Retried bool
+	Attempt    int
+	Status     int
+	RetryAfter time.Duration
+	Retried    bool
+	Target     int
+	Why        lifecycle.RetryWhy
 }
 
 // RetryCase is a request's calls failing in turn. With Hedge, the
@@ -158,6 +163,21 @@ type RetryCase struct {
 	Name  string
 	Hedge bool
 	Steps []RetryStep
+}
+
+// Retries are the retry cases. The engine's providers have no breaker,
+// so every transient failure is a lone one; Retry-Afters are short, so a
+// host that waits them out in real time stays fast.
+var Retries = []RetryCase{
+	{"the first call fails alone, with a 503: the next target", false, []RetryStep{{0, 503, 0, true, 1, lifecycle.RetryNext}}},
+	{"the first call's connection breaks: the same target", false, []RetryStep{{0, 0, 0, true, 0, lifecycle.RetrySame}}},
+	{"the first call fails with a 400", false, []RetryStep{{0, 400, 0, false, 0, 0}}},
+	{"the retry fails too", false, []RetryStep{{0, 503, 0, true, 1, lifecycle.RetryNext}, {1, 503, 0, false, 0, 0}}},
+	{"a lone 500: the same target, then the next", false, []RetryStep{{0, 500, 0, true, 0, lifecycle.RetrySame}, {1, 500, 0, true, 1, lifecycle.RetryNext}, {1, 500, 0, false, 0, 0}}},
+	{"a short Retry-After is waited out on the same target", false, []RetryStep{{0, 429, 20 * time.Millisecond, true, 0, lifecycle.RetryWait}, {1, 429, 20 * time.Millisecond, true, 1, lifecycle.RetryNext}}},
+	{"a long Retry-After moves on at once", false, []RetryStep{{0, 429, time.Minute, true, 1, lifecycle.RetryNext}, {1, 503, 0, false, 0, 0}}},
+	{"the first call fails while its hedge is live", true, []RetryStep{{0, 503, 0, false, 0, 0}, {1, 503, 0, false, 0, 0}}},
+	{"the hedge fails, then the first call", true, []RetryStep{{1, 503, 0, false, 0, 0}, {0, 503, 0, false, 0, 0}}},
 }
 
 // RetryConfig is the engine the retry cases run on: two targets, with
@@ -169,14 +189,4 @@ func RetryConfig() lifecycle.Config {
 		Hedge:     lifecycle.HedgeConfig{Budget: 1, Burst: 10},
 		Retry:     lifecycle.RetryConfig{Budget: 1, Burst: 10},
 	}
-}
-
-// Retries are the retry cases.
-var Retries = []RetryCase{
-	{"the first call fails alone, safely", false, []RetryStep{{0, 503, true}}},
-	{"the first call's connection breaks", false, []RetryStep{{0, 0, true}}},
-	{"the first call fails with a 400", false, []RetryStep{{0, 400, false}}},
-	{"the retry fails too", false, []RetryStep{{0, 503, true}, {1, 503, false}}},
-	{"the first call fails while its hedge is live", true, []RetryStep{{0, 503, false}, {1, 503, false}}},
-	{"the hedge fails, then the first call", true, []RetryStep{{1, 503, false}, {0, 503, false}}},
 }
