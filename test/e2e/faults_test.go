@@ -61,8 +61,6 @@ type faultRow struct {
 
 // Features being merged; a row waiting for one names it.
 const (
-	pendingBudgetFree    = "failover that does not charge the failing provider's retry budget"
-	pendingSameTarget    = "one same-target retry for a lone transient failure, Retry-After waited out"
 	pendingCompleteness  = "stream completeness by content"
 	pendingContinuation  = "mid-stream continuation"
 	pendingWholeMidBody  = "whole answers that fail mid-body retried"
@@ -193,7 +191,7 @@ func faultRows() []faultRow {
 				}
 				return nil
 			},
-			primary: "mock-down.yaml", pending: pendingBudgetFree,
+			primary: "mock-down.yaml",
 		},
 		{
 			name: "silent-before-headers", fault: "X-Mock-Fail: hang", header: fail("hang"),
@@ -248,7 +246,7 @@ func faultRows() []faultRow {
 		{
 			name: "lone-500", fault: "primary script: 500 at rate 0.5, a seed whose calls fail and succeed by turns (0.1 under load)",
 			primary: "mock-lone.yaml", vars: loneVars(500, "0s", n),
-			client: wholeOnce, providers: sameTarget(), pending: pendingSameTarget,
+			client: wholeOnce, providers: sameTarget(),
 		},
 		{
 			name: "429-retry-after-2s", fault: "primary script: 429 with Retry-After: 2 at rate 0.5, alternating seed (0.1 under load)",
@@ -256,7 +254,7 @@ func faultRows() []faultRow {
 			// 3 s apart: past the Retry-After, so a provider paused for
 			// it is open again by the next request.
 			gap:    3 * time.Second,
-			client: wholeOnce, pending: pendingSameTarget,
+			client: wholeOnce,
 			providers: func(f faultFigures, single bool) error {
 				// Under load only every answer counts: a 429 with
 				// Retry-After may pause the whole provider (a rate limit

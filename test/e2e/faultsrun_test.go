@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/harness/procs"
 )
 
 // faultStack is one row's real processes: two sluice mock providers
@@ -24,11 +26,12 @@ type faultStack struct {
 }
 
 // startFaultStack writes the row's config and scripts into a temporary
-// directory (their ${...} filled in) and starts the processes.
+// directory (their ${...} filled in) and starts the processes: the
+// mocks first, then the gateway on a config naming their addresses.
 func startFaultStack(t *testing.T, r faultRow, run string) faultStack {
 	t.Helper()
 	bin := buildSluice(t)
-	s := faultStack{listen: freeAddr(t), admin: freeAddr(t), primary: freeAddr(t), fallback: freeAddr(t)}
+	var s faultStack
 	dir := t.TempDir()
 	fill := func(role, file string, extra ...string) string {
 		raw, err := os.ReadFile(filepath.Join("testdata", "faults", file))
@@ -42,19 +45,50 @@ func startFaultStack(t *testing.T, r faultRow, run string) faultStack {
 		}
 		return path
 	}
-	cfg := fill("gateway", or(r.cfg, "sluice.yaml"))
 	var vars []string
 	if r.vars != nil {
 		vars = r.vars(t, run)
 	}
 	pScript := fill("primary", or(r.primary, "mock.yaml"), vars...)
 	fScript := fill("fallback", or(r.fallback, "mock.yaml"))
-	pm := start(t, nil, bin, "mock", "--script", pScript, "--listen", s.primary, "--grace", "1s")
-	fm := start(t, nil, bin, "mock", "--script", fScript, "--listen", s.fallback, "--grace", "1s")
-	start(t, ready("http://"+s.admin+"/readyz"), bin, "serve", "--config", cfg)
-	await(t, pm, 10*time.Second, ready("http://"+s.primary+"/stats"))
-	await(t, fm, 10*time.Second, ready("http://"+s.fallback+"/stats"))
+	s.primary = startOnFreePort(t, func(addr string) procs.Spec {
+		return procs.Spec{Path: bin, Args: []string{"mock", "--script", pScript, "--listen", addr, "--grace", "1s"}, Ready: ready("http://" + addr + "/stats")}
+	})
+	s.fallback = startOnFreePort(t, func(addr string) procs.Spec {
+		return procs.Spec{Path: bin, Args: []string{"mock", "--script", fScript, "--listen", addr, "--grace", "1s"}, Ready: ready("http://" + addr + "/stats")}
+	})
+	s.admin = startOnFreePort(t, func(admin string) procs.Spec {
+		s.listen, s.admin = freeAddr(t), admin
+		cfg := fill("gateway", or(r.cfg, "sluice.yaml"))
+		return procs.Spec{Path: bin, Args: []string{"serve", "--config", cfg}, Ready: ready("http://" + admin + "/readyz")}
+	})
 	return s
+}
+
+// startOnFreePort starts the process spec(addr) makes on a free
+// address, and again on another if the first is taken before the
+// process binds it (other tests on the machine pick free ports too). It
+// returns the address it started on; the process runs until the test
+// ends.
+func startOnFreePort(t *testing.T, spec func(addr string) procs.Spec) string {
+	t.Helper()
+	var err error
+	for range 3 {
+		addr := freeAddr(t)
+		s := spec(addr)
+		s.Name = "sluice " + s.Args[0]
+		s.StopSignal = os.Interrupt
+		var p *procs.Proc
+		if p, err = procs.Start(context.Background(), s); err == nil {
+			t.Cleanup(func() { p.Stop() })
+			return addr
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	t.Fatal(err)
+	return ""
 }
 
 func or(s, def string) string {
