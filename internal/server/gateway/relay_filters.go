@@ -93,7 +93,9 @@ func (f *idleFilter) read(chunk []byte) {
 	}
 	if len(chunk) > 0 {
 		now := time.Now()
-		f.gaps.Add(now.Sub(f.last))
+		if !f.last.IsZero() { // the head, read before any wait, starts the clock
+			f.gaps.Add(now.Sub(f.last))
+		}
 		f.last = now
 	}
 }
