@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // textFilter follows a chat stream's answer as the client gets it, in
@@ -311,40 +312,10 @@ func (f *textFilter) terminator() []byte {
 		}
 		if !f.sawDelta {
 			b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-			b = strconv.AppendQuote(b, stopReasonOf(f.usage.u.FinishReason()))
+			b = strconv.AppendQuote(b, translate.StopReason(f.usage.u.FinishReason()))
 			b = append(b, ",\"stop_sequence\":null},\"usage\":{\"output_tokens\":0}}\n\n"...)
 		}
 		return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 	}
 	return []byte("data: [DONE]\n\n")
-}
-
-// stopReasonOf is finish or stop reason r as Anthropic's stop_reason.
-func stopReasonOf(r string) string {
-	switch r {
-	case "end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn":
-		return r
-	case "length":
-		return "max_tokens"
-	case "tool_calls", "function_call":
-		return "tool_use"
-	case "content_filter":
-		return "refusal"
-	}
-	return "end_turn"
-}
-
-// finishReasonOf is finish or stop reason r as OpenAI's finish_reason.
-func finishReasonOf(r string) string {
-	switch r {
-	case "stop", "length", "tool_calls", "content_filter", "function_call":
-		return r
-	case "max_tokens", "model_context_window_exceeded":
-		return "length"
-	case "tool_use":
-		return "tool_calls"
-	case "refusal":
-		return "content_filter"
-	}
-	return "stop"
 }

@@ -539,14 +539,14 @@ func (s *streamRelay) ending(res contResult) []byte {
 			b = append(b, "}\n\n"...)
 		}
 		b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-		b = strconv.AppendQuote(b, stopReasonOf(res.finish))
+		b = strconv.AppendQuote(b, translate.StopReason(res.finish))
 		b = append(b, ",\"stop_sequence\":null},\"usage\":{\"output_tokens\":"...)
 		b = strconv.AppendInt(b, int64(res.tokens), 10)
 		return append(b, "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 	}
 	b := s.chunkHead()
 	b = append(b, `"choices":[{"index":0,"delta":{},"finish_reason":`...)
-	b = strconv.AppendQuote(b, finishReasonOf(res.finish))
+	b = strconv.AppendQuote(b, translate.FinishReason(res.finish))
 	b = append(b, "}]}\n\n"...)
 	if s.x.cont.wantsUsage() {
 		b = append(b, s.chunkHead()...)

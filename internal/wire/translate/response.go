@@ -107,7 +107,7 @@ func ResponseToOpenAI(body []byte, created int64) ([]byte, error) {
 		Usage:   usageToOpenAI(in.Usage),
 	}
 	if in.StopReason != nil {
-		out.Choices[0].FinishReason = ptr(finishReason(*in.StopReason))
+		out.Choices[0].FinishReason = ptr(FinishReason(*in.StopReason))
 	}
 	return marshal(out)
 }
@@ -121,12 +121,15 @@ func inputToArguments(input json.RawMessage) (string, error) {
 	return string(b), err
 }
 
-// finishReason maps an Anthropic stop_reason to OpenAI's finish_reason.
+// FinishReason is stop or finish reason r as OpenAI's finish_reason: an
+// Anthropic stop_reason is mapped, an OpenAI finish_reason kept.
 // pause_turn (a server tool's long turn, which a translated request
 // cannot start) and reasons newer than this package read as stop: the
 // content is whole as far as it goes.
-func finishReason(stop string) string {
-	switch stop {
+func FinishReason(r string) string {
+	switch r {
+	case "stop", "length", "tool_calls", "content_filter", "function_call":
+		return r
 	case "max_tokens", "model_context_window_exceeded":
 		return "length"
 	case "tool_use":
@@ -137,11 +140,15 @@ func finishReason(stop string) string {
 	return "stop"
 }
 
-// stopReason maps an OpenAI finish_reason to Anthropic's stop_reason.
-// OpenAI does not say which stop sequence matched, so "stop" is end_turn,
-// never stop_sequence (whose stop_sequence field would have to be made up).
-func stopReason(finish string) string {
-	switch finish {
+// StopReason is finish or stop reason r as Anthropic's stop_reason: an
+// OpenAI finish_reason is mapped, an Anthropic stop_reason kept. OpenAI
+// does not say which stop sequence matched, so "stop" is end_turn,
+// never stop_sequence (whose stop_sequence field would have to be made
+// up).
+func StopReason(r string) string {
+	switch r {
+	case "end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn":
+		return r
 	case "length":
 		return "max_tokens"
 	case "tool_calls", "function_call":
@@ -226,7 +233,7 @@ func ResponseToAnthropic(body []byte) ([]byte, error) {
 		out.Content = append(out.Content, anBlock{Type: "tool_use", ID: tc.ID, Name: name, Input: input})
 	}
 	if ch.FinishReason != nil && out.StopReason == nil {
-		out.StopReason = ptr(stopReason(*ch.FinishReason))
+		out.StopReason = ptr(StopReason(*ch.FinishReason))
 	}
 	return marshal(out)
 }

@@ -129,11 +129,11 @@ func TestRoundTripResponses(t *testing.T) {
 		{"refusal", "content_filter", "refusal"},
 		{"pause_turn", "stop", "end_turn"},
 	} {
-		if f := finishReason(tc.stop); f != tc.finish {
-			t.Errorf("finishReason(%s) = %s, want %s", tc.stop, f, tc.finish)
+		if f := FinishReason(tc.stop); f != tc.finish {
+			t.Errorf("FinishReason(%s) = %s, want %s", tc.stop, f, tc.finish)
 		}
-		if s := stopReason(tc.finish); s != tc.back {
-			t.Errorf("stopReason(%s) = %s, want %s", tc.finish, s, tc.back)
+		if s := StopReason(tc.finish); s != tc.back {
+			t.Errorf("StopReason(%s) = %s, want %s", tc.finish, s, tc.back)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (t *StreamToAnthropic) Feed(ev Event) ([]Event, error) {
 			if out, err = t.closeBlock(out); err != nil {
 				return nil, err
 			}
-			t.stop = stopReason(*ch.FinishReason)
+			t.stop = StopReason(*ch.FinishReason)
 		}
 	}
 	if in.Usage != nil {

@@ -326,7 +326,7 @@ func (t *StreamToOpenAI) messageDelta(in anEventIn) ([]Event, error) {
 		return nil, nil
 	}
 	t.finishSent = true
-	return t.chunk(oaDelta{}, ptr(finishReason(*in.Delta.StopReason)))
+	return t.chunk(oaDelta{}, ptr(FinishReason(*in.Delta.StopReason)))
 }
 
 func (t *StreamToOpenAI) chunk(d oaDelta, finish *string) ([]Event, error) {
