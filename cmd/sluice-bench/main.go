@@ -18,9 +18,9 @@
 // figures into docs/BENCHMARKS.md. Every load loop is bounded in count and
 // time; every child process is stopped by PID on exit, Ctrl-C included.
 //
-//	go run ./bench [flags]                  # or scripts/bench.sh [flags]
-//	go run ./bench --quick                  # about a minute, smoke test
-//	go run ./bench baseline-proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8000
+//	go run ./cmd/sluice-bench [flags]                  # or scripts/bench.sh [flags]
+//	go run ./cmd/sluice-bench --quick                  # about a minute, smoke test
+//	go run ./cmd/sluice-bench baseline-proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8000
 package main
 
 import (
@@ -258,7 +258,7 @@ func command() string {
 	if c := os.Getenv("BENCH_COMMAND"); c != "" {
 		return c
 	}
-	parts := []string{"go run ./bench"}
+	parts := []string{"go run ./cmd/sluice-bench"}
 	for _, a := range os.Args[1:] {
 		if strings.ContainsAny(a, " \t'\"$") {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"

@@ -64,8 +64,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: go run ./bench [flags]
-       go run ./bench baseline-proxy --listen ADDR --upstream URL
+		fmt.Fprint(stderr, `usage: go run ./cmd/sluice-bench [flags]
+       go run ./cmd/sluice-bench baseline-proxy --listen ADDR --upstream URL
 
 Benchmarks Sluice against a direct connection, a bare Go reverse proxy,
 HAProxy and (with --portkey) the Portkey gateway, each in front of its own
@@ -171,7 +171,7 @@ func (o *options) settings() []string {
 		"Each target has its own freshly started `sluice mock` upstream; the load generator, the proxy and the mock share the machine's CPUs",
 		"Sluice: admission on (max_in_flight 20000, queue 150 outside the overload phase), Prometheus metrics on (scraped after the throughput phase), request log on (JSON, info, to a file)",
 		fmt.Sprintf("HAProxy: HTTP mode, one server, keep-alive, no logging, maxconn above the stream count, `-db` foreground, option abortonclose %s", onOff(o.haproxyAbort)),
-		"go-proxy: `net/http/httputil.ReverseProxy`, Transport with 20000 idle conns per host, no compression, FlushInterval -1 (`go run ./bench baseline-proxy`)",
+		"go-proxy: `net/http/httputil.ReverseProxy`, Transport with 20000 idle conns per host, no compression, FlushInterval -1 (`go run ./cmd/sluice-bench baseline-proxy`)",
 		"Latencies are measured by the client from handing the request to its transport to the last body byte; `added` = target minus direct at the same percentile",
 	}
 	if o.baseline != "" {

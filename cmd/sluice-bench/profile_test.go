@@ -21,7 +21,7 @@ import (
 // binary, request log to a file included. The binary has no pprof
 // endpoint, so this is how to see where Sluice's CPU goes:
 //
-//	go test -run '^$' -bench SluiceInProcess -benchtime 5s -cpuprofile /tmp/sluice.prof -o /tmp/bench.test ./bench
+//	go test -run '^$' -bench SluiceInProcess -benchtime 5s -cpuprofile /tmp/sluice.prof -o /tmp/bench.test ./cmd/sluice-bench
 //	go tool pprof -top -focus 'sluice/(gateway|admission|lifecycle|protocol|metrics)' /tmp/bench.test /tmp/sluice.prof
 //
 // The profile also holds the mock and the load generator, which run in the
