@@ -302,9 +302,9 @@ func (f *fleet) mayProbe(r *run, rp *replica, scope int) bool {
 		return true
 	}
 	if !f.storeUp(r) {
-		return fleetcore.MayProbe(false, errStoreDown)
+		return fleetcore.MayProbe(false, errStoreDown, true)
 	}
-	return fleetcore.MayProbe(f.leases[scope].Acquire(f.holders[rp.idx], r.clock(r.now), fleetcore.ProbeLease), nil)
+	return fleetcore.MayProbe(f.leases[scope].Acquire(f.holders[rp.idx], r.clock(r.now), fleetcore.ProbeLease), nil, false)
 }
 
 // take reserves an attempt's cost of its key's shared budget. Refused,

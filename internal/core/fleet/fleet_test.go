@@ -71,12 +71,16 @@ func TestLease(t *testing.T) {
 func TestMayProbe(t *testing.T) {
 	down := errors.New("down")
 	for _, c := range []struct {
-		held bool
-		err  error
-		want bool
-	}{{true, nil, true}, {false, nil, false}, {false, down, true}, {true, down, true}} {
-		if got := MayProbe(c.held, c.err); got != c.want {
-			t.Errorf("MayProbe(%v, %v) = %v", c.held, c.err, got)
+		held  bool
+		err   error
+		alone bool
+		want  bool
+	}{{true, nil, false, true}, {false, nil, false, false}, {false, down, true, true}, {true, down, true, true},
+		// A lease call that fails while the store is thought up: another
+		// replica may hold the lease, so this one does not probe.
+		{false, down, false, false}, {true, down, false, false}} {
+		if got := MayProbe(c.held, c.err, c.alone); got != c.want {
+			t.Errorf("MayProbe(%v, %v, alone %v) = %v", c.held, c.err, c.alone, got)
 		}
 	}
 }

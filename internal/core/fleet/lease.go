@@ -26,10 +26,18 @@ func (l *Lease) Acquire(holder string, now time.Time, ttl time.Duration) bool {
 }
 
 // MayProbe reports whether a replica probes a provider: it holds the
-// provider's probe lease (held), or it could not ask the store (err is
-// the store's error). A replica that cannot reach the store must judge
-// alone, so it probes: a fleet whose store is down never leaves a
+// provider's probe lease (held, asked without error), or it could not
+// ask the store (err is the store's error) while it decides alone (the
+// store is down: alone). A replica that cannot reach the store must
+// judge alone, so it probes: a fleet whose store is down never leaves a
 // provider unprobed, at the cost of every replica probing meanwhile.
-func MayProbe(held bool, err error) bool {
-	return held || err != nil
+// But a lease call that fails while the store is still thought up (a
+// timeout on a busy machine, a wrong-typed lease key) is not a licence
+// to probe: another replica may hold the lease and be probing, so the
+// replica skips this round and asks again at the next.
+func MayProbe(held bool, err error, alone bool) bool {
+	if err != nil {
+		return alone
+	}
+	return held
 }

@@ -61,6 +61,14 @@ type BudgetOptions struct {
 	// Replicas is the live replica count (Members.Live): local budgets
 	// get 1/Replicas() of each limit. Nil counts 1.
 	Replicas func() int
+	// OnKeyError, when set, hears each call Redis answered with an error
+	// about one budget's key (KeyError: someone wrote another type
+	// there), with the budget's name. Redis answers, so the mode stays
+	// Shared: that budget alone is answered by this replica's share of
+	// it (as while Redis is down, but owing nothing back, since its key
+	// cannot be charged), the others stay the fleet's. It must not
+	// block.
+	OnKeyError func(name string, err error)
 	// OnMode is called on each switch of mode, with the error that
 	// caused a switch to Local (nil on the switch back). It must not
 	// block; it may be called from any goroutine.
@@ -226,7 +234,7 @@ func (b *Budgets) Status(ctx context.Context, name string, limits quota.Limits) 
 			}
 			return statuses(r, limits), nil
 		}
-		if err := b.failed(ctx, err); err != nil {
+		if err := b.failed(ctx, name, err); err != nil {
 			return [3]quota.Status{}, err
 		}
 	}
@@ -263,16 +271,17 @@ func (b *Budgets) take(ctx context.Context, name string, limits quota.Limits, co
 			}
 			return v, st, nil
 		}
-		if err := b.failed(ctx, err); err != nil {
+		if err := b.failed(ctx, name, err); err != nil {
 			return quota.Verdict{}, [3]quota.Status{}, err
 		}
 	}
 	var v quota.Verdict
 	var s [3]quota.Status
+	owes := b.Mode() == Local // not a broken key in a store that answers
 	b.withLocal(name, limits, func(q *quota.Budget, now time.Time) {
 		if commit {
 			v = q.Take(now, cost)
-			if v.OK {
+			if v.OK && owes {
 				b.owe(name, limits, amounts(cost))
 			}
 		} else {
@@ -305,15 +314,18 @@ func (b *Budgets) settle(ctx context.Context, name string, limits quota.Limits, 
 			b.remember(name, st)
 			return st, nil
 		}
-		if err := b.failed(ctx, err); err != nil {
+		if err := b.failed(ctx, name, err); err != nil {
 			return [3]quota.Status{}, err
 		}
 	}
 	var s [3]quota.Status
+	owes := b.Mode() == Local
 	b.withLocal(name, limits, func(q *quota.Budget, now time.Time) {
 		q.Settle(now, reserved, actual)
 		res, act := amounts(reserved), amounts(actual)
-		b.owe(name, limits, [3]int64{act[0] - res[0], act[1] - res[1], act[2] - res[2]})
+		if owes {
+			b.owe(name, limits, [3]int64{act[0] - res[0], act[1] - res[1], act[2] - res[2]})
+		}
 		s = q.Status(now)
 	})
 	return s, nil
@@ -380,14 +392,22 @@ func (b *Budgets) run(ctx context.Context, s *redis.Script, readOnly bool, name 
 	return r, err
 }
 
-// failed handles a failed call: it returns the error to give the caller
-// (ctx done, or NoFallback), or nil after switching to Local.
-func (b *Budgets) failed(ctx context.Context, err error) error {
+// failed handles a failed call on budget name: it returns the error to
+// give the caller (ctx done, or NoFallback), or nil after switching to
+// Local; or, when Redis answered that name's key is unusable
+// (KeyError), nil after telling OnKeyError, leaving the mode alone.
+func (b *Budgets) failed(ctx context.Context, name string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if b.o.NoFallback {
 		return err
+	}
+	if KeyError(err) {
+		if b.o.OnKeyError != nil {
+			b.o.OnKeyError(name, err)
+		}
+		return nil
 	}
 	if b.mode.CompareAndSwap(int32(Shared), int32(Local)) {
 		if b.o.OnMode != nil {

@@ -48,3 +48,13 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func quiet() { redis.SetLogger(quietLogger{}) }
+
+// KeyError reports whether err is Redis answering that one key holds
+// something the store cannot use (WRONGTYPE: someone wrote a string
+// where a hash or a sorted set belongs), rather than Redis not
+// answering. Redis is up then: the store treats that key alone as
+// broken (its budget decided locally, the count kept as it was, the
+// lease not taken), logs it, and shares everything else as before.
+func KeyError(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
+}

@@ -36,8 +36,8 @@ func TestLeaseAgreesWithCore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fleet.MayProbe(core.Acquire(s.holder, t0.Add(s.at), ttl), nil)
-		if fleet.MayProbe(got, nil) != want {
+		want := fleet.MayProbe(core.Acquire(s.holder, t0.Add(s.at), ttl), nil, false)
+		if fleet.MayProbe(got, nil, false) != want {
 			t.Fatalf("step %d: %s at %v: Redis %v, core %v", i, s.holder, s.at, got, want)
 		}
 	}

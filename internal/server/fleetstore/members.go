@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/internal/core/fleet"
 )
 
 // MemberOptions configures a Members.
@@ -25,22 +27,44 @@ type MemberOptions struct {
 	// Redis, with the error of the first that did not. It must not
 	// block.
 	OnReach func(reached bool, err error)
+	// OnKeyError, when set, hears each heartbeat Redis answered with an
+	// error about the members key itself (KeyError: someone wrote
+	// another type there). Redis answers, so OnReach does not hear it;
+	// the count stays as it was. It must not block.
+	OnKeyError func(err error)
 }
 
 // Members is the fleet's membership: each replica heartbeats an entry
 // (its ID, scored with the time) in one sorted set, and counts the
 // entries seen within 3 intervals. Scores are the replicas' own clocks,
 // in milliseconds, so the count assumes clocks agree to well within an
-// interval (NTP does that by orders of magnitude).
+// interval (NTP does that by orders of magnitude); an entry scored more
+// than 3 intervals ahead of a replica's clock is not trusted: it is
+// neither counted nor kept (a replica whose clock runs that far ahead,
+// or an entry written by hand, would otherwise count for ever).
+//
+// Live is not the last heartbeat's count but the census's
+// (fleet.Census, held for the 3 intervals): the largest count seen
+// within them, so a count that falls is believed only once every live
+// replica has heartbeated again.
 type Members struct {
-	rdb      redis.UniversalClient
-	key, id  string
-	interval time.Duration
-	timeout  time.Duration
-	live     atomic.Int64
-	reached  atomic.Bool // the last heartbeat answered
-	onReach  func(bool, error)
-	now      func() time.Time
+	rdb        redis.UniversalClient
+	key, id    string
+	interval   time.Duration
+	timeout    time.Duration
+	reached    atomic.Bool // the last heartbeat answered
+	onReach    func(bool, error)
+	onKeyError func(error)
+	now        func() time.Time
+
+	// cmu guards census and joined.
+	cmu    sync.Mutex
+	census fleet.Census
+	// joined is when this replica's first entry was written (zero: not
+	// yet), for Joined.
+	joined time.Time
+	// settled: every other live replica has heartbeated since joined.
+	settled bool
 
 	mu      sync.Mutex
 	stop    chan struct{}
@@ -49,7 +73,8 @@ type Members struct {
 }
 
 // NewMembers returns this replica's membership. Live counts 1 until the
-// first heartbeat answers; Start heartbeats in the background.
+// first heartbeat answers; Start heartbeats (the first at once, within
+// Timeout, before it returns) and goes on in the background.
 func NewMembers(rdb redis.UniversalClient, o MemberOptions) *Members {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
@@ -60,36 +85,84 @@ func NewMembers(rdb redis.UniversalClient, o MemberOptions) *Members {
 	if o.Timeout <= 0 {
 		o.Timeout = o.Interval / 2
 	}
-	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now, onReach: o.OnReach}
-	m.live.Store(1)
+	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now, onReach: o.OnReach, onKeyError: o.OnKeyError}
+	m.census.Hold = 3 * o.Interval
 	return m
 }
 
-// Live is the number of live replicas, this one included, as of the last
-// heartbeat that answered: the last known count while Redis is
-// unreachable, and at least 1.
-func (m *Members) Live() int { return int(max(m.live.Load(), 1)) }
+// Live is the number of live replicas to divide the fleet's limits by,
+// this one included (fleet.Census): the largest count a heartbeat saw
+// within the last 3 intervals, the last known while Redis is
+// unreachable and for 3 intervals after it answers again; at least 1.
+func (m *Members) Live() int {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	return m.census.Count(m.now())
+}
+
+// Seen is the count the last heartbeat that answered saw (0 before
+// any).
+func (m *Members) Seen() int {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	return m.census.Latest()
+}
+
+// Joined reports whether this replica knows the fleet and the fleet
+// knows it: a heartbeat of its own reached Redis at least an interval
+// ago (replicas started together have all written theirs by then), and
+// every other replica live now has heartbeated since it did (so each
+// counts this one), or 3 intervals have passed (those that have not are
+// not live). Until then a replica should not report ready: it would
+// take a share the others do not leave it, or, first of several
+// started together, the whole of every limit.
+func (m *Members) Joined() bool {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	return m.settled
+}
 
 // Reached reports whether the last heartbeat answered.
 func (m *Members) Reached() bool { return m.reached.Load() }
 
 // Beat is one heartbeat, one round trip (a MULTI/EXEC pipeline): refresh
-// this replica's entry, drop entries older than 3 intervals, count the
-// rest. It returns the count, or the error leaving Live as it was.
+// this replica's entry, drop entries older than 3 intervals or more
+// than 3 intervals in the future, count the rest. It returns the count
+// it saw (which Live takes into the census), or the error leaving Live
+// as it was.
 func (m *Members) Beat(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	now := m.now().UnixMilli()
+	at := m.now()
+	now := at.UnixMilli()
 	window := 3 * m.interval.Milliseconds()
 	var card *redis.IntCmd
+	var others *redis.ZSliceCmd
+	m.cmu.Lock()
+	joining := !m.settled
+	m.cmu.Unlock()
 	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, m.key, redis.Z{Score: float64(now), Member: m.id})
 		p.ZRemRangeByScore(ctx, m.key, "-inf", "("+strconv.FormatInt(now-window, 10))
+		p.ZRemRangeByScore(ctx, m.key, "("+strconv.FormatInt(now+window, 10), "+inf")
 		card = p.ZCard(ctx, m.key)
+		if joining {
+			others = p.ZRangeWithScores(ctx, m.key, 0, -1)
+		}
 		p.PExpire(ctx, m.key, 2*time.Duration(window)*time.Millisecond)
 		return nil
 	})
 	if err != nil {
+		m.cmu.Lock()
+		m.census.Lost(at)
+		m.cmu.Unlock()
+		if KeyError(err) {
+			// Redis answers; only the members key is wrong.
+			if m.onKeyError != nil {
+				m.onKeyError(err)
+			}
+			return m.Live(), err
+		}
 		if m.reached.Swap(false) && m.onReach != nil {
 			m.onReach(false, err)
 		}
@@ -98,36 +171,80 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 	if !m.reached.Swap(true) && m.onReach != nil {
 		m.onReach(true, nil)
 	}
-	n := max(card.Val(), 1)
-	m.live.Store(n)
-	return int(n), nil
+	m.cmu.Lock()
+	m.census.Observe(at, int(card.Val()))
+	if joining {
+		m.settle(at, others.Val())
+	}
+	m.cmu.Unlock()
+	return int(max(card.Val(), 1)), nil
 }
 
-// Start heartbeats every interval in the background, from now until
-// Close. Errors leave Live as it was; the next beat tries again.
-func (m *Members) Start() {
+// settle notes whether this replica has joined the fleet (Joined), from
+// the entries its heartbeat at now found; m.cmu is held.
+func (m *Members) settle(now time.Time, entries []redis.Z) {
+	if m.joined.IsZero() {
+		m.joined = now
+	}
+	switch since := now.Sub(m.joined); {
+	case since >= 3*m.interval:
+		m.settled = true
+		return
+	case since < m.interval:
+		// Replicas that start together join within an interval of each
+		// other: wait one, so that the first of them does not report
+		// ready alone and take the whole of every limit.
+		return
+	}
+	joined := float64(m.joined.UnixMilli())
+	for _, z := range entries {
+		if z.Member != m.id && z.Score < joined {
+			return // another replica has not heartbeated since this one joined
+		}
+	}
+	m.settled = true
+}
+
+// Start heartbeats once, at once (bounded by Timeout), so that Live is
+// the fleet's count before anything is admitted, and then every
+// interval in the background, until Close; it returns the first
+// heartbeat's error. Errors leave Live as it was; the next beat tries
+// again. While this replica has not joined (Joined), it heartbeats
+// every tenth of an interval, to see the others' heartbeats soon after
+// they land.
+func (m *Members) Start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.running {
-		return
+		return nil
 	}
+	_, first := m.Beat(context.Background())
 	m.running = true
 	m.stop = make(chan struct{})
 	stop := m.stop
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		for !m.Joined() {
+			select {
+			case <-stop:
+				return
+			case <-time.After(m.interval / 10):
+			}
+			m.Beat(context.Background())
+		}
 		t := time.NewTicker(m.interval)
 		defer t.Stop()
 		for {
-			m.Beat(context.Background())
 			select {
 			case <-stop:
 				return
 			case <-t.C:
 			}
+			m.Beat(context.Background())
 		}
 	}()
+	return first
 }
 
 // Close stops the heartbeats and removes this replica's entry, so the

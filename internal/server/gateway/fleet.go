@@ -3,14 +3,17 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-gw/sluice/internal/config"
@@ -52,6 +55,58 @@ type fleet struct {
 	// reachable: Redis answered the last heartbeat or budget call.
 	reachable atomic.Bool
 	log       *slog.Logger
+	// errs counts the store's calls that failed by what and why
+	// (sluice_fleet_store_errors_total); logged marks what was logged
+	// last when, so a failing call logs once a minute.
+	errs   *prometheus.CounterVec
+	logged sync.Map // string -> time.Time
+}
+
+// storeError counts a failed call to the store (op: heartbeat, budget,
+// lease) and logs it, at most once a minute for each op and what it
+// named: kind is "wrongtype" when Redis answered that a key holds
+// another type (fleetstore.KeyError), "error" otherwise.
+func (f *fleet) storeError(op, name string, err error, msg string, attrs ...any) {
+	kind := "error"
+	if fleetstore.KeyError(err) {
+		kind = "wrongtype"
+	}
+	if f.errs != nil {
+		f.errs.WithLabelValues(op, kind).Inc()
+	}
+	now := time.Now()
+	if last, ok := f.logged.Load(op + "\x00" + name); ok && now.Sub(last.(time.Time)) < time.Minute {
+		return
+	}
+	f.logged.Store(op+"\x00"+name, now)
+	f.log.Warn(msg, append([]any{"op", op, "name", name, "kind", kind, "cause", err.Error()}, attrs...)...)
+}
+
+// storeErrors is sluice_fleet_store_errors_total, registered once in reg
+// (a reloaded config's gateway finds the first's).
+func storeErrors(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_fleet_store_errors_total",
+		Help: "Calls to the shared store that failed, by op (heartbeat, budget, lease) and kind (wrongtype: a key holds another type; error: no answer in time, or another error)."},
+		[]string{"op", "kind"})
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return old
+			}
+		}
+		return nil
+	}
+	return c
+}
+
+// ready reports whether this replica may report ready as one of the
+// fleet: it has joined (fleetstore.Members.Joined: it knows the fleet
+// and every other replica counts it), or the store does not answer, so
+// that there is nothing to learn and it decides alone (said in the log
+// and in sluice_fleet_store_shared).
+func (f *fleet) ready() bool {
+	return f.members.Joined() || !f.reachable.Load()
 }
 
 // reach notes whether Redis answers, from a heartbeat or a budget call,
@@ -73,9 +128,12 @@ func (f *fleet) reach(ok bool, cause error) {
 }
 
 // newFleet connects to the config's store and starts this replica's
-// heartbeat. The connection is lazy: a store that does not answer yet
-// means deciding locally, not refusing to start.
-func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
+// heartbeat, the first within the heartbeat's timeout, so that the
+// replica knows the fleet's size before it admits anything. A store
+// that does not answer yet means deciding locally, not refusing to
+// start; it is logged at once, whatever else is configured, and shown
+// in sluice_fleet_store_shared.
+func newFleet(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*fleet, error) {
 	rdb, err := fleetstore.NewClientURL(cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("store: not a Redis URL: %w", err)
@@ -87,12 +145,19 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 	}
 	prefix := cfg.Fleet.Prefix
 	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
+	if reg != nil {
+		f.errs = storeErrors(reg)
+	}
 	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(fleetcore.EvidenceEvery)*cfg.TimeFactor()))
 	f.probeLease = max(time.Millisecond, time.Duration(float64(fleetcore.ProbeLease)*cfg.TimeFactor()))
 	f.reachable.Store(true) // said otherwise only once it is not
 	f.channels = fleetstore.NewChannels(rdb, fleetstore.Options{Prefix: prefix})
 	f.leases = fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: prefix})
-	f.members = fleetstore.NewMembers(rdb, fleetstore.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach})
+	f.members = fleetstore.NewMembers(rdb, fleetstore.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach,
+		OnKeyError: func(err error) {
+			f.storeError("heartbeat", prefix+"members", err, "shared store: the fleet's members key holds another type; keeping the last replica count (delete the key to repair it)",
+				"replicas", f.members.Live())
+		}})
 	f.budgets = fleetstore.NewBudgets(rdb, fleetstore.BudgetOptions{
 		Prefix:  prefix,
 		Timeout: f.timeout,
@@ -102,11 +167,39 @@ func newFleet(cfg *config.Config, log *slog.Logger) (*fleet, error) {
 		// "Allotments").
 		Allot:    true,
 		Replicas: f.members.Live,
-		OnMode:   func(m fleetstore.Mode, cause error) { f.reach(m == fleetstore.Shared, cause) },
+		OnMode: func(m fleetstore.Mode, cause error) {
+			if m == fleetstore.Local && f.errs != nil {
+				f.errs.WithLabelValues("budget", "error").Inc()
+			}
+			f.reach(m == fleetstore.Shared, cause)
+		},
+		OnKeyError: func(name string, err error) {
+			f.storeError("budget", name, err, "shared store: a budget's key holds another type; this replica decides that budget alone with its share, the others stay shared (delete the key to repair it)")
+		},
 	})
-	f.members.Start()
+	if err := f.members.Start(); err != nil && !fleetstore.KeyError(err) {
+		if f.errs != nil {
+			f.errs.WithLabelValues("heartbeat", "error").Inc()
+		}
+		f.reachable.Store(false)
+		log.Warn("shared store unreachable at start; deciding alone, as a fleet of one, with the whole of every limit until it answers",
+			"store", redactURL(cfg.Store), "cause", err.Error())
+	}
 	return f, nil
 }
+
+// redactURL is a store URL without its password.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
+}
+
+// fleetReady reports whether /readyz may say ready as far as the fleet
+// goes: outside one always; in one, once it has joined (fleet.ready).
+func (g *Gateway) fleetReady() bool { return g.fleet == nil || g.fleet.ready() }
 
 func (f *fleet) close() {
 	f.stop()
@@ -295,17 +388,31 @@ func (g *Gateway) publishVerdict(provider string, v fleetcore.Verdict) {
 	}()
 }
 
-// mayProbe reports whether this replica probes provider p now: it holds
-// (or takes) the provider's probe lease, or it is alone, or the store
-// does not answer and it must judge alone.
+// mayProbe reports whether this replica probes provider p now
+// (fleetcore.MayProbe): it holds (or takes) the provider's probe lease,
+// or it is alone, or the store does not answer and it judges alone. A
+// lease call that fails while the store is thought up does not probe
+// (another replica may hold the lease); it is logged and counted. A
+// lease key that holds another type is that lease's failure alone:
+// every replica probes, as with the store down.
 func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
 	if g.fleet == nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, 4*g.fleet.timeout)
+	f := g.fleet
+	alone := !f.reachable.Load()
+	ctx, cancel := context.WithTimeout(ctx, 4*f.timeout)
 	defer cancel()
-	held, err := g.fleet.leases.Lease(ctx, "probe:"+p.name, g.fleet.id, g.fleet.probeLease)
-	return fleetcore.MayProbe(held, err)
+	held, err := f.leases.Lease(ctx, "probe:"+p.name, f.id, f.probeLease)
+	if err != nil {
+		alone = alone || fleetstore.KeyError(err)
+		what := "skipping this probe round"
+		if alone {
+			what = "probing alone"
+		}
+		f.storeError("lease", "probe:"+p.name, err, "shared store: probe lease call failed; "+what, "provider", p.name)
+	}
+	return fleetcore.MayProbe(held, err, alone)
 }
 
 // probeFailed tells the fleet that this replica's probe of p failed

@@ -139,6 +139,10 @@ func (h *Host) AdminHandler() http.Handler {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
 			return
 		}
+		if !h.cur.Load().fleetReady() {
+			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
+			return
+		}
 		serveOK(w, r)
 	})
 	return guardAdmin(h.token, mux)

@@ -66,6 +66,10 @@ func (g *Gateway) AdminHandler() http.Handler {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
 			return
 		}
+		if !g.fleetReady() {
+			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
+			return
+		}
 		serveOK(w, r)
 	})
 	return mux
