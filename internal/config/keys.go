@@ -345,6 +345,6 @@ func (c *Config) validateStore(v *checker) {
 		}
 	}
 	if c.Fleet.Timeout < 0 {
-		v.add("fleet.timeout", "is negative; write e.g. 5ms")
+		v.add("fleet.timeout", "is negative; write e.g. 50ms")
 	}
 }

@@ -86,8 +86,9 @@ type BudgetOptions struct {
 	AllotIdle time.Duration
 }
 
-// DefaultBudgetTimeout is the default bound on one budget call to Redis.
-const DefaultBudgetTimeout = 5 * time.Millisecond
+// DefaultBudgetTimeout is the default bound on one budget call to Redis:
+// config.DefaultFleetTimeout's 50 ms (see there why).
+const DefaultBudgetTimeout = 50 * time.Millisecond
 
 // DefaultPrefix starts every key and channel name the store uses.
 const DefaultPrefix = "sluice:"

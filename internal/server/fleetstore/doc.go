@@ -100,7 +100,7 @@
 //
 // # When Redis is slow or gone
 //
-// No call waits longer than Timeout (5 ms by default) for Redis, and no
+// No call waits longer than Timeout (50 ms by default) for Redis, and no
 // call fails for want of it. A call that errs or times out is answered
 // by a local quota.Budget for that name, this replica's share of the
 // fleet's (fleet.Share: the limits divided by the live replica count,
