@@ -24,7 +24,11 @@
 //
 //   - EvidenceEvery and ProbeLease: the fleet's cadences.
 //   - Announce and ProbeFailed: which breaker verdicts a replica sends.
-//   - Lease and MayProbe: one replica probes a provider at a time.
+//   - Census: the replica count a replica divides by, the largest seen
+//     within the liveness window, so shares never add up to more than
+//     a limit while the fleet or its store changes.
+//   - Lease and MayProbe: one replica probes a provider at a time; a
+//     lease call that fails while the store is up does not probe.
 //   - Share, Spent, ShareVerdict, Fits: a replica's part of a key's budget
 //     while the store is down, built on quota.Limits.Divide; Settlement,
 //     signed units (what a share owes, credit given back) as a
@@ -106,7 +110,9 @@
 // check (its replicas share again the moment an outage ends, and pay
 // what their shares owe then, where the gateway's wait for their next
 // check, up to fleetstore's HealthInterval); the heartbeat's lag in the
-// live count (a share divides by the replicas up when it is made); the
+// live count and the Census's hold (a share divides by the replicas up
+// when it is made, so a replica that crashes frees its share at once,
+// where the gateway's keep theirs for the liveness window); the
 // aging of the store's last status between answers; and the time scale
 // the gateway applies to EvidenceEvery and ProbeLease.
 package fleet

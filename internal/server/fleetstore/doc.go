@@ -122,7 +122,11 @@
 //
 // Members heartbeats each replica into one sorted set and counts the
 // replicas seen within 3 intervals (one MULTI/EXEC round trip per
-// heartbeat). Leases acquires or renews a named lease atomically (SET NX
+// heartbeat), dropping entries dated more than 3 intervals ahead; Live
+// is the largest count seen within 3 intervals (fleet.Census), and
+// Joined says when a new replica may report ready. A call Redis answers
+// with WRONGTYPE (KeyError) breaks that key alone: the store stays
+// Shared. Leases acquires or renews a named lease atomically (SET NX
 // PX, or PEXPIRE when already the holder's), so one replica at a time
 // owns it, and another takes over once the holder stops renewing for a
 // ttl. Channels publishes and subscribes over Redis pub/sub.
