@@ -51,7 +51,7 @@ models:
 	if cfg.Admission.MaxInFlight != 100000 {
 		t.Errorf("policy before: admission.max_in_flight %d, want its overlay's 100000", cfg.Admission.MaxInFlight)
 	}
-	if cfg, err = loadConfig("../../scenarios/seed-002.yaml", ""); err != nil || cfg.Admission.MaxInFlight != 170 {
-		t.Errorf("no policy: admission.max_in_flight %v (%v), want the file's 170", cfg.Admission.MaxInFlight, err)
+	if cfg, err = loadConfig("../../scenarios/seed-002.yaml", ""); err != nil || cfg.Admission.MaxInFlight != 258 {
+		t.Errorf("no policy: admission.max_in_flight %v (%v), want the file's 258", cfg.Admission.MaxInFlight, err)
 	}
 }
