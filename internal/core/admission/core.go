@@ -195,7 +195,11 @@ type Core struct {
 	calls                   callTimes
 	flightHead, flightTail  *entry
 	remScratch, overScratch []float64
-	futile                  futileMeter
+	// inheritedIn and inheritedScope count the calls of a replaced
+	// configuration that Inherit holds room for (inherit.go).
+	inheritedIn    int
+	inheritedScope []int
+	futile         futileMeter
 	// tenantFutile is each tenant's own futileMeter (FairTenants).
 	tenantFutile map[int]*futileMeter
 	rng          *rand.Rand // RetryAfter's jitter
