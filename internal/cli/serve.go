@@ -131,7 +131,9 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			c, err = prepare(c)
 		}
-		if err == nil {
+		if err != nil {
+			h.RefuseReload() // Reload counts the refusals it makes itself
+		} else {
 			err = h.Reload(c)
 		}
 		if err != nil {

@@ -168,6 +168,10 @@ type entry struct {
 	expires    time.Time // zero: waits until Leave
 	prev, next *entry
 	heapIdx    int
+	// started is when it took its slot; flightPrev and flightNext link
+	// the slots in flight, oldest first (hint.go).
+	started                time.Time
+	flightPrev, flightNext *entry
 }
 
 // Core is the admission state machine. It is not safe for concurrent use
@@ -186,7 +190,16 @@ type Core struct {
 	queued     [numPriorities]int
 	expiry     expiryHeap
 	drain      drainMeter
-	futile     futileMeter
+	// calls remembers recent calls' durations, and flightHead/Tail list
+	// the slots in flight, for DrainTime (hint.go).
+	calls                   callTimes
+	flightHead, flightTail  *entry
+	remScratch, overScratch []float64
+	// inheritedIn and inheritedScope count the calls of a replaced
+	// configuration that Inherit holds room for (inherit.go).
+	inheritedIn    int
+	inheritedScope []int
+	futile         futileMeter
 	// tenantFutile is each tenant's own futileMeter (FairTenants).
 	tenantFutile map[int]*futileMeter
 	rng          *rand.Rand // RetryAfter's jitter
@@ -243,6 +256,7 @@ func (c *Core) fits(r Request) bool {
 func (c *Core) start(now time.Time, e *entry) {
 	e.state = inFlight
 	c.inFlight++
+	c.flightAdd(now, e)
 	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]++
@@ -541,6 +555,8 @@ func (c *Core) Free(now time.Time, t Ticket) bool {
 	}
 	delete(c.entries, t)
 	c.inFlight--
+	c.flightRemove(e)
+	c.calls.add(now.Sub(e.started))
 	c.drain.occupy(now, c.inFlight)
 	if s := e.req.Scope; s >= 0 && s < len(c.scopeIn) {
 		c.scopeIn[s]--
@@ -652,18 +668,21 @@ const (
 
 // DrainTime estimates how long until a request of class p sent now would
 // start: everyone of its class or better ahead of it must drain first,
-// through the slots in flight, each completing at the per-slot rate the
-// gateway has shown while busy (see drainMeter). With no evidence yet it
-// falls back to MaxWait (at least a second), the longest any waiter is
-// held. The result is within [MinRetryAfter, MaxRetryAfter].
+// so it is the expected time until that many slots plus one free, read
+// from the ages of the slots in flight against the durations of recent
+// calls, at any moment (hint.go: at the start of a burst, after a quiet
+// spell, and with every slot held by calls longer than any seen). With
+// no completed call yet it falls back to MaxWait (at least a second),
+// the longest any waiter is held. The result is within [MinRetryAfter,
+// MaxRetryAfter].
 func (c *Core) DrainTime(now time.Time, p Priority) time.Duration {
 	ahead := 0
 	for q := Critical; q <= p && q < numPriorities; q++ {
 		ahead += c.queued[q]
 	}
 	d := max(c.cfg.MaxWait, c.cfg.scaled(time.Second))
-	if r := c.drain.slotRate(now); r > 0 {
-		d = time.Duration(float64(ahead+1) / (r * float64(max(c.inFlight, 1))) * float64(time.Second))
+	if s, ok := c.scheduleDrain(now, ahead+1); ok {
+		d = s
 	}
 	return c.cfg.boundRetryAfter(d)
 }

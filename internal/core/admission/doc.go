@@ -20,12 +20,13 @@
 //     before interactive: it is granted last, and a newcomer of a higher
 //     class displaces the newest waiter of the lowest class when the
 //     queue is full.
-//   - Say when to come back. DrainTime estimates how long the queue takes
-//     to drain from the per-slot completion rate while the gateway was
-//     busy (an idle spell does not dilute it; a brownout's stuck calls
-//     lower it before any of them ends), and RetryAfter spreads that by
-//     seeded jitter so that clients refused together do not return
-//     together.
+//   - Say when to come back. DrainTime is the expected time until a
+//     newcomer would start, read at that moment from the ages of the
+//     slots in flight against the durations of recent calls (hint.go),
+//     so it holds at the start of a burst, after a quiet spell and while
+//     every slot is held by calls longer than any seen; RetryAfter
+//     spreads it by seeded jitter so that clients refused together do
+//     not return together.
 //
 // # Non-goals
 //

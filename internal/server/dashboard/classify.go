@@ -13,6 +13,11 @@ const (
 	SlowGenerations = "slow_generations"
 	RetryStorm      = "retry_storm"
 	LocalSaturation = "local_saturation"
+	// ProviderOut: no signal reaches its threshold, but a provider's
+	// breaker is not closed (open, half-open or recovering): it carries
+	// little or nothing, so the gateway is not calm, whatever the rates
+	// say (its calls have stopped, so its slow rate has too).
+	ProviderOut = "provider_out"
 )
 
 // Thresholds at which a signal, alone, names the pressure (its score
@@ -65,7 +70,8 @@ type Signals struct {
 	// consequence of slowness, not a storm); Refused the second calls
 	// the budgets turned down.
 	Retries, Hedges, Rescues, Refused float64
-	// Open names the providers whose breaker is not closed.
+	// Open names the providers whose breaker is not closed, each with
+	// its state ("primary half_open").
 	Open []string
 }
 
@@ -149,7 +155,15 @@ func Classify(s Signals) Verdict {
 		}
 	}
 	if len(s.Open) > 0 {
-		v.Why = append(v.Why, "breakers not closed: "+strings.Join(s.Open, ", "))
+		// The headline names every provider not closed, whatever the
+		// verdict.
+		out := strings.Join(s.Open, ", ")
+		if v.Kind == Calm {
+			v.Kind, v.Summary = ProviderOut, "not closed: "+out+"; its traffic goes to the next target, or is shed"
+		} else {
+			v.Summary += "; not closed: " + out
+		}
+		v.Why = append(v.Why, "breakers not closed: "+out)
 	}
 	if v.Kind == Calm && len(v.Why) == 0 {
 		v.Why = append(v.Why, fmt.Sprintf("%.0f req/s, %.0f queued, slow-call rate %.0f%%", s.RPS, s.Queued, 100*s.SlowRate))
@@ -168,7 +182,7 @@ func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
 // SignalsFrom averages the signals of the last n samples (all when
 // fewer): rates and queue figures are means, the breaker rates their
-// worst, and Open is the providers not closed in the latest.
+// worst, and Open is the providers not closed in any of them.
 func SignalsFrom(samples []Sample, n int) Signals {
 	if len(samples) > n {
 		samples = samples[len(samples)-n:]
@@ -220,10 +234,24 @@ func SignalsFrom(samples []Sample, n int) Signals {
 			best, s.ThrottledProvider = t, name
 		}
 	}
-	for _, p := range samples[len(samples)-1].Providers {
-		if p.State != "" && p.State != "closed" {
-			s.Open = append(s.Open, p.Name+" "+p.State)
+	// A provider not closed in any of the samples counts, in the last
+	// such state: a breaker that opens for half a second, or flaps, is
+	// named for the whole averaging span, not only when a sample lands
+	// on it, and the verdict does not flip with it.
+	out, order := map[string]string{}, []string(nil)
+	for _, x := range samples {
+		for _, p := range x.Providers {
+			if p.State == "" || p.State == "closed" {
+				continue
+			}
+			if _, seen := out[p.Name]; !seen {
+				order = append(order, p.Name)
+			}
+			out[p.Name] = p.State
 		}
+	}
+	for _, name := range order {
+		s.Open = append(s.Open, name+" "+out[name])
 	}
 	return s
 }

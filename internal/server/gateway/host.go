@@ -30,9 +30,10 @@ import (
 // A reload starts the new configuration with fresh state: breaker
 // windows, adaptive limits and budgets begin again from its settings.
 // While the replaced configuration finishes its requests, the two run
-// side by side, so for those seconds the concurrency limits hold per
-// configuration, not in sum; the request-body budget is shared and holds
-// in sum. The listen addresses and the server: limits are the first
+// side by side, and the new one counts the old one's calls in flight
+// against its own limits (runner.Runner.Handover: max_in_flight, and
+// each provider's by name) until they end, so the concurrency limits
+// hold in sum; so does the request-body budget, which is shared. The listen addresses and the server: limits are the first
 // configuration's until a restart.
 type Host struct {
 	log     *slog.Logger
@@ -205,6 +206,10 @@ func (h *Host) Reload(cfg *config.Config) error {
 		h.metrics.Reloads.WithLabelValues("refused").Inc()
 		return err
 	}
+	// The new configuration counts the calls the old one still runs, and
+	// those its waiters start, before it takes a request of its own.
+	cur := h.cur.Load()
+	cur.runner.Handover(g.runner, scopeMap(cur, g))
 	old := h.cur.Swap(g)
 	h.dash.SetBudgets(dashboardBudgets(&running))
 	h.metrics.Reloads.WithLabelValues("ok").Inc()
@@ -217,6 +222,24 @@ func (h *Host) Reload(cfg *config.Config) error {
 		old.Close()
 	}()
 	return nil
+}
+
+// RefuseReload counts a reload refused before Reload saw it: the file
+// did not read, parse or validate, and the running configuration stays.
+// Reload counts its own refusals.
+func (h *Host) RefuseReload() { h.metrics.Reloads.WithLabelValues("refused").Inc() }
+
+// scopeMap maps each of old's provider scopes to the scope of the
+// provider of the same name in g, or -1 when g has none.
+func scopeMap(old, g *Gateway) []int {
+	m := make([]int, len(old.byScope))
+	for i, p := range old.byScope {
+		m[i] = -1
+		if q, ok := g.providers[p.name]; ok {
+			m[i] = q.scope
+		}
+	}
+	return m
 }
 
 // Shutdown drains the gateway: /readyz fails at once; after drainDelay,

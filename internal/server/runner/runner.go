@@ -41,6 +41,12 @@ type Runner struct {
 	timer   *time.Timer
 	timerAt time.Time
 	closed  bool
+	// next, once a reload replaced this Runner's configuration, is the
+	// Runner that counts this one's calls in flight (Handover); handed is
+	// what it has been told so far, and nextMap maps scopes to its.
+	next    *Runner
+	nextMap []int
+	handed  admission.Snapshot
 }
 
 // NewRunner wraps a new lifecycle.Engine. now is the clock; nil means time.Now.
@@ -401,6 +407,65 @@ func (r *Runner) applyLocked(now time.Time, rd lifecycle.Ready) {
 		}
 	}
 	r.armLocked(now)
+	r.forwardLocked(now)
+}
+
+// Handover makes next count this Runner's calls in flight against its
+// limits until they end: a reloaded configuration (next) inherits the
+// calls its predecessor still runs upstream, and those of its waiters
+// that start later, so that the concurrency limits hold in sum while
+// both run. scopeMap[s] is this Runner's scope s in next, or -1 when the
+// new configuration has no such provider (its calls then count
+// globally only). Locks are taken old before new, never the other way,
+// so a chain of reloads cannot deadlock.
+func (r *Runner) Handover(next *Runner, scopeMap []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next, r.nextMap = next, append([]int(nil), scopeMap...)
+	r.handed = admission.Snapshot{ScopeInFlight: make([]int, len(scopeMap))}
+	r.forwardLocked(r.now())
+}
+
+// forwardLocked tells next how this Runner's calls in flight changed
+// since it last did. REQUIRES: the Runner's lock.
+func (r *Runner) forwardLocked(now time.Time) {
+	if r.next == nil {
+		return
+	}
+	s := r.e.Snapshot(now)
+	global := s.InFlight - r.handed.InFlight
+	changed := global != 0
+	var scoped []int
+	for i, n := range s.ScopeInFlight {
+		if i >= len(r.nextMap) {
+			break
+		}
+		d := n - r.handed.ScopeInFlight[i]
+		if d == 0 {
+			continue
+		}
+		changed = true
+		r.handed.ScopeInFlight[i] = n
+		if j := r.nextMap[i]; j >= 0 {
+			if j >= len(scoped) {
+				scoped = append(scoped, make([]int, j+1-len(scoped))...)
+			}
+			scoped[j] += d
+		}
+	}
+	if !changed {
+		return
+	}
+	r.handed.InFlight = s.InFlight
+	r.next.inherit(global, scoped)
+}
+
+// inherit applies a predecessor's change (forwardLocked).
+func (r *Runner) inherit(global int, scoped []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.applyLocked(now, r.e.Inherit(now, global, scoped))
 }
 
 // OnTransition sets the hook that hears every breaker transition once.

@@ -8,7 +8,7 @@
   var PALETTE = ["#1a73e8", "#d93025", "#2e9d4f", "#e8a317", "#8e44ad", "#00897b", "#6d4c41", "#c2185b", "#546e7a", "#7cb342"];
   var KIND_NAME = {
     calm: "Calm", provider_limits: "Provider limits", slow_generations: "Slow generations",
-    retry_storm: "Retry storm", local_saturation: "Local saturation"
+    retry_storm: "Retry storm", local_saturation: "Local saturation", provider_out: "Provider out of rotation"
   };
 
   // state is what the page knows; window.sluiceDashboard exposes it so a
