@@ -69,6 +69,15 @@ type ScopeConfig struct {
 	// of its own (Ready.Probe) and routes no user request to it until a
 	// probe passes; see probe.go.
 	SyntheticProbes bool
+	// MinTokenRate is the slowest rate, in output tokens a second, at
+	// which a healthy provider generates (0: DefaultMinTokenRate; below
+	// 0: no allowance). With the Total signal (a whole answer's time), a
+	// call is slow only past its threshold plus the time its output takes
+	// at this rate: in flight, the output its request may produce (its
+	// max_tokens, when it names one); at its end, the output it produced.
+	// How much a client asks for is its own choice, not the provider's
+	// health; see generation.
+	MinTokenRate float64
 	// Pool, when set, makes the scope a pool of replicas (pool.go): its
 	// limit is the pool's (under Limit, if that is set too), each call
 	// goes to the replica the pool picks, and each replica has its own
@@ -402,8 +411,11 @@ type request struct {
 	firstByte time.Time
 	slow      bool // reported slow to its breaker while in flight
 	dropped   bool // reported to its limit as a drop while in flight
-	scope     int  // the routed target's scope
-	target    int  // index into req.Targets
+	// allow: the generation allowance its in-flight slow checks wait
+	// beyond their thresholds (generation).
+	allow     time.Duration
+	scope     int // the routed target's scope
+	target    int // index into req.Targets
 	ticket    breaker.Ticket
 	hasTicket bool
 	// held: waiting for a synthetic probe's verdict on its scope, with
@@ -799,13 +811,25 @@ func (e *Engine) start(now time.Time, q *request) {
 	// Slow means past a threshold, not at it. The breaker and the limit
 	// each judge by their own threshold; a limit without one hears of a
 	// call when the breaker calls it slow.
+	// A whole answer may take as long as its max_tokens take to generate
+	// on top (generation).
+	// It is capped at half its breaker's window: a flag later than the
+	// window after the threshold would land among start times the slow
+	// rate no longer judges, and a brownout would never trip.
+	q.allow = 0
+	if sc := e.scope(q.scope); sc != nil && q.req.MaxOutput > 1 {
+		q.allow = e.generation(sc, q, int(min(q.req.MaxOutput, 1<<20)))
+		if b := sc.cfg.Breaker; b != nil {
+			q.allow = min(q.allow, b.Window()/2)
+		}
+	}
 	if q.hasTicket {
-		e.slow.push(q, now.Add(q.ticket.SlowAfter()+time.Nanosecond))
+		e.slow.push(q, now.Add(q.ticket.SlowAfter()+q.allow+time.Nanosecond))
 	} else if sc := e.scope(q.scope); q.through && sc != nil && sc.cfg.Breaker != nil {
-		e.slow.push(q, now.Add(sc.cfg.Breaker.SlowThreshold()+time.Nanosecond))
+		e.slow.push(q, now.Add(sc.cfg.Breaker.SlowThreshold()+q.allow+time.Nanosecond))
 	}
 	if sc := e.scope(q.scope); sc != nil && sc.cfg.Limit != nil && sc.cfg.SlowThreshold > 0 {
-		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
+		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+q.allow+time.Nanosecond))
 	}
 	deadline := q.req.Deadline
 	if q.hasTicket && q.ticket.Probe() {
@@ -898,7 +922,9 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	}
 	e.lostFirstTokenRace(now, q, o)
 	if q.hasTicket {
-		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, end, o, q.req.InvalidFails))
+		bo := breakerOutcome(e.signal(sc, q), q.started, q.firstByte, end, o, q.req.InvalidFails)
+		bo.Allowance = e.generation(sc, q, o.OutputTokens)
+		sc.cfg.Breaker.Done(now, q.ticket, bo)
 	}
 	e.unpick(now, q, 0, q.scope, q.started, q.firstByte, o)
 	e.slow.remove(q)
@@ -942,6 +968,31 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 func (e *Engine) pump(now time.Time, rd *Ready) {
 	e.rescueStranded(now, rd)
 	rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
+}
+
+// DefaultMinTokenRate is ScopeConfig.MinTokenRate's default, in output
+// tokens a second: well under what any provider Sluice fronts generates
+// when healthy (tens to hundreds a second), so that only a provider
+// slower than this at generating, or slow before it starts, is slow.
+const DefaultMinTokenRate = 20
+
+// generation is how long tokens output tokens take at the scope's
+// slowest healthy rate (ScopeConfig.MinTokenRate), for a call judged by
+// its whole time (the Total signal: a whole answer's, or a stream's
+// when configured so): the time its slow checks allow beyond their
+// thresholds. Judging a whole answer by its length would make one client
+// asking for long answers trip its provider's breaker for everyone;
+// judged this way, a provider is slow when it is slow to start or slow
+// to generate. With the TTFT and TPOT signals, length never counts.
+func (e *Engine) generation(sc *scope, q *request, tokens int) time.Duration {
+	rate := sc.cfg.MinTokenRate
+	if rate == 0 {
+		rate = DefaultMinTokenRate
+	}
+	if rate < 0 || tokens <= 1 || e.signal(sc, q) != Total {
+		return 0
+	}
+	return e.scaled(time.Duration(float64(tokens-1) * float64(time.Second) / rate))
 }
 
 // ended is when a call of q's that started at started, reported at now
@@ -1048,7 +1099,7 @@ func (e *Engine) sample(now, end time.Time, sc *scope, q *request, o Outcome) (l
 		s.Dropped = true
 		return s, true
 	case OK:
-		if watched && total > after {
+		if watched && total > after+e.generation(sc, q, o.OutputTokens) {
 			return s, false
 		}
 	default:
