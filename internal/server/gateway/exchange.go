@@ -52,17 +52,17 @@ type exchange struct {
 	// said (for traces).
 	finish         string
 	upstreamStatus int
-	// unknownModel: the provider's 404 said the model or the path is
-	// unknown there (protocol.UnknownModel), not something the body names.
-	unknownModel  bool
-	upstreamStart time.Time
-	ttft          time.Duration
-	upstreamDur   time.Duration
-	requestID     string // the provider's request id, safe to log
-	bytesOut      int64
-	outputTokens  int // from the answer's usage, or estimated from SSE events
+	upstreamStart  time.Time
+	ttft           time.Duration
+	upstreamDur    time.Duration
+	requestID      string // the provider's request id, safe to log
+	bytesOut       int64
+	outputTokens   int // from the answer's usage, or estimated from SSE events
 	// usageKnown: outputTokens is the provider's own count.
 	usageKnown bool
+	// unknownModel: the provider's 404 said the model or the path is
+	// unknown there (protocol.UnknownModel), not something the body names.
+	unknownModel bool
 	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
 	// chunk, which the client did not ask for and is not sent.
 	injectedUsage bool
