@@ -89,9 +89,15 @@ func (r *run) final(q *request, o report.Outcome) {
 	}
 }
 
-// answered records a complete answer, from upstream u.
-func (r *run) answered(q *request, u *upstream) {
+// answered records a complete answer, from upstream u, whose call ended
+// at end: at r.now, or earlier within the tick that reports it (tick
+// mode). Whether it came within the client's patience is judged by its
+// own end, as seed 000 judges it, not rounded up to the tick.
+func (r *run) answered(q *request, u *upstream, end time.Duration) {
 	took := r.now - q.first
+	if end > 0 && end <= r.now && end >= q.first {
+		took = end - q.first
+	}
 	if q.ttft == 0 {
 		q.ttft = took
 	}

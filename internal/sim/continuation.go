@@ -156,7 +156,7 @@ func (r *run) endCont(q *request, u *upstream) {
 	rd := r.finishCall(q.cont.broken, q.cont.o)
 	r.leaveGateway(q)
 	if u != nil {
-		r.answered(q, u)
+		r.answered(q, u, r.now)
 	} else {
 		r.fail(q, report.Failed, 0)
 	}

@@ -3,12 +3,15 @@ package sim
 import "time"
 
 // Event classes order events that share a time, in the order a tick
-// simulation settles a tick: the engine's timers (deadlines, slow flags,
-// queue expiries) first, then upstream answers, then clients giving up,
-// then arrivals, then bookkeeping.
+// simulation settles a tick: upstream answers first, then the engine's
+// timers (deadlines, then slow flags, then queue expiries: Engine.Tick),
+// then clients giving up, then arrivals, then bookkeeping. Seed 000's
+// tick settles each call in flight in that order: answered, timed out,
+// flagged slow; so a call that answers within the tick its slow flag
+// falls in is an answer, not a slow call.
 const (
-	classEngine = iota
-	classUpstream
+	classUpstream = iota
+	classEngine
 	classClient
 	classArrival
 	classSample

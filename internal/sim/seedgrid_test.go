@@ -205,6 +205,21 @@ func TestSeedGrid(t *testing.T) {
 	add(func(c *seedCase) { c.rps, c.brownLatency, c.patience = 100, 15_000, 15_000 })
 	add(func(c *seedCase) { c.rps, c.base, c.target = 200, 500, 1_000 })
 	add(func(c *seedCase) { c.rps, c.heapMB = 40, 2_000 })
+	// The tick's edges: latencies and timeouts within a tick of the
+	// target or of the user's patience, and times that are not multiples
+	// of the tick. A call that answers in the tick its slow flag falls in
+	// is an answer (no drop, no increase); a timeout there is a timeout
+	// (no drop); ok or late is judged by the call's own end, unrounded.
+	add(func(c *seedCase) { c.brownLatency = 2_050 })                                 // drop on settle
+	add(func(c *seedCase) { c.brownLatency = 2_000 })                                 // at the target exactly
+	add(func(c *seedCase) { c.brownLatency, c.target = 1_950, 1_980 })                // answered under a target off the tick
+	add(func(c *seedCase) { c.base, c.target = 1_950, 1_930 })                        // every healthy call just over it
+	add(func(c *seedCase) { c.patience = 2_050 })                                     // drop on timeout
+	add(func(c *seedCase) { c.patience, c.target = 2_000, 2_000 })                    // a timeout at the target
+	add(func(c *seedCase) { c.patience, c.brownLatency = 14_950, 14_930 })            // quantising: ok, not late
+	add(func(c *seedCase) { c.patience, c.brownLatency = 14_930, 14_950 })            // and late, not ok
+	add(func(c *seedCase) { c.brownFrom, c.brownTo, c.base = 30_050, 89_970, 1_030 }) // off-tick times
+	add(func(c *seedCase) { c.rps, c.brownLatency, c.patience = 37, 2_010, 2_090 })   // both edges at once
 	policies := []seedPolicy{
 		{name: "unbounded"},
 		{name: "timeout only", timeout: -1},

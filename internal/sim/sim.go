@@ -308,7 +308,10 @@ func (r *run) restartEngine(rp *replica) error {
 
 func (r *run) clock(t time.Duration) time.Time { return origin.Add(t) }
 
-// quantise rounds t up to the next tick in tick mode.
+// quantise rounds t up to the next tick in tick mode: events happen at
+// ticks, as in seed 000's simulation. A call's end is quantised, but
+// its latency is not (upCall.endsAt): the seed judges ok or late, fast
+// or slow, by the call's own end.
 func (r *run) quantise(t time.Duration) time.Duration {
 	if k := r.sc.Tick; k > 0 && t%k != 0 {
 		return (t/k + 1) * k
@@ -319,6 +322,9 @@ func (r *run) quantise(t time.Duration) time.Duration {
 // pushCall schedules an upstream event of one call.
 func (r *run) pushCall(at time.Duration, kind eventKind, c *upCall) {
 	r.seq++
+	if kind == evDone {
+		c.endsAt = at
+	}
 	at = r.quantise(at)
 	switch kind {
 	case evDone:

@@ -41,8 +41,9 @@ type upCall struct {
 	queued  bool
 	delayed bool // a retry waiting out its delay, not yet sent
 	done    bool // finished or cancelled: its pending events are stale
-	// firstAt and doneAt: when its first byte and its end are due.
-	firstAt, doneAt time.Duration
+	// firstAt and doneAt: when its first byte and its end are due (at
+	// a tick, in tick mode); endsAt: when it really ends, unrounded.
+	firstAt, doneAt, endsAt time.Duration
 	// tokens is the answer's length once generating (max_tokens
 	// applied); the first comes at tokAt, the others every tpot.
 	tokens  int
@@ -341,6 +342,7 @@ func (r *run) upstreamDone(c *upCall) {
 		r.cancelOther(c)
 	}
 	o := c.result()
+	o.Ended = r.clock(c.endsAt) // judged by its own end, not its tick's
 	if !won {
 		// Failed: ask for a retry before finishing the call. The engine
 		// answers (Engine.Retry: only a first call that failed alone).
@@ -358,7 +360,7 @@ func (r *run) upstreamDone(c *upCall) {
 	switch {
 	case won:
 		r.leaveGateway(q)
-		r.answered(q, c.u)
+		r.answered(q, c.u, c.endsAt)
 	case r.live(q):
 		// The other call may still answer.
 	default:

@@ -412,6 +412,12 @@ func (b *Breaker) probesFull() bool {
 // Retry-After it sent) by it too.
 func (b *Breaker) OpenForMax() time.Duration { return b.cfg.OpenForMax }
 
+// Window is how much of the calls' start times the rates judge. A call
+// flagged Slow later than Window after its SlowAfter has left the window
+// its flag would count in, so a host that delays a flag (lifecycle's
+// generation allowance) keeps the delay well inside it.
+func (b *Breaker) Window() time.Duration { return b.cfg.Window }
+
 // ProbeTimeout is how long a probe granted now may take before it counts
 // as slow: Config.ProbeTimeout, or the slow threshold.
 func (b *Breaker) ProbeTimeout() time.Duration {

@@ -76,9 +76,9 @@ func (b *Breaker) Slow(now time.Time, t Ticket) bool {
 
 // Done reports how a call ended. A call already flagged Slow counts
 // once, as slow, whatever its outcome. Otherwise Error counts as an
-// error (even if slow), OK as slow if Latency > SlowAfter and as a
-// success if not, TimedOut as slow if Latency >= SlowAfter (or it was a
-// probe) and not at all if not, and RateLimited and Cancelled not at
+// error (even if slow), OK as slow if Latency > SlowAfter + Allowance
+// and as a success if not, TimedOut as slow if Latency >= SlowAfter +
+// Allowance (or it was a probe) and not at all if not, and RateLimited and Cancelled not at
 // all. Done reports
 // false for an unknown ticket (a second Done changes nothing).
 func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
@@ -103,7 +103,7 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 	switch o.Kind {
 	case OK:
 		v = vOK
-		if lat > c.slowAfter {
+		if lat > c.slowAfter+max(o.Allowance, 0) {
 			v = vSlow
 		}
 	case Error:
@@ -111,7 +111,7 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 	case RateLimited:
 		v = vLimited
 	case TimedOut:
-		if c.probe || lat >= c.slowAfter {
+		if c.probe || lat >= c.slowAfter+max(o.Allowance, 0) {
 			v = vSlow
 		}
 	}

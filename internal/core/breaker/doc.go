@@ -44,8 +44,12 @@
 // the time it started (in 250 ms buckets):
 //
 //   - Error: a 5xx (529 included), a connection error, a timeout.
-//   - Slow: an OK call whose latency is over its threshold, or any call
-//     reported Slow while still in flight.
+//     (Lifecycle's breakerOutcome adds 401, 403, 408 and a 404 that says
+//     the model or path is unknown; any other 4xx is the client's.)
+//   - Slow: an OK call whose latency is over its threshold plus its
+//     Outcome.Allowance (the time a whole answer's output takes at the
+//     slowest healthy rate: a long answer is the client's choice), or
+//     any call reported Slow while still in flight.
 //   - A 429 (RateLimited) is not a call. It says the provider is pacing
 //     this client, not that it is sick: counting it as an error would
 //     trip the breaker on our own burst and fail over to a provider that

@@ -74,6 +74,13 @@ type Outcome struct {
 	// token for streams, end-to-end time otherwise: the same signal for
 	// every call of one breaker). Zero means "now minus the Allow time".
 	Latency time.Duration
+	// Allowance is the time the call spent generating the output it
+	// produced, at the slowest rate a healthy provider generates (for an
+	// end-to-end latency: a whole answer's length is the client's
+	// choice, not the provider's health). An OK or timed-out call is slow
+	// only past SlowAfter plus Allowance. The latency, not less the
+	// allowance, is what a healthy call teaches the derived threshold.
+	Allowance time.Duration
 }
 
 // Reason says why a transition happened; it is meant for logs and

@@ -162,4 +162,14 @@
 //     host only carries it out and shows the rule.
 //   - Endings (Ending): a 404 from the Responses API says the provider
 //     lacks the endpoint, not that it fails, and counts as cancelled.
+//     Any other 404 counts against the provider only with UnknownModel
+//     (the provider said the model or path is unknown); a 404 about what
+//     the body names is the client's (breakerOutcome).
+//   - One instant, several verdicts: a host that reports a call's end
+//     at the same instant as its deadline or slow flag (a tick host, or
+//     a late timer) gets seed 000's order: answered, then timed out,
+//     then flagged slow; latencies are judged from Outcome.Ended (or the
+//     deadline), not the report's time.
+//   - Whole answers: with the Total signal a call's slow checks allow
+//     its output's time at MinTokenRate (generation).
 package lifecycle

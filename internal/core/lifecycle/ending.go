@@ -53,6 +53,12 @@ type Ending struct {
 	// ContextExceeded: the provider refused the prompt as too long for
 	// its context window (protocol.ContextExceeded); see context.go.
 	ContextExceeded bool
+	// UnknownModel: with a 404, the provider said the model the call
+	// named, or the path it was sent to, does not exist there
+	// (protocol.UnknownModel): the target is wrong, not the request. Any
+	// other 404 (a file, a stored response, a tool resource the body
+	// names) is the request's own, and says nothing about the provider.
+	UnknownModel bool
 }
 
 // Outcome is what an ending means to the engine:
@@ -61,7 +67,9 @@ type Ending struct {
 //     breaker may count against the provider);
 //   - an error status is classified by StatusOutcome, except a 404 from
 //     the Responses API, which says the provider lacks that endpoint,
-//     not that it is failing: that call counts as cancelled;
+//     not that it is failing: that call counts as cancelled; a 404
+//     carries UnknownModel, which decides whose fault it is (see
+//     breakerOutcome);
 //   - a broken answer is Failed, no connection is ConnError, a passed
 //     deadline is TimedOut, an abandoned call is Cancelled.
 //
@@ -79,6 +87,7 @@ func (e Ending) Outcome() Outcome {
 			o = Outcome{Kind: Cancelled}
 		} else {
 			o = StatusOutcome(e.Status, e.RetryAfter)
+			o.UnknownModel = e.Status == statusNotFound && e.UnknownModel
 		}
 	case EndBroken:
 		o = Outcome{Kind: Failed}

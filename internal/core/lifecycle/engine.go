@@ -69,6 +69,15 @@ type ScopeConfig struct {
 	// of its own (Ready.Probe) and routes no user request to it until a
 	// probe passes; see probe.go.
 	SyntheticProbes bool
+	// MinTokenRate is the slowest rate, in output tokens a second, at
+	// which a healthy provider generates (0: DefaultMinTokenRate; below
+	// 0: no allowance). With the Total signal (a whole answer's time), a
+	// call is slow only past its threshold plus the time its output takes
+	// at this rate: in flight, the output its request may produce (its
+	// max_tokens, when it names one); at its end, the output it produced.
+	// How much a client asks for is its own choice, not the provider's
+	// health; see generation.
+	MinTokenRate float64
 	// Pool, when set, makes the scope a pool of replicas (pool.go): its
 	// limit is the pool's (under Limit, if that is set too), each call
 	// goes to the replica the pool picks, and each replica has its own
@@ -266,6 +275,17 @@ type Outcome struct {
 	// an error only when the request's InvalidFails says so; and it may
 	// be retried, like a 5xx, while nothing has reached the client.
 	Invalid bool
+	// UnknownModel: a 404 by which the provider said the model (or the
+	// path) the call named does not exist there (Ending.UnknownModel).
+	// Only such a 404 counts against the provider: any other depends on
+	// the request's body.
+	UnknownModel bool
+	// Ended is when the call really ended, when its host reports it
+	// later: a tick host settles a whole tick at its end, as seed 000's
+	// simulation does, but a call is judged by how long it took, not by
+	// when the tick came. Zero (or a time not between the call's start
+	// and the report) means the report's own time.
+	Ended time.Time
 }
 
 // Ready lists what the host must do after a call into the engine.
@@ -391,8 +411,11 @@ type request struct {
 	firstByte time.Time
 	slow      bool // reported slow to its breaker while in flight
 	dropped   bool // reported to its limit as a drop while in flight
-	scope     int  // the routed target's scope
-	target    int  // index into req.Targets
+	// allow: the generation allowance its in-flight slow checks wait
+	// beyond their thresholds (generation).
+	allow     time.Duration
+	scope     int // the routed target's scope
+	target    int // index into req.Targets
 	ticket    breaker.Ticket
 	hasTicket bool
 	// held: waiting for a synthetic probe's verdict on its scope, with
@@ -788,13 +811,25 @@ func (e *Engine) start(now time.Time, q *request) {
 	// Slow means past a threshold, not at it. The breaker and the limit
 	// each judge by their own threshold; a limit without one hears of a
 	// call when the breaker calls it slow.
+	// A whole answer may take as long as its max_tokens take to generate
+	// on top (generation).
+	// It is capped at half its breaker's window: a flag later than the
+	// window after the threshold would land among start times the slow
+	// rate no longer judges, and a brownout would never trip.
+	q.allow = 0
+	if sc := e.scope(q.scope); sc != nil && q.req.MaxOutput > 1 {
+		q.allow = e.generation(sc, q, int(min(q.req.MaxOutput, 1<<20)))
+		if b := sc.cfg.Breaker; b != nil {
+			q.allow = min(q.allow, b.Window()/2)
+		}
+	}
 	if q.hasTicket {
-		e.slow.push(q, now.Add(q.ticket.SlowAfter()+time.Nanosecond))
+		e.slow.push(q, now.Add(q.ticket.SlowAfter()+q.allow+time.Nanosecond))
 	} else if sc := e.scope(q.scope); q.through && sc != nil && sc.cfg.Breaker != nil {
-		e.slow.push(q, now.Add(sc.cfg.Breaker.SlowThreshold()+time.Nanosecond))
+		e.slow.push(q, now.Add(sc.cfg.Breaker.SlowThreshold()+q.allow+time.Nanosecond))
 	}
 	if sc := e.scope(q.scope); sc != nil && sc.cfg.Limit != nil && sc.cfg.SlowThreshold > 0 {
-		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+time.Nanosecond))
+		e.dropT.push(q, now.Add(sc.cfg.SlowThreshold+q.allow+time.Nanosecond))
 	}
 	deadline := q.req.Deadline
 	if q.hasTicket && q.ticket.Probe() {
@@ -879,14 +914,17 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 	e.noteTTFT(q.scope, q.req.Stream, q.started, q.firstByte, o)
 	q.usage[0] = o
 	sc := e.scope(q.scope)
+	end := q.ended(now, q.started, o)
 	if sc != nil && sc.cfg.Limit != nil && !q.dropped {
-		if s, use := e.sample(now, sc, q, o); use {
+		if s, use := e.sample(now, end, sc, q, o); use {
 			sc.cfg.Limit.Update(s)
 		}
 	}
 	e.lostFirstTokenRace(now, q, o)
 	if q.hasTicket {
-		sc.cfg.Breaker.Done(now, q.ticket, breakerOutcome(e.signal(sc, q), q.started, q.firstByte, now, o, q.req.InvalidFails))
+		bo := breakerOutcome(e.signal(sc, q), q.started, q.firstByte, end, o, q.req.InvalidFails)
+		bo.Allowance = e.generation(sc, q, o.OutputTokens)
+		sc.cfg.Breaker.Done(now, q.ticket, bo)
 	}
 	e.unpick(now, q, 0, q.scope, q.started, q.firstByte, o)
 	e.slow.remove(q)
@@ -932,12 +970,62 @@ func (e *Engine) pump(now time.Time, rd *Ready) {
 	rd.Start = append(rd.Start, e.started(now, e.adm.Pump(now))...)
 }
 
+// DefaultMinTokenRate is ScopeConfig.MinTokenRate's default, in output
+// tokens a second: well under what any provider Sluice fronts generates
+// when healthy (tens to hundreds a second), so that only a provider
+// slower than this at generating, or slow before it starts, is slow.
+const DefaultMinTokenRate = 20
+
+// generation is how long tokens output tokens take at the scope's
+// slowest healthy rate (ScopeConfig.MinTokenRate), for a call judged by
+// its whole time (the Total signal: a whole answer's, or a stream's
+// when configured so): the time its slow checks allow beyond their
+// thresholds. Judging a whole answer by its length would make one client
+// asking for long answers trip its provider's breaker for everyone;
+// judged this way, a provider is slow when it is slow to start or slow
+// to generate. With the TTFT and TPOT signals, length never counts.
+func (e *Engine) generation(sc *scope, q *request, tokens int) time.Duration {
+	rate := sc.cfg.MinTokenRate
+	if rate == 0 {
+		rate = DefaultMinTokenRate
+	}
+	if rate < 0 || tokens <= 1 || e.signal(sc, q) != Total {
+		return 0
+	}
+	return e.scaled(time.Duration(float64(tokens-1) * float64(time.Second) / rate))
+}
+
+// ended is when a call of q's that started at started, reported at now
+// with o, really ended, for judging its latency: the host's o.Ended, or
+// for a timeout the deadline that ended it, when either lies between the
+// start and now; else now. A tick host reports a whole tick's ends at
+// its close, and would otherwise make every call up to a tick slower
+// than it was (seed 000 judges each call by its own end).
+func (q *request) ended(now, started time.Time, o Outcome) time.Time {
+	at := o.Ended
+	if at.IsZero() && o.Kind == TimedOut {
+		at = q.req.Deadline
+		if q.hasTicket && q.ticket.Probe() {
+			if pd := q.ticket.ProbeDeadline(); at.IsZero() || pd.Before(at) {
+				at = pd
+			}
+		}
+	}
+	if at.IsZero() || at.After(now) || at.Before(started) {
+		return now
+	}
+	return at
+}
+
 // breakerOutcome says how a call counts for its provider's breaker: a
 // 429 is pacing, not an error; a timeout, a connection error, a 5xx or
-// a 529 is an error, and so is a 401, 403, 404 or 408 (a target that
-// refuses our key, lacks the model or times out fails every request);
-// any other 4xx is the request's own fault and says nothing about the
-// provider. An invalid answer is an error when invalidFails, else the
+// a 529 is an error, and so is a 401, 403 or 408 (a target that refuses
+// our key or times out fails every request), and a 404 that says the
+// model or the path is unknown there (o.UnknownModel: the gateway's
+// route is wrong, so every request fails); any other 4xx, a 404 about
+// something the body names (a stored response, a file, a tool's
+// resource) included, is the request's own fault and says nothing about
+// the provider: one client's bad requests must not move the others'. An invalid answer is an error when invalidFails, else the
 // answer it is. The latency is the scope's signal, like the limit's.
 func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome, invalidFails bool) breaker.Outcome {
 	lat := now.Sub(started)
@@ -962,7 +1050,7 @@ func breakerOutcome(sig Signal, started, firstByte, now time.Time, o Outcome, in
 		}
 	case Failed:
 		switch s := o.Status; {
-		case s == 401, s == 403, s == 404, s == 408:
+		case s == 401, s == 403, s == 408, s == statusNotFound && o.UnknownModel:
 		case s >= 400 && s < 500:
 			return breaker.Outcome{Kind: breaker.Cancelled}
 		}
@@ -980,34 +1068,56 @@ func (e *Engine) expireWaiters(now time.Time) []admission.Refusal {
 }
 
 // sample turns an outcome into a limit sample, or reports that it is not
-// one.
-func (e *Engine) sample(now time.Time, sc *scope, q *request, o Outcome) (limit.Sample, bool) {
+// one. now is when the host reported the call; end when it really ended
+// (request.ended), which its latency is judged by.
+//
+// The in-flight check (dropAfter: the limit's slow threshold, or the
+// breaker's) watches a call from its start until it ends, or, for the
+// TTFT signal, until its first byte; it reports the call a drop the
+// moment it is past the threshold (Tick). When one instant brings a
+// call's end and its flag, the end comes first, as in seed 000's tick
+// (answered, then timed out, then flagged slow), and the sample says:
+//
+//   - a timeout the check still watched is no drop of its own: past the
+//     threshold before its deadline it was flagged then, and a deadline
+//     at or before the threshold is the client's choice (one client
+//     asking for a millisecond must not shrink the limit for everyone);
+//     one no check watched is a drop if it ran to the threshold;
+//   - an answer past the threshold that the check had not yet flagged is
+//     no sample: it is not a fast answer, and seed 000 sends no drop.
+func (e *Engine) sample(now, end time.Time, sc *scope, q *request, o Outcome) (limit.Sample, bool) {
 	s := limit.Sample{Now: now, InFlight: e.inFlightAt(now, q.scope), QueueWait: q.started.Sub(q.arrived)}
+	after := e.dropAfter(sc, q)
+	sig := e.signal(sc, q)
+	watched := after > 0 && (sig != TTFT || q.firstByte.IsZero() || q.firstByte.Sub(q.started) > after)
+	total := end.Sub(q.started)
 	switch o.Kind {
 	case TimedOut:
-		// A deadline shorter than the slow threshold is the client's own
-		// choice, not a sign of overload: one client asking for a
-		// millisecond must not shrink the limit for everyone.
 		s.Dropped = true
-		return s, now.Sub(q.started) >= e.dropAfter(sc, q)
+		return s, !watched && total >= after
 	case Overloaded, ConnError:
 		s.Dropped = true
 		return s, true
 	case OK:
+		if watched && total > after+e.generation(sc, q, o.OutputTokens) {
+			return s, false
+		}
 	default:
 		return s, false
 	}
-	total := now.Sub(q.started)
-	switch e.signal(sc, q) {
+	switch sig {
 	case TTFT:
 		s.Latency = total
 		if !q.firstByte.IsZero() {
 			s.Latency = q.firstByte.Sub(q.started)
+			if end.Before(q.firstByte) {
+				s.Latency = total // a host that reports a whole answer's byte at its tick
+			}
 		}
 	case TPOT:
 		s.Latency = total
-		if !q.firstByte.IsZero() && o.OutputTokens > 1 {
-			s.Latency = now.Sub(q.firstByte) / time.Duration(o.OutputTokens-1)
+		if !q.firstByte.IsZero() && o.OutputTokens > 1 && end.After(q.firstByte) {
+			s.Latency = end.Sub(q.firstByte) / time.Duration(o.OutputTokens-1)
 		}
 	default:
 		s.Latency = total
@@ -1029,9 +1139,23 @@ func (e *Engine) started(now time.Time, ids []ID) []ID {
 // may move limits and so start waiters) and deadlines.
 func (e *Engine) Tick(now time.Time) Ready {
 	rd := Ready{Refuse: e.expireWaiters(now)}
+	// Deadlines before slow flags: a call whose deadline and slow flag
+	// come due in one Tick has timed out, and is judged as such (sample),
+	// not flagged slow as well; seed 000's tick settles in that order.
+	for e.dead.due(now) {
+		q := e.dead.pop()
+		if e.outliveProbe(now, q, &rd) {
+			continue
+		}
+		q.expired = true
+		rd.Expire = append(rd.Expire, q.id)
+	}
 	moved := false
 	for e.slow.due(now) {
 		q := e.slow.pop()
+		if q.expired {
+			continue // ending at its deadline: its Finish judges it
+		}
 		q.slow = true
 		sc := e.scopes[q.scope]
 		if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
@@ -1044,7 +1168,9 @@ func (e *Engine) Tick(now time.Time) Ready {
 	}
 	for e.dropT.due(now) {
 		q := e.dropT.pop()
-		moved = e.dropped(now, e.scopes[q.scope], q) || moved
+		if !q.expired {
+			moved = e.dropped(now, e.scopes[q.scope], q) || moved
+		}
 	}
 	for _, sc := range e.scopes {
 		if t, ok := sc.cfg.Limit.(ticker); ok {
@@ -1071,14 +1197,6 @@ func (e *Engine) Tick(now time.Time) Ready {
 	}
 	for e.abandonT.due(now) {
 		e.judgeReach(now, e.abandonT.pop(), &rd)
-	}
-	for e.dead.due(now) {
-		q := e.dead.pop()
-		if e.outliveProbe(now, q, &rd) {
-			continue
-		}
-		q.expired = true
-		rd.Expire = append(rd.Expire, q.id)
 	}
 	e.settle(now, &rd)
 	return rd

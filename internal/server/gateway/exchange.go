@@ -60,6 +60,9 @@ type exchange struct {
 	outputTokens   int // from the answer's usage, or estimated from SSE events
 	// usageKnown: outputTokens is the provider's own count.
 	usageKnown bool
+	// unknownModel: the provider's 404 said the model or the path is
+	// unknown there (protocol.UnknownModel), not something the body names.
+	unknownModel bool
 	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
 	// chunk, which the client did not ask for and is not sent.
 	injectedUsage bool

@@ -156,7 +156,7 @@ const (
 // endingOf is how the call whose answer the client got ended, in the
 // engine's terms (lifecycle.Ending), from what the exchange recorded.
 func endingOf(x *exchange) lifecycle.Ending {
-	e := lifecycle.Ending{Status: x.upstreamStatus, RetryAfter: x.retryAfter, Responses: x.endpoint.IsResponses()}
+	e := lifecycle.Ending{Status: x.upstreamStatus, RetryAfter: x.retryAfter, Responses: x.endpoint.IsResponses(), UnknownModel: x.unknownModel}
 	switch x.outcome {
 	case outcomeOK:
 		e.Kind, e.Invalid = lifecycle.EndAnswered, x.invalid
@@ -224,6 +224,7 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	status := resp.StatusCode
 	x.retryAfter = retryAfter(resp.Header)
+	x.unknownModel = protocol.UnknownModel(p.dialect, status, data)
 	if status == http.StatusNotFound && x.endpoint.IsResponses() {
 		g.warnNoResponses(p)
 	}
