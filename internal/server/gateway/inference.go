@@ -85,7 +85,17 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchang
 // modelOf parses a request body and finds the model it names, which the
 // caller's key must be allowed; otherwise it answers, and ok is false.
 func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
-	body, err := protocol.ParseBody(raw)
+	body, err := protocol.ParseBodyWithin(raw, g.bodyLimits)
+	if le, ok := protocol.IsLimit(err); ok {
+		// Before any token is counted or byte translated: the work on
+		// a body grows with its pieces as well as its bytes.
+		kind, reason, param := protocol.TooLarge, "too_many_messages", "messages"
+		if errors.Is(le, protocol.ErrTooDeep) {
+			kind, reason, param = protocol.InvalidRequest, "too_deep", ""
+		}
+		g.failParam(w, x, kind, outcomeClientError, reason, le.Msg, param, 0)
+		return nil, nil, false
+	}
 	if err != nil {
 		param := ""
 		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
