@@ -143,3 +143,65 @@ func TestTooManyMessagesRefused(t *testing.T) {
 		t.Fatalf("a body nested 200 deep: %d %s; want 400 naming server.max_json_depth", rec.Code, rec.Body)
 	}
 }
+
+// BenchmarkTinyMessages sends one body of 280,000 one-character messages
+// (9.1 MB) through the gateway's handler, in one run:
+//
+//   - untranslated: mock-gpt on its OpenAI-kind provider, the baseline;
+//   - translated: mock-gpt on the Anthropic-kind provider, the body
+//     translated to Anthropic's API;
+//   - spent_key: translated, but the key's budget is spent: refused
+//     before the body is counted or translated.
+//
+// server.max_messages is raised past the body so that it is served (by
+// default it is refused at parse, 413). Each reports bytes allocated per
+// request (B/op) and that as a multiple of the body (x-body). The
+// tokens are counted in every case (the key has a budget).
+func BenchmarkTinyMessages(b *testing.B) {
+	body := tinyMessages(280_000)
+	const openAIAnswer = `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
+	run := func(b *testing.B, h http.Handler, key string, want int) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != want {
+				b.Fatalf("status %d, want %d: %.300s", rec.Code, want, rec.Body)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(body)), "x-body")
+	}
+	cfg := func(rpm int64) func(*config.Config) {
+		return func(c *config.Config) {
+			c.Server.MaxMessages = 300_000
+			c.Keys = []config.Key{{Name: "k", SHA256: config.KeyHash("sk-k"), Limits: config.Limits{RPM: rpm}}}
+		}
+	}
+	b.Run("untranslated", func(b *testing.B) {
+		c := config.Default("http://127.0.0.1:1")
+		cfg(1 << 30)(c)
+		g, err := gateway.New(c, gateway.Options{Logger: gateway.NewLogger(io.Discard, c.Log), Transport: cannedTransport{body: []byte(openAIAnswer)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		run(b, g.Handler(), "sk-k", 200)
+	})
+	b.Run("translated", func(b *testing.B) {
+		run(b, crossHandler(b, cfg(1<<30)), "sk-k", 200)
+	})
+	b.Run("spent_key", func(b *testing.B) {
+		h := crossHandler(b, cfg(1))
+		if rec, _ := serveCounted(h, "sk-k", tinyMessages(2)); rec.Code != 200 {
+			b.Fatalf("first request: %d", rec.Code)
+		}
+		run(b, h, "sk-k", 429)
+	})
+}
