@@ -43,8 +43,10 @@ func TestTranslationAllocatesWithinBody(t *testing.T) {
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("body %d bytes, translated %d, allocated %d (%.1fx the body)", len(body), len(tr.Body), alloc, float64(alloc)/float64(len(body)))
-	if limit := 6 * uint64(len(body)); alloc > limit {
-		t.Errorf("translating a %d-byte body allocated %d bytes, more than 6x (%d)", len(body), alloc, limit)
+	// 4.7x without the race detector, whose instrumentation allocates
+	// more; before, 65x.
+	if limit := 8 * uint64(len(body)); alloc > limit {
+		t.Errorf("translating a %d-byte body allocated %d bytes, more than 8x (%d)", len(body), alloc, limit)
 	}
 	var got struct {
 		Messages []struct{ Role, Content string }
