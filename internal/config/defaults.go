@@ -227,6 +227,15 @@ func (c *Config) defaultMaxInFlight() int {
 	return max(sum, DefaultMaxInFlight)
 }
 
+// DefaultMaxMessages and DefaultMaxJSONDepth bound a request body's
+// shape: far above any conversation or JSON schema a client sends, far
+// below the 280,000 one-character messages that fit in max_body_bytes,
+// each of which costs work before admission (counting, translation).
+const (
+	DefaultMaxMessages  = 100_000
+	DefaultMaxJSONDepth = 128
+)
+
 // fill sets each field that unset says to default: a file's explicit zero
 // stays (drain_delay: 0s), a Config built in code takes every default.
 func (sv *Server) fill(unset func(field string, zero bool) bool) {
@@ -237,6 +246,8 @@ func (sv *Server) fill(unset func(field string, zero bool) bool) {
 	}{
 		{"max_connections", &sv.MaxConnections, DefaultMaxConnections},
 		{"max_headers", &sv.MaxHeaders, DefaultMaxHeaders},
+		{"max_messages", &sv.MaxMessages, DefaultMaxMessages},
+		{"max_json_depth", &sv.MaxJSONDepth, DefaultMaxJSONDepth},
 	} {
 		if unset(n.field, *n.v == 0) {
 			*n.v = n.def

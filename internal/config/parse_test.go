@@ -50,7 +50,8 @@ func TestValidFullConfig(t *testing.T) {
 			MaxBodyBytesInFlight: DefaultMaxBodyBytesInFlight, ReadHeaderTimeout: Duration(DefaultReadHeaderTimeout),
 			BodyReadTimeout: Duration(DefaultBodyReadTimeout), WriteTimeout: Duration(DefaultWriteTimeout),
 			StreamIdleTimeout: Duration(DefaultStreamIdleTimeout), IdleTimeout: Duration(DefaultIdleTimeout),
-			DrainDelay: Duration(DefaultDrainDelay), ShutdownGrace: Duration(DefaultShutdownGrace)},
+			DrainDelay: Duration(DefaultDrainDelay), ShutdownGrace: Duration(DefaultShutdownGrace),
+			MaxMessages: DefaultMaxMessages, MaxJSONDepth: DefaultMaxJSONDepth},
 		Log: Log{Format: "json", Level: "debug"},
 		Providers: []Provider{
 			{Name: "openai", Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY",

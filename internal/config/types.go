@@ -99,6 +99,12 @@ type Server struct {
 	// at once, across all requests, counted as they arrive (default
 	// 128MiB); past it, requests are refused with 503/529.
 	MaxBodyBytesInFlight ByteSize `yaml:"max_body_bytes_in_flight"`
+	// MaxMessages caps a request's messages array (default 100000; past
+	// it, 413) and MaxJSONDepth how deeply its body nests (default 128;
+	// past it, 400): the work done on a body before admission (counting,
+	// translation) grows with its pieces, not only its bytes.
+	MaxMessages  int `yaml:"max_messages"`
+	MaxJSONDepth int `yaml:"max_json_depth"`
 	// ReadHeaderTimeout bounds sending the request line and headers
 	// (default 10s); BodyReadTimeout bounds sending the body (default
 	// 30s; past it, 408).

@@ -263,6 +263,8 @@ func (c *Config) validateServer(v *checker) {
 		{"server.max_header_bytes", int64(sv.MaxHeaderBytes), "64KiB"},
 		{"server.max_headers", int64(sv.MaxHeaders), "100"},
 		{"server.max_body_bytes_in_flight", int64(sv.MaxBodyBytesInFlight), "128MiB"},
+		{"server.max_messages", int64(sv.MaxMessages), "100000"},
+		{"server.max_json_depth", int64(sv.MaxJSONDepth), "128"},
 	} {
 		if n.v <= 0 {
 			v.add(n.path, "must be positive; write e.g. %s, or remove it for the default", n.eg)

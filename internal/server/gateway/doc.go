@@ -15,12 +15,16 @@
 //     priority, answer 503/529 now, before reading the body (unless its
 //     Idempotency-Key's answer is already being made here: sharing it
 //     takes no room);
-//  4. read and scan the body (bounded by max_body_bytes), resolve the model
-//     to its first target; a request with an Idempotency-Key may now share
-//     a generation in flight, or replay a stored answer, instead
+//  4. read and scan the body (bounded by max_body_bytes, and in shape by
+//     server.max_messages and .max_json_depth), resolve the model to its
+//     first target; a request with an Idempotency-Key may now share a
+//     generation in flight, or replay a stored answer, instead
 //     (idempotency.go);
-//  5. admission: wait for a slot in the global and provider limits, or be
-//     refused with an honest Retry-After;
+//  5. budgets, then admission, cheapest refusal first (lifecycle.Screen):
+//     the key's budget at the request's floor before its tokens are
+//     counted, and with the count before it is translated; then wait for
+//     a slot in the global and provider limits, or be refused with an
+//     honest Retry-After;
 //  6. upstream: the provider's key replaces the client's credentials
 //     (an Azure OpenAI provider's in api-key, its target model in the
 //     deployment URL: callURL), model is rewritten, the deadline rides

@@ -102,6 +102,10 @@ type Gateway struct {
 	// (idempotency.go); nil when idempotency.enabled is false.
 	idem *idemState
 
+	// bodyLimits bound a body's shape (server.max_messages,
+	// .max_json_depth), checked as it is parsed (inference.go).
+	bodyLimits protocol.Limits
+
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
 	bodies       *byteBudget
@@ -202,6 +206,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.TracerProvider != nil {
 		g.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
+	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
 	g.bodies = opts.bodies
 	if g.bodies == nil {
 		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}

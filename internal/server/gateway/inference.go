@@ -85,7 +85,17 @@ func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchang
 // modelOf parses a request body and finds the model it names, which the
 // caller's key must be allowed; otherwise it answers, and ok is false.
 func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *model, body *protocol.Body, ok bool) {
-	body, err := protocol.ParseBody(raw)
+	body, err := protocol.ParseBodyWithin(raw, g.bodyLimits)
+	if le, ok := protocol.IsLimit(err); ok {
+		// Before any token is counted or byte translated: the work on
+		// a body grows with its pieces as well as its bytes.
+		kind, reason, param := protocol.TooLarge, "too_many_messages", "messages"
+		if errors.Is(le, protocol.ErrTooDeep) {
+			kind, reason, param = protocol.InvalidRequest, "too_deep", ""
+		}
+		g.failParam(w, x, kind, outcomeClientError, reason, le.Msg, param, 0)
+		return nil, nil, false
+	}
 	if err != nil {
 		param := ""
 		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
@@ -170,6 +180,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 // or, for an idempotent request's leader, its flight's. It returns the
 // model the request goes to instead, when its prompt is too long for m
 // (contextroute.go), having written nothing to the client; else nil.
+//
+// The work before admission is ordered by cost, cheapest refusal first
+// (lifecycle/screen.go): the key's budget at the request's floor, before
+// its tokens are counted; the budgets with the count, before its body is
+// translated for a target of the other API; the fleet's shared budget,
+// a round trip, before translation too. A request its budget refuses
+// costs a parse of its body, never a count or a translation.
 func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) *model {
 	ep := x.endpoint
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
@@ -179,6 +196,9 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	if x.key != nil {
 		req.Key = x.key.index
+	}
+	if !g.screened(w, x, lifecycle.Floor(req)) {
+		return nil
 	}
 	out := &outgoing{body: body, client: ep.Dialect}
 	if ep.IsResponses() {
@@ -203,22 +223,25 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 		m, req = g.degrade(w, x, m, req, out, dg, clientTimeout)
 		x.inputTokens = req.InputTokens
 	}
+	if !g.screened(w, x, req) {
+		return nil
+	}
 	// Structured output is compiled once, before any upstream call
 	// (validation.go); a request that declares none costs two checks.
 	if !g.contractOf(w, r, x, m, body, out, req.Deadline) {
 		return nil
 	}
-	m, req, ok := g.crossDialect(w, x, m, req, out)
-	if !ok {
-		return nil
-	}
-	x.cross = out.cross
 	if g.shares(x) {
 		if !g.takeShared(w, x, req) {
 			return nil
 		}
 		defer func() { g.settleShared(x, req, x.admitted) }()
 	}
+	m, req, ok := g.crossDialect(w, x, m, req, out)
+	if !ok {
+		return nil
+	}
+	x.cross = out.cross
 	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
@@ -258,6 +281,19 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 	x.contextRoute = &m.route
 	g.forward(call, w, r, x, m, ep, out, deadline)
 	return g.rerouted(x)
+}
+
+// screened reports whether req passes its budgets' screen
+// (lifecycle.Engine.Screen); refused, it is answered as Acquire's
+// refusal would be, with the key's rate-limit headers.
+func (g *Gateway) screened(w http.ResponseWriter, x *exchange, req lifecycle.Request) bool {
+	rej := g.runner.Screen(req)
+	if rej == nil {
+		return true
+	}
+	g.setRateHeaders(w.Header(), x)
+	g.refuse(w, x, rej, req.Deadline)
+	return false
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the

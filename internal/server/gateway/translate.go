@@ -104,7 +104,11 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 	if translates(x.endpoint) {
 		e := out.edit
 		e.Model = out.body.Model // each call sets its target's
-		raw, _ := io.ReadAll(out.body.Reader(e))
+		// Read into a buffer of the exact size: ReadAll's growth would
+		// cost twice the body again.
+		br := out.body.Reader(e)
+		raw := make([]byte, br.Len())
+		_, _ = io.ReadFull(br, raw)
 		tr, err := translate.Request(d, other(d), raw, translate.Options{Drop: defaultDrop, DefaultMaxTokens: m.route.DefaultOutput})
 		var body *protocol.Body
 		if err == nil {

@@ -6,29 +6,148 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // object is a JSON object read key by key: a key nobody took is noticed
 // (unused) instead of ignored, which typed structs would do, and would do
 // without regard to case.
+//
+// Its fields are spans of the body, found by one walk over the object's
+// bytes: no map and no copy per object, so that a body of many small
+// messages costs about its own size to read (a map and a copy for every
+// message and part cost over fifty times the body). A key repeated takes
+// its last value, as encoding/json's map would.
 type object struct {
-	path string
-	m    map[string]json.RawMessage
-	used map[string]bool
+	path   string
+	fields []field
+}
+
+type field struct {
+	key  string
+	val  json.RawMessage
+	used bool
 }
 
 // parseObject reads raw as a JSON object located at path ("" for the
-// body itself).
+// body itself). The body is checked whole once; a value inside it is
+// valid JSON already.
 func parseObject(raw json.RawMessage, path string) (*object, error) {
+	o := &object{}
+	if err := o.parse(raw, path); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parse is parseObject into o, whose fields' room it reuses: a loop over
+// many small objects (the messages) allocates for the largest, not each.
+func (o *object) parse(raw json.RawMessage, path string) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, invalid(paramOf(path), pathOr(path), "must be a JSON object")
+		return invalid(paramOf(path), pathOr(path), "must be a JSON object")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, invalid(paramOf(path), pathOr(path), "is not valid JSON: "+err.Error())
+	if path == "" && !json.Valid(raw) {
+		var m map[string]json.RawMessage
+		err := json.Unmarshal(raw, &m) // for the error's words
+		msg := "is not valid JSON"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return invalid(paramOf(path), pathOr(path), msg)
 	}
-	return &object{path: path, m: m, used: make(map[string]bool, len(m))}, nil
+	o.path, o.fields = path, o.fields[:0]
+	i := skipSpace(raw, 1)
+	for i < len(raw) && raw[i] != '}' {
+		end := stringEnd(raw, i)
+		key := raw[i : end+1]
+		i = skipSpace(raw, skipSpace(raw, end+1)+1) // past the colon
+		vend := skipValue(raw, i)
+		o.fields = append(o.fields, field{key: keyString(key), val: raw[i:vend]})
+		if i = skipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return nil
+}
+
+// keyString is a quoted JSON key's value.
+func keyString(q []byte) string {
+	s := q[1 : len(q)-1]
+	// The keys every message and part has cost no copy.
+	switch string(s) {
+	case "role":
+		return "role"
+	case "content":
+		return "content"
+	case "type":
+		return "type"
+	case "text":
+		return "text"
+	}
+	if plainJSONString(s) {
+		return string(s)
+	}
+	var k string
+	_ = json.Unmarshal(q, &k) // valid JSON: a string
+	return k
+}
+
+// plainJSONString reports whether a JSON string's contents decode to
+// themselves: no escapes, and valid UTF-8 (encoding/json replaces
+// invalid bytes).
+func plainJSONString(s []byte) bool {
+	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index of the quote that closes the string whose
+// opening quote is at i, in valid JSON.
+func stringEnd(raw []byte, i int) int {
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue is the end (exclusive) of the value that starts at i, in
+// valid JSON.
+func skipValue(raw []byte, i int) int {
+	depth := 0
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			i = stringEnd(raw, i)
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+		default:
+			if depth == 0 { // a number or a literal: it runs to a delimiter
+				for i < len(raw) && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\n' && raw[i] != '\r' && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
+					i++
+				}
+				return i
+			}
+			continue
+		}
+		if depth == 0 {
+			return i + 1
+		}
+	}
+	return i
 }
 
 func pathOr(path string) string {
@@ -49,9 +168,13 @@ func (o *object) at(key string) string {
 // get takes key: its value, or nil when it is absent or null (JSON null
 // means absent throughout both APIs).
 func (o *object) get(key string) json.RawMessage {
-	o.used[key] = true
-	v, ok := o.m[key]
-	if !ok || isNull(v) {
+	var v json.RawMessage
+	for i := range o.fields {
+		if f := &o.fields[i]; f.key == key {
+			f.used, v = true, f.val
+		}
+	}
+	if v == nil || isNull(v) {
 		return nil
 	}
 	return v
@@ -61,13 +184,25 @@ func (o *object) get(key string) json.RawMessage {
 // a null asks for nothing.
 func (o *object) unused() []string {
 	var keys []string
-	for k, v := range o.m {
-		if !o.used[k] && !isNull(v) {
-			keys = append(keys, k)
+	for i, f := range o.fields {
+		if f.used || o.overridden(i) || isNull(f.val) {
+			continue
 		}
+		keys = append(keys, f.key)
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// overridden reports whether field i's key appears again after it (the
+// later value is the key's).
+func (o *object) overridden(i int) bool {
+	for _, f := range o.fields[i+1:] {
+		if f.key == o.fields[i].key {
+			return true
+		}
+	}
+	return false
 }
 
 // refuseUnused refuses every key nobody took (or drops it, as c allows).
@@ -113,8 +248,8 @@ func getString(o *object, key string) (string, bool, error) {
 	if v == nil {
 		return "", false, nil
 	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	s, ok := decodeString(v)
+	if !ok {
 		return "", false, invalid(paramOf(o.at(key)), o.at(key), "must be a string")
 	}
 	return s, true, nil
@@ -190,11 +325,48 @@ func asArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
 	if len(v) == 0 || v[0] != '[' {
 		return nil, invalid(paramOf(path), path, "must be an array")
 	}
-	var a []json.RawMessage
-	if err := json.Unmarshal(v, &a); err != nil {
-		return nil, invalid(paramOf(path), path, "is not valid JSON: "+err.Error())
+	// The elements are spans of v (valid JSON: see parseObject), not
+	// copies.
+	a := make([]json.RawMessage, 0, elementCount(v))
+	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		end := skipValue(v, i)
+		a = append(a, v[i:end:end])
+		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
 	}
 	return a, nil
+}
+
+// elementCount is how many elements the array v holds.
+func elementCount(v []byte) int {
+	n := 0
+	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		i = skipSpace(v, skipValue(v, i))
+		n++
+		if i < len(v) && v[i] == ',' {
+			i = skipSpace(v, i+1)
+		}
+	}
+	return n
+}
+
+// decodeString is the JSON string v's value; ok false when v is not a
+// string. A string without escapes is taken as it stands, without
+// encoding/json's reflection.
+func decodeString(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if !isString(v) {
+		return "", false
+	}
+	if c := v[1 : len(v)-1]; plainJSONString(c) {
+		return string(c), true
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // isString reports whether v is a JSON string (not an array of parts).

@@ -12,12 +12,14 @@ import (
 // requires user and assistant to alternate.
 func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error {
 	var system []anBlock
+	// One turn per message at most: the array is sized once.
+	out.Messages = make([]anMessage, 0, len(msgs))
 	systemStr := true // every system message so far was a plain string
 	leading := true
+	mo := &object{} // one for every message: nothing keeps it past its turn
 	for i, raw := range msgs {
 		p := index("messages", i)
-		mo, err := parseObject(raw, p)
-		if err != nil {
+		if err := mo.parse(raw, p); err != nil {
 			return err
 		}
 		role, ok, err := getString(mo, "role")
@@ -43,20 +45,25 @@ func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error
 			}
 			systemStr = systemStr && fromStr
 			system = append(system, blocks...)
-		case "user":
+		case "user", "assistant":
 			leading = false
+			if text, ok := plainTurn(mo, role); ok {
+				appendText(out, role, text)
+				break
+			}
+			if role == "assistant" {
+				blocks, fromStr, err := c.assistantContent(mo)
+				if err != nil {
+					return err
+				}
+				appendTurn(out, "assistant", blocks, fromStr)
+				break
+			}
 			blocks, fromStr, err := c.userContent(mo)
 			if err != nil {
 				return err
 			}
 			appendTurn(out, "user", blocks, fromStr)
-		case "assistant":
-			leading = false
-			blocks, fromStr, err := c.assistantContent(mo)
-			if err != nil {
-				return err
-			}
-			appendTurn(out, "assistant", blocks, fromStr)
 		case "tool":
 			leading = false
 			block, err := c.toolResult(mo)
@@ -76,9 +83,6 @@ func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error
 			return err
 		}
 	}
-	if out.Messages == nil {
-		out.Messages = []anMessage{}
-	}
 	if len(system) == 0 {
 		return nil
 	}
@@ -91,11 +95,42 @@ func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error
 	return err
 }
 
+// plainTurn is the text of a user or assistant message whose content is
+// a string and which asks for nothing else that becomes a block (an
+// assistant's tool calls; its empty text, which Anthropic refuses): the
+// common turn, read without a block. It takes the keys the general path
+// would take, so that what is left is refused alike.
+func plainTurn(mo *object, role string) (string, bool) {
+	v := mo.get("content")
+	if v == nil || !isString(v) {
+		return "", false
+	}
+	if role == "assistant" && mo.get("tool_calls") != nil {
+		return "", false
+	}
+	s, ok := decodeString(v)
+	if !ok || (role == "assistant" && s == "") {
+		return "", false
+	}
+	return s, true
+}
+
+// appendText adds a plain string as a turn of role, or to the last turn
+// if it has the same role.
+func appendText(out *anRequest, role, text string) {
+	if n := len(out.Messages); n == 0 || out.Messages[n-1].Role != role {
+		out.Messages = append(out.Messages, anMessage{Role: role, IsStr: true, Text: text})
+		return
+	}
+	appendTurn(out, role, []anBlock{textBlock(text)}, true)
+}
+
 // appendTurn adds blocks as a turn of role, or to the last turn if it has
 // the same role.
 func appendTurn(out *anRequest, role string, blocks []anBlock, fromStr bool) {
 	if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
 		last := &out.Messages[n-1]
+		last.materialize()
 		last.Blocks = append(last.Blocks, blocks...)
 		last.FromStr = false
 		return
@@ -113,8 +148,8 @@ func (c *conv) textOnly(mo *object, key, what string) (blocks []anBlock, fromStr
 		return nil, false, nil
 	}
 	if isString(v) {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		s, ok := decodeString(v)
+		if !ok {
 			return nil, false, invalid(paramOf(mo.at(key)), mo.at(key), "must be a string or an array of parts")
 		}
 		return []anBlock{textBlock(s)}, true, nil

@@ -66,7 +66,7 @@ func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	if err := o.refuseUnused(c, "Anthropic"); err != nil {
 		return nil, err
 	}
-	if res.Body, err = marshal(out); err != nil {
+	if res.Body, err = out.encode(len(body)); err != nil {
 		return nil, err
 	}
 	res.Dropped = c.dropped

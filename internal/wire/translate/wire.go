@@ -22,17 +22,32 @@ type anRequest struct {
 }
 
 // anMessage is one turn. A turn that came from a plain string, and is
-// still one text block, is written back as a string.
+// still one text block, is written back as a string. One that is only
+// that string (most turns) holds it in Text, with IsStr set and no
+// block: a block per message cost four times the message's bytes.
 type anMessage struct {
 	Role    string
 	Blocks  []anBlock
 	FromStr bool
+	IsStr   bool
+	Text    string
+}
+
+// materialize turns an IsStr turn into its one text block, before
+// blocks are added to it.
+func (m *anMessage) materialize() {
+	if m.IsStr {
+		m.Blocks, m.FromStr, m.IsStr, m.Text = []anBlock{textBlock(m.Text)}, true, false, ""
+	}
 }
 
 func (m anMessage) MarshalJSON() ([]byte, error) {
 	type wire struct {
 		Role    string `json:"role"`
 		Content any    `json:"content"`
+	}
+	if m.IsStr {
+		return marshal(wire{m.Role, m.Text})
 	}
 	var content any = m.Blocks
 	if m.FromStr && len(m.Blocks) == 1 && m.Blocks[0].Type == "text" && m.Blocks[0].Text != nil {
