@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 )
@@ -163,5 +165,149 @@ func TestBodyShareIsPerClient(t *testing.T) {
 	b.give(*other)
 	if b.used.Load() != 0 || len(b.bySource) != 0 {
 		t.Fatalf("after every give: used %d, sources %v", b.used.Load(), b.bySource)
+	}
+}
+
+// The report's hostile client, in process: 260 bodies that declare 10
+// MiB, send 256 KiB and a byte, and wait, against the default budget
+// (128 MiB). Side by side: the buffer that doubled (Sluice's before, kept
+// below as readDoubling), and the blocks, each with no share (one client
+// may take the whole budget) and the blocks with the default share (a
+// quarter). Reported per run: what was allocated while the bodies
+// arrived (alloc-MiB), the heap then, before any collection (heap-MiB:
+// what the runtime happened not to have collected yet, so it varies),
+// the heap still live after a collection (live-MiB), what the budget
+// reads (budget-MiB), and how many bodies it held.
+//
+//	go test ./internal/server/gateway -run '^$' -bench PartialBodies -benchtime 3x
+func BenchmarkPartialBodies(b *testing.B) {
+	const (
+		bodies   = 260
+		sent     = 256<<10 + 1
+		declared = 10 << 20
+		budget   = 128 << 20
+	)
+	data := bytes.Repeat([]byte("x"), sent)
+	for _, c := range []struct {
+		name  string
+		read  func(io.Reader, *byteBudget, *bodyHold, int64) error
+		share int64
+	}{
+		{"doubling", func(rd io.Reader, bb *byteBudget, h *bodyHold, share int64) error {
+			_, err := readDoubling(rd, declared, declared, bb, h, share)
+			return err
+		}, budget},
+		{"blocks", func(rd io.Reader, bb *byteBudget, h *bodyHold, share int64) error {
+			_, err := readBlocks(rd, declared, declared, bb, h, share)
+			return err
+		}, budget},
+		{"blocks-share", func(rd io.Reader, bb *byteBudget, h *bodyHold, share int64) error {
+			_, err := readBlocks(rd, declared, declared, bb, h, share)
+			return err
+		}, budget / 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var alloc, heap, live, used, held float64
+			for range b.N {
+				bb := &byteBudget{limit: budget}
+				var before, mid, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				release := make(chan struct{})
+				var arrived, done sync.WaitGroup
+				holds := make([]bodyHold, bodies)
+				var refused atomic.Int64
+				for i := range bodies {
+					arrived.Add(1)
+					done.Add(1)
+					go func() {
+						defer done.Done()
+						rd := &pausingReader{data: data, piece: 16 << 10, arrived: arrived.Done, release: release}
+						if err := c.read(rd, bb, &holds[i], c.share); !errors.Is(err, errPaused) {
+							// Refused before all of it came: the request
+							// ends, and gives its bytes back.
+							bb.give(holds[i])
+							holds[i] = bodyHold{}
+							refused.Add(1)
+							arrived.Done()
+						}
+					}()
+				}
+				arrived.Wait()
+				runtime.ReadMemStats(&mid)
+				used += float64(bb.used.Load())
+				held += float64(bodies - refused.Load())
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				alloc += float64(mid.TotalAlloc - before.TotalAlloc)
+				heap += float64(mid.HeapAlloc) - float64(before.HeapAlloc)
+				live += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				runtime.KeepAlive(holds)
+				close(release)
+				done.Wait()
+			}
+			n := float64(b.N) * (1 << 20)
+			b.ReportMetric(alloc/n, "alloc-MiB")
+			b.ReportMetric(heap/n, "heap-MiB")
+			b.ReportMetric(live/n, "live-MiB")
+			b.ReportMetric(used/n, "budget-MiB")
+			b.ReportMetric(held/float64(b.N), "held")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+var errPaused = errors.New("paused")
+
+// pausingReader gives data in pieces, then says so and waits for
+// release; then the read ends (errPaused), as a client's would that
+// never sent the rest.
+type pausingReader struct {
+	data    []byte
+	piece   int
+	arrived func()
+	release chan struct{}
+}
+
+func (p *pausingReader) Read(b []byte) (int, error) {
+	if len(p.data) == 0 {
+		p.arrived()
+		<-p.release
+		return 0, errPaused
+	}
+	n := copy(b, p.data[:min(len(p.data), p.piece)])
+	p.data = p.data[n:]
+	return n, nil
+}
+
+// readDoubling is how Sluice read bodies before the blocks: one buffer,
+// doubled as it filled, charged for its new capacity only (the old one
+// left behind was not counted). The benchmark's baseline.
+func readDoubling(rd io.Reader, declared, maxBody int64, b *byteBudget, h *bodyHold, share int64) ([]byte, error) {
+	size := min(int64(firstBodyChunk), declared+1)
+	body := make([]byte, 0, size)
+	for {
+		for len(body) < cap(body) {
+			n, err := rd.Read(body[len(body):cap(body)])
+			if n > 0 && h.n == 0 {
+				if err := b.take(h, int64(cap(body)), share); err != nil {
+					return nil, err
+				}
+			}
+			body = body[:len(body)+n]
+			if errors.Is(err, io.EOF) {
+				return body, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		next := max(min(2*int64(cap(body)), maxBody+1, declared+1), int64(cap(body))+1)
+		if err := b.take(h, next-h.n, share); err != nil {
+			return nil, err
+		}
+		grown := make([]byte, len(body), next)
+		copy(grown, body)
+		body = grown
 	}
 }
