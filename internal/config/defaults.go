@@ -284,6 +284,21 @@ func (sv *Server) fill(unset func(field string, zero bool) bool) {
 	}
 }
 
+// BodyBytesPerClient is what one client may hold of
+// server.max_body_bytes_in_flight: server.max_body_bytes_per_client when
+// set; otherwise a quarter of the budget, raised to twice max_body_bytes
+// (a body is held twice over for a moment while it is joined into one
+// piece, and one client must always be able to send a largest body), and
+// never more than the budget.
+func (c *Config) BodyBytesPerClient() int64 {
+	sv := c.Server.WithDefaults()
+	if sv.MaxBodyBytesPerClient > 0 {
+		return sv.MaxBodyBytesPerClient.Int64()
+	}
+	budget := sv.MaxBodyBytesInFlight.Int64()
+	return min(budget, max(budget/4, 2*c.MaxBodyBytes.Int64()))
+}
+
 // WithDefaults returns s with every zero limit and timeout at its
 // default except drain_delay, whose zero means none: for a Server built
 // in code, where zero means unset (a zero write timeout would fail

@@ -105,6 +105,13 @@ type Server struct {
 	// translation) grows with its pieces, not only its bytes.
 	MaxMessages  int `yaml:"max_messages"`
 	MaxJSONDepth int `yaml:"max_json_depth"`
+	// MaxBodyBytesPerClient caps what one client holds of that budget:
+	// its virtual key when it sent a known one, otherwise its IP address
+	// (an IPv6 /64). Past it, that client's requests are refused with
+	// 429, so one client cannot take the budget from the others. Zero:
+	// a quarter of max_body_bytes_in_flight, raised to twice
+	// max_body_bytes (see Config.BodyBytesPerClient).
+	MaxBodyBytesPerClient ByteSize `yaml:"max_body_bytes_per_client"`
 	// ReadHeaderTimeout bounds sending the request line and headers
 	// (default 10s); BodyReadTimeout bounds sending the body (default
 	// 30s; past it, 408).

@@ -270,8 +270,16 @@ func (c *Config) validateServer(v *checker) {
 			v.add(n.path, "must be positive; write e.g. %s, or remove it for the default", n.eg)
 		}
 	}
-	if sv.MaxBodyBytesInFlight > 0 && sv.MaxBodyBytesInFlight < c.MaxBodyBytes {
-		v.add("server.max_body_bytes_in_flight", "is smaller than max_body_bytes (%d bytes), so a largest allowed body could never be read; raise it to at least that", c.MaxBodyBytes)
+	// A body is held twice over for a moment, while its blocks are
+	// joined into one piece (gateway/body.go).
+	if sv.MaxBodyBytesInFlight > 0 && sv.MaxBodyBytesInFlight < 2*c.MaxBodyBytes {
+		v.add("server.max_body_bytes_in_flight", "is smaller than max_body_bytes × 2 (%d bytes): a body is held twice over while it is joined into one piece, so a largest allowed body could never be read; raise it to at least that", 2*c.MaxBodyBytes)
+	}
+	switch pc := sv.MaxBodyBytesPerClient; {
+	case pc < 0:
+		v.add("server.max_body_bytes_per_client", "must not be negative; write e.g. 32MiB, or remove it for the default (a quarter of max_body_bytes_in_flight)")
+	case pc > 0 && pc < 2*c.MaxBodyBytes:
+		v.add("server.max_body_bytes_per_client", "is smaller than max_body_bytes × 2 (%d bytes): a body is held twice over while it is joined into one piece, so a client could never send a largest allowed body; raise it to at least that, or remove it for the default", 2*c.MaxBodyBytes)
 	}
 	for _, d := range []struct {
 		path string

@@ -68,15 +68,18 @@ func TestDeclaredBodiesAreNotReserved(t *testing.T) {
 func TestBodyBudgetRefusesPastTheCap(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.MaxBodyBytes = 32 << 10
-		c.Server.MaxBodyBytesInFlight = 100 << 10
+		// Room for three 30,000-byte bodies, and for the moment the third
+		// is joined into one piece (its 16 KiB of blocks and the whole).
+		c.Server.MaxBodyBytesInFlight = 110 << 10
+		c.Server.MaxBodyBytesPerClient = 110 << 10 // one client may take it all: this is the budget's test
 	})
-	// Three slow uploads of 20 KB each hold a 30,001-byte buffer apiece
-	// (grown with what arrived, up to the declared length).
+	// Three slow uploads of 20 KB each hold a 30,000-byte buffer apiece
+	// (grown with what arrived, then at half of it the declared length).
 	var held []net.Conn
 	for range 3 {
 		held = append(held, rawPost(t, s.url, 30_000, `{"model":"mock-gpt","pad":"`+strings.Repeat("x", 20_000)))
 	}
-	waitFor(t, "three bodies held", func() bool { return s.gw.BodyBytesHeld() >= 3*30_001 })
+	waitFor(t, "three bodies held", func() bool { return s.gw.BodyBytesHeld() >= 3*30_000 })
 	// A fourth has no room: refused now, not when the others finish.
 	c := rawPost(t, s.url, 30_000, `{"model":"mock-gpt","pad":"`+strings.Repeat("x", 20_000))
 	defer c.Close()

@@ -109,6 +109,7 @@ type Gateway struct {
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
 	bodies       *byteBudget
+	bodyShare    int64 // what one client may hold of bodies (body.go)
 	maxHeaders   int
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
@@ -196,6 +197,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		providers:    make(map[string]*provider),
 		models:       make(map[string]*model),
 		maxBody:      cfg.MaxBodyBytes.Int64(),
+		bodyShare:    cfg.BodyBytesPerClient(),
 		maxHeaders:   sv.MaxHeaders,
 		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),

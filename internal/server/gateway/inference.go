@@ -52,6 +52,9 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 	case errors.As(err, &tooLarge):
 		g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
 			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
+	case errors.Is(err, errBodyShare):
+		g.fail(w, x, protocol.RateLimited, outcomeClientError, "body_share",
+			"the requests from your key (or, without one, your address) hold their whole share of the gateway's request-body memory (server.max_body_bytes_per_client); retry when they finish", time.Second)
 	case errors.Is(err, errBodyBudget):
 		g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
 			"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
@@ -72,8 +75,8 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 // which the caller's key must be allowed; otherwise it answers, and ok is
 // false. The caller gives held back to the body budget when the request
 // is done with its body, whatever ok is.
-func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held int64, ok bool) {
-	raw, held, err := g.readBody(w, r)
+func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held bodyHold, ok bool) {
+	raw, held, err := g.readBody(w, r, sourceOf(r, x))
 	if err != nil {
 		g.bodyFailed(w, r, x, err)
 		return nil, nil, nil, held, false
