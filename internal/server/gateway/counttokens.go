@@ -67,7 +67,8 @@ func countSlot() bool {
 // the gateway charges against budgets, with X-Sluice-Token-Count: exact
 // or estimated (Claude's tokenizer is not public, so a Claude model's
 // own count is always an estimate). A count spends nothing of a key's
-// budgets, and takes no admission slot.
+// budgets, and takes no admission slot; parsing and counting it take one
+// of countSlots, the CPU share counting has.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: g.now(), priority: g.defaultPri,
 		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
