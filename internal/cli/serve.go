@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -99,7 +101,7 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "warning: %s\n", w)
 		}
 		if *timeScale != 1 {
-			if err := printScaled(stdout, cfg); err != nil {
+			if err := printScaled(stdout, cfg, *path); err != nil {
 				fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 				return 1
 			}
@@ -221,8 +223,11 @@ func run(h *gateway.Host, cfg *config.Config, log *slog.Logger, embedded bool, r
 
 // printScaled shows what a time-scaled gateway would run: the
 // configuration after config.Config.Scaled, without the scenario
-// section, which serve never reads.
-func printScaled(w io.Writer, cfg *config.Config) error {
+// section, which serve never reads, and without its secrets
+// (redactSecrets): the output goes to terminals, CI logs and bug
+// reports. file is the configuration's file ("" for the embedded
+// default).
+func printScaled(w io.Writer, cfg *config.Config, file string) error {
 	var doc yaml.Node
 	if err := doc.Encode(cfg); err != nil {
 		return err
@@ -233,6 +238,7 @@ func printScaled(w io.Writer, cfg *config.Config) error {
 			break
 		}
 	}
+	redactSecrets(&doc, envRefs(file))
 	b, err := yaml.Marshal(&doc)
 	if err != nil {
 		return err
@@ -252,4 +258,66 @@ func evalModels(cfg *config.Config) int {
 		}
 	}
 	return n
+}
+
+// envRef is a ${NAME} or ${NAME:-fallback} reference in a configuration.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}`)
+
+// envRefs maps the values of the environment variables file refers to
+// (${NAME}), long enough to mistake for nothing else, to their
+// references.
+func envRefs(file string) map[string]string {
+	refs := map[string]string{}
+	if file == "" {
+		return refs
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return refs
+	}
+	for _, m := range envRef.FindAllStringSubmatch(string(b), -1) {
+		if v := os.Getenv(m[1]); len(v) >= 4 {
+			refs[v] = "${" + m[1] + "}"
+		}
+	}
+	return refs
+}
+
+// redactSecrets blanks what a printed configuration must not show: every
+// value a file took from the environment (names it ${NAME} again, where
+// keys and tokens belong), the values of providers' and tracing's
+// headers (credentials, whether written in or taken from the
+// environment), and a URL's password (the store's redis://:PASSWORD@).
+func redactSecrets(n *yaml.Node, refs map[string]string) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			redactSecrets(c, refs)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "headers" && v.Kind == yaml.MappingNode {
+				for j := 1; j < len(v.Content); j += 2 {
+					v.Content[j].SetString("[redacted]")
+				}
+				continue
+			}
+			redactSecrets(v, refs)
+		}
+	case yaml.ScalarNode:
+		v := n.Value
+		for secret, ref := range refs {
+			v = strings.ReplaceAll(v, secret, ref)
+		}
+		if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "redacted")
+				v = u.String()
+			}
+		}
+		if v != n.Value {
+			n.SetString(v)
+		}
+	}
 }

@@ -24,6 +24,11 @@ type Admin struct {
 	// set it only where the network keeps the admin port private (a
 	// container network that publishes only the client port).
 	Open bool `yaml:"open"`
+	// MaxConnections caps the admin listener's open connections (default
+	// 64); past it new ones wait in the kernel's accept queue, so idle
+	// admin connections cannot take the file descriptors the client
+	// listener needs.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // AdminToken reads the admin token from the environment on each call, so

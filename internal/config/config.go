@@ -86,6 +86,9 @@ func (c *Config) Warnings() []string {
 	if !c.AuthRequired() && !Loopback(c.Listen) {
 		out = append(out, fmt.Sprintf("OPEN GATEWAY: listen %s is reachable beyond this machine and no keys are required, so anyone who can reach the port spends the providers' keys; define keys: (sluice keys new), or listen on 127.0.0.1", c.Listen))
 	}
+	if w := c.adminTokenWarning(); w != "" {
+		out = append(out, w)
+	}
 	for _, p := range c.Providers {
 		if p.Breaker != nil && p.Breaker.Probe == ProbeTraffic && c.soleTarget(p.Name) {
 			out = append(out, fmt.Sprintf("provider %s: it alone serves a model, so while its breaker is half-open that model's users are its probes and fail at the probe timeout; remove breaker.probe, or set it to synthetic", p.Name))

@@ -14,7 +14,8 @@ import (
 // scenario: how slow a client's network may be (header, body and write
 // timeouts, idle keep-alives), how long a load balancer needs to notice
 // a drain (drain_delay, shutdown_grace), and how long a decision may
-// wait on the shared store (fleet.timeout). None of them gets faster
+// wait on the shared store (fleet.timeout), and how long a browser
+// caches a preflight's answer (server.cors.max_age). None of them gets faster
 // because the scenario does, and shrinking them would turn a compressed
 // replay's loopback hiccups into 408s, dropped connections and a fleet
 // deciding alone.
@@ -26,6 +27,7 @@ var Unscaled = []string{
 	"server.drain_delay",
 	"server.shutdown_grace",
 	"fleet.timeout",
+	"server.cors.max_age",
 }
 
 // Scaled returns a copy of c for replaying a scenario at t times its

@@ -141,6 +141,15 @@ type Server struct {
 	// the listener closes (default 30s); streams still open then end with
 	// an error event.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// AllowedHosts are the names, beyond this machine's own (localhost,
+	// 127.0.0.1, [::1], the listen address), that a listener on loopback
+	// answers to in the Host header; others get 421, so that a web page
+	// whose name points at 127.0.0.1 (DNS rebinding) cannot call it
+	// (browser.go).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// CORS names the web origins allowed to call the client API from a
+	// browser (browser.go); without it, cross-origin requests get 403.
+	CORS CORS `yaml:"cors"`
 }
 
 // Log selects the request log's format and level.

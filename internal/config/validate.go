@@ -44,6 +44,7 @@ func (c *Config) validate() []*Error {
 		v.add("admin_listen", "%s is the same address as listen; give it another port, e.g. %s", short(c.AdminListen), DefaultAdminListen)
 	}
 	c.validateAdmin(v)
+	c.validateBrowser(v)
 	if c.MaxBodyBytes <= 0 {
 		v.add("max_body_bytes", "must be positive (0 would refuse every request body); write e.g. 10MiB")
 	}

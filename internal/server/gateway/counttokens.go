@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -24,6 +25,37 @@ const countTokensTimeout = 5 * time.Second
 // generations; past the cap, the tokenizer counts.
 const countTokensInFlight = 4
 
+// countSlots bounds the count_tokens requests this process parses and
+// counts at once: a quarter of its CPUs, at least one. Counting takes no
+// admission slot (nothing upstream is spent), so without a bound a client
+// counting in a loop took every core, and other clients' chat answers
+// waited for them (their p50 rose from 1.1 to 59 ms). Past the bound a
+// count waits at most countTokensWait for a slot, then is refused (503,
+// or 529 on Anthropic's API) with a Retry-After of a second. A slot is
+// not held while the body is read, nor during the provider's own count.
+var countSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/4))
+
+// countTokensWait is how long a count waits for a CPU slot.
+const countTokensWait = 100 * time.Millisecond
+
+// countSlot takes a CPU slot for counting, waiting at most
+// countTokensWait; false when none freed.
+func countSlot() bool {
+	select {
+	case countSlots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(countTokensWait)
+	defer t.Stop()
+	select {
+	case countSlots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // serveCountTokens answers Anthropic's POST /v1/messages/count_tokens.
 // When the model's first target is an Anthropic-kind provider (and its
 // breaker is not open), the count is that provider's own, from its
@@ -35,7 +67,8 @@ const countTokensInFlight = 4
 // the gateway charges against budgets, with X-Sluice-Token-Count: exact
 // or estimated (Claude's tokenizer is not public, so a Claude model's
 // own count is always an estimate). A count spends nothing of a key's
-// budgets, and takes no admission slot.
+// budgets, and takes no admission slot; parsing and counting it take one
+// of countSlots, the CPU share counting has.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: g.now(), priority: g.defaultPri,
 		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
@@ -43,8 +76,30 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if !g.authenticate(w, r, x) {
 		return
 	}
-	m, body, raw, held, ok := g.readRequest(w, r, x)
+	raw, held, err := g.readBody(w, r)
 	defer g.bodies.give(held)
+	if err != nil {
+		g.bodyFailed(w, r, x, err)
+		return
+	}
+	// Parsing and counting take CPU, within countSlots.
+	holding := false
+	defer func() {
+		if holding {
+			<-countSlots
+		}
+	}()
+	take := func() bool {
+		if holding = countSlot(); !holding {
+			g.fail(w, x, protocol.Overloaded, outcomeShed, "count_tokens_cpu",
+				"the gateway is counting as many requests' tokens as it gives counting; retry in a second", time.Second)
+		}
+		return holding
+	}
+	if !take() {
+		return
+	}
+	m, body, ok := g.modelOf(w, x, raw)
 	if !ok {
 		return
 	}
@@ -52,8 +107,12 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	x.borrowed = true // a count spends no tokens: nothing to account
 	n, count := int64(0), ""
 	if t := m.targets[0]; t.provider.dialect == protocol.Anthropic {
+		<-countSlots // the provider counts: no CPU of ours while it does
+		holding = false
 		if c, ok := g.providerCount(r, x, t, body); ok {
 			n, count = c, "provider"
+		} else if !take() {
+			return
 		}
 	}
 	if count == "" {

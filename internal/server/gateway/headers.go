@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -45,19 +44,42 @@ func copyRequestHeaders(dst, src http.Header, allow []string) {
 	}
 }
 
-// hopHeaders are meaningful for one connection only (RFC 9110 §7.6.1) and
-// never forwarded.
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+// What a client hears of a provider's response headers is an
+// allow-list too: the body's type and encoding, the provider's request
+// id (support asks for it), and the rate-limit and timing headers the
+// OpenAI and Anthropic SDKs read. Everything else stops here: CORS
+// headers (a provider's Access-Control-Allow-Origin: * would open the
+// gateway to every web page), Idempotent-Replayed and cache headers (the
+// provider's account's state, not the gateway's), cookies, the account's
+// identity (OpenAI-Organization, Anthropic-Organization-Id), server and
+// CDN fingerprints, and connection framing.
+
+// relayedHeaders are the provider response headers passed on, by
+// canonical name.
+var relayedHeaders = map[string]bool{
+	"Content-Type":     true,
+	"Content-Encoding": true,
+	// Request ids: OpenAI, Anthropic, Azure OpenAI.
+	"X-Request-Id":    true,
+	"Request-Id":      true,
+	"Apim-Request-Id": true,
+	// Timing and retry advice the SDKs read (Retry-After is the
+	// gateway's own: see below).
+	"Openai-Processing-Ms": true,
+	"Openai-Version":       true,
+	"X-Should-Retry":       true,
 }
 
-// copyResponseHeaders copies the provider's response headers, request ids
-// and rate-limit headers included, less connection framing, cookies and
-// anything in Sluice's own X-Sluice- namespace (a provider cannot say an
-// answer was degraded, or which provider served it),
-// with its secrets and anything bearer-shaped redacted. Retry-After is
-// never copied as sent: a refusal's is set from the bounded value.
+// relayed reports whether a provider's response header named k
+// (canonical) is passed on: relayedHeaders, or a rate-limit header.
+func relayed(k string) bool { return relayedHeaders[k] || isRateLimitHeader(k) }
+
+// copyResponseHeaders copies the provider's response headers that are
+// relayed (relayedHeaders, the rate-limit headers), less anything in
+// Sluice's own X-Sluice- namespace (a provider cannot say an answer was
+// degraded, or which provider served it), with its secrets and anything
+// bearer-shaped redacted. Retry-After is never copied as sent: a
+// refusal's is set from the bounded value.
 func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
 	// A key's own rate-limit headers, when Sluice set them, stand: the
 	// provider's describe the gateway's account, not the client's.
@@ -66,29 +88,12 @@ func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
 		ours = ours || isRateLimitHeader(k)
 	}
 	for k, vv := range src {
-		if ours && isRateLimitHeader(k) || sluiceHeader(k) {
+		if !relayed(k) || ours && isRateLimitHeader(k) || sluiceHeader(k) {
 			continue
 		}
 		dst[k] = vv
 	}
-	removeHopHeaders(dst)
-	for _, k := range []string{"Content-Length", "Set-Cookie", "Retry-After", "Retry-After-Ms"} {
-		dst.Del(k)
-	}
 	scrub.headers(dst)
-}
-
-func removeHopHeaders(h http.Header) {
-	for _, f := range h.Values("Connection") {
-		for _, name := range strings.Split(f, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
 }
 
 // countFields is the number of header fields in h.

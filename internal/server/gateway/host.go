@@ -57,6 +57,9 @@ type Host struct {
 	dash     *dashboard.Recorder
 	dashStop context.CancelFunc // under mu; nil until Serve
 	token    string
+	// adminConns caps the admin listener's connections
+	// (admin.max_connections).
+	adminConns int
 
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
@@ -96,7 +99,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
-		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken()}
+		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections()}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
@@ -151,9 +154,13 @@ func (h *Host) AdminHandler() http.Handler {
 
 // Serve serves the client API on client and the admin API on admin until
 // Shutdown. The client listener takes at most server.max_connections
-// connections at once; past that, new ones wait in the kernel's accept
-// queue rather than cost the process memory. It returns the first
-// listener's error other than a shutdown.
+// connections at once, the admin listener admin.max_connections; past
+// that, new ones wait in the kernel's accept queue rather than cost the
+// process memory and file descriptors (so idle admin connections cannot
+// take those the client API needs). A listener on loopback answers only
+// to this machine's names and server.allowed_hosts, and the client API
+// refuses other web origins than server.cors allows (browser.go). It
+// returns the first listener's error other than a shutdown.
 func (h *Host) Serve(client, admin net.Listener) error {
 	errLog := slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 	newServer := func(handler http.Handler) *http.Server {
@@ -168,12 +175,13 @@ func (h *Host) Serve(client, admin net.Listener) error {
 	}
 	h.mu.Lock()
 	h.startDashboard()
-	api, adm := newServer(h), newServer(h.AdminHandler())
+	api := newServer(hostGuard(client, h.server.AllowedHosts, corsGuard(h.server.CORS, h), refuseClientHost))
+	adm := newServer(hostGuard(admin, h.server.AllowedHosts, h.AdminHandler(), refuseAdminHost))
 	h.servers = []*http.Server{api, adm}
 	h.mu.Unlock()
 	errc := make(chan error, 2)
 	go func() { errc <- api.Serve(LimitListener(client, h.server.MaxConnections)) }()
-	go func() { errc <- adm.Serve(admin) }()
+	go func() { errc <- adm.Serve(LimitListener(admin, h.adminConns)) }()
 	for range 2 {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -193,7 +201,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 		h.metrics.Reloads.WithLabelValues("refused").Inc()
 		return err
 	}
-	if cfg.Server.WithDefaults() != h.server {
+	if !reflect.DeepEqual(cfg.Server.WithDefaults(), h.server) {
 		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
 	}
 	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {

@@ -112,7 +112,7 @@ func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *mo
 	if !ok {
 		x.model = "unknown"
 		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
-			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.modelNames, ", ")), 0)
+			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.usableModels(x), ", ")), 0)
 		return nil, nil, false
 	}
 	x.model, x.requested = m.name, m.name

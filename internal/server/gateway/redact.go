@@ -148,3 +148,219 @@ func (k keyScrub) logSafe(v string) string {
 func notIDChar(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:[]", r))
 }
+
+// A stream's answer comes a few characters an event, so a secret a
+// provider echoes (a model made to repeat its key) is split across
+// events, with JSON between the parts: no one event holds it whole.
+// eventScrub follows the answer's text from event to event: when the
+// text at an event's end could begin a secret (minHeld bytes of one or
+// more), the event is held back until the text that follows shows whether
+// it does; if it does, every part of the secret is blanked, in the held
+// events and the new one, before any of them goes on. Text that cannot
+// begin a secret costs nothing; text that could is late by an event.
+// The answer's text is the string values of the fields that carry it in
+// OpenAI's and Anthropic's streams (textFields); a secret split across
+// two choices of one stream (n > 1) is not followed.
+
+// minHeld is the shortest start of a secret an event is held back for.
+// Shorter ones ("sk") begin too much ordinary text to hold every such
+// event; the rest of the secret, in the events after, is blanked all
+// the same when it follows held text, and what a client could see is at
+// most minHeld-1 bytes of its start.
+const minHeld = 3
+
+// textFields are the JSON fields whose string values carry a streamed
+// answer's text: chat and completion deltas, tool-call arguments,
+// Anthropic's text, thinking and partial_json deltas, and the Responses
+// API's delta events.
+var textFields = [][]byte{
+	[]byte(`"content"`), []byte(`"text"`), []byte(`"arguments"`), []byte(`"refusal"`),
+	[]byte(`"partial_json"`), []byte(`"thinking"`), []byte(`"delta"`),
+}
+
+// eventScrub is one stream's cross-event scrubbing state.
+type eventScrub struct {
+	held []byte // events held back, whole, in order
+	// text is the answer's text so far, at most a secret's length less
+	// one, that could begin a secret; pos, where each of its bytes is in
+	// held, or -1 for one that has gone out.
+	text    []byte
+	pos     []int
+	out     []byte // what events returns when it is not p itself
+	scratch []byte
+}
+
+// events scrubs whole events p, in place and across events (see above),
+// and returns what goes on: p, or its own bytes when events are held or
+// released.
+func (s *eventScrub) events(k keyScrub, p []byte) []byte {
+	if len(k.keys) == 0 {
+		return p
+	}
+	k.scrub(p)
+	own := len(s.held) > 0
+	s.out = s.out[:0]
+	for off := 0; off < len(p); {
+		e := p[off : off+eventEnd(p[off:])]
+		fs, fe, ls, le := textPieces(e)
+		// The text so far, and the event's first piece after it.
+		cont := s.scratch[:0]
+		if len(s.text) > 0 && fs >= 0 {
+			cont = append(append(cont, s.text...), e[fs:fe]...)
+			s.blankAcross(k, cont, e, fs)
+		}
+		s.scratch = cont
+		// The text at the event's end that could begin a secret, and how
+		// many of its bytes came before the event.
+		var tail []byte
+		before := 0
+		switch {
+		case fs < 0:
+			// No text (a role, a finish, a block's end, the
+			// terminator): the answer's text has ended, and what is
+			// held goes on before it, so nothing is held at the end.
+		case ls == fs && len(s.text) > 0:
+			n := k.partial(cont)
+			tail, before = cont[len(cont)-n:], max(0, len(s.text)-(len(cont)-n))
+		default:
+			tail = e[ls:le]
+			tail = tail[len(tail)-k.partial(tail):]
+		}
+		keepHeld := false // the tail begins in held events, still held
+		for _, q := range s.pos[len(s.pos)-before:] {
+			keepHeld = keepHeld || q >= 0
+		}
+		hold := len(tail) >= minHeld
+		keepHeld = keepHeld && hold
+		if hold && !own {
+			s.out, own = append(s.out, p[:off]...), true
+		}
+		if own && !keepHeld {
+			s.out = append(s.out, s.held...)
+		}
+		// The new text's positions: those from before (-1 once gone
+		// out), then the event's own, at their place in held.
+		pos := append(s.pos[:0], s.pos[len(s.pos)-before:]...)
+		if !keepHeld {
+			s.held = s.held[:0]
+			for i := range pos {
+				pos[i] = -1
+			}
+		}
+		base := len(s.held)
+		if !hold {
+			base = -1 // e goes on now
+		}
+		for i := le - (len(tail) - before); i < le; i++ {
+			if base < 0 {
+				pos = append(pos, -1)
+			} else {
+				pos = append(pos, base+i)
+			}
+		}
+		if hold {
+			s.held = append(s.held, e...)
+		} else if own {
+			s.out = append(s.out, e...)
+		}
+		s.text = append(s.text[:0], tail...)
+		s.pos = pos
+		off += len(e)
+	}
+	if !own {
+		return p
+	}
+	return s.out
+}
+
+// blankAcross blanks every secret in cont (the held text, then piece
+// e[at:] of event e) that begins in the held text: its bytes in held and
+// in e become asterisks.
+func (s *eventScrub) blankAcross(k keyScrub, cont, e []byte, at int) {
+	for _, key := range k.keys {
+		for i := 0; i < len(s.text); i++ {
+			if !bytes.HasPrefix(cont[i:], key) {
+				continue
+			}
+			for j := i; j < i+len(key); j++ {
+				if j < len(s.text) {
+					if s.pos[j] >= 0 {
+						s.held[s.pos[j]] = '*'
+					}
+				} else {
+					e[at+j-len(s.text)] = '*'
+				}
+			}
+		}
+	}
+}
+
+// flush is what is still held when the stream ends: it goes out, since
+// nothing followed to complete a secret. Only a stream whose last event
+// ends in text holds anything then (an event without text releases what
+// is held), so nothing a filter before adds at the end (a trailer) comes
+// before the events it follows.
+func (s *eventScrub) flush() []byte {
+	out := s.held
+	s.held, s.text, s.pos = nil, nil, nil
+	return out
+}
+
+// part passes on part of an event too long to hold, after the events
+// held before it: a part is not followed across.
+func (s *eventScrub) part(k keyScrub, p []byte) []byte {
+	k.scrub(p)
+	if len(s.held) == 0 {
+		return p
+	}
+	s.out = append(append(s.out[:0], s.held...), p...)
+	s.held, s.text, s.pos = s.held[:0], s.text[:0], s.pos[:0]
+	return s.out
+}
+
+// textPieces finds the answer text in event e: the first and last string
+// values of textFields, as [fs:fe] and [ls:le] (raw, escapes and all);
+// -1s when there are none.
+func textPieces(e []byte) (fs, fe, ls, le int) {
+	fs, fe, ls, le = -1, -1, -1, -1
+	for _, f := range textFields {
+		for from := 0; ; {
+			i := bytes.Index(e[from:], f)
+			if i < 0 {
+				break
+			}
+			i += from + len(f)
+			from = i
+			// : and the opening quote, with any spaces between.
+			for i < len(e) && (e[i] == ' ' || e[i] == '\t') {
+				i++
+			}
+			if i >= len(e) || e[i] != ':' {
+				continue
+			}
+			i++
+			for i < len(e) && (e[i] == ' ' || e[i] == '\t') {
+				i++
+			}
+			if i >= len(e) || e[i] != '"' {
+				continue
+			}
+			start := i + 1
+			end := start
+			for end < len(e) && e[end] != '"' {
+				if e[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			end = min(end, len(e))
+			if fs < 0 || start < fs {
+				fs, fe = start, end
+			}
+			if start > ls {
+				ls, le = start, end
+			}
+		}
+	}
+	return
+}

@@ -270,17 +270,23 @@ func eventEnd(b []byte) int {
 }
 
 // scrubFilter blanks the provider's secrets out of what goes to the
-// client, in place (keyScrub.scrub). Of a part of an event too long to
-// hold it holds back the bytes that could begin a secret, until the next
-// part shows whether they do.
+// client, in place (keyScrub.scrub), and across events (eventScrub,
+// redact.go). Of a part of an event too long to hold it holds back the
+// bytes that could begin a secret, until the next part shows whether
+// they do.
 type scrubFilter struct {
 	passThrough
-	k keyScrub
+	k     keyScrub
+	cross eventScrub
 }
 
-func (f *scrubFilter) events(p []byte, _ bool) ([]byte, error) {
-	f.k.scrub(p)
-	return p, nil
+func (f *scrubFilter) events(p []byte, whole bool) ([]byte, error) {
+	if !whole {
+		return f.cross.part(f.k, p), nil
+	}
+	return f.cross.events(f.k, p), nil
 }
+
+func (f *scrubFilter) end(err error) ([]byte, error) { return f.cross.flush(), err }
 
 func (f *scrubFilter) holdBack(part []byte) int { return f.k.partial(part) }

@@ -34,8 +34,23 @@ import (
 // tracerName is the instrumentation scope of Sluice's spans.
 const tracerName = "github.com/sluice-gw/sluice/internal/server/gateway"
 
-// propagator reads and writes W3C traceparent and tracestate headers.
-var propagator = propagation.TraceContext{}
+// propagator reads the client's W3C traceparent (and tracestate, kept on
+// the request's span for the operator's collector) and writes only a
+// traceparent upstream: a tracestate is the client's tracing vendor's
+// data (account ids, sampling hints), which a provider has no business
+// with, so it stops at the gateway like the client's other headers.
+var propagator = parentOnly{}
+
+// parentOnly is W3C trace context that injects the traceparent alone.
+type parentOnly struct{ propagation.TraceContext }
+
+func (p parentOnly) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	var m propagation.MapCarrier = map[string]string{}
+	p.TraceContext.Inject(ctx, m)
+	if tp := m.Get("traceparent"); tp != "" {
+		carrier.Set("traceparent", tp)
+	}
+}
 
 // NewTracerProvider builds the OpenTelemetry SDK's tracer provider for a
 // config that turns tracing on: a batching OTLP/HTTP exporter to the

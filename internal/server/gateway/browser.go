@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// A browser is a client too. Any web page the operator opens can send a
+// request to a gateway on loopback; it cannot read the answer unless the
+// gateway allows its origin, but a "simple" request (a form or text/plain
+// POST, which needs no preflight) still runs, and spends the provider's
+// key. A page whose name the attacker points at 127.0.0.1 (DNS
+// rebinding) is not even cross-origin, and reads the answers. So:
+//
+//   - on a listener bound to loopback, client or admin, only requests
+//     whose Host names this machine (localhost, *.localhost, a loopback
+//     address) or one of server.allowed_hosts are served; others get 421
+//     (hostGuard);
+//   - on the client listener, a request whose Origin names another site
+//     is refused with 403 unless server.cors allows that origin, whose
+//     preflights are then answered (corsGuard);
+//   - a POST whose Content-Type is one a page may send anywhere without
+//     a preflight (text/plain, a form) is refused with 415: the API takes
+//     JSON (corsGuard).
+
+// hostGuard serves next only for requests whose Host header names this
+// machine or one of allowed, when l listens on loopback; elsewhere the
+// Host header is not a defence (the port is reachable by name or not at
+// all) and next serves everything. refuse writes the refusal.
+func hostGuard(l net.Listener, allowed []string, next http.Handler, refuse func(w http.ResponseWriter, r *http.Request, msg string)) http.Handler {
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok || !a.IP.IsLoopback() {
+		return next
+	}
+	names := make(map[string]bool, len(allowed))
+	for _, n := range allowed {
+		names[hostName(n)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !localHost(r.Host, names) {
+			refuse(w, r, fmt.Sprintf("Host %q is not a name this gateway answers to: it listens on loopback, and answers only to localhost, 127.0.0.1, [::1] and the names in server.allowed_hosts (so that a web page whose name points at 127.0.0.1 cannot call it); to allow this name, add %q to server.allowed_hosts",
+				short(r.Host), hostName(r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localHost reports whether a Host header value names this machine or
+// one of names. An empty Host (HTTP/1.0) comes from no browser.
+func localHost(hostport string, names map[string]bool) bool {
+	if hostport == "" {
+		return true
+	}
+	h := hostName(hostport)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || names[h] {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostName is the name in a Host header value or an allowed_hosts entry:
+// without port or brackets, lower-case, without a trailing dot.
+func hostName(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+}
+
+// short bounds a client's value quoted in a message.
+func short(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
+}
+
+// refuseClientHost answers a client request with a Host it may not use:
+// 421, in the API's error shape.
+func refuseClientHost(w http.ResponseWriter, r *http.Request, msg string) {
+	writeErrorStatus(w, dialectOf(r), protocol.Forbidden, http.StatusMisdirectedRequest, msg)
+}
+
+// refuseAdminHost answers an admin request with a Host it may not use.
+func refuseAdminHost(w http.ResponseWriter, _ *http.Request, msg string) {
+	http.Error(w, msg+"\n", http.StatusMisdirectedRequest)
+}
+
+// writeErrorStatus writes an error of kind k in d's shape with status,
+// for the statuses the API's kinds do not have (421, 415).
+func writeErrorStatus(w http.ResponseWriter, d protocol.Dialect, k protocol.Kind, status int, msg string) {
+	body := d.ErrorBodyParam(k, msg, "")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// corsGuard refuses the client requests a web page of another origin
+// sends, unless c allows that origin, and answers the allowed origins'
+// preflights; it refuses every POST with a Content-Type that needs no
+// preflight (simpleType).
+func corsGuard(c config.CORS, next http.Handler) http.Handler {
+	maxAge := strconv.FormatInt(int64(c.Age().Seconds()), 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
+			if !c.Allows(origin) {
+				writeErrorStatus(w, dialectOf(r), protocol.Forbidden, http.StatusForbidden, fmt.Sprintf(
+					"requests from web pages at %s are refused: a web page may call this gateway only when server.cors.allowed_origins names its origin; to allow it, add %q to server.cors.allowed_origins",
+					short(origin), short(origin)))
+				return
+			}
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST")
+				if rh := r.Header.Get("Access-Control-Request-Headers"); rh != "" && len(rh) <= 2048 && headerList(rh) {
+					h.Set("Access-Control-Allow-Headers", rh)
+				}
+				h.Set("Access-Control-Max-Age", maxAge)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			// The answer's own headers (X-Sluice-*, Retry-After, the
+			// provider's request id and rate limits) are readable too.
+			h.Set("Access-Control-Expose-Headers", "*")
+		}
+		if r.Method == http.MethodPost && simpleType(r.Header.Get("Content-Type")) {
+			writeErrorStatus(w, dialectOf(r), protocol.InvalidRequest, http.StatusUnsupportedMediaType, fmt.Sprintf(
+				"Content-Type %s is refused: the API takes JSON; send Content-Type: application/json (a web page may send a form or text/plain body to any site without asking, so those are refused)",
+				short(r.Header.Get("Content-Type"))))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin reports whether origin is the page's own site, host (the
+// Host header) served with either scheme.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// simpleType reports whether a Content-Type is one of those a web page
+// may send to another site without a preflight (the Fetch standard's
+// CORS-safelisted request header).
+func simpleType(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		// A browser sends what the page wrote; one the gateway cannot
+		// parse, it refuses too.
+		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	}
+	switch mt {
+	case "text/plain", "application/x-www-form-urlencoded", "multipart/form-data":
+		return true
+	}
+	return false
+}
+
+// headerList reports whether v is a comma-separated list of header
+// names, fit to echo in Access-Control-Allow-Headers.
+func headerList(v string) bool {
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return false
+		}
+		for i := 0; i < len(f); i++ {
+			c := f[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+				return false
+			}
+		}
+	}
+	return true
+}

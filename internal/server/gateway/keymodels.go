@@ -1,0 +1,18 @@
+package gateway
+
+// usableModels is the names of the models x's key may use, in order:
+// every model without keys or for a key without a model list. A refusal
+// that lists models lists these, so that it tells a client of no model
+// its key may not use.
+func (g *Gateway) usableModels(x *exchange) []string {
+	if x.key == nil || x.key.models == nil {
+		return g.modelNames
+	}
+	var out []string
+	for _, n := range g.modelNames {
+		if x.key.models[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
