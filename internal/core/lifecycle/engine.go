@@ -187,6 +187,10 @@ type Request struct {
 	// that generates none, such as embeddings). They set what the
 	// request reserves of its budgets, and its lane.
 	InputTokens, MaxOutput int64
+	// Choices is how many answers the request asks for, each up to
+	// MaxOutput (OpenAI's n, or best_of when larger): it reserves that
+	// many allowances. 0 or 1: one.
+	Choices int64
 	// DefaultOutput replaces Budgets.OutputReserve for a request that
 	// names no max_tokens, when positive (Route.DefaultOutput).
 	DefaultOutput int64
