@@ -294,24 +294,28 @@ func (bk *books) charge(now time.Time, r Request, i int) int64 {
 	return n
 }
 
-// used is what a call that ended with o used, for settlement: the
-// provider's count when it gave one; else what the host counted of the
-// answer, with the input estimate; else, for an answer with nothing
-// counted, the whole output reservation (nothing less can be assumed);
-// else, a call that failed before answering, nothing but the request.
+// used is what a call that ended with o used, for settlement. Its
+// input is the provider's count when it gave one (Outcome.InputTokens),
+// else the request's estimate. Its output is the provider's count when
+// it gave one; else what the host counted of the answer, however the
+// call ended (a stream cut after 20 tokens used 20); else, for an answer
+// with nothing counted, the whole output reservation (nothing less can
+// be assumed); else, a call that failed before answering, nothing but
+// the request and the input the provider said it read.
 func (bk *books) used(r Request, o Outcome) quota.Cost {
 	c := bk.cost(r)
 	u := quota.Cost{Requests: 1, OutputTokens: int64(o.OutputTokens)}
+	in := c.InputTokens
+	if o.InputTokens > 0 {
+		in = o.InputTokens
+	}
 	switch {
-	case o.UsageKnown:
-		u.InputTokens = o.InputTokens
-		if u.InputTokens <= 0 {
-			u.InputTokens = c.InputTokens
-		}
-	case o.OutputTokens > 0:
-		u.InputTokens = c.InputTokens // it was read: the answer began
+	case o.UsageKnown || o.OutputTokens > 0:
+		u.InputTokens = in // it was read: the answer began
 	case o.Kind == OK:
-		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
+		u.InputTokens, u.OutputTokens = in, c.OutputTokens
+	case o.InputTokens > 0:
+		u.InputTokens = in
 	}
 	// No answer can be longer than the max_tokens it was asked with (n
 	// answers, n times that): a count past it is the provider's error,

@@ -257,10 +257,11 @@ type Outcome struct {
 	Status int
 	// OutputTokens, when known, lets the TPOT signal divide generation
 	// time by tokens; with InputTokens it settles the request's budgets.
-	// UsageKnown says the provider reported its usage (an InputTokens of
-	// 0 then means it reported output only); otherwise OutputTokens is
-	// what the host counted of a partial or unreported answer, 0 if
-	// nothing.
+	// UsageKnown says the provider reported its output count; otherwise
+	// OutputTokens is what the host counted of a partial or unreported
+	// answer, 0 if nothing. InputTokens, when positive, is the
+	// provider's count of the input, which settles it whatever else the
+	// provider reported (a stream cut before its final usage included).
 	OutputTokens int
 	InputTokens  int64
 	UsageKnown   bool

@@ -19,6 +19,20 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 	return decodeAnswer(body)
 }
 
+// AnswerUsage is OutputTokens and InputOf in one pass over the answer.
+func AnswerUsage(body []byte) (n int, found, valid bool, finish string, input int64, inputFound bool) {
+	if a, ok := scanAnswer(body); ok {
+		n, found, valid, finish = a.result()
+		input, inputFound = a.input()
+		return n, found, valid, finish, input, inputFound
+	}
+	n, found, valid, finish = decodeAnswer(body)
+	if found {
+		input, inputFound = decodeFields(body).input()
+	}
+	return n, found, valid, finish, input, inputFound
+}
+
 // InputOf reads the input token count of a whole JSON answer's usage,
 // as StreamUsage.InputTokens does for a stream: prompt_tokens (OpenAI),
 // or input_tokens with Anthropic's cache reads and writes added; found
