@@ -90,3 +90,12 @@ func TestSharedKeyReserved(t *testing.T) {
 		t.Fatalf("reserved %v after the answer, want none", got)
 	}
 }
+
+// A request degraded to another model keeps the answers it asked for.
+func TestDegradeKeepsChoices(t *testing.T) {
+	r := Request{Key: 1, MaxOutput: 100, Choices: 4}
+	got := Degrading{To: "small"}.Apply(r, Route{}, at(0), 0)
+	if got.Choices != 4 || got.MaxOutput != 100 {
+		t.Fatalf("degraded request asks for %d answers of %d, want 4 of 100", got.Choices, got.MaxOutput)
+	}
+}
