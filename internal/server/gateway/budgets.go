@@ -24,7 +24,9 @@ import (
 // turns are not counted again), and the engine reserves them, with the
 // request's max_tokens, from the key's budget (lifecycle/budgets.go).
 // The answer's usage settles the reservation. Without any of those,
-// nothing is counted and the path costs nothing more.
+// nothing is counted and the path costs nothing more; the provider's
+// reported usage, which costs nothing to read, is exported either way
+// (account).
 
 // usesTokens reports whether a config needs input tokens counted.
 func usesTokens(cfg *config.Config) bool {
