@@ -155,6 +155,7 @@ func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 	stream := r.sc.Clients.Stream
 	req := fl.route.Request(q.pri, stream, now, deadline)
 	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
+	req.Choices = 1 // simulated clients ask for one answer
 	q.targets = fl.route.Targets
 	if d := fl.route.Degrade; d != nil {
 		dg := lifecycle.Degrade(req, r.degradeAsk(q, d))

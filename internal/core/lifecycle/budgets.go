@@ -159,24 +159,43 @@ func (bk *books) lane(r Request) int {
 	return 0
 }
 
-// cost is what r reserves: a request that names no max_tokens reserves
-// the default allowance, or its key's whole output budget if that is
-// less (its settlement charges what it used either way).
+// cost is what r reserves: its max_tokens once for each answer it asks
+// for (Choices: n = 10 with max_tokens 100 may well use 1,000). A
+// request that names no max_tokens reserves the default allowance per
+// answer, or its key's whole output budget if that is less (its
+// settlement charges what it used either way).
 func (bk *books) cost(r Request) quota.Cost {
 	out := r.MaxOutput
 	switch {
 	case out == NoOutput:
 		out = 0
 	case out <= 0:
-		out = bk.reserve
+		out = choices(bk.reserve, r.Choices)
 		if r.DefaultOutput > 0 {
-			out = r.DefaultOutput
+			out = choices(r.DefaultOutput, r.Choices)
 		}
 		if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
 			out = min(out, bk.outCap[k])
 		}
+	default:
+		out = choices(out, r.Choices)
 	}
 	return quota.Cost{Requests: 1, InputTokens: max(r.InputTokens, 0), OutputTokens: out}
+}
+
+// maxReserve bounds one request's output reservation, so that a huge
+// max_tokens times a huge n cannot overflow: far past any budget.
+const maxReserve = 1 << 50
+
+// choices is an allowance of out tokens for each of n answers.
+func choices(out, n int64) int64 {
+	if n <= 1 {
+		return out
+	}
+	if out > maxReserve/n {
+		return maxReserve
+	}
+	return out * n
 }
 
 // targetBudgets returns the budgets of target i of r: its provider's and
@@ -237,9 +256,10 @@ func (bk *books) reserveFor(now time.Time, r Request) (admission.Refusal, quota.
 	return admission.Refusal{}, quota.Verdict{OK: true}, true
 }
 
-// hold adds sign·c to what r's key holds reserved.
+// hold adds sign·c to what r's key holds reserved: of its own budget,
+// or, with SharedKeys, of the fleet's (this replica's requests only).
 func (bk *books) hold(r Request, c quota.Cost, sign int64) {
-	if bk.key(r.Key) == nil {
+	if r.Key < 1 || r.Key > len(bk.reserved) {
 		return
 	}
 	h := &bk.reserved[r.Key-1]
@@ -253,8 +273,8 @@ func (bk *books) refund(now time.Time, r Request) {
 	c := bk.cost(r)
 	if kb := bk.key(r.Key); kb != nil {
 		kb.Refund(now, c)
-		bk.hold(r, c, -1)
 	}
+	bk.hold(r, c, -1)
 	if bk.isLarge(r) && bk.large != nil {
 		bk.large.Refund(now, c)
 	}
@@ -274,27 +294,32 @@ func (bk *books) charge(now time.Time, r Request, i int) int64 {
 	return n
 }
 
-// used is what a call that ended with o used, for settlement: the
-// provider's count when it gave one; else what the host counted of the
-// answer, with the input estimate; else, for an answer with nothing
-// counted, the whole output reservation (nothing less can be assumed);
-// else, a call that failed before answering, nothing but the request.
+// used is what a call that ended with o used, for settlement. Its
+// input is the provider's count when it gave one (Outcome.InputTokens),
+// else the request's estimate. Its output is the provider's count when
+// it gave one; else what the host counted of the answer, however the
+// call ended (a stream cut after 20 tokens used 20); else, for an answer
+// with nothing counted, the whole output reservation (nothing less can
+// be assumed); else, a call that failed before answering, nothing but
+// the request and the input the provider said it read.
 func (bk *books) used(r Request, o Outcome) quota.Cost {
 	c := bk.cost(r)
 	u := quota.Cost{Requests: 1, OutputTokens: int64(o.OutputTokens)}
-	switch {
-	case o.UsageKnown:
-		u.InputTokens = o.InputTokens
-		if u.InputTokens <= 0 {
-			u.InputTokens = c.InputTokens
-		}
-	case o.OutputTokens > 0:
-		u.InputTokens = c.InputTokens // it was read: the answer began
-	case o.Kind == OK:
-		u.InputTokens, u.OutputTokens = c.InputTokens, c.OutputTokens
+	in := c.InputTokens
+	if o.InputTokens > 0 {
+		in = o.InputTokens
 	}
-	// No answer can be longer than the max_tokens it was asked with: a
-	// count past it is the provider's error, not the key's cost.
+	switch {
+	case o.UsageKnown || o.OutputTokens > 0:
+		u.InputTokens = in // it was read: the answer began
+	case o.Kind == OK:
+		u.InputTokens, u.OutputTokens = in, c.OutputTokens
+	case o.InputTokens > 0:
+		u.InputTokens = in
+	}
+	// No answer can be longer than the max_tokens it was asked with (n
+	// answers, n times that): a count past it is the provider's error,
+	// not the key's cost.
 	if r.MaxOutput > 0 || r.MaxOutput == NoOutput {
 		u.OutputTokens = min(u.OutputTokens, c.OutputTokens)
 	}
@@ -318,8 +343,8 @@ func (bk *books) settleRequest(now time.Time, r Request, o Outcome) {
 	c, u := bk.cost(r), bk.used(r, o)
 	if kb := bk.key(r.Key); kb != nil {
 		kb.Settle(now, c, u)
-		bk.hold(r, c, -1)
 	}
+	bk.hold(r, c, -1)
 	if bk.isLarge(r) && bk.large != nil {
 		bk.large.Settle(now, c, u)
 	}
@@ -373,6 +398,16 @@ func (e *Engine) Reservation(r Request) quota.Cost { return e.books.cost(r) }
 
 // Used: see Reservation.
 func (e *Engine) Used(r Request, o Outcome) quota.Cost { return e.books.used(r, o) }
+
+// KeyReserved is what requests in this gateway hold of key k's budget
+// now, in each dimension (indexed by quota.Dimension): with SharedKeys,
+// of the fleet's shared budget, which BudgetStats does not report.
+func (e *Engine) KeyReserved(k int) (r [3]int64) {
+	if k >= 1 && k <= len(e.books.reserved) {
+		r = e.books.reserved[k-1]
+	}
+	return r
+}
 
 // BudgetLow reports whether a budget's status has less than below of its
 // burst left in some limited dimension (ShouldDegrade's test).

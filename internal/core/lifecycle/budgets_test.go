@@ -190,6 +190,9 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 			default:
 				in, out = 0, int64(o.OutputTokens)
 			}
+			if o.InputTokens > 0 {
+				in = o.InputTokens // the provider's input count settles the input, however it ended
+			}
 			if r.MaxOutput > 0 {
 				out = min(out, r.MaxOutput) // no answer is longer than it was allowed
 			}

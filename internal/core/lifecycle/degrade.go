@@ -86,7 +86,7 @@ func Degrade(r Request, a DegradeAsk) Degrading {
 func (d Degrading) Apply(r Request, to Route, arrived time.Time, clientTimeout time.Duration) Request {
 	if d.To != "" {
 		next := to.Request(r.Priority, r.Stream, arrived, clientTimeout)
-		next.Key, next.InputTokens, next.MaxOutput = r.Key, r.InputTokens, r.MaxOutput
+		next.Key, next.InputTokens, next.MaxOutput, next.Choices = r.Key, r.InputTokens, r.MaxOutput, r.Choices
 		r = next
 		r.Degraded = true
 	}

@@ -196,6 +196,10 @@ type Request struct {
 	// that generates none, such as embeddings). They set what the
 	// request reserves of its budgets, and its lane.
 	InputTokens, MaxOutput int64
+	// Choices is how many answers the request asks for, each up to
+	// MaxOutput (OpenAI's n, or best_of when larger): it reserves that
+	// many allowances. 0 or 1: one.
+	Choices int64
 	// DefaultOutput replaces Budgets.OutputReserve for a request that
 	// names no max_tokens, when positive (Route.DefaultOutput).
 	DefaultOutput int64
@@ -262,10 +266,11 @@ type Outcome struct {
 	Status int
 	// OutputTokens, when known, lets the TPOT signal divide generation
 	// time by tokens; with InputTokens it settles the request's budgets.
-	// UsageKnown says the provider reported its usage (an InputTokens of
-	// 0 then means it reported output only); otherwise OutputTokens is
-	// what the host counted of a partial or unreported answer, 0 if
-	// nothing.
+	// UsageKnown says the provider reported its output count; otherwise
+	// OutputTokens is what the host counted of a partial or unreported
+	// answer, 0 if nothing. InputTokens, when positive, is the
+	// provider's count of the input, which settles it whatever else the
+	// provider reported (a stream cut before its final usage included).
 	OutputTokens int
 	InputTokens  int64
 	UsageKnown   bool

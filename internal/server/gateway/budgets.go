@@ -24,7 +24,9 @@ import (
 // turns are not counted again), and the engine reserves them, with the
 // request's max_tokens, from the key's budget (lifecycle/budgets.go).
 // The answer's usage settles the reservation. Without any of those,
-// nothing is counted and the path costs nothing more.
+// nothing is counted and the path costs nothing more; the provider's
+// reported usage, which costs nothing to read, is exported either way
+// (account).
 
 // usesTokens reports whether a config needs input tokens counted.
 func usesTokens(cfg *config.Config) bool {
@@ -310,27 +312,47 @@ func (g *Gateway) quotas() []metrics.Quota {
 	return out
 }
 
-// account records an answered request's tokens and cost.
+// account records the tokens and cost of a request whose provider
+// answered (a 2xx), however it ended: answered, cut by the provider,
+// abandoned by the client or by its deadline. The provider's reported
+// usage is free to read, so it is recorded whatever the configuration;
+// Sluice's own input count exists only when something needs tokens
+// counted (usesTokens), and is recorded then, where the provider
+// reported none. The output is the provider's count, or else what was
+// counted of the relayed stream. Cost uses the same figures: the
+// provider's input count when it gave one. Both metrics label model
+// with the client-facing name and provider with the provider; the cost
+// adds upstream_model, the name prices are keyed by.
 func (g *Gateway) account(x *exchange) {
-	if x.outcome != outcomeOK || !g.countTokens || x.borrowed {
+	if x.borrowed || x.upstreamStatus/100 != 2 {
 		return
 	}
 	key := "-"
 	if x.key != nil {
 		key = x.key.name
 	}
-	in := "counted"
+	model := x.model
+	if model == "" {
+		model = "-"
+	}
+	in, inSource, haveIn := x.inputTokens, "counted", g.countTokens
 	if !x.exactCount {
-		in = "estimated"
+		inSource = "estimated"
+	}
+	if x.reportedInput > 0 {
+		in, inSource, haveIn = x.reportedInput, "reported", true
+		x.inputTokens = in // the log and the trace show the provider's count
 	}
 	out := "estimated"
 	if x.usageKnown {
 		out = "reported"
 	}
-	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "input", in).Add(float64(x.inputTokens))
-	g.metrics.Tokens.WithLabelValues(key, x.model, x.provider, "output", out).Add(float64(x.outputTokens))
+	if haveIn {
+		g.metrics.Tokens.WithLabelValues(key, model, x.provider, "input", inSource).Add(float64(in))
+	}
+	g.metrics.Tokens.WithLabelValues(key, model, x.provider, "output", out).Add(float64(x.outputTokens))
 	if p, ok := g.prices[x.upstreamModel]; ok {
-		x.cost = (float64(x.inputTokens)*p.Input + float64(x.outputTokens)*p.Output) / 1e6
-		g.metrics.Cost.WithLabelValues(key, x.upstreamModel).Add(x.cost)
+		x.cost = (float64(in)*p.Input + float64(x.outputTokens)*p.Output) / 1e6
+		g.metrics.Cost.WithLabelValues(key, model, x.provider, x.upstreamModel).Add(x.cost)
 	}
 }

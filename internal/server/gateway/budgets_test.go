@@ -50,7 +50,7 @@ func TestKeyBudgetAnswers(t *testing.T) {
 		`sluice_budget_remaining{dimension="requests",name="small",owner="key"} 0`,
 		`sluice_budget_reserved{dimension="input_tokens",name="small",owner="key"} 0`,
 		`sluice_budget_refusals_total{dimension="requests",key="small"} 1`,
-		`sluice_tokens_total{direction="input",key="small",model="mock-gpt",provider="mock-openai",source="estimated"}`,
+		`sluice_tokens_total{direction="input",key="small",model="mock-gpt",provider="mock-openai",source="reported"}`, // the mock reports prompt_tokens
 		`sluice_tokens_total{direction="output",key="small",model="mock-gpt",provider="mock-openai",source="reported"}`,
 	} {
 		if !strings.Contains(m, want) {

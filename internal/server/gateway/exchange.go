@@ -70,6 +70,10 @@ type exchange struct {
 	// (budgets.go); zero when nothing needs it counted.
 	inputTokens int64
 	exactCount  bool // inputTokens is in the model's own encoding
+	// reportedInput is the input count the provider's usage reported
+	// (0: none), which settles the key's input and is what the metrics
+	// and the log show when there is one.
+	reportedInput int64
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string

@@ -254,7 +254,9 @@ func (g *Gateway) settleShared(x *exchange, req lifecycle.Request, ran bool) {
 	g.fleet.status.Store(x.key.name, st)
 }
 
-// sharedQuotas reads the keys' shared budgets for the metrics.
+// sharedQuotas reads the keys' shared budgets for the metrics, with
+// what this replica's requests hold of each (the engine keeps that, as
+// it does for a budget of its own).
 func (g *Gateway) sharedQuotas() []metrics.Quota {
 	var out []metrics.Quota
 	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
@@ -267,9 +269,10 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 		if err != nil {
 			continue
 		}
+		held := g.runner.KeyReserved(k.index)
 		for d, s := range st {
 			if s.Limit > 0 {
-				out = append(out, metrics.Quota{Owner: "key", Name: k.name, Dimension: quota.Dimension(d).String(), Limit: s.Limit, Remaining: s.Remaining})
+				out = append(out, metrics.Quota{Owner: "key", Name: k.name, Dimension: quota.Dimension(d).String(), Limit: s.Limit, Remaining: s.Remaining, Reserved: held[d]})
 			}
 		}
 	}

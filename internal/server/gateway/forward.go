@@ -156,11 +156,16 @@ const (
 // endingOf is how the call whose answer the client got ended, in the
 // engine's terms (lifecycle.Ending), from what the exchange recorded.
 func endingOf(x *exchange) lifecycle.Ending {
-	e := lifecycle.Ending{Status: x.upstreamStatus, RetryAfter: x.retryAfter, Responses: x.endpoint.IsResponses(), UnknownModel: x.unknownModel}
+	// The usage goes with every kind: what the provider reported, or
+	// what was relayed of an answer cut short (by the provider, the
+	// deadline or the client), settles the key's budget, and a call
+	// that failed before answering has none. The provider's input
+	// count, when it gave one, settles the input.
+	e := lifecycle.Ending{Status: x.upstreamStatus, RetryAfter: x.retryAfter, Responses: x.endpoint.IsResponses(), UnknownModel: x.unknownModel,
+		OutputTokens: x.outputTokens, UsageKnown: x.usageKnown, InputTokens: x.reportedInput}
 	switch x.outcome {
 	case outcomeOK:
 		e.Kind, e.Invalid = lifecycle.EndAnswered, x.invalid
-		e.OutputTokens, e.UsageKnown = x.outputTokens, x.usageKnown
 		if x.cont.continued != "" {
 			// The call broke: its provider's breaker hears it, and the
 			// key pays the attempts' summed output.
@@ -173,7 +178,6 @@ func endingOf(x *exchange) lifecycle.Ending {
 		// and has already counted the call slow. What was relayed of the
 		// answer is charged to the key.
 		e.Kind = lifecycle.EndAbandoned
-		e.OutputTokens, e.UsageKnown = x.outputTokens, x.usageKnown
 	default:
 		switch {
 		case x.reason == reasonInvalidAnswer:

@@ -193,7 +193,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) *model {
 	ep := x.endpoint
 	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
-	req.MaxOutput = body.MaxTokens
+	req.MaxOutput, req.Choices = body.MaxTokens, protocol.Choices(ep, body.Raw()) // n answers reserve n x max_tokens
 	if !ep.Streams {
 		req.MaxOutput = lifecycle.NoOutput // embeddings generate no tokens
 	}

@@ -58,13 +58,15 @@ type Metrics struct {
 	Probes *prometheus.CounterVec
 	// Reloads counts configuration reloads, by result.
 	Reloads *prometheus.CounterVec
-	// Tokens counts tokens by key, model, provider and direction (input,
-	// output), and by source: reported by the provider, counted by Sluice
-	// with the model's own encoding, or estimated (an encoding close to,
-	// not the same as, the model's; see package tokens).
+	// Tokens counts tokens by key, model (client-facing), provider and
+	// direction (input, output), and by source: reported by the
+	// provider, counted by Sluice with the model's own encoding, or
+	// estimated (an encoding close to, not the same as, the model's; see
+	// package tokens; or the deltas of a relayed stream).
 	Tokens *prometheus.CounterVec
-	// Cost is the dollar cost of answers, by key and model, at the
-	// configured prices.
+	// Cost is the dollar cost of answers at the configured prices, by
+	// key, model (client-facing, as Tokens), provider and upstream model
+	// (the name prices are keyed by).
 	Cost *prometheus.CounterVec
 	// Degraded counts background requests served degraded under
 	// pressure instead of refused, by model and what they were served as.
@@ -207,12 +209,12 @@ func New() *Metrics {
 		}, []string{"result"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_tokens_total",
-			Help: "Tokens of answered requests, by key, model, provider, direction (input, output) and source: reported (by the provider), counted (by Sluice, in the model's own encoding) or estimated (in a close encoding, or counted from the relayed stream).",
+			Help: "Tokens of requests the provider answered, cut and cancelled streams included, by key, model (the client-facing name), provider, direction (input, output) and source: reported (by the provider), counted (by Sluice, in the model's own encoding) or estimated (in a close encoding, or counted from the relayed stream).",
 		}, []string{"key", "model", "provider", "direction", "source"}),
 		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_cost_total",
-			Help: "Cost in dollars of answered requests at the configured prices (prices:), by key and upstream model.",
-		}, []string{"key", "model"}),
+			Help: "Cost in dollars of requests the provider answered at the configured prices (prices:), by key, model (the client-facing name, as in sluice_tokens_total), provider and upstream_model (the provider's name for it, which prices are keyed by).",
+		}, []string{"key", "model", "provider", "upstream_model"}),
 		Degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_degraded_total",
 			Help: "Background requests served degraded under pressure instead of refused, by model and the model they were served with.",

@@ -273,6 +273,14 @@ func (r *Runner) Reservation(req lifecycle.Request) quota.Cost { return r.e.Rese
 // Used: see Reservation.
 func (r *Runner) Used(req lifecycle.Request, o lifecycle.Outcome) quota.Cost { return r.e.Used(req, o) }
 
+// KeyReserved reports what requests hold of key k's budget
+// (Engine.KeyReserved).
+func (r *Runner) KeyReserved(k int) [3]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.KeyReserved(k)
+}
+
 // KeyStatus reports key k's budget (Engine.KeyStatus).
 func (r *Runner) KeyStatus(k int) ([3]quota.Status, bool) {
 	r.mu.Lock()

@@ -5,7 +5,8 @@ import "strconv"
 // answerNames are the keys OutputTokens reads, at any level: a key that
 // matches one only without regard to case sends the answer to the
 // decoder, which matches keys that way.
-var answerNames = byteSlices([]string{"usage", "completion_tokens", "output_tokens", "choices", "finish_reason", "stop_reason"})
+var answerNames = byteSlices([]string{"usage", "completion_tokens", "output_tokens", "choices", "finish_reason", "stop_reason",
+	"prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"})
 
 // scanAnswer is OutputTokens' fast path, as scanBody is ParseBody's: one
 // validating pass and a walk of the few fields it reads, for an answer
@@ -40,6 +41,13 @@ func scanAnswer(raw []byte) (a answerFields, ok bool) {
 				case string(key) == "output_tokens":
 					a.outputTokens, a.haveOutput = wholeNumber(val)
 					return a.haveOutput
+				}
+				// Input counts (InputOf): one of another type is no
+				// count, as the decoder reads it raw.
+				for i, name := range inputNames {
+					if string(key) == name {
+						a.inputs[i], a.haveInputs[i] = wholeNumber(val)
+					}
 				}
 				return true
 			})
@@ -100,3 +108,6 @@ func plainValue(v []byte) (string, bool) {
 	}
 	return string(v[1 : len(v)-1]), true
 }
+
+// inputNames are answerFields.inputs' keys, in order.
+var inputNames = [4]string{"prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}

@@ -19,24 +19,63 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 	return decodeAnswer(body)
 }
 
+// AnswerUsage is OutputTokens and InputOf in one pass over the answer.
+func AnswerUsage(body []byte) (n int, found, valid bool, finish string, input int64, inputFound bool) {
+	if a, ok := scanAnswer(body); ok {
+		n, found, valid, finish = a.result()
+		input, inputFound = a.input()
+		return n, found, valid, finish, input, inputFound
+	}
+	n, found, valid, finish = decodeAnswer(body)
+	if found {
+		input, inputFound = decodeFields(body).input()
+	}
+	return n, found, valid, finish, input, inputFound
+}
+
+// InputOf reads the input token count of a whole JSON answer's usage,
+// as StreamUsage.InputTokens does for a stream: prompt_tokens (OpenAI),
+// or input_tokens with Anthropic's cache reads and writes added; found
+// is false when the answer reports none (or a count out of range).
+func InputOf(body []byte) (n int64, found bool) {
+	a, ok := scanAnswer(body)
+	if !ok {
+		a = decodeFields(body)
+	}
+	return a.input()
+}
+
 // decodeAnswer is OutputTokens with encoding/json: the reference, and the
 // path for every answer scanAnswer leaves to it.
 func decodeAnswer(body []byte) (n int, found, valid bool, finish string) {
-	var v struct {
-		Usage struct {
-			CompletionTokens *int `json:"completion_tokens"`
-			OutputTokens     *int `json:"output_tokens"`
-		} `json:"usage"`
-		// The first choice's (an array keeps the rest out, unallocated).
-		Choices [1]struct {
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		StopReason string `json:"stop_reason"`
-	}
+	var v answerJSON
 	if err := json.Unmarshal(body, &v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		return 0, false, errors.As(err, &typeErr), "" // well-formed, just not this shape
 	}
+	return v.fields().result()
+}
+
+// answerJSON is the shape decodeAnswer reads.
+type answerJSON struct {
+	Usage struct {
+		CompletionTokens *int `json:"completion_tokens"`
+		OutputTokens     *int `json:"output_tokens"`
+		// The input counts are read raw, so that one of another type
+		// costs only itself and not the output count.
+		PromptTokens json.RawMessage `json:"prompt_tokens"`
+		InputTokens  json.RawMessage `json:"input_tokens"`
+		CacheWrite   json.RawMessage `json:"cache_creation_input_tokens"`
+		CacheRead    json.RawMessage `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+	// The first choice's (an array keeps the rest out, unallocated).
+	Choices [1]struct {
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	StopReason string `json:"stop_reason"`
+}
+
+func (v *answerJSON) fields() answerFields {
 	a := answerFields{finishReason: v.Choices[0].FinishReason, stopReason: v.StopReason}
 	if v.Usage.CompletionTokens != nil {
 		a.completionTokens, a.haveCompletion = *v.Usage.CompletionTokens, true
@@ -44,7 +83,22 @@ func decodeAnswer(body []byte) (n int, found, valid bool, finish string) {
 	if v.Usage.OutputTokens != nil {
 		a.outputTokens, a.haveOutput = *v.Usage.OutputTokens, true
 	}
-	return a.result()
+	for i, raw := range [4]json.RawMessage{v.Usage.PromptTokens, v.Usage.InputTokens, v.Usage.CacheWrite, v.Usage.CacheRead} {
+		if raw != nil {
+			a.inputs[i], a.haveInputs[i] = wholeNumber(raw)
+		}
+	}
+	return a
+}
+
+// decodeFields is decodeAnswer's fields, for InputOf: none for a body
+// that is not an answer.
+func decodeFields(body []byte) answerFields {
+	var v answerJSON
+	if json.Unmarshal(body, &v) != nil {
+		return answerFields{}
+	}
+	return v.fields()
 }
 
 // answerFields are the fields of a whole answer OutputTokens reads; the
@@ -53,6 +107,31 @@ type answerFields struct {
 	completionTokens, outputTokens int
 	haveCompletion, haveOutput     bool
 	finishReason, stopReason       string
+	// inputs are prompt_tokens, input_tokens, cache_creation_input_tokens
+	// and cache_read_input_tokens, each when haveInputs says it was a
+	// whole number.
+	inputs     [4]int
+	haveInputs [4]bool
+}
+
+// input is InputOf's answer: prompt_tokens when the answer has it, else
+// input_tokens plus the cache counts; counts out of [0, MaxUsage] are
+// none.
+func (a answerFields) input() (int64, bool) {
+	ok := func(i int) bool { return a.haveInputs[i] && a.inputs[i] >= 0 && a.inputs[i] <= MaxUsage }
+	if ok(0) {
+		return int64(a.inputs[0]), true
+	}
+	if !ok(1) {
+		return 0, false
+	}
+	n := int64(a.inputs[1])
+	for _, i := range [2]int{2, 3} {
+		if ok(i) {
+			n += int64(a.inputs[i])
+		}
+	}
+	return min(n, MaxUsage), true
 }
 
 // result is OutputTokens' answer for an answer that is well-formed JSON.
@@ -83,10 +162,18 @@ const maxReason = 24
 const MaxUsage = 99_999_999
 
 // StreamUsage watches a relayed SSE stream, in whatever chunks it
-// arrives, for the output token count: the last completion_tokens or
-// output_tokens seen, or else the number of content deltas (OpenAI's
-// non-empty "content", Anthropic's text_delta and the Responses API's
-// response.output_text.delta), about one per token.
+// arrives, for its usage: the output token count (the last
+// completion_tokens or output_tokens seen, or else the number of content
+// deltas: OpenAI's non-empty "content", Anthropic's text_delta and the
+// Responses API's response.output_text.delta, about one per token) and
+// the input count the provider reported (prompt_tokens, or input_tokens
+// with Anthropic's cache reads and writes added).
+//
+// Anthropic's message_start carries a usage whose output_tokens (1) is
+// a placeholder: the final count comes in message_delta. A count read
+// inside message_start is therefore provisional, and a stream cut before
+// its message_delta is charged what was relayed (its deltas), not 1.
+//
 // It keeps only a short tail of the previous chunk, in fixed arrays, so
 // it allocates nothing per chunk.
 type StreamUsage struct {
@@ -95,14 +182,53 @@ type StreamUsage struct {
 	seam   [2 * tailLen]byte
 	tokens int
 	found  bool
+	// provisional is the output count read inside a message_start.
+	provisional int
+	// input holds the last prompt/input_tokens, cache_creation and
+	// cache_read counts read; haveInput says one was.
+	input     [3]int
+	haveInput bool
+	// phase is where in an Anthropic message the scan is: which of
+	// message_start or message_delta/message_stop it saw last.
+	phase  uint8
 	events int
 	// reason is the last finish_reason or stop_reason seen.
 	reason  [maxReason]byte
 	reasonN int
 }
 
+// StreamUsage.phase values.
+const (
+	phaseNone  = iota
+	phaseStart // inside message_start: its output count is provisional
+	phaseAfter // message_delta or message_stop seen: counts are final
+)
+
+// Which count a usage key carries.
+const (
+	fieldOutput = iota
+	fieldInput
+	fieldCacheWrite
+	fieldCacheRead
+)
+
 var (
-	usageKeys    = [][]byte{[]byte(`"completion_tokens":`), []byte(`"output_tokens":`)}
+	// tokensKey ends every usage key the scan reads; tokenKeys are what
+	// may stand before it, and the count each names.
+	tokensKey = []byte(`tokens":`)
+	tokenKeys = [...]struct {
+		name  []byte
+		field int
+	}{
+		{[]byte(`"completion_`), fieldOutput},
+		{[]byte(`"output_`), fieldOutput},
+		{[]byte(`"prompt_`), fieldInput},
+		{[]byte(`"input_`), fieldInput},
+		{[]byte(`"cache_creation_input_`), fieldCacheWrite},
+		{[]byte(`"cache_read_input_`), fieldCacheRead},
+	}
+	// messageType begins an Anthropic message event's type.
+	messageType  = []byte(`"type":"message_`)
 	reasonKeys   = [][]byte{[]byte(`"finish_reason":"`), []byte(`"stop_reason":"`)}
 	contentDelta = []byte(`"content":"`)
 	emptyContent = []byte(`"content":""`)
@@ -123,12 +249,15 @@ func (u *StreamUsage) Write(p []byte) {
 	u.events += bytes.Count(p, contentDelta) - bytes.Count(p, emptyContent) + bytes.Count(p, textDelta) + bytes.Count(p, outputDelta)
 	if u.tailN > 0 {
 		// A key or a number split across the previous chunk and this one
-		// is whole in the seam between them.
+		// is whole in the seam between them: only what begins in the
+		// tail and ends past it is read there (the rest was, or will be).
 		n := copy(u.seam[:], u.tail[:u.tailN])
 		n += copy(u.seam[n:], p)
-		u.scan(u.seam[:n])
+		u.scan(u.seam[:n], u.tailN)
+		u.events += straddling(u.seam[:n], u.tailN, contentDelta) - straddling(u.seam[:n], u.tailN, emptyContent) +
+			straddling(u.seam[:n], u.tailN, textDelta) + straddling(u.seam[:n], u.tailN, outputDelta)
 	}
-	u.scan(p)
+	u.scan(p, 0)
 	if len(p) >= tailLen {
 		u.tailN = copy(u.tail[:], p[len(p)-tailLen:])
 	} else {
@@ -139,16 +268,61 @@ func (u *StreamUsage) Write(p []byte) {
 	}
 }
 
-// scan records the last complete usage count in buf: a number that runs
-// to the end of buf may continue in the next chunk, so it waits for the
-// seam.
-func (u *StreamUsage) scan(buf []byte) {
-	for _, key := range usageKeys {
-		i := bytes.LastIndex(buf, key)
-		if i < 0 {
+// straddling counts the needles in buf that begin before split and end
+// after it: split across two chunks, so neither chunk's count saw them.
+func straddling(buf []byte, split int, needle []byte) int {
+	n := 0
+	for i := max(0, split-len(needle)+1); i < split && i+len(needle) <= len(buf); i++ {
+		if bytes.HasPrefix(buf[i:], needle) {
+			n++
+		}
+	}
+	return n
+}
+
+// scan reads buf's usage counts and message events in order. With
+// split > 0 (the seam), only an item that begins before split and ends
+// at or after it counts. A number that runs to the end of buf may
+// continue in the next chunk, so it waits for the seam.
+func (u *StreamUsage) scan(buf []byte, split int) {
+	for at := 0; at < len(buf); {
+		ki := bytes.Index(buf[at:], tokensKey)
+		mi := bytes.Index(buf[at:], messageType)
+		if ki < 0 && mi < 0 {
+			break
+		}
+		if mi >= 0 && (ki < 0 || mi < ki) {
+			start := at + mi
+			v := buf[start+len(messageType):]
+			phase, n := uint8(phaseNone), 0
+			switch {
+			case bytes.HasPrefix(v, []byte(`start"`)):
+				phase, n = phaseStart, len(`start"`)
+			case bytes.HasPrefix(v, []byte(`delta"`)):
+				phase, n = phaseAfter, len(`delta"`)
+			case bytes.HasPrefix(v, []byte(`stop"`)):
+				phase, n = phaseAfter, len(`stop"`)
+			}
+			end := start + len(messageType) + n
+			if phase != phaseNone && (split == 0 || start < split && end > split) {
+				u.phase = phase
+			}
+			at = start + len(messageType)
 			continue
 		}
-		j := i + len(key)
+		q := at + ki // where tokens": begins
+		at = q + len(tokensKey)
+		field, start := -1, 0
+		for _, k := range tokenKeys {
+			if s := q - len(k.name); s >= 0 && bytes.Equal(buf[s:q], k.name) {
+				field, start = k.field, s
+				break
+			}
+		}
+		if field < 0 || split > 0 && start >= split {
+			continue
+		}
+		j := at
 		for j < len(buf) && buf[j] == ' ' {
 			j++
 		}
@@ -159,7 +333,15 @@ func (u *StreamUsage) scan(buf []byte) {
 			}
 			k++
 		}
-		if k > j && k < len(buf) && k-j <= maxUsageDigits {
+		if k == j || k >= len(buf) || k-j > maxUsageDigits || split > 0 && k < split {
+			continue
+		}
+		switch {
+		case field != fieldOutput:
+			u.input[field-fieldInput], u.haveInput = n, true
+		case u.phase == phaseStart:
+			u.provisional = n
+		default:
 			u.tokens, u.found = n, true
 		}
 	}
@@ -179,11 +361,24 @@ func (u *StreamUsage) scan(buf []byte) {
 // (Anthropic) the stream carried, "" if none.
 func (u *StreamUsage) FinishReason() string { return string(u.reason[:u.reasonN]) }
 
-// Tokens returns the count, and whether it came from usage rather than
-// from counting deltas.
+// Tokens returns the output count, and whether it came from the
+// provider's final usage rather than from counting deltas. A stream cut
+// before its final usage is charged what it relayed: its deltas, or the
+// provisional count if that is more.
 func (u *StreamUsage) Tokens() (int, bool) {
 	if u.found {
 		return u.tokens, true
 	}
-	return max(0, u.events), false
+	return max(0, u.events, u.provisional), false
+}
+
+// InputTokens returns the input count the provider reported, and
+// whether it reported one: prompt_tokens, or input_tokens with
+// Anthropic's cache_creation_input_tokens and cache_read_input_tokens
+// added (its input_tokens leave them out; the prompt is all three).
+func (u *StreamUsage) InputTokens() (int64, bool) {
+	if !u.haveInput {
+		return 0, false
+	}
+	return min(int64(u.input[0])+int64(u.input[1])+int64(u.input[2]), MaxUsage), true
 }
