@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -27,9 +26,11 @@ import (
 //   - on the client listener, a request whose Origin names another site
 //     is refused with 403 unless server.cors allows that origin, whose
 //     preflights are then answered (corsGuard);
-//   - a POST whose Content-Type is one a page may send anywhere without
-//     a preflight (text/plain, a form) is refused with 415: the API takes
-//     JSON (corsGuard).
+//   - a browser that sends no Origin still marks a request from another
+//     site with Sec-Fetch-Site (cross-site, same-site), and that is
+//     refused the same way. A request with neither comes from no browser
+//     (curl, an SDK), whatever its Content-Type: `curl -d`'s form type
+//     is served.
 
 // hostGuard serves next only for requests whose Host header names this
 // machine or one of allowed, when l listens on loopback; elsewhere the
@@ -110,8 +111,8 @@ func writeErrorStatus(w http.ResponseWriter, d protocol.Dialect, k protocol.Kind
 
 // corsGuard refuses the client requests a web page of another origin
 // sends, unless c allows that origin, and answers the allowed origins'
-// preflights; it refuses every POST with a Content-Type that needs no
-// preflight (simpleType).
+// preflights; a request marked by a browser as from another site
+// (Sec-Fetch-Site) without an Origin is refused too.
 func corsGuard(c config.CORS, next http.Handler) http.Handler {
 	maxAge := strconv.FormatInt(int64(c.Age().Seconds()), 10)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -138,11 +139,13 @@ func corsGuard(c config.CORS, next http.Handler) http.Handler {
 			// provider's request id and rate limits) are readable too.
 			h.Set("Access-Control-Expose-Headers", "*")
 		}
-		if r.Method == http.MethodPost && simpleType(r.Header.Get("Content-Type")) {
-			writeErrorStatus(w, dialectOf(r), protocol.InvalidRequest, http.StatusUnsupportedMediaType, fmt.Sprintf(
-				"Content-Type %s is refused: the API takes JSON; send Content-Type: application/json (a web page may send a form or text/plain body to any site without asking, so those are refused)",
-				short(r.Header.Get("Content-Type"))))
-			return
+		if r.Header.Get("Origin") == "" {
+			switch site := r.Header.Get("Sec-Fetch-Site"); site {
+			case "cross-site", "same-site":
+				writeErrorStatus(w, dialectOf(r), protocol.Forbidden, http.StatusForbidden, fmt.Sprintf(
+					"requests from web pages of another site (Sec-Fetch-Site: %s) are refused; a web page may call this gateway only from an origin named in server.cors.allowed_origins", site))
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -153,26 +156,6 @@ func corsGuard(c config.CORS, next http.Handler) http.Handler {
 func sameOrigin(origin, host string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
-}
-
-// simpleType reports whether a Content-Type is one of those a web page
-// may send to another site without a preflight (the Fetch standard's
-// CORS-safelisted request header).
-func simpleType(ct string) bool {
-	if ct == "" {
-		return false
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		// A browser sends what the page wrote; one the gateway cannot
-		// parse, it refuses too.
-		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
-	}
-	switch mt {
-	case "text/plain", "application/x-www-form-urlencoded", "multipart/form-data":
-		return true
-	}
-	return false
 }
 
 // headerList reports whether v is a comma-separated list of header

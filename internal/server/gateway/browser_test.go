@@ -40,8 +40,9 @@ func send(t *testing.T, method, url, host, body string, hdr map[string]string) (
 // Any web page the operator opens may POST to a gateway on loopback. A
 // text/plain or form POST needs no preflight, so without a check it runs
 // and spends the provider's key; a request whose Origin is another site
-// is refused (403), and so is a body type a page can send anywhere
-// (415), while a plain API client is served.
+// is refused (403), and so is one a browser marks as from another site
+// without an Origin, while a plain API client (curl -d included) is
+// served.
 func TestCrossOriginSimplePostIsRefused(t *testing.T) {
 	hs := newHostStack(t, mock.Config{}, nil)
 	url := hs.url + "/v1/chat/completions"
@@ -51,9 +52,15 @@ func TestCrossOriginSimplePostIsRefused(t *testing.T) {
 	if st, _, b := send(t, "POST", url, "", chatBody, map[string]string{"Content-Type": "application/json", "Origin": "https://evil.example"}); st != http.StatusForbidden {
 		t.Errorf("cross-origin JSON POST: %d %s; want 403", st, b)
 	}
-	for _, ct := range []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
-		if st, _, b := send(t, "POST", url, "", chatBody, map[string]string{"Content-Type": ct}); st != http.StatusUnsupportedMediaType || !strings.Contains(b, "application/json") {
-			t.Errorf("POST with Content-Type %s and no Origin: %d %s; want 415 asking for application/json", ct, st, b)
+	for _, site := range []string{"cross-site", "same-site"} {
+		if st, _, b := send(t, "POST", url, "", chatBody, map[string]string{"Content-Type": "text/plain", "Sec-Fetch-Site": site}); st != http.StatusForbidden || !strings.Contains(b, "server.cors.allowed_origins") {
+			t.Errorf("text/plain POST marked Sec-Fetch-Site: %s, no Origin: %d %s; want 403", site, st, b)
+		}
+	}
+	// curl -d sends a form Content-Type and no browser's marks: served.
+	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain;charset=UTF-8"} {
+		if st, _, b := send(t, "POST", url, "", chatBody, map[string]string{"Content-Type": ct}); st != 200 {
+			t.Errorf("POST with Content-Type %s from no browser: %d %s; want 200", ct, st, b)
 		}
 	}
 	if st, _, b := send(t, "POST", url, "", chatBody, map[string]string{"Content-Type": "application/json"}); st != 200 {
