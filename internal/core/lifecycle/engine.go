@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
@@ -369,6 +370,11 @@ type scope struct {
 	latest, floor, est time.Duration
 	estAt              time.Time
 	outForSlowness     bool
+	// rates: the generation rates (output tokens a second) of the
+	// scope's last whole answers that were not slow, judged at their
+	// ends; next is the ring's write index (learnRate).
+	rates [rateRing]float64
+	next  int
 }
 
 // settling notes that a call on scope s ends at now, before its slot is
@@ -817,16 +823,10 @@ func (e *Engine) start(now time.Time, q *request) {
 	// each judge by their own threshold; a limit without one hears of a
 	// call when the breaker calls it slow.
 	// A whole answer may take as long as its max_tokens take to generate
-	// on top (generation).
-	// It is capped at half its breaker's window: a flag later than the
-	// window after the threshold would land among start times the slow
-	// rate no longer judges, and a brownout would never trip.
+	// on top, at the rate the provider has shown (inFlightAllowance).
 	q.allow = 0
-	if sc := e.scope(q.scope); sc != nil && q.req.MaxOutput > 1 {
-		q.allow = e.generation(sc, q, int(min(q.req.MaxOutput, 1<<20)))
-		if b := sc.cfg.Breaker; b != nil {
-			q.allow = min(q.allow, b.Window()/2)
-		}
+	if sc := e.scope(q.scope); sc != nil {
+		q.allow = e.inFlightAllowance(sc, q)
 	}
 	if q.hasTicket {
 		e.slow.push(q, now.Add(q.ticket.SlowAfter()+q.allow+time.Nanosecond))
@@ -931,6 +931,9 @@ func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
 		bo.Allowance = e.generation(sc, q, o.OutputTokens)
 		sc.cfg.Breaker.Done(now, q.ticket, bo)
 	}
+	if sc != nil {
+		e.learnRate(sc, q, end, o)
+	}
 	e.unpick(now, q, 0, q.scope, q.started, q.firstByte, o)
 	e.slow.remove(q)
 	e.dropT.remove(q)
@@ -998,6 +1001,65 @@ func (e *Engine) generation(sc *scope, q *request, tokens int) time.Duration {
 		return 0
 	}
 	return e.scaled(time.Duration(float64(tokens-1) * float64(time.Second) / rate))
+}
+
+// rateRing is how many recent answers' generation rates a scope keeps
+// (scope.rates).
+const rateRing = 16
+
+// inFlightAllowance is how long past its thresholds a call of q's on sc
+// is watched before it is flagged slow while in flight: the time its
+// max_tokens take at the generation rate the scope's recent healthy
+// whole answers showed (their median, so one client's answers cannot
+// set it), never more than at ScopeConfig.MinTokenRate, and at most
+// half its breaker's window (a flag later than that would land among
+// start times the slow rate no longer judges, and a brownout would
+// never trip). A whole answer gives no sign of progress until it ends,
+// so a long answer and a silent provider look alike in flight. Until
+// the provider has shown a rate, there is no allowance: the first
+// requests into a broken provider are judged at the threshold, as every
+// request was before; a long answer flagged then is judged again at its
+// end by what it produced (generation), and teaches the rate.
+func (e *Engine) inFlightAllowance(sc *scope, q *request) time.Duration {
+	if q.req.MaxOutput <= 1 || e.generation(sc, q, 2) == 0 {
+		return 0
+	}
+	var buf [rateRing]float64
+	rs := buf[:0]
+	for _, r := range sc.rates {
+		if r > 0 {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	tokens := int(min(q.req.MaxOutput, 1<<20))
+	allow := min(time.Duration(float64(tokens-1)*float64(time.Second)/rs[len(rs)/2]), e.generation(sc, q, tokens))
+	if b := sc.cfg.Breaker; b != nil {
+		allow = min(allow, b.Window()/2)
+	}
+	return allow
+}
+
+// learnRate notes the generation rate of q's whole answer o on sc, ended
+// at end, when the answer was not slow by its end's judgement: within
+// its threshold and the time its output takes at MinTokenRate.
+func (e *Engine) learnRate(sc *scope, q *request, end time.Time, o Outcome) {
+	if o.Kind != OK || o.OutputTokens <= 1 || e.generation(sc, q, 2) == 0 {
+		return
+	}
+	lat := end.Sub(q.started)
+	threshold := e.dropAfter(sc, q)
+	if sc.cfg.Breaker != nil && threshold == 0 {
+		threshold = sc.cfg.Breaker.SlowThreshold()
+	}
+	if lat <= 0 || threshold <= 0 || lat > threshold+e.generation(sc, q, o.OutputTokens) {
+		return
+	}
+	sc.rates[sc.next] = float64(o.OutputTokens-1) / lat.Seconds()
+	sc.next = (sc.next + 1) % rateRing
 }
 
 // ended is when a call of q's that started at started, reported at now
