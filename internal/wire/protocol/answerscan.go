@@ -19,7 +19,7 @@ func scanAnswer(raw []byte) (a answerFields, ok bool) {
 	if !v.Write(raw) || !v.Done() {
 		return a, false
 	}
-	i := skipSpace(raw, 0)
+	i := SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return a, false
 	}
@@ -57,7 +57,7 @@ func scanAnswer(raw []byte) (a answerFields, ok bool) {
 			if val[0] != '[' {
 				return false
 			}
-			j := skipSpace(raw, at.start+1)
+			j := SkipSpace(raw, at.start+1)
 			if raw[j] == ']' {
 				return true
 			}
@@ -103,7 +103,7 @@ func wholeNumber(v []byte) (int, bool) {
 // plainValue is a JSON string value that decodes to its own bytes; false
 // for anything else (escapes, invalid UTF-8, null, a number).
 func plainValue(v []byte) (string, bool) {
-	if v[0] != '"' || !plainString(v[1:len(v)-1]) {
+	if v[0] != '"' || !PlainString(v[1:len(v)-1]) {
 		return "", false
 	}
 	return string(v[1 : len(v)-1]), true

@@ -92,7 +92,7 @@ func nesting(raw []byte, limit int) (int, bool) {
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
-			i = stringEnd(raw, i)
+			i = StringEnd(raw, i)
 		case '{', '[':
 			depth++
 			if depth > deepest {
@@ -111,16 +111,16 @@ func nesting(raw []byte, limit int) (int, bool) {
 // elements counts the elements of the array at s, in valid JSON; 0 when
 // the value is not an array.
 func elements(raw []byte, s span) int {
-	i := skipSpace(raw, s.start)
+	i := SkipSpace(raw, s.start)
 	if i >= s.end || raw[i] != '[' {
 		return 0
 	}
 	n := 0
-	for i = skipSpace(raw, i+1); i < s.end && raw[i] != ']'; {
-		i = skipSpace(raw, skipValue(raw, i))
+	for i = SkipSpace(raw, i+1); i < s.end && raw[i] != ']'; {
+		i = SkipSpace(raw, SkipValue(raw, i))
 		n++
 		if i < s.end && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = SkipSpace(raw, i+1)
 		}
 	}
 	return n

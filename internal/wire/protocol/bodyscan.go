@@ -20,7 +20,7 @@ func scanBody(raw []byte) (b *Body, ok bool) {
 	if !v.Write(raw) || !v.Done() {
 		return nil, false
 	}
-	i := skipSpace(raw, 0)
+	i := SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, false
 	}
@@ -39,20 +39,20 @@ func eachField(raw []byte, i int, names [][]byte, f func(key []byte, at span) bo
 	var seenBuf [16][]byte
 	seen := seenBuf[:0]
 	// After '{' come either '}' or "key": value pairs separated by commas.
-	for i = skipSpace(raw, i+1); raw[i] != '}'; {
-		end := stringEnd(raw, i)
+	for i = SkipSpace(raw, i+1); raw[i] != '}'; {
+		end := StringEnd(raw, i)
 		key := raw[i+1 : end]
 		if !plainKey(seen, key, names) {
 			return false
 		}
 		seen = append(seen, key)
-		i = skipSpace(raw, skipSpace(raw, end+1)+1) // past the colon
-		vend := skipValue(raw, i)
+		i = SkipSpace(raw, SkipSpace(raw, end+1)+1) // past the colon
+		vend := SkipValue(raw, i)
 		if !f(key, span{i, vend}) {
 			return false
 		}
-		if i = skipSpace(raw, vend); raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+		if i = SkipSpace(raw, vend); raw[i] == ',' {
+			i = SkipSpace(raw, i+1)
 		}
 	}
 	return true
@@ -64,7 +64,7 @@ func (b *Body) take(key []byte, at span) bool {
 	v := b.raw[at.start:at.end]
 	switch string(key) {
 	case "model":
-		if v[0] != '"' || len(v) == 2 || !plainString(v[1:len(v)-1]) {
+		if v[0] != '"' || len(v) == 2 || !PlainString(v[1:len(v)-1]) {
 			return false
 		}
 		b.Model, b.model = string(v[1:len(v)-1]), at
@@ -111,7 +111,7 @@ func byteSlices(ss []string) [][]byte {
 // are its value), not among seen, and not one of names in another case
 // (for a request body, RoutedFields: a key checkKey would pass).
 func plainKey(seen [][]byte, key []byte, names [][]byte) bool {
-	if !plainString(key) {
+	if !PlainString(key) {
 		return false
 	}
 	for _, s := range seen {
@@ -127,23 +127,25 @@ func plainKey(seen [][]byte, key []byte, names [][]byte) bool {
 	return true
 }
 
-// plainString reports whether a JSON string's contents decode to
+// PlainString reports whether a JSON string's contents decode to
 // themselves: no escapes, and valid UTF-8 (encoding/json replaces invalid
 // bytes).
-func plainString(s []byte) bool {
+func PlainString(s []byte) bool {
 	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
 }
 
-func skipSpace(raw []byte, i int) int {
+// SkipSpace is the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(raw []byte, i int) int {
 	for i < len(raw) && isSpace(raw[i]) {
 		i++
 	}
 	return i
 }
 
-// stringEnd is the index of the quote that closes the string whose
+// StringEnd is the index of the quote that closes the string whose
 // opening quote is at i, in valid JSON.
-func stringEnd(raw []byte, i int) int {
+func StringEnd(raw []byte, i int) int {
 	for i++; i < len(raw); i++ {
 		switch raw[i] {
 		case '\\':
@@ -155,14 +157,14 @@ func stringEnd(raw []byte, i int) int {
 	return i
 }
 
-// skipValue is the end (exclusive) of the value that starts at i, in
+// SkipValue is the end (exclusive) of the value that starts at i, in
 // valid JSON.
-func skipValue(raw []byte, i int) int {
+func SkipValue(raw []byte, i int) int {
 	depth := 0
 	for ; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
-			i = stringEnd(raw, i)
+			i = StringEnd(raw, i)
 		case '{', '[':
 			depth++
 			continue

@@ -37,7 +37,7 @@ func Choices(ep Endpoint, raw []byte) int64 {
 			bestOf = choiceCount(v)
 		}
 	}
-	i := skipSpace(raw, 0)
+	i := SkipSpace(raw, 0)
 	plain := i < len(raw) && raw[i] == '{' && eachField(raw, i, nil, func(key []byte, at span) bool {
 		set(string(key), raw[at.start:at.end])
 		return true

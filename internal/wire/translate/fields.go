@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
 // object is a JSON object read key by key: a key nobody took is noticed
@@ -57,15 +58,15 @@ func (o *object) parse(raw json.RawMessage, path string) error {
 		return invalid(paramOf(path), pathOr(path), msg)
 	}
 	o.path, o.fields = path, o.fields[:0]
-	i := skipSpace(raw, 1)
+	i := protocol.SkipSpace(raw, 1)
 	for i < len(raw) && raw[i] != '}' {
-		end := stringEnd(raw, i)
+		end := protocol.StringEnd(raw, i)
 		key := raw[i : end+1]
-		i = skipSpace(raw, skipSpace(raw, end+1)+1) // past the colon
-		vend := skipValue(raw, i)
+		i = protocol.SkipSpace(raw, protocol.SkipSpace(raw, end+1)+1) // past the colon
+		vend := protocol.SkipValue(raw, i)
 		o.fields = append(o.fields, field{key: keyString(key), val: raw[i:vend]})
-		if i = skipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+		if i = protocol.SkipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
+			i = protocol.SkipSpace(raw, i+1)
 		}
 	}
 	return nil
@@ -85,69 +86,12 @@ func keyString(q []byte) string {
 	case "text":
 		return "text"
 	}
-	if plainJSONString(s) {
+	if protocol.PlainString(s) {
 		return string(s)
 	}
 	var k string
 	_ = json.Unmarshal(q, &k) // valid JSON: a string
 	return k
-}
-
-// plainJSONString reports whether a JSON string's contents decode to
-// themselves: no escapes, and valid UTF-8 (encoding/json replaces
-// invalid bytes).
-func plainJSONString(s []byte) bool {
-	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
-}
-
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd is the index of the quote that closes the string whose
-// opening quote is at i, in valid JSON.
-func stringEnd(raw []byte, i int) int {
-	for i++; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue is the end (exclusive) of the value that starts at i, in
-// valid JSON.
-func skipValue(raw []byte, i int) int {
-	depth := 0
-	for ; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			i = stringEnd(raw, i)
-		case '{', '[':
-			depth++
-			continue
-		case '}', ']':
-			depth--
-		default:
-			if depth == 0 { // a number or a literal: it runs to a delimiter
-				for i < len(raw) && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\n' && raw[i] != '\r' && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
-					i++
-				}
-				return i
-			}
-			continue
-		}
-		if depth == 0 {
-			return i + 1
-		}
-	}
-	return i
 }
 
 func pathOr(path string) string {
@@ -328,11 +272,11 @@ func asArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
 	// The elements are spans of v (valid JSON: see parseObject), not
 	// copies.
 	a := make([]json.RawMessage, 0, elementCount(v))
-	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
-		end := skipValue(v, i)
+	for i := protocol.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		end := protocol.SkipValue(v, i)
 		a = append(a, v[i:end:end])
-		if i = skipSpace(v, end); i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
+		if i = protocol.SkipSpace(v, end); i < len(v) && v[i] == ',' {
+			i = protocol.SkipSpace(v, i+1)
 		}
 	}
 	return a, nil
@@ -341,11 +285,11 @@ func asArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
 // elementCount is how many elements the array v holds.
 func elementCount(v []byte) int {
 	n := 0
-	for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
-		i = skipSpace(v, skipValue(v, i))
+	for i := protocol.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		i = protocol.SkipSpace(v, protocol.SkipValue(v, i))
 		n++
 		if i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
+			i = protocol.SkipSpace(v, i+1)
 		}
 	}
 	return n
@@ -359,7 +303,7 @@ func decodeString(v json.RawMessage) (string, bool) {
 	if !isString(v) {
 		return "", false
 	}
-	if c := v[1 : len(v)-1]; plainJSONString(c) {
+	if c := v[1 : len(v)-1]; protocol.PlainString(c) {
 		return string(c), true
 	}
 	var s string
