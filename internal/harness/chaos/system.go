@@ -127,7 +127,7 @@ func slowClient(listen string, body bool, limit time.Duration) (time.Duration, b
 	defer c.Close()
 	start := time.Now()
 	payload := `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`
-	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(payload)) + "\r\n\r\n"
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(payload)) + "\r\n\r\n"
 	drip := head + payload
 	if body {
 		if _, err := c.Write([]byte(head)); err != nil {

@@ -162,6 +162,26 @@ const (
 	maxBodyBlock = 64 << 10
 )
 
+// bodyWithin gives every request's body d to arrive, counted from its
+// headers. readBody sets the same deadline again and clears it once the
+// body is in; this one bounds a request answered before its body is
+// read (a wrong Host, a refused origin or key, a shed): net/http reads
+// what is left of a small body before it writes such an answer, and
+// without a deadline a client that sends that body a byte at a time
+// would hold its connection for as long as it liked. Past d the server
+// answers and closes the connection.
+func bodyWithin(d time.Duration, next http.Handler) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // a body, declared or chunked
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readBody reads the request body, bounded in size (max_body_bytes),
 // time (body_read_timeout) and memory: its client's share, and every
 // request's budget. held is what it took from the budget, which the

@@ -47,6 +47,9 @@ func hostGuard(l net.Listener, allowed []string, next http.Handler, refuse func(
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !localHost(r.Host, names) {
+			// Nothing of this client's is wanted: not the rest of its
+			// body either (bodyWithin).
+			w.Header().Set("Connection", "close")
 			refuse(w, r, fmt.Sprintf("Host %q is not a name this gateway answers to: it listens on loopback, and answers only to localhost, 127.0.0.1, [::1] and the names in server.allowed_hosts (so that a web page whose name points at 127.0.0.1 cannot call it); to allow this name, add %q to server.allowed_hosts",
 				short(r.Host), hostName(r.Host)))
 			return
@@ -118,6 +121,7 @@ func corsGuard(c config.CORS, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 			if !c.Allows(origin) {
+				w.Header().Set("Connection", "close")
 				writeErrorStatus(w, dialectOf(r), protocol.Forbidden, http.StatusForbidden, fmt.Sprintf(
 					"requests from web pages at %s are refused: a web page may call this gateway only when server.cors.allowed_origins names its origin; to allow it, add %q to server.cors.allowed_origins",
 					short(origin), short(origin)))

@@ -175,8 +175,9 @@ func (h *Host) Serve(client, admin net.Listener) error {
 	}
 	h.mu.Lock()
 	h.startDashboard()
-	api := newServer(hostGuard(client, h.server.AllowedHosts, corsGuard(h.server.CORS, h), refuseClientHost))
-	adm := newServer(hostGuard(admin, h.server.AllowedHosts, h.AdminHandler(), refuseAdminHost))
+	within := h.server.BodyReadTimeout.D()
+	api := newServer(bodyWithin(within, hostGuard(client, h.server.AllowedHosts, corsGuard(h.server.CORS, h), refuseClientHost)))
+	adm := newServer(bodyWithin(within, hostGuard(admin, h.server.AllowedHosts, h.AdminHandler(), refuseAdminHost)))
 	h.servers = []*http.Server{api, adm}
 	h.mu.Unlock()
 	errc := make(chan error, 2)
