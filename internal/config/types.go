@@ -47,7 +47,10 @@ type Config struct {
 	// between the live ones. Empty: everything stays in this process.
 	Store string `yaml:"store"`
 	Fleet Fleet  `yaml:"fleet"`
-	Auth  Auth   `yaml:"auth"`
+	// State is where a replica without a store keeps what must outlive
+	// it (state.go).
+	State State `yaml:"state"`
+	Auth  Auth  `yaml:"auth"`
 	// Idempotency is how requests with an Idempotency-Key are shared
 	// and replayed (idempotency.go).
 	Idempotency Idempotency `yaml:"idempotency"`
