@@ -113,6 +113,53 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A run whose load generator fell behind its own schedule measured the
+	// machine (another process held the CPU), not the gateway: its timing
+	// and the hedges that timing sets off cannot be compared with the
+	// simulator's. It is run once more; a second stall is judged as it is.
+	var (
+		summary report.Summary
+		loadOut []byte
+		admin   string
+		simRow  *report.Row
+	)
+	for try := 1; ; try++ {
+		var f *scenario.File
+		summary, loadOut, admin, f = runReal(t, bin, raw, file, providers)
+		if simRow == nil {
+			res, err := sim.Run(f, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			simRow = res.Rows[0]
+		}
+		if summary.LagMs <= lagLimitMs || try == 2 {
+			break
+		}
+		t.Logf("arrivals fell %.0f ms behind schedule: the machine stalled the load generator; measuring again", summary.LagMs)
+	}
+	var table bytes.Buffer
+	report.WriteTable(&table, []*report.Row{simRow})
+	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
+	// The gateway's own second calls and probes (read from its /metrics
+	// by sluice load) must agree with the simulator's engine too.
+	if sim, real := simRow.Extra, summary.ExtraCalls; math.Abs(float64(real-sim)) > 0.25*float64(sim)+10 {
+		t.Errorf("extra calls (hedges, retries, rescues, probes): simulated %d, real %d", sim, real)
+	}
+	return simRow, summary.Counts, summary, admin
+}
+
+// lagLimitMs is how far behind schedule the load generator's arrivals may
+// fall before a run is taken to have measured the machine (loadgen's
+// lagWarning).
+const lagLimitMs = 100
+
+// runReal runs file's scenario (raw, its text) in real processes (the
+// gateway, a mock per provider, sluice load) on fresh addresses, and
+// returns the load's summary, its output, the gateway's admin address
+// and the scenario as run.
+func runReal(t *testing.T, bin string, raw []byte, file string, providers []string) (report.Summary, []byte, string, *scenario.File) {
+	t.Helper()
 	listen, admin := freeAddr(t), freeAddr(t)
 	subst := []string{"${LISTEN}", listen, "${ADMIN}", admin}
 	addrs := map[string]string{}
@@ -124,16 +171,10 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 	if err := os.WriteFile(path, []byte(strings.NewReplacer(subst...).Replace(string(raw))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-
 	f, err := scenario.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sim.Run(f, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simRow := res.Rows[0]
 
 	// The gateway first, then the mocks just before the load, so their
 	// brownout windows (timed from their start) line up with the load's
@@ -159,16 +200,7 @@ func bothWithSummary(t *testing.T, file string, providers ...string) (*report.Ro
 		}
 		t.Fatalf("sluice load: %v\n%s\nserve:\n%s\nmocks:\n%v", err, loadOut, serve.Output(), mockOuts)
 	}
-	summary := readLoadReport(t, jsonPath)
-	var table bytes.Buffer
-	report.WriteTable(&table, []*report.Row{simRow})
-	t.Logf("simulated:\n%s\nreal (sluice load):\n%s", table.String(), loadOut)
-	// The gateway's own second calls and probes (read from its /metrics
-	// by sluice load) must agree with the simulator's engine too.
-	if sim, real := simRow.Extra, summary.ExtraCalls; math.Abs(float64(real-sim)) > 0.25*float64(sim)+10 {
-		t.Errorf("extra calls (hedges, retries, rescues, probes): simulated %d, real %d", sim, real)
-	}
-	return simRow, summary.Counts, summary, admin
+	return readLoadReport(t, jsonPath), loadOut, admin, f
 }
 
 // readLoadReport reads the one row of a sluice load --json report.
@@ -185,7 +217,6 @@ func readLoadReport(t *testing.T, path string) report.Summary {
 	return rows[0]
 }
 
-// within10pc reports whether real is within 10 % of simulated.
 // metricSum sums the series on admin's /metrics whose line starts with
 // prefix and holds every one of labels (0 when there are none).
 func metricSum(admin, prefix string, labels ...string) (float64, error) {
@@ -216,6 +247,7 @@ next:
 	return sum, sc.Err()
 }
 
+// within10pc reports whether real is within 10 % of simulated.
 func within10pc(sim, real int) bool { return math.Abs(float64(real-sim)) <= 0.10*float64(sim) }
 
 // The simulator has to tell the truth: one scenario, once simulated and

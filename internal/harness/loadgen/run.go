@@ -94,6 +94,7 @@ func Run(ctx context.Context, f *scenario.File, opts Options) (*report.Row, erro
 		note("arrivals fell up to %v behind schedule; the load generator could not keep up", r.lag.Round(time.Millisecond))
 	}
 	row := t.result(p.name, span)
+	row.Lag = r.lag
 	if opts.Metrics != "" {
 		after, err := scrapeExtra(context.WithoutCancel(ctx), opts.Metrics)
 		if err == nil {

@@ -62,6 +62,10 @@ type Row struct {
 	ByPriority [3]Counts
 	// Crashes counts gateway crashes (simulated memory budget).
 	Crashes int
+	// Lag is how far behind schedule a real load generator's arrivals
+	// fell at worst (zero in the simulator): past about 100 ms, the
+	// machine, not the gateway, shaped the load's timing.
+	Lag time.Duration
 	// Peak is the most requests the gateway held at once.
 	Peak int
 	// Attempts counts every request sent, retries included; Unique counts
@@ -376,6 +380,8 @@ type Summary struct {
 	Streams       []StreamSummary `json:"streams,omitempty"`
 	Fleet         *FleetSummary   `json:"fleet,omitempty"`
 	Minutes       []MinuteSummary `json:"minutes,omitempty"`
+	// LagMs is Row.Lag: a real run's worst arrival delay.
+	LagMs float64 `json:"lag_ms,omitempty"`
 }
 
 // FleetSummary is a row's Fleet.
@@ -434,6 +440,7 @@ func Summarise(rows []*Row) []Summary {
 			}
 		}
 		s.Degraded = r.Degraded
+		s.LagMs = float64(r.Lag) / float64(time.Millisecond)
 		if r.Graded {
 			n := r.Correct
 			s.Correct, s.CorrectPerSec, s.EvalDegraded = &n, r.CorrectPerSec(), r.EvalDegraded
