@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // pinnedPair returns allot-mode budgets and per-decision budgets on the
 // same keys, both of whose scripts run at *now.
 func pinnedPair(t *testing.T, now *time.Time) (allot, plain *Budgets) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	allot = NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true, Allot: true})
 	plain = NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
 	allot.pin = func() time.Time { return *now }
@@ -43,12 +44,12 @@ func settled(t *testing.T, b *Budgets, name string) {
 func TestAllotFleet(t *testing.T) {
 	const per, burst = 60_000, 600
 	l := quota.Limits{quota.Requests: {PerMinute: per, Burst: burst}}
-	c0 := testClient(t)
-	prefix := testPrefix(t, c0)
+	c0 := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c0)
 	var fleet []*Budgets
 	var h trips
 	for range 3 {
-		c := testClient(t)
+		c := redistest.Conn(t)
 		c.AddHook(&h)
 		b := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true, Allot: true})
 		defer b.Close()
@@ -239,8 +240,8 @@ func TestAllotStatus(t *testing.T) {
 // TestAllotIdleReturn: a replica that stops taking gives its credit back
 // within a few idle periods.
 func TestAllotIdleReturn(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	a := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true, Allot: true})
 	defer a.Close()
 	plain := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
@@ -270,8 +271,8 @@ func TestAllotIdleReturn(t *testing.T) {
 // then falls back to local budgets; with Redis back, it switches back,
 // pays what it took locally and gives its credit back, to the unit.
 func TestAllotFallback(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	p := newProxy(t)
 	rc := NewClient(p.addr())
 	defer rc.Close()
@@ -323,11 +324,11 @@ func TestAllotFallback(t *testing.T) {
 // TestAllotClose: Close gives the credit back and leaves no goroutine
 // behind.
 func TestAllotClose(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	plain := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
 	before := runtime.NumGoroutine()
-	rc := testClient(t)
+	rc := redistest.Conn(t)
 	b := NewBudgets(rc, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true, Allot: true, AllotIdle: time.Hour})
 	l := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 1000}, quota.OutputTokens: {PerMinute: 1, Burst: 1_000_000}}
 	ctx := context.Background()

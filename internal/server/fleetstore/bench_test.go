@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // trips counts round trips to Redis: each command sent alone, and each
@@ -46,8 +47,8 @@ func (h *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 //
 //	go test -run '^$' -bench Admission -benchtime 5000x ./store
 func BenchmarkAdmission(b *testing.B) {
-	c := testClient(b)
-	prefix := testPrefix(b, c)
+	c := redistest.Conn(b)
+	prefix := redistest.Prefix(b, c)
 	var h trips
 	c.AddHook(&h)
 	shared := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: time.Second, NoFallback: true})
@@ -66,7 +67,7 @@ func BenchmarkAdmission(b *testing.B) {
 	if _, _, err := shared.Take(ctx, "warm", l, cost); err != nil { // loads the script
 		b.Fatal(err)
 	}
-	allotClient := testClient(b)
+	allotClient := redistest.Conn(b)
 	var ha trips
 	allotClient.AddHook(&ha)
 	allot := NewBudgets(allotClient, BudgetOptions{Prefix: prefix, Timeout: time.Second, NoFallback: true, Allot: true})
@@ -74,7 +75,7 @@ func BenchmarkAdmission(b *testing.B) {
 	used := quota.Cost{Requests: 1, InputTokens: 1_200, OutputTokens: 700}
 
 	// The rest of the fleet's load: 1,000 Takes a second.
-	loadClient := testClient(b)
+	loadClient := redistest.Conn(b)
 	load := NewBudgets(loadClient, BudgetOptions{Prefix: prefix, Timeout: time.Second})
 	defer load.Close()
 	stop := make(chan struct{})

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // pinned returns shared budgets whose scripts run at *now, not TIME.
 func pinned(t *testing.T, now *time.Time) *Budgets {
-	c := testClient(t)
-	b := NewBudgets(c, BudgetOptions{Prefix: testPrefix(t, c), Timeout: 5 * time.Second, NoFallback: true})
+	c := redistest.Conn(t)
+	b := NewBudgets(c, BudgetOptions{Prefix: redistest.Prefix(t, c), Timeout: 5 * time.Second, NoFallback: true})
 	b.pin = func() time.Time { return *now }
 	t.Cleanup(b.Close)
 	return b
@@ -302,8 +303,8 @@ func TestRefundNotBeyondFull(t *testing.T) {
 // TestExpiry: a budget's key lives until the budget would be full again
 // (plus a second), and no longer.
 func TestExpiry(t *testing.T) {
-	c := testClient(t)
-	b := NewBudgets(c, BudgetOptions{Prefix: testPrefix(t, c), Timeout: 5 * time.Second, NoFallback: true})
+	c := redistest.Conn(t)
+	b := NewBudgets(c, BudgetOptions{Prefix: redistest.Prefix(t, c), Timeout: 5 * time.Second, NoFallback: true})
 	defer b.Close()
 	ctx := context.Background()
 	l := quota.Limits{quota.Requests: {PerMinute: 60}}
@@ -329,11 +330,11 @@ func TestExpiry(t *testing.T) {
 func TestFleet(t *testing.T) {
 	const per, burst = 6000, 100
 	l := quota.Limits{quota.Requests: {PerMinute: per, Burst: burst}}
-	c0 := testClient(t)
-	prefix := testPrefix(t, c0)
+	c0 := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c0)
 	var fleet []*Budgets
 	for range 3 {
-		b := NewBudgets(testClient(t), BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
+		b := NewBudgets(redistest.Conn(t), BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
 		defer b.Close()
 		fleet = append(fleet, b)
 	}
@@ -376,8 +377,8 @@ func TestFleet(t *testing.T) {
 }
 
 func TestLimitsRefused(t *testing.T) {
-	c := testClient(t)
-	b := NewBudgets(c, BudgetOptions{Prefix: testPrefix(t, c)})
+	c := redistest.Conn(t)
+	b := NewBudgets(c, BudgetOptions{Prefix: redistest.Prefix(t, c)})
 	defer b.Close()
 	_, _, err := b.Take(context.Background(), "k", quota.Limits{{PerMinute: 1 << 41}}, quota.Cost{Requests: 1})
 	if !errors.Is(err, ErrLimits) {

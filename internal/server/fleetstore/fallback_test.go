@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // modes records OnMode's calls.
@@ -82,7 +83,7 @@ func TestFallbackDeadAddress(t *testing.T) {
 // call no more than Timeout.
 func TestFallbackHang(t *testing.T) {
 	const timeout = 20 * time.Millisecond
-	b := NewBudgets(NewClient(silent(t)), BudgetOptions{Timeout: timeout})
+	b := NewBudgets(NewClient(redistest.Silent(t)), BudgetOptions{Timeout: timeout})
 	defer b.Close()
 	l := quota.Limits{quota.Requests: {PerMinute: 10}}
 	start := time.Now()
@@ -98,8 +99,8 @@ func TestFallbackHang(t *testing.T) {
 // TestFallbackRecovery: Redis goes away and comes back; the budgets go
 // local and back to shared by themselves.
 func TestFallbackRecovery(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	p := newProxy(t)
 	rc := NewClient(p.addr())
 	defer rc.Close()
@@ -138,8 +139,8 @@ func TestFallbackRecovery(t *testing.T) {
 // TestCallerGone: a caller whose context is done gets its error, and the
 // budgets stay shared.
 func TestCallerGone(t *testing.T) {
-	c := testClient(t)
-	b := NewBudgets(c, BudgetOptions{Prefix: testPrefix(t, c)})
+	c := redistest.Conn(t)
+	b := NewBudgets(c, BudgetOptions{Prefix: redistest.Prefix(t, c)})
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -154,11 +155,11 @@ func TestCallerGone(t *testing.T) {
 // A budget that falls back to local starts from this replica's share of
 // what the fleet had left, not from a fresh burst.
 func TestFallbackStartsFromShared(t *testing.T) {
-	c := testClient(t)
+	c := redistest.Conn(t)
 	up := newProxy(t)
 	rc := NewClient(up.addr())
 	defer rc.Close()
-	b := NewBudgets(rc, BudgetOptions{Prefix: testPrefix(t, c), Timeout: 200 * time.Millisecond, HealthInterval: time.Hour, Replicas: func() int { return 2 }})
+	b := NewBudgets(rc, BudgetOptions{Prefix: redistest.Prefix(t, c), Timeout: 200 * time.Millisecond, HealthInterval: time.Hour, Replicas: func() int { return 2 }})
 	defer b.Close()
 	ctx := context.Background()
 	l := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 100}} // nothing comes back during the test

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 func TestMembers(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	const interval = time.Second
 	now := t0
 	var ms []*Members
@@ -54,8 +55,8 @@ func TestMembers(t *testing.T) {
 // TestMembersUnreachable: Live keeps the last count while Redis is gone,
 // and heartbeats in the background pick it up again.
 func TestMembersUnreachable(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	p := newProxy(t)
 	rc := NewClient(p.addr())
 	defer rc.Close()
@@ -80,8 +81,8 @@ func TestMembersUnreachable(t *testing.T) {
 }
 
 func TestLeaseTakeover(t *testing.T) {
-	c := testClient(t)
-	l := NewLeases(c, Options{Prefix: testPrefix(t, c), Timeout: time.Second})
+	c := redistest.Conn(t)
+	l := NewLeases(c, Options{Prefix: redistest.Prefix(t, c), Timeout: time.Second})
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	lease := func(holder string) bool {
@@ -127,8 +128,8 @@ func TestLeaseTakeover(t *testing.T) {
 }
 
 func TestPubSub(t *testing.T) {
-	c1, c2 := testClient(t), testClient(t)
-	prefix := testPrefix(t, c1)
+	c1, c2 := redistest.Conn(t), redistest.Conn(t)
+	prefix := redistest.Prefix(t, c1)
 	// The subscriber's connections carry a name of their own, so that
 	// cutting them below cuts no other test's (other packages' tests
 	// use this Redis's pub/sub at the same time).

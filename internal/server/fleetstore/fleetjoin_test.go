@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // fleetLimit is the shared max_in_flight the join tests split, as
@@ -59,8 +60,8 @@ func (l *loadModel) step(now time.Time, ready []bool, live []int) int {
 // Before, each counted itself alone until its first heartbeat, and the
 // others learned of it only at their next: 10 + 5 + 3 in flight.
 func TestFleetStartTogetherHoldsTheLimit(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	const interval = 300 * time.Millisecond
 	var ms []*Members
 	var wg sync.WaitGroup
@@ -278,8 +279,8 @@ func TestFleetStoreBackHoldsTheLimit(t *testing.T) {
 // or one written by hand) is neither counted nor kept: otherwise it
 // would count as live for ever.
 func TestMembersFutureDatedPruned(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	now := t0
 	m := NewMembers(c, MemberOptions{Prefix: prefix, ID: "me", Interval: time.Second})
 	m.now = func() time.Time { return now }
@@ -316,8 +317,8 @@ func TestMembersFutureDatedPruned(t *testing.T) {
 // store is unreachable nor stops sharing; it keeps the last count and
 // says what is wrong.
 func TestMembersWrongType(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	ctx := context.Background()
 	var mu sync.Mutex
 	var reach []bool
@@ -358,8 +359,8 @@ func TestMembersWrongType(t *testing.T) {
 // this replica's share of it. Before, the first call on it switched the
 // whole store to Local, on every replica that touched it.
 func TestBudgetWrongTypeKey(t *testing.T) {
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	ctx := context.Background()
 	var mu sync.Mutex
 	var modes []Mode

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/fleet"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // Leases in Redis follow the rule of fleet.Lease, which the simulator's
@@ -13,8 +14,8 @@ import (
 // get the same answers. Steps are spaced well away from the ttl's end,
 // since Redis keeps its own clock.
 func TestLeaseAgreesWithCore(t *testing.T) {
-	c := testClient(t)
-	l := NewLeases(c, Options{Prefix: testPrefix(t, c), Timeout: time.Second})
+	c := redistest.Conn(t)
+	l := NewLeases(c, Options{Prefix: redistest.Prefix(t, c), Timeout: time.Second})
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	var core fleet.Lease

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // TestMeasureRoundTrips measures one budget call's round trip to the
@@ -22,8 +23,8 @@ func TestMeasureRoundTrips(t *testing.T) {
 	if os.Getenv("SLUICE_MEASURE_RTT") == "" {
 		t.Skip("a measurement, not a check: set SLUICE_MEASURE_RTT=1")
 	}
-	c := testClient(t)
-	prefix := testPrefix(t, c)
+	c := redistest.Conn(t)
+	prefix := redistest.Prefix(t, c)
 	b := NewBudgets(c, BudgetOptions{Prefix: prefix, Timeout: 5 * time.Second, NoFallback: true})
 	defer b.Close()
 	l := quota.Limits{quota.Requests: {PerMinute: 1 << 30}}

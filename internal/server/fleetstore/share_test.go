@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // With Redis gone, a replica's budgets are package fleet's shares
@@ -16,7 +17,7 @@ import (
 // from the core's share of an in-memory budget, as the simulator's
 // replicas take them.
 func TestLocalShareAgreesWithCore(t *testing.T) {
-	c := testClient(t)
+	c := redistest.Conn(t)
 	// Rates of 1 a minute: nothing comes back while a case runs.
 	reqs := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 100}}
 	toks := quota.Limits{quota.Requests: {PerMinute: 1, Burst: 100}, quota.OutputTokens: {PerMinute: 1, Burst: 3000}}
@@ -37,7 +38,7 @@ func TestLocalShareAgreesWithCore(t *testing.T) {
 			up := newProxy(t)
 			rc := NewClient(up.addr())
 			defer rc.Close()
-			b := NewBudgets(rc, BudgetOptions{Prefix: testPrefix(t, c), Timeout: 200 * time.Millisecond, HealthInterval: time.Hour, Replicas: func() int { return tc.live }})
+			b := NewBudgets(rc, BudgetOptions{Prefix: redistest.Prefix(t, c), Timeout: 200 * time.Millisecond, HealthInterval: time.Hour, Replicas: func() int { return tc.live }})
 			defer b.Close()
 			ctx := context.Background()
 

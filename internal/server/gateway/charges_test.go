@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 // Charges that match what was used: these tests put a gateway in front
@@ -300,7 +301,7 @@ func TestCancelledStreamIsCounted(t *testing.T) {
 // 500 output tokens while a request with max_tokens 500 is in flight,
 // none once it is answered.
 func TestFleetBudgetReserved(t *testing.T) {
-	addr := testRedis(t)
+	addr := redistest.Addr(t)
 	release := make(chan struct{})
 	called := make(chan struct{}, 1)
 	s := chargeStack(t, func(w http.ResponseWriter, r *http.Request) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,32 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
-
-// testRedis is the Redis the fleet tests share: 127.0.0.1:6379, or
-// SLUICE_TEST_REDIS. Without one they fail, saying so (under -short
-// they skip), never pass vacuously.
-func testRedis(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("SLUICE_TEST_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
-	defer rdb.Close()
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		msg := fmt.Sprintf("the fleet tests need a Redis at %s (SLUICE_TEST_REDIS=host:port for another; start one with redis-server --save '' --appendonly no --daemonize yes): %v", addr, err)
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return addr
-}
 
 // Three replicas sharing a store admit, together, exactly one key's
 // budget: the burst and then the rate, to the request, however the
@@ -290,7 +267,7 @@ func TestFleetFailedProbeReachesNonProbers(t *testing.T) {
 // configured by mutate too.
 func newFleet(t *testing.T, mc mock.Config, mutate func(*config.Config)) []*stack {
 	t.Helper()
-	addr := testRedis(t)
+	addr := redistest.Addr(t)
 	prefix := fmt.Sprintf("sluicetest:%d:", rand.Uint64())
 	var replicas []*stack
 	for i := range 3 {

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,48 +13,15 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
-
-// hangingRedis accepts connections and never answers.
-func hangingRedis(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String()
-}
 
 // A probe-lease call that fails while the store is thought up is not a
 // licence to probe: another replica may hold the lease and be probing.
 // It is logged and counted. Before, any error probed, silently, and a
 // replica without the lease probed beside its holder.
 func TestFleetLeaseErrorDoesNotProbe(t *testing.T) {
-	rdb := fleetstore.NewClient(hangingRedis(t))
+	rdb := fleetstore.NewClient(redistest.Silent(t))
 	defer rdb.Close()
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
@@ -89,18 +53,8 @@ func TestFleetLeaseErrorDoesNotProbe(t *testing.T) {
 // alone: Redis answers, so every replica probes, as with the store
 // down, rather than nobody ever probing.
 func TestFleetLeaseWrongTypeProbesAlone(t *testing.T) {
-	addr := os.Getenv("SLUICE_TEST_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := fleetstore.NewClient(addr)
+	rdb := fleetstore.NewClient(redistest.Addr(t))
 	defer rdb.Close()
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		if testing.Short() {
-			t.Skip("needs a Redis at " + addr)
-		}
-		t.Fatalf("needs a Redis at %s (SLUICE_TEST_REDIS=host:port for another): %v", addr, err)
-	}
 	prefix := "sluicetest:lease-wrongtype:" + time.Now().Format("150405.000000") + ":"
 	leases := fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: prefix})
 	ctx := context.Background()
@@ -128,7 +82,7 @@ func TestFleetLeaseWrongTypeProbesAlone(t *testing.T) {
 // alone. Before, nothing said so.
 func TestFleetUnreachableStoreLoggedAtStart(t *testing.T) {
 	var logs bytes.Buffer
-	cfg := &config.Config{Store: "redis://:secret@" + hangingRedis(t) + "/0"}
+	cfg := &config.Config{Store: "redis://:secret@" + redistest.Silent(t) + "/0"}
 	cfg.Fleet.ID = "lonely"
 	cfg.Fleet.Timeout = config.Duration(5 * time.Millisecond)
 	f, err := newFleet(cfg, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())

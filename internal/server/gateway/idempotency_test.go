@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
 	"github.com/sluice-gw/sluice/internal/server/gateway"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
 const streamBody = `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -482,7 +483,7 @@ func TestIdempotentJoinerIsNotShed(t *testing.T) {
 // another replica is refused with 409 and Retry-After (with another body,
 // 422), and once the original has finished it replays its answer.
 func TestIdempotencyAcrossReplicas(t *testing.T) {
-	addr := testRedis(t)
+	addr := redistest.Addr(t)
 	prefix := fmt.Sprintf("sluicetest:idem:%d:", time.Now().UnixNano())
 	cleanRedis(t, addr, prefix)
 	fleetConfig := func(id string) func(*config.Config) {

@@ -3,60 +3,21 @@ package idempotency
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
-
-// testRedis returns a client for the test Redis (127.0.0.1:6379, or
-// SLUICE_TEST_REDIS) and a key prefix of this test's own, whose keys are
-// deleted when it ends. Without a Redis the test fails, saying so (under
-// -short it is skipped): it never passes without having run.
-func testRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	addr := os.Getenv("SLUICE_TEST_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DisableIdentity: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		msg := "the Redis store's tests need a Redis at " + addr + " (SLUICE_TEST_REDIS=host:port for another; start one with redis-server --save '' --appendonly no --daemonize yes): " + err.Error()
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	prefix := "sluicetest:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		c.Close()
-	})
-	return c, prefix
-}
 
 // Two replicas share answers and claims: a claim refuses the other
 // replica's duplicates (with another body, as a conflict), the answer is
 // stored with its TTL and the claim released, and the other replica then
 // replays it.
 func TestRedisStore(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Client(t)
 	ctx := context.Background()
 	a := NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "a", TTL: time.Minute})
 	b := NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "b", TTL: time.Minute})
@@ -97,7 +58,7 @@ func TestRedisStore(t *testing.T) {
 // flight has ended, and is releasing it): a new flight takes it over.
 // Releasing only ever releases the flight's own claim.
 func TestRedisStaleOwnClaim(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Client(t)
 	ctx := context.Background()
 	a := NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "a"})
 	old := Claim{Fingerprint: fpA, Token: "old", TTL: time.Minute}
@@ -119,7 +80,7 @@ func TestRedisStaleOwnClaim(t *testing.T) {
 }
 
 func TestRedisEntryCap(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Client(t)
 	ctx := context.Background()
 	s := NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "a", MaxEntryBytes: 1000})
 	c := Claim{Fingerprint: fpA, Token: "t", TTL: time.Minute}
@@ -134,7 +95,7 @@ func TestRedisEntryCap(t *testing.T) {
 // the other replica's are refused as in progress until the answer is
 // stored, and then replayed.
 func TestKeepersAcrossReplicas(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Client(t)
 	a := New(Options{Store: NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "a"})})
 	b := New(Options{Store: NewRedis(rdb, RedisOptions{Prefix: prefix, Replica: "b"})})
 	lead := begin(t, a, fpA, Lead)

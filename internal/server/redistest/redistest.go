@@ -1,0 +1,118 @@
+// Package redistest gives tests the Redis they share: the one on
+// 127.0.0.1:6379, or at SLUICE_TEST_REDIS, with a key prefix of each
+// test's own; and a Redis that accepts connections and never answers.
+// A test that needs Redis and finds none fails, saying how to start one
+// (under -short it is skipped): it never passes without having run.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Addr is the test Redis's address, once it has answered a PING.
+func Addr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("SLUICE_TEST_REDIS")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	c := newClient(addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		msg := t.Name() + " needs a Redis at " + addr + " (SLUICE_TEST_REDIS=host:port for another): " + err.Error() +
+			"\nstart one with: apt-get install -y redis-server && redis-server --save '' --appendonly no --daemonize yes"
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	return addr
+}
+
+// Client is a client of the test Redis, closed when the test ends, and a
+// key prefix unique to the test (Prefix).
+func Client(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	c := Conn(t)
+	return c, Prefix(t, c)
+}
+
+// Conn is a client of the test Redis, closed when the test ends.
+func Conn(t testing.TB) *redis.Client {
+	t.Helper()
+	c := newClient(Addr(t))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Prefix is a key prefix unique to the test; its keys are deleted, with
+// c, when the test ends (before c is closed).
+func Prefix(t testing.TB, c *redis.Client) string {
+	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	prefix := "sluicetest:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+// newClient has the options Sluice's own clients have
+// (fleetstore.NewClient): a deadline from the context, a dial bounded
+// to a second, no CLIENT SETINFO.
+func newClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: time.Second, DisableIdentity: true})
+}
+
+// Silent is the address of a Redis that accepts connections and never
+// answers: a store that hangs. It closes when the test ends.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
