@@ -29,6 +29,15 @@ func newHostStack(t *testing.T, mc mock.Config, mutate func(*config.Config)) *ho
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	hs := hostStackAt(t, base, mutate)
+	hs.mockURL = base
+	return hs
+}
+
+// hostStackAt serves a Host on loopback in front of the provider at
+// base (the default config, changed by mutate), until the test ends.
+func hostStackAt(t *testing.T, base string, mutate func(*config.Config)) *hostStack {
+	t.Helper()
 	cfg := hostConfig(base, mutate)
 	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
 	if err != nil {
@@ -36,7 +45,7 @@ func newHostStack(t *testing.T, mc mock.Config, mutate func(*config.Config)) *ho
 	}
 	client, _ := net.Listen("tcp", "127.0.0.1:0")
 	admin, _ := net.Listen("tcp", "127.0.0.1:0")
-	hs := &hostStack{h: h, url: "http://" + client.Addr().String(), admin: "http://" + admin.Addr().String(), mockURL: base, served: make(chan error, 1)}
+	hs := &hostStack{h: h, url: "http://" + client.Addr().String(), admin: "http://" + admin.Addr().String(), served: make(chan error, 1)}
 	go func() { hs.served <- h.Serve(client, admin) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -9,10 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/sluice-gw/sluice/internal/harness/mock"
-	"github.com/sluice-gw/sluice/internal/server/gateway"
 )
 
 // A reload keeps the upstream connections: the configuration it
@@ -31,24 +28,12 @@ func TestReloadKeepsUpstreamConnections(t *testing.T) {
 	}
 	up.Start()
 	t.Cleanup(up.Close)
-	cfg := hostConfig(up.URL, nil)
-	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, _ := net.Listen("tcp", "127.0.0.1:0")
-	admin, _ := net.Listen("tcp", "127.0.0.1:0")
-	go h.Serve(client, admin)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		h.Shutdown(ctx, 0)
-	})
-	url := "http://" + client.Addr().String() + "/v1/chat/completions"
+	hs := hostStackAt(t, up.URL, nil)
+	url := hs.url + "/v1/chat/completions"
 	const reloads = 5
 	for i := range reloads + 1 {
 		if i > 0 {
-			if err := h.Reload(hostConfig(up.URL, nil)); err != nil {
+			if err := hs.h.Reload(hostConfig(up.URL, nil)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,9 +1,7 @@
 package gateway_test
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
-	"github.com/sluice-gw/sluice/internal/server/gateway"
 )
 
 // A reload under calls in flight: the new configuration counts the
@@ -31,20 +28,7 @@ func TestReloadInheritsCallsInFlight(t *testing.T) {
 		c.Admission.MaxInFlight = limit
 		c.Admission.Queue.MaxWait = config.Duration(30 * time.Second)
 	}
-	cfg := hostConfig(base, mutate)
-	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, _ := net.Listen("tcp", "127.0.0.1:0")
-	admin, _ := net.Listen("tcp", "127.0.0.1:0")
-	go h.Serve(client, admin)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		h.Shutdown(ctx, 0)
-	})
-	hs := &hostStack{h: h, url: "http://" + client.Addr().String()}
+	hs := hostStackAt(t, base, mutate)
 	post := func() int {
 		resp, err := http.Post(hs.url+"/v1/chat/completions", "application/json",
 			strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`))
