@@ -65,3 +65,26 @@ func TestBrowserSettingsValidated(t *testing.T) {
 		t.Error("defaults")
 	}
 }
+
+// server.trusted_proxies takes IPs and CIDR prefixes; anything else is
+// an error that says what to write.
+func TestTrustedProxies(t *testing.T) {
+	base := "providers: [{name: p, kind: openai, base_url: 'http://127.0.0.1:1/v1'}]\nmodels: [{name: m, targets: [{provider: p, model: x}]}]\n"
+	c, err := Parse([]byte(base+"server: {trusted_proxies: [10.0.0.0/8, 192.0.2.7, '::ffff:198.51.100.1', 'fd00::/8']}\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.Server.Proxies() {
+		got = append(got, p.String())
+	}
+	if want := "10.0.0.0/8 192.0.2.7/32 198.51.100.1/32 fd00::/8"; strings.Join(got, " ") != want {
+		t.Errorf("Proxies() = %v, want %s", got, want)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.internal", "10.0.0.1:80", ""} {
+		_, err := Parse([]byte(base+"server: {trusted_proxies: ['"+bad+"']}\n"), "p.yaml")
+		if err == nil || !strings.Contains(err.Error(), "server.trusted_proxies[0]") || !strings.Contains(err.Error(), "CIDR") {
+			t.Errorf("trusted_proxies [%q]: %v; want an error naming the entry and what to write", bad, err)
+		}
+	}
+}

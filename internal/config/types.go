@@ -153,6 +153,12 @@ type Server struct {
 	// CORS names the web origins allowed to call the client API from a
 	// browser (browser.go); without it, cross-origin requests get 403.
 	CORS CORS `yaml:"cors"`
+	// TrustedProxies are the addresses (IPs or CIDR prefixes) of the
+	// proxies in front of the gateway whose X-Forwarded-For is believed:
+	// a keyless client is then known by the address its proxy saw, not
+	// the proxy's (proxies.go). Default: none, and the socket's peer is
+	// the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // Log selects the request log's format and level.

@@ -45,6 +45,7 @@ func (c *Config) validate() []*Error {
 	}
 	c.validateAdmin(v)
 	c.validateBrowser(v)
+	c.validateProxies(v)
 	if c.MaxBodyBytes <= 0 {
 		v.add("max_body_bytes", "must be positive (0 would refuse every request body); write e.g. 10MiB")
 	}

@@ -64,17 +64,18 @@ type bodySource struct {
 	addr netip.Prefix
 }
 
-// sourceOf names the client a request's body is charged to. REQUIRES:
-// authenticate has run, so x.key is the request's key when it has one.
-func sourceOf(r *http.Request, x *exchange) bodySource {
+// sourceOf names the client a request's body is charged to: its key, or
+// else its address (an IPv6 /64), as its trusted proxies saw it
+// (clientAddr). REQUIRES: authenticate has run, so x.key is the
+// request's key when it has one.
+func (g *Gateway) sourceOf(r *http.Request, x *exchange) bodySource {
 	if x.key != nil {
 		return bodySource{key: sha256.Sum256([]byte(clientKey(r)))}
 	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
+	a, ok := clientAddr(r, g.proxies)
+	if !ok {
 		return bodySource{} // not an IP socket: all such clients are one
 	}
-	a := ap.Addr().Unmap().WithZone("")
 	bits := a.BitLen()
 	if a.Is6() {
 		bits = 64

@@ -130,6 +130,43 @@ func TestPartialBodiesOfOneAddressLeaveRoomForAnother(t *testing.T) {
 	}
 }
 
+// Behind a proxy every keyless client arrives from the proxy's address.
+// With the proxy in server.trusted_proxies, each is known by the address
+// the proxy saw (X-Forwarded-For), so one of them flooding partial
+// bodies leaves room for another's large request; without it, they are
+// one client and that request is refused with the flooder's.
+func TestPartialBodiesBehindATrustedProxy(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		s := smallBodyStack(t, func(c *config.Config) {
+			if trust {
+				c.Server.TrustedProxies = []string{"127.0.0.0/8"}
+			}
+		})
+		// The flooder also writes an X-Forwarded-For of its own, naming
+		// the other client; its proxy appends what it saw.
+		answered := partialFlood(t, s, "X-Forwarded-For: 203.0.113.9, 203.0.113.5\r\n")
+		// Half a megabyte: more than the flooder's share has left, well
+		// within the budget.
+		large := `{"model":"mock-gpt","pad":"` + strings.Repeat("x", 512<<10) + `","messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/chat/completions", strings.NewReader(large))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("trusted proxy %v: the flood's refusals %v; another client's request: %d", trust, answered(), resp.StatusCode)
+		switch {
+		case trust && resp.StatusCode != 200:
+			t.Errorf("behind a trusted proxy, another client's request beside a flood: %d %s; want 200", resp.StatusCode, body)
+		case !trust && resp.StatusCode != 429:
+			t.Errorf("without trusted_proxies, the same request: %d %s; want 429 (the proxy's address is one client)", resp.StatusCode, body)
+		}
+	}
+}
+
 // With virtual keys, the client is the key: one key's partial bodies
 // cannot crowd out another key's request from the same address.
 func TestPartialBodiesOfOneKeyLeaveRoomForAnother(t *testing.T) {

@@ -76,7 +76,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if !g.authenticate(w, r, x) {
 		return
 	}
-	raw, held, err := g.readBody(w, r, sourceOf(r, x))
+	raw, held, err := g.readBody(w, r, g.sourceOf(r, x))
 	defer g.bodies.give(held)
 	if err != nil {
 		g.bodyFailed(w, r, x, err)

@@ -4,17 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
@@ -109,7 +111,8 @@ type Gateway struct {
 	// What a client may hold and for how long (config.Server).
 	maxBody      int64
 	bodies       *byteBudget
-	bodyShare    int64 // what one client may hold of bodies (body.go)
+	bodyShare    int64          // what one client may hold of bodies (body.go)
+	proxies      []netip.Prefix // server.trusted_proxies (proxies.go)
 	maxHeaders   int
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
@@ -198,6 +201,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		models:       make(map[string]*model),
 		maxBody:      cfg.MaxBodyBytes.Int64(),
 		bodyShare:    cfg.BodyBytesPerClient(),
+		proxies:      sv.Proxies(),
 		maxHeaders:   sv.MaxHeaders,
 		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),

@@ -76,7 +76,7 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 // false. The caller gives held back to the body budget when the request
 // is done with its body, whatever ok is.
 func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held bodyHold, ok bool) {
-	raw, held, err := g.readBody(w, r, sourceOf(r, x))
+	raw, held, err := g.readBody(w, r, g.sourceOf(r, x))
 	if err != nil {
 		g.bodyFailed(w, r, x, err)
 		return nil, nil, nil, held, false
