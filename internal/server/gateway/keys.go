@@ -65,13 +65,23 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 
 // authenticate finds the client's virtual key. With auth required, a
 // request without a known key gets 401 in its API's shape, and false.
+//
+// The config's keys are looked up first, then the keys made at run time
+// (runtimekeys.go); a runtime key that is revoked, disabled, expired, or
+// an old secret past its rotation's grace, gets 401 saying which,
+// whether or not the gateway requires a key.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
-	if g.keys != nil {
-		if k := clientKey(r); k != "" {
-			x.key = g.keys[sha256.Sum256([]byte(k))]
+	if k := clientKey(r); k != "" && (g.keys != nil || g.rt != nil) {
+		sum := sha256.Sum256([]byte(k))
+		if x.key = g.keys[sum]; x.key == nil {
+			var reason, msg string
+			if x.key, reason, msg = g.lookupRuntime(sum); reason != "" {
+				g.fail(w, x, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
+				return false
+			}
 		}
 	}
-	if x.key != nil || !g.authRequired {
+	if x.key != nil || !g.requireKey() {
 		return true
 	}
 	msg := "this gateway needs a key: send it as Authorization: Bearer KEY"
