@@ -256,7 +256,9 @@ func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: not a Redis URL: %w", err)
 		}
-		s := keystore.OpenRedis(rdb, keystore.RedisOptions{Prefix: cfg.Fleet.Prefix})
+		// The first read waits at most a second: a Redis that does not
+		// answer must not hold the gateway's start for long.
+		s := keystore.OpenRedis(rdb, keystore.RedisOptions{Prefix: cfg.Fleet.Prefix, Wait: time.Second})
 		return s, func() { s.Close(); rdb.Close() }, nil
 	case cfg.State.Dir != "":
 		s, err := keystore.OpenFile(cfg.State.Dir)

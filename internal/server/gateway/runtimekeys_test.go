@@ -374,3 +374,22 @@ func waitStatus(t *testing.T, hs *hostStack, key string, want int) time.Duration
 	}
 	return time.Since(start)
 }
+
+// A gateway whose key store does not answer at start cannot know whether
+// keys exist, so without auth.required it refuses requests without a
+// key until the store answers, rather than open up; auth.required: false
+// serves them anyway.
+func TestRuntimeKeysStoreDownAtStart(t *testing.T) {
+	down := func(c *config.Config) {
+		c.Store = "redis://127.0.0.1:1/0"
+		c.Fleet.Timeout = config.Duration(50 * time.Millisecond)
+	}
+	hs := keyHost(t, down, nil)
+	if code, body := hs.send(t, "", chatBody); code != 401 {
+		t.Errorf("store down at start, no auth.required: %d %s, want 401", code, body)
+	}
+	open := keyHost(t, down, func(c *config.Config) { f := false; c.Auth.Required = &f })
+	if code, body := open.send(t, "", chatBody); code != 200 {
+		t.Errorf("store down at start, auth.required: false: %d %s, want 200", code, body)
+	}
+}
