@@ -154,6 +154,9 @@ func TestRuntimeKeys(t *testing.T) {
 		if !strings.Contains(metrics, `key="team-a"`) {
 			t.Error("the metrics do not label the key's requests with its name")
 		}
+		if !strings.Contains(metrics, `name="team-a",owner="key"`) {
+			t.Error("the metrics do not show the key's budget under its name")
+		}
 		if code, _ := hs.send(t, "sk-cfg", chatBody); code != 200 {
 			t.Errorf("the config key: %d", code)
 		}
