@@ -142,7 +142,7 @@ func keysAPI(cmd string, args []string, stdout, stderr io.Writer) int {
 	if defAdmin == "" {
 		defAdmin = "http://" + config.DefaultAdminListen
 	}
-	admin := fs.String("admin", defAdmin, "the gateway's admin `URL` (admin_listen); default $SLUICE_ADMIN_URL, else http://"+config.DefaultAdminListen)
+	admin := fs.String("admin", defAdmin, "the gateway's admin `URL` (its admin_listen; from $SLUICE_ADMIN_URL when set)")
 	tokenEnv := fs.String("token-env", "SLUICE_ADMIN_TOKEN", "the environment `variable` holding the admin token (the value of the variable admin.token_env names)")
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	var (
