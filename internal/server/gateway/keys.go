@@ -41,26 +41,36 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 		if n, err := hex.Decode(h[:], []byte(kc.SHA256)); err != nil || n != sha256.Size {
 			return nil, fmt.Errorf("keys[%d].sha256: not a SHA-256 in hex", i)
 		}
-		k := &virtualKey{index: i + 1, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
-		if kc.Limits.Any() {
-			k.limits = policy.Limits(kc.Limits)
-		}
-		if kc.Priority != "" {
-			p, ok := admission.ParsePriority(kc.Priority)
-			if !ok {
-				return nil, fmt.Errorf("keys[%d].priority: unknown class %q", i, kc.Priority)
-			}
-			k.priority = p
-		}
-		if len(kc.Models) > 0 {
-			k.models = make(map[string]bool, len(kc.Models))
-			for _, m := range kc.Models {
-				k.models[m] = true
-			}
+		k, err := newVirtualKey(i+1, kc, defaultPri)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d].%w", i, err)
 		}
 		keys[h] = k
 	}
 	return keys, nil
+}
+
+// newVirtualKey is key kc as the gateway holds it, numbered index: one
+// rule for a config key and a key made at run time (runtimekeys.go).
+func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority) (*virtualKey, error) {
+	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
+	if kc.Limits.Any() {
+		k.limits = policy.Limits(kc.Limits)
+	}
+	if kc.Priority != "" {
+		p, ok := admission.ParsePriority(kc.Priority)
+		if !ok {
+			return nil, fmt.Errorf("priority: unknown class %q", kc.Priority)
+		}
+		k.priority = p
+	}
+	if len(kc.Models) > 0 {
+		k.models = make(map[string]bool, len(kc.Models))
+		for _, m := range kc.Models {
+			k.models[m] = true
+		}
+	}
+	return k, nil
 }
 
 // authenticate finds the client's virtual key. With auth required, a

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/quota"
-	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
 )
@@ -141,20 +139,15 @@ func (g *Gateway) configKeyNamed(name string) bool {
 	return false
 }
 
-// runtimeKey builds the virtual key of a record, numbered n.
+// runtimeKey builds the virtual key of a record, numbered n. The API
+// validated the record; a class this configuration does not know (a
+// record written by another version) is the default class.
 func (g *Gateway) runtimeKey(n int, kc *config.Key) *virtualKey {
-	k := &virtualKey{index: n, name: kc.Name, tenant: kc.TenantName(), priority: g.defaultPri, mayDegrade: kc.MayDegrade()}
-	if kc.Limits.Any() {
-		k.limits = policy.Limits(kc.Limits)
-	}
-	if p, ok := admission.ParsePriority(kc.Priority); ok && kc.Priority != "" {
-		k.priority = p
-	}
-	if len(kc.Models) > 0 {
-		k.models = make(map[string]bool, len(kc.Models))
-		for _, m := range kc.Models {
-			k.models[m] = true
-		}
+	k, err := newVirtualKey(n, kc, g.defaultPri)
+	if err != nil {
+		c := *kc
+		c.Priority = ""
+		k, _ = newVirtualKey(n, &c, g.defaultPri)
 	}
 	return k
 }
