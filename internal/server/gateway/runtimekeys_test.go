@@ -396,3 +396,39 @@ func TestRuntimeKeysStoreDownAtStart(t *testing.T) {
 		t.Errorf("store down at start, auth.required: false: %d %s, want 200", code, body)
 	}
 }
+
+// Keys changing while requests use them and the metrics are read: no
+// race (run with -race), and every answer is one the key's state allows.
+func TestRuntimeKeysChangeUnderLoad(t *testing.T) {
+	hs := keyHost(t, func(c *config.Config) { c.State.Dir = t.TempDir() }, nil)
+	secrets := make(chan string, 64)
+	done := make(chan struct{})
+	errs := make(chan string, 16)
+	go func() {
+		defer close(done)
+		for s := range secrets {
+			for range 3 {
+				if code := hs.models(t, s); code != 200 && code != 401 {
+					errs <- fmt.Sprintf("a key being changed got %d", code)
+				}
+			}
+			httpGetAdminURL(t, hs.admin+"/metrics")
+		}
+	}()
+	for i := range 15 {
+		name := fmt.Sprintf("churn-%d", i)
+		s := hs.create(t, `{"name":"`+name+`","limits":{"rpm":1000}}`)
+		secrets <- s
+		hs.adminCall(t, "POST", "/admin/keys/"+name+"/disable", "")
+		hs.adminCall(t, "POST", "/admin/keys/"+name+"/revoke", "")
+		if code := hs.models(t, s); code != 401 {
+			t.Errorf("%s: revoked, and still %d", name, code)
+		}
+	}
+	close(secrets)
+	<-done
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
