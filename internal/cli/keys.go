@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,9 +33,10 @@ Keys made at run time, through a running gateway's admin key API
   sluice keys revoke NAME         end the key for good: both secrets stop
   sluice keys disable NAME        refuse the key until enabled
   sluice keys enable NAME         let a disabled key in again
-Each takes --admin URL (default $SLUICE_ADMIN_URL, else http://` + config.DefaultAdminListen + `),
---token-env NAME (the variable holding the admin token; default SLUICE_ADMIN_TOKEN)
-and --json (print the API's JSON answer).
+Each takes --admin URL (default $SLUICE_ADMIN_URL, else the admin_listen of
+--config FILE, else http://` + config.DefaultAdminListen + `), --token-env NAME (the
+variable holding the admin token; default SLUICE_ADMIN_TOKEN, else --config's
+admin.token_env) and --json (print the API's JSON answer).
 
 Keys declared in the config file (keys:; no gateway needed):
   sluice keys new [--name NAME]   make a key; print it and the keys: entry for the config
@@ -138,12 +140,9 @@ func keysAPI(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: sluice keys %s %s\n\n%s\n\nflags:\n", cmd, info.args, info.about)
 		fs.PrintDefaults()
 	}
-	defAdmin := os.Getenv("SLUICE_ADMIN_URL")
-	if defAdmin == "" {
-		defAdmin = "http://" + config.DefaultAdminListen
-	}
-	admin := fs.String("admin", defAdmin, "the gateway's admin `URL` (its admin_listen; from $SLUICE_ADMIN_URL when set)")
-	tokenEnv := fs.String("token-env", "SLUICE_ADMIN_TOKEN", "the environment `variable` holding the admin token (the value of the variable admin.token_env names)")
+	admin := fs.String("admin", "", "the gateway's admin `URL` (default: $SLUICE_ADMIN_URL, else --config's admin_listen, else http://"+config.DefaultAdminListen+")")
+	tokenEnv := fs.String("token-env", "", "the environment `variable` holding the admin token (default: SLUICE_ADMIN_TOKEN, else --config's admin.token_env)")
+	cfgPath := fs.String("config", "", "the gateway's config `file`, to find its admin_listen and admin.token_env")
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	var (
 		team, priority, models, expires, spec *string
@@ -182,6 +181,19 @@ func keysAPI(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice keys %s: want %s, got %d arguments\n", cmd, map[bool]string{true: "one key NAME", false: "no arguments"}[wantName], len(pos))
 		fs.Usage()
 		return 2
+	}
+	if *admin == "" || *tokenEnv == "" {
+		a, te, err := adminDefaults(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice keys %s: --config: %v\n", cmd, err)
+			return 2
+		}
+		if *admin == "" {
+			*admin = a
+		}
+		if *tokenEnv == "" {
+			*tokenEnv = te
+		}
 	}
 	base, err := url.Parse(strings.TrimSuffix(*admin, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -326,6 +338,39 @@ func keysAPI(cmd string, args []string, stdout, stderr io.Writer) int {
 		showKey(stdout, out)
 	}
 	return 0
+}
+
+// adminDefaults are the admin URL and the token's variable when the
+// flags do not name them: $SLUICE_ADMIN_URL, else the config's
+// admin_listen (a wildcard address asked on loopback), else the default
+// admin_listen; SLUICE_ADMIN_TOKEN when it is set, else the config's
+// admin.token_env, else SLUICE_ADMIN_TOKEN.
+func adminDefaults(path string) (adminURL, tokenEnv string, err error) {
+	adminURL, tokenEnv = os.Getenv("SLUICE_ADMIN_URL"), "SLUICE_ADMIN_TOKEN"
+	listen := config.DefaultAdminListen
+	if path != "" {
+		c, err := config.Load(path)
+		if err != nil {
+			return "", "", err
+		}
+		if c.AdminListen != "" {
+			listen = c.AdminListen
+		}
+		if c.Admin.TokenEnv != "" && os.Getenv("SLUICE_ADMIN_TOKEN") == "" {
+			tokenEnv = c.Admin.TokenEnv
+		}
+	}
+	if adminURL == "" {
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return "", "", fmt.Errorf("admin_listen %q is not host:port", listen)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+		}
+		adminURL = "http://" + net.JoinHostPort(host, port)
+	}
+	return adminURL, tokenEnv, nil
 }
 
 // showKey prints a key's fields, one a line, name first.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -104,6 +105,24 @@ func TestKeysCLI(t *testing.T) {
 	}
 	if code, _, errs = runKeys("list", "--token-env", "OTHER_TOKEN"); code != 1 || !strings.Contains(errs, "did not answer") {
 		t.Errorf("nobody at the URL: %d %s", code, errs)
+	}
+}
+
+// --config finds the admin URL (a wildcard admin_listen asked on
+// loopback) and the token's variable.
+func TestKeysCLIConfig(t *testing.T) {
+	srv := keysServer(t)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	path := t.TempDir() + "/sluice.yaml"
+	yaml := "admin_listen: 0.0.0.0:" + port + "\nadmin:\n  token_env: MY_ADMIN_TOKEN\nproviders:\n  - {name: p, kind: openai, base_url: http://127.0.0.1:1/v1}\nmodels:\n  - {name: m, targets: [{provider: p, model: x}]}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_ADMIN_URL", "")
+	t.Setenv("SLUICE_ADMIN_TOKEN", "")
+	t.Setenv("MY_ADMIN_TOKEN", "tok")
+	if code, out, errs := runKeys("list", "--config", path); code != 0 || !strings.Contains(out, "from-config") {
+		t.Errorf("list --config: %d %s%s", code, out, errs)
 	}
 }
 
