@@ -24,7 +24,9 @@ Usage:
   sluice load SCENARIO --target URL [flags] replay a scenario's traffic against a running gateway
   sluice chaos [--short] [--only F] [--out FILE]
                                            play faults against real processes and check the outcomes (docs/RELIABILITY.md)
-  sluice keys new|hash                     make a virtual key and the config entry for it
+  sluice keys create|list|show|rotate|revoke|disable|enable
+                                           manage keys at run time through a gateway's admin API (docs/KEYS.md)
+  sluice keys new|hash                     make a virtual key and the config entry for it (declarative keys:)
   sluice version                           print the version and build
   sluice help                              show this help
 

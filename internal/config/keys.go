@@ -101,8 +101,9 @@ func (l Limits) Any() bool { return l.RPM > 0 || l.ITPM > 0 || l.OTPM > 0 }
 
 // Auth says whether clients must send a virtual key.
 type Auth struct {
-	// Required (default: true when keys are defined): a request without
-	// a known key gets 401.
+	// Required (default: true when keys are defined, or when the key
+	// store holds keys made at run time as this configuration starts; see
+	// docs/KEYS.md): a request without a known key gets 401.
 	Required *bool `yaml:"required"`
 }
 
@@ -222,8 +223,10 @@ func (c *Config) validateKeys(v *checker) {
 		}
 		validateLimits(v, at("limits"), k.Limits)
 	}
-	if c.Auth.Required != nil && *c.Auth.Required && len(c.Keys) == 0 {
-		v.add("auth.required", "is true but no keys are defined, so nobody could get in; add keys:, or remove auth.required")
+	// Keys made at run time need a durable store and the admin API's
+	// token; with both, auth.required may stand before any key exists.
+	if c.Auth.Required != nil && *c.Auth.Required && len(c.Keys) == 0 && !(c.Durable() && c.Admin.TokenEnv != "") {
+		v.add("auth.required", "is true but no keys are defined, so nobody could get in; add keys:, or remove auth.required (or, to make keys at run time through the admin API, set admin.token_env and store: or state.dir:)")
 	}
 	if c.Admission.CriticalKeysEnv != "" && len(c.Keys) > 0 {
 		v.add("admission.critical_keys_env", "is the old way to name critical keys; with keys: defined, give the critical ones priority: critical and remove it")

@@ -62,6 +62,10 @@ type Budgets struct {
 // books holds the budgets themselves. A nil budget is no limit.
 type books struct {
 	keys []*quota.Budget
+	// limits are each key's limits, as keys' budgets were built from;
+	// shared: Budgets.SharedKeys.
+	limits []quota.Limits
+	shared bool
 	// outCap is, per key, its output budget's burst (0: none): a request
 	// that names no max_tokens reserves no more than it.
 	outCap []int64
@@ -109,20 +113,13 @@ func budgetOf(l quota.Limits) *quota.Budget {
 }
 
 func newBooks(c Budgets) books {
-	bk := books{large: budgetOf(c.Large), largeMin: c.LargeMinInput, reserve: c.OutputReserve}
+	bk := books{large: budgetOf(c.Large), largeMin: c.LargeMinInput, reserve: c.OutputReserve, shared: c.SharedKeys}
 	if bk.reserve <= 0 {
 		bk.reserve = DefaultOutputReserve
 	}
-	for _, l := range c.Keys {
-		var b *quota.Budget
-		if !c.SharedKeys {
-			b = budgetOf(l)
-		}
-		bk.keys = append(bk.keys, b)
-		o := l[quota.OutputTokens]
-		bk.outCap = append(bk.outCap, max(o.Burst, o.PerMinute))
+	for i, l := range c.Keys {
+		bk.setKey(i+1, l)
 	}
-	bk.reserved = make([][3]int64, len(c.Keys))
 	for _, l := range c.Scopes {
 		bk.scopes = append(bk.scopes, budgetOf(l))
 	}
@@ -136,6 +133,50 @@ func newBooks(c Budgets) books {
 		bk.models = append(bk.models, m)
 	}
 	return bk
+}
+
+// setKey sets key k's limits, adding keys up to k. A key whose limits
+// are unchanged keeps its budget and what it holds; one whose limits
+// changed gets a full budget of the new limits.
+func (bk *books) setKey(k int, l quota.Limits) {
+	if k < 1 {
+		return
+	}
+	for len(bk.keys) < k {
+		bk.keys = append(bk.keys, nil)
+		bk.limits = append(bk.limits, quota.Limits{})
+		bk.outCap = append(bk.outCap, 0)
+		bk.reserved = append(bk.reserved, [3]int64{})
+	}
+	i := k - 1
+	if bk.limits[i] == l && (bk.keys[i] != nil || bk.shared || l == (quota.Limits{})) {
+		return
+	}
+	bk.limits[i] = l
+	bk.keys[i] = nil
+	if !bk.shared {
+		bk.keys[i] = budgetOf(l)
+	}
+	o := l[quota.OutputTokens]
+	bk.outCap[i] = max(o.Burst, o.PerMinute)
+}
+
+// SetKey sets key k's budget (from 1, as Request.Key) and tenant (as
+// Config.KeyTenants), adding keys up to k: a host whose keys change
+// while it runs (keys made through an admin API) numbers them after the
+// configured ones and calls SetKey for each, again whenever its limits
+// change. Unchanged limits keep the budget's state; changed ones start
+// a full budget. A key that is gone keeps its number (requests in
+// flight may hold it), with no limits set by its last SetKey.
+func (e *Engine) SetKey(k int, l quota.Limits, tenant int) {
+	if k < 1 {
+		return
+	}
+	e.books.setKey(k, l)
+	for len(e.keyTenants) < k {
+		e.keyTenants = append(e.keyTenants, 0)
+	}
+	e.keyTenants[k-1] = tenant
 }
 
 // key returns key k's budget, or nil.
@@ -393,7 +434,7 @@ func (e *Engine) BudgetStats(now time.Time) []BudgetStat {
 // Reservation is what r reserves of its budgets, and Used what a
 // request that ended with o used of them: the rules the engine's own
 // budgets follow, for a host that keeps a key's budget in a shared
-// store. Both read only the engine's configuration.
+// store. Both read only the keys' limits (SetKey changes them).
 func (e *Engine) Reservation(r Request) quota.Cost { return e.books.cost(r) }
 
 // Used: see Reservation.

@@ -113,6 +113,9 @@ type Config struct {
 	// class, a freed slot goes to the tenant with the fewest requests in
 	// flight. Requests without a key are tenant 0.
 	KeyTenants []int
+	// DynamicKeys: keys may be added while the engine runs (SetKey), so
+	// admission is fair between tenants even before the first one is.
+	DynamicKeys bool
 	// Replicas, when set, is the number of live replicas in the fleet
 	// this engine is one of: its fixed concurrency limits (global,
 	// per provider, per lane) are split between them (fleet.go).
@@ -574,8 +577,8 @@ func New(cfg Config) *Engine {
 	ac.Lanes = lanes
 	ac.Seed = cfg.Seed ^ 0xad31
 	ac.TimeScale = cfg.TimeScale
-	ac.FairTenants = len(cfg.KeyTenants) > 0
-	e.keyTenants = cfg.KeyTenants
+	ac.FairTenants = len(cfg.KeyTenants) > 0 || cfg.DynamicKeys
+	e.keyTenants = append([]int(nil), cfg.KeyTenants...)
 	e.adm = admission.NewCore(ac)
 	return e
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
+	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -54,6 +55,9 @@ type Options struct {
 	// idem is the idempotency state a Host's configurations share
 	// (flights in progress, stored answers). Nil: the gateway's own.
 	idem *idemShared
+	// keys keeps the keys made at run time, which a Host's
+	// configurations share (runtimekeys.go). Nil: none.
+	keys keystore.Store
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -80,6 +84,13 @@ type Gateway struct {
 	// fleet is the shared store, when the config names one (fleet.go).
 	fleet        *fleet
 	authRequired bool
+	// rt is the keys made at run time (runtimekeys.go), nil without a
+	// key store; authFixed: the config alone says whether a key is
+	// required (requireKey). cfgKeys are the config's keys, for the
+	// admin API.
+	rt        *runtimeKeys
+	authFixed bool
+	cfgKeys   []config.Key
 	// counter counts input tokens when countTokens (budgets.go); prices
 	// are per upstream model.
 	counter *tokens.Counter
@@ -247,6 +258,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.keyList[k.index-1] = k
 	}
 	g.authRequired = cfg.AuthRequired()
+	g.cfgKeys = cfg.Keys
+	if opts.keys != nil {
+		g.rt = newRuntimeKeys(opts.keys, cfg)
+		g.authFixed = cfg.Auth.Required != nil || len(cfg.Keys) > 0
+	}
 	if g.countTokens = usesTokens(cfg); g.countTokens {
 		g.counter = tokens.NewCounter(0)
 		g.prices = cfg.Prices
@@ -305,6 +321,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	ec.DynamicKeys = g.rt != nil
 	for _, mc := range cfg.Models {
 		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
 		for j, s := range m.route.Targets {

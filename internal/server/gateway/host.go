@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/server/dashboard"
+	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 )
 
@@ -60,6 +61,12 @@ type Host struct {
 	// adminConns caps the admin listener's connections
 	// (admin.max_connections).
 	adminConns int
+	// keys is where keys made at run time live (nil: nowhere), and
+	// closeKeys stops following it; keysAt is the config that chose it
+	// (store, state.dir), which changes only at a restart.
+	keys      keystore.Store
+	closeKeys func()
+	keysAt    [2]string
 
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
@@ -83,6 +90,11 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	keys, closeKeys, err := openKeyStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts.keys = keys
 	var stopTracing func(context.Context) error
 	if opts.TracerProvider == nil && cfg.Tracing.On() {
 		tp, err := NewTracerProvider(cfg.Tracing)
@@ -96,10 +108,21 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		if stopTracing != nil {
 			stopTracing(context.Background())
 		}
+		closeKeys()
 		return nil, err
 	}
 	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
-		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections()}
+		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections(),
+		keys: keys, closeKeys: closeKeys, keysAt: [2]string{cfg.Store, cfg.State.Dir}}
+	switch {
+	case keys == nil:
+		h.log.Info("keys made at run time: none (the admin key API needs store: or state.dir:); keys: in the config work as ever")
+	case !keys.Snapshot().Loaded:
+		h.log.Warn("keys made at run time: the store did not answer yet; until it does, keys made at run time are refused as unknown, and requests without a key are refused unless auth.required is set",
+			"store", keys.Where())
+	default:
+		h.log.Info("keys made at run time", "store", keys.Where(), "keys", len(keys.Snapshot().Records), "key_required", g.requireKey())
+	}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
@@ -127,7 +150,8 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // AdminHandler serves /metrics, /healthz, /readyz, /admin/evals, the
-// dashboard (/dashboard/, admin.go) and the runtime profiles
+// key API (/admin/keys, package keystore; only with admin.token_env
+// set), the dashboard (/dashboard/, admin.go) and the runtime profiles
 // (/debug/pprof/, pprof.go), all but the probes behind admin.token_env's
 // token when one is set.
 func (h *Host) AdminHandler() http.Handler {
@@ -137,6 +161,9 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
+	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keyEnv() }}).Handler()
+	mux.Handle("/admin/keys", keysAPI)
+	mux.Handle("/admin/keys/", keysAPI)
 	mountProfiles(mux)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {
@@ -207,6 +234,9 @@ func (h *Host) Reload(cfg *config.Config) error {
 	}
 	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
 		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
+	}
+	if [2]string{cfg.Store, cfg.State.Dir} != h.keysAt {
+		h.log.Warn("reload: where keys made at run time live (store:, state.dir:) changes only at a restart; the running store stays")
 	}
 	running := *cfg
 	running.Server = h.server
@@ -289,6 +319,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	}
 	h.drains.Wait()
 	h.cur.Load().Close()
+	h.closeKeys()
 	if stopDash != nil {
 		stopDash()
 	}

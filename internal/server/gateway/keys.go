@@ -41,37 +41,57 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 		if n, err := hex.Decode(h[:], []byte(kc.SHA256)); err != nil || n != sha256.Size {
 			return nil, fmt.Errorf("keys[%d].sha256: not a SHA-256 in hex", i)
 		}
-		k := &virtualKey{index: i + 1, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
-		if kc.Limits.Any() {
-			k.limits = policy.Limits(kc.Limits)
-		}
-		if kc.Priority != "" {
-			p, ok := admission.ParsePriority(kc.Priority)
-			if !ok {
-				return nil, fmt.Errorf("keys[%d].priority: unknown class %q", i, kc.Priority)
-			}
-			k.priority = p
-		}
-		if len(kc.Models) > 0 {
-			k.models = make(map[string]bool, len(kc.Models))
-			for _, m := range kc.Models {
-				k.models[m] = true
-			}
+		k, err := newVirtualKey(i+1, kc, defaultPri)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d].%w", i, err)
 		}
 		keys[h] = k
 	}
 	return keys, nil
 }
 
-// authenticate finds the client's virtual key. With auth required, a
-// request without a known key gets 401 in its API's shape, and false.
-func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
-	if g.keys != nil {
-		if k := clientKey(r); k != "" {
-			x.key = g.keys[sha256.Sum256([]byte(k))]
+// newVirtualKey is key kc as the gateway holds it, numbered index: one
+// rule for a config key and a key made at run time (runtimekeys.go).
+func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority) (*virtualKey, error) {
+	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
+	if kc.Limits.Any() {
+		k.limits = policy.Limits(kc.Limits)
+	}
+	if kc.Priority != "" {
+		p, ok := admission.ParsePriority(kc.Priority)
+		if !ok {
+			return nil, fmt.Errorf("priority: unknown class %q", kc.Priority)
+		}
+		k.priority = p
+	}
+	if len(kc.Models) > 0 {
+		k.models = make(map[string]bool, len(kc.Models))
+		for _, m := range kc.Models {
+			k.models[m] = true
 		}
 	}
-	if x.key != nil || !g.authRequired {
+	return k, nil
+}
+
+// authenticate finds the client's virtual key. With auth required, a
+// request without a known key gets 401 in its API's shape, and false.
+//
+// The config's keys are looked up first, then the keys made at run time
+// (runtimekeys.go); a runtime key that is revoked, disabled, expired, or
+// an old secret past its rotation's grace, gets 401 saying which,
+// whether or not the gateway requires a key.
+func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
+	if k := clientKey(r); k != "" && (g.keys != nil || g.rt != nil) {
+		sum := sha256.Sum256([]byte(k))
+		if x.key = g.keys[sum]; x.key == nil {
+			var reason, msg string
+			if x.key, reason, msg = g.lookupRuntime(sum); reason != "" {
+				g.fail(w, x, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
+				return false
+			}
+		}
+	}
+	if x.key != nil || !g.requireKey() {
 		return true
 	}
 	msg := "this gateway needs a key: send it as Authorization: Bearer KEY"

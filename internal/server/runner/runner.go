@@ -266,12 +266,26 @@ func (r *Runner) BudgetStats() []lifecycle.BudgetStat {
 }
 
 // Reservation and Used apply the engine's budget rules
-// (Engine.Reservation); they read only its configuration, so they take
-// no lock.
-func (r *Runner) Reservation(req lifecycle.Request) quota.Cost { return r.e.Reservation(req) }
+// (Engine.Reservation).
+func (r *Runner) Reservation(req lifecycle.Request) quota.Cost {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Reservation(req)
+}
 
 // Used: see Reservation.
-func (r *Runner) Used(req lifecycle.Request, o lifecycle.Outcome) quota.Cost { return r.e.Used(req, o) }
+func (r *Runner) Used(req lifecycle.Request, o lifecycle.Outcome) quota.Cost {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.e.Used(req, o)
+}
+
+// SetKey sets key k's budget and tenant (Engine.SetKey).
+func (r *Runner) SetKey(k int, l quota.Limits, tenant int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.e.SetKey(k, l, tenant)
+}
 
 // KeyReserved reports what requests hold of key k's budget
 // (Engine.KeyReserved).

@@ -1,0 +1,270 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/keystore"
+)
+
+// Keys made at run time (package keystore) authenticate after the
+// config's: a client's key is looked up by its SHA-256 in the config's
+// table, then in this gateway's table of the store's records. That table
+// is rebuilt from the store's latest snapshot on the first request that
+// finds the snapshot newer than the table, so a change the store has
+// seen is in force from the next request.
+//
+// A runtime key is a virtualKey like a config key: the same model list,
+// priority, degrade flag, tenant and metrics labels (its name). Its
+// budgets are the engine's own, numbered after the config's keys
+// (lifecycle.Engine.SetKey): each name keeps its number for the life of
+// the configuration, so a budget survives the key being disabled and
+// enabled, and starts full when its limits change. In a fleet, a key's
+// budget lives in the store under its name (budgetName), as a config
+// key's does.
+
+// runtimeKeys is one gateway's view of the key store.
+type runtimeKeys struct {
+	store keystore.Store
+	// first is the number of the first runtime key (len(keys:)+1).
+	first int
+	table atomic.Pointer[rtTable]
+	mu    sync.Mutex // serialises rebuilds; guards below
+	// index numbers each name seen; tenants numbers each tenant, the
+	// config's first, as policy.FromConfig does.
+	index   map[string]int
+	tenants map[string]int
+	// decided is auth.required's default once the store was read:
+	// 0 not yet, 1 required, 2 open (requireKey).
+	decided atomic.Int32
+}
+
+// rtTable is the records of one snapshot, by secret's hash.
+type rtTable struct {
+	version uint64
+	loaded  bool
+	byHash  map[[sha256.Size]byte]rtEntry
+	// keys are the live keys (not revoked), by number, for the metrics.
+	keys map[int]*virtualKey
+}
+
+// rtEntry is one secret of a runtime key: its current one, or its old
+// one during a rotation's grace (old).
+type rtEntry struct {
+	key *virtualKey
+	rec *keystore.Record
+	old bool
+}
+
+func newRuntimeKeys(store keystore.Store, cfg *config.Config) *runtimeKeys {
+	rt := &runtimeKeys{store: store, first: len(cfg.Keys) + 1, index: map[string]int{}, tenants: map[string]int{}}
+	for _, k := range cfg.Keys {
+		if _, ok := rt.tenants[k.TenantName()]; !ok {
+			rt.tenants[k.TenantName()] = len(rt.tenants) + 1
+		}
+	}
+	rt.table.Store(&rtTable{})
+	return rt
+}
+
+// current is the table of the store's latest snapshot, rebuilt first if
+// the table is older.
+func (g *Gateway) rtCurrent() *rtTable {
+	rt := g.rt
+	snap := rt.store.Snapshot()
+	t := rt.table.Load()
+	if t.loaded == snap.Loaded && t.version == snap.Version {
+		return t
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	snap = rt.store.Snapshot()
+	if t = rt.table.Load(); t.loaded == snap.Loaded && t.version == snap.Version {
+		return t
+	}
+	t = &rtTable{version: snap.Version, loaded: snap.Loaded, byHash: map[[sha256.Size]byte]rtEntry{}, keys: map[int]*virtualKey{}}
+	for name, rec := range snap.Records {
+		if g.configKeyNamed(name) {
+			continue // the config's key of that name wins
+		}
+		n, ok := rt.index[name]
+		if !ok {
+			n = rt.first + len(rt.index)
+			rt.index[name] = n
+		}
+		tn, ok := rt.tenants[rec.Key.TenantName()]
+		if !ok {
+			tn = len(rt.tenants) + 1
+			rt.tenants[rec.Key.TenantName()] = tn
+		}
+		k := g.runtimeKey(n, &rec.Key)
+		if rec.Revoked {
+			g.runner.SetKey(n, quota.Limits{}, tn)
+		} else {
+			g.runner.SetKey(n, k.limits, tn)
+			t.keys[n] = k
+		}
+		for _, h := range []struct {
+			hex string
+			old bool
+		}{{rec.Key.SHA256, false}, {rec.OldSHA256, true}} {
+			var sum [sha256.Size]byte
+			if n, err := hex.Decode(sum[:], []byte(h.hex)); err != nil || n != sha256.Size {
+				continue
+			}
+			if _, taken := g.keys[sum]; taken {
+				continue // a config key's secret: the config's
+			}
+			t.byHash[sum] = rtEntry{key: k, rec: rec, old: h.old}
+		}
+	}
+	rt.table.Store(t)
+	return t
+}
+
+// configKeyNamed reports whether keys: has a key of that name.
+func (g *Gateway) configKeyNamed(name string) bool {
+	for _, n := range g.keyNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeKey builds the virtual key of a record, numbered n. The API
+// validated the record; a class this configuration does not know (a
+// record written by another version) is the default class.
+func (g *Gateway) runtimeKey(n int, kc *config.Key) *virtualKey {
+	k, err := newVirtualKey(n, kc, g.defaultPri)
+	if err != nil {
+		c := *kc
+		c.Priority = ""
+		k, _ = newVirtualKey(n, &c, g.defaultPri)
+	}
+	return k
+}
+
+// lookupRuntime finds a runtime key by its secret's hash. A key that
+// matches but may not be used now comes back nil with the reason and
+// the message its 401 gives.
+func (g *Gateway) lookupRuntime(sum [sha256.Size]byte) (k *virtualKey, reason, msg string) {
+	if g.rt == nil {
+		return nil, "", ""
+	}
+	e, ok := g.rtCurrent().byHash[sum]
+	if !ok {
+		return nil, "", ""
+	}
+	now := g.now()
+	r := e.rec
+	switch {
+	case r.Revoked:
+		return nil, "revoked_key", fmt.Sprintf("key %s was revoked; ask for a new key", r.Key.Name)
+	case r.Disabled:
+		return nil, "disabled_key", fmt.Sprintf("key %s is disabled; ask its owner to enable it", r.Key.Name)
+	case r.ExpiresAt != nil && !now.Before(*r.ExpiresAt):
+		return nil, "expired_key", fmt.Sprintf("key %s expired at %s; ask for a new key", r.Key.Name, r.ExpiresAt.UTC().Format(time.RFC3339))
+	case e.old && !now.Before(r.OldUntil):
+		return nil, "rotated_key", fmt.Sprintf("key %s was rotated and this secret's grace ended at %s; use the new secret", r.Key.Name, r.OldUntil.UTC().Format(time.RFC3339))
+	}
+	return e.key, "", ""
+}
+
+// requireKey reports whether a request needs a known key. With
+// auth.required set, or keys in the config, or no key store, that is
+// the config's answer (config.AuthRequired). Otherwise the default is
+// decided once per configuration, at the store's first successful read:
+// required if the store holds any key (a revoked one too), else open.
+// So a gateway that was open stays open when a key is first made at run
+// time (the admin API's answer warns) until its next restart or reload,
+// and one whose store cannot be read yet refuses requests without a key
+// until it can, rather than open up while its keys are unknown.
+func (g *Gateway) requireKey() bool {
+	if g.rt == nil || g.authFixed {
+		return g.authRequired
+	}
+	switch g.rt.decided.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	snap := g.rt.store.Snapshot()
+	if !snap.Loaded {
+		return true
+	}
+	if snap.HasAny() {
+		g.rt.decided.CompareAndSwap(0, 1)
+	} else {
+		g.rt.decided.CompareAndSwap(0, 2)
+	}
+	return g.rt.decided.Load() == 1
+}
+
+// runtimeKeyName is the name of runtime key n, for the metrics.
+func (g *Gateway) runtimeKeyName(n int) string {
+	if g.rt != nil {
+		if k := g.rtCurrent().keys[n]; k != nil {
+			return k.name
+		}
+		g.rt.mu.Lock()
+		defer g.rt.mu.Unlock()
+		for name, i := range g.rt.index {
+			if i == n {
+				return name
+			}
+		}
+	}
+	return "-"
+}
+
+// runtimeKeyList is the live runtime keys, for the shared budgets'
+// metrics.
+func (g *Gateway) runtimeKeyList() []*virtualKey {
+	if g.rt == nil {
+		return nil
+	}
+	t := g.rtCurrent()
+	out := make([]*virtualKey, 0, len(t.keys))
+	for _, k := range t.keys {
+		out = append(out, k)
+	}
+	return out
+}
+
+// openKeyStore opens where keys made at run time live: Redis when the
+// config names a store, else state.dir/keys.json, else nowhere (nil).
+func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
+	switch {
+	case cfg.Store != "":
+		rdb, err := fleetstore.NewClientURL(cfg.Store)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: not a Redis URL: %w", err)
+		}
+		// The first read waits at most a second: a Redis that does not
+		// answer must not hold the gateway's start for long.
+		s := keystore.OpenRedis(rdb, keystore.RedisOptions{Prefix: cfg.Fleet.Prefix, Wait: time.Second})
+		return s, func() { s.Close(); rdb.Close() }, nil
+	case cfg.State.Dir != "":
+		s, err := keystore.OpenFile(cfg.State.Dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() {}, nil
+	}
+	return nil, func() {}, nil
+}
+
+// keyEnv is what the admin key API needs of the configuration serving
+// now.
+func (g *Gateway) keyEnv() keystore.Env {
+	return keystore.Env{ConfigKeys: g.cfgKeys, Models: g.modelNames, Open: !g.requireKey()}
+}
