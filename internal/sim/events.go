@@ -43,6 +43,10 @@ const (
 	evRefill
 	// evSweep: a fleet's replicas give back idle credit (credit.go).
 	evSweep
+	// evBeat: a fleet's replica heartbeats into the store (members.go).
+	evBeat
+	// evMember: replicas join or leave the fleet (members.go).
+	evMember
 )
 
 type event struct {

@@ -37,12 +37,14 @@ import (
 //     rules (Engine.Reservation, Engine.Used), through the replica's
 //     credit on it when that covers it (fleet.Credit, credit.go);
 //   - fixed concurrency limits are split between the live replicas
-//     (lifecycle Config.Replicas).
+//     (lifecycle Config.Replicas), as each replica counts them: its
+//     fleet.Census over the heartbeats the store keeps (members.go),
+//     where replicas join and leave (scenario fleet.join, fleet.leave).
 //
 // While the store is down (scenario fleet.store.down) nothing is shared:
 // verdicts are not sent, every replica probes, and each takes from a
 // budget of its own, its share of each key's (fleet.Share: the limits
-// divided by the replicas live when it was made, starting from its part
+// divided by its census's count when it was made, starting from its part
 // of what the fleet's budget had spent). What the replicas took from
 // their shares, net of refunds, is charged to the fleet's budget when
 // the store is back, as the gateway pays what it owes.
@@ -80,6 +82,26 @@ type fleet struct {
 	// changes records every replica's providers going out of rotation
 	// and back, in the order they happened.
 	changes []rotation
+	// serving are the replicas the load balancer sends requests to, in
+	// index order (members.go).
+	serving []*replica
+	// beatEvery is the heartbeat interval; beats the store's members,
+	// each replica's last heartbeat (-1: none yet).
+	beatEvery time.Duration
+	beats     []time.Duration
+	// steps are the fleet's changes of size, in time order.
+	steps []step
+	// track: the fleet changes size, and measure notes its peaks in
+	// flight (peaks, per fixed limit, admission's last) against its
+	// whole fixed limits (fixed per scope, global), by phase.
+	track  bool
+	fixed  []int
+	global int
+	peaks  []int
+	phases []report.FleetPhase
+	// overSince is when the fleet went beyond each fixed limit (-1: it
+	// is not); overFor how long it has been beyond it in the phase.
+	overSince, overFor []time.Duration
 }
 
 type sentEvidence struct {
@@ -114,6 +136,17 @@ type replicaFleet struct {
 	// credit is its credit on each key's shared budget (credit.go),
 	// nil until the store first answers for the key.
 	credit []*fleetcore.Credit
+	// census is its count of the live replicas (members.go); first is
+	// its first heartbeat that reached the store (-1: none yet), beatGen
+	// its heartbeats' generation (a crash or a leave stops the old ones).
+	census  fleetcore.Census
+	first   time.Duration
+	beatGen uint32
+	// present: its process runs (joining included); joined: the load
+	// balancer sends it requests; left: it has left the fleet.
+	present, joined, left bool
+	// leaving: it drains, to stop once it holds nothing (members.go).
+	leaving bool
 }
 
 // sharedHold is a request's reservation of its key's shared budget.
@@ -146,11 +179,12 @@ func newFleet(sc *scenario.Scenario, cfg *config.Config, n int) *fleet {
 }
 
 // configure adapts a replica's engine config to the fleet.
-func (f *fleet) configure(r *run, ec *lifecycle.Config) {
+func (f *fleet) configure(r *run, rp *replica, ec *lifecycle.Config) {
+	f.noteLimits(ec)
 	if !f.shared {
 		return
 	}
-	ec.Replicas = func() int { return f.live(r) }
+	ec.Replicas = func() int { return f.replicas(r, rp) }
 	ec.Budgets.SharedKeys = true
 	if f.keys == nil {
 		f.limits = ec.Budgets.Keys
@@ -164,7 +198,8 @@ func (f *fleet) configure(r *run, ec *lifecycle.Config) {
 	}
 }
 
-// live is the count of replicas up now, at least 1.
+// live is the count of replicas up now, at least 1: what a replica of a
+// fleet that shares nothing would count (it divides nothing by it).
 func (f *fleet) live(r *run) int {
 	live := 0
 	for _, rp := range r.reps {
@@ -181,6 +216,7 @@ func (f *fleet) start(r *run) {
 		rp.fl.out = make([]bool, len(r.ups))
 		rp.fl.window = -1
 	}
+	f.startMembers(r)
 	if f.shared {
 		r.seq++
 		r.events.push(event{at: r.quantise(fleetcore.EvidenceEvery), order: order(classEngine, r.seq), kind: evShare})
@@ -222,11 +258,12 @@ func (f *fleet) count(r *run, e event) {
 
 // pick is the replica the load balancer sends an attempt to.
 func (f *fleet) pick(r *run) *replica {
+	n := len(f.serving)
 	if f.random != nil {
-		return r.reps[f.random.IntN(f.n)]
+		return f.serving[f.random.IntN(n)]
 	}
-	rp := r.reps[f.next]
-	f.next = (f.next + 1) % f.n
+	rp := f.serving[f.next%n]
+	f.next = (f.next + 1) % n
 	return rp
 }
 
@@ -266,7 +303,7 @@ func (f *fleet) send(r *run, rp *replica, v verdict) {
 // rp, at at.
 func (f *fleet) toOthers(r *run, rp *replica, at time.Duration, kind eventKind, token int) {
 	for _, other := range r.reps {
-		if other == rp {
+		if other == rp || !other.fl.present {
 			continue
 		}
 		r.seq++
@@ -349,7 +386,7 @@ func (f *fleet) local(r *run, rp *replica, k int) *quota.Budget {
 		return b
 	}
 	now := r.clock(r.now)
-	b, err := fleetcore.Share(f.limits[k], f.live(r), f.keys[k].Status(now), now)
+	b, err := fleetcore.Share(f.limits[k], f.replicas(r, rp), f.keys[k].Status(now), now)
 	if err != nil {
 		return f.keys[k] // cannot happen for valid limits; share instead
 	}
@@ -429,6 +466,13 @@ func (f *fleet) restarted(r *run, rp *replica) {
 	}
 	rp.fl.local, rp.fl.window = nil, -1
 	rp.fl.credit = nil // lost with the process
+	if f.shared && rp.fl.present {
+		// A new process: it counts afresh from its first heartbeat,
+		// when it is back (members.go).
+		rp.fl.census = fleetcore.Census{Hold: 3 * f.beatEvery}
+		rp.fl.beatGen++
+		f.pushBeat(r, rp, rp.down)
+	}
 }
 
 // finish writes the fleet's figures into the row.
@@ -440,6 +484,10 @@ func (f *fleet) finish(r *run) {
 		fr.Flips += rp.fl.flips
 	}
 	fr.Disagreement = f.disagreement(r)
+	if f.track {
+		f.endPhase(r)
+		fr.Phases = f.phases
+	}
 	r.row.Fleet = fr
 }
 

@@ -149,3 +149,79 @@ func TestFleetOfOne(t *testing.T) {
 		t.Fatal("replicas: 1 changed the report")
 	}
 }
+
+// Replicas joining and leaving a fleet under load, counted as the
+// gateway counts them (fleet.Census over heartbeats, fleet.Joined
+// before a joining replica serves): a join makes the fleet hold more
+// than its shared max_in_flight for a moment, at most the joining
+// replica's share beyond it (the calls the others admitted under
+// their larger share run to their end), and a leave never does (the
+// leaving replica heartbeats until it has drained, so the others keep
+// their smaller share until then).
+func TestFleetJoinLeave(t *testing.T) {
+	f := load(t, "testdata/fleet-join.yaml")
+	rows, out := runFile(t, f)
+	_, again := runFile(t, f)
+	if !bytes.Equal(out, again) {
+		t.Fatal("two runs of the same fleet scenario and seed differ")
+	}
+	shared, alone := rows["shared store"].Fleet, rows["alone"].Fleet
+	if shared == nil || len(shared.Phases) != 3 || alone == nil || len(alone.Phases) != 3 {
+		t.Fatalf("phases: shared %+v, alone %+v", shared, alone)
+	}
+	for _, p := range shared.Phases {
+		t.Logf("shared, from %v: %d replicas, %s max_in_flight %d, peak %d in flight, beyond it for %v", p.From, p.Replicas, p.Name, p.Limit, p.Peak, p.Over)
+	}
+	before, join, leave := shared.Phases[0], shared.Phases[1], shared.Phases[2]
+	if before.Replicas != 2 || join.Replicas != 3 || leave.Replicas != 2 || join.From != time.Minute || leave.From != 2*time.Minute {
+		t.Errorf("phases: %+v", shared.Phases)
+	}
+	if before.Peak > before.Limit || leave.Peak > leave.Limit {
+		t.Errorf("before the join peak %d, after the leave peak %d: beyond the fleet's %d", before.Peak, leave.Peak, before.Limit)
+	}
+	// A join: beyond the limit, by at most the joining replica's share
+	// (10/3 = 3), for less than an interval plus the longest call (1 s +
+	// 200 ms + 400 tokens at 20 ms).
+	if over := join.Peak - join.Limit; over <= 0 || over > join.Limit/3 {
+		t.Errorf("join: peak %d of %d; want beyond it by 1 to %d", join.Peak, join.Limit, join.Limit/3)
+	}
+	if join.Over <= 0 || join.Over > 9300*time.Millisecond {
+		t.Errorf("join: beyond the limit for %v; want some, under 9.3 s", join.Over)
+	}
+	// Alone, each replica takes the whole limit.
+	if p := alone.Phases[1]; p.Peak < 2*p.Limit {
+		t.Errorf("alone, three replicas: peak %d; want each to take the whole %d", p.Peak, p.Limit)
+	}
+}
+
+// A replica that joins while the store is down cannot learn the fleet:
+// it serves at once, alone, with the whole limit, as the gateway does
+// (it reports ready when the store does not answer); the others keep
+// the count they knew. The fleet then holds up to a whole limit more.
+func TestFleetJoinStoreDown(t *testing.T) {
+	f := load(t, "testdata/fleet-join.yaml")
+	f.Scenario.Policies = f.Scenario.Policies[1:]
+	f.Scenario.Fleet.Leave = nil
+	f.Scenario.Fleet.Store.Down = []scenario.Window{{Start: 50 * time.Second, End: 70 * time.Second}}
+	rows, _ := runFile(t, f)
+	p := rows["shared store"].Fleet.Phases[1]
+	t.Logf("joining with the store down: peak %d of %d, beyond it for %v", p.Peak, p.Limit, p.Over)
+	if p.Peak <= p.Limit+p.Limit/3 {
+		t.Errorf("peak %d: the joining replica should have taken the whole limit (%d), alone", p.Peak, p.Limit)
+	}
+}
+
+// Membership through the census changes nothing for a fleet whose size
+// is fixed: its replicas count fleet.replicas from the start.
+func TestFleetCensusSteady(t *testing.T) {
+	f := load(t, "../../scenarios/fleet/key-budget.yaml")
+	res, err := Run(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.Fleet == nil || r.Fleet.Replicas != 3 || len(r.Fleet.Phases) != 0 {
+			t.Errorf("%s: fleet %+v", r.Name, r.Fleet)
+		}
+	}
+}

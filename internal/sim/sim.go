@@ -231,10 +231,10 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	if err := r.startEvals(); err != nil {
 		return nil, err
 	}
-	if n := sc.Fleet.Size(); n > 1 {
+	if n := sc.Fleet.Slots(); n > 1 {
 		r.fleet = newFleet(sc, cfg, n)
 	}
-	for i := range sc.Fleet.Size() {
+	for i := range sc.Fleet.Slots() {
 		rp := &replica{idx: i}
 		r.reps = append(r.reps, rp)
 		if err := r.restartEngine(rp); err != nil {
@@ -293,7 +293,7 @@ func (r *run) restartEngine(rp *replica) error {
 	// its own (the first one as a lone gateway does).
 	ec.Seed = r.sc.Seed ^ uint64(rp.crashes)<<32 ^ uint64(rp.idx)*0x9e3779b97f4a7c15
 	if r.fleet != nil {
-		r.fleet.configure(r, &ec)
+		r.fleet.configure(r, rp, &ec)
 	}
 	rp.eng = lifecycle.New(ec)
 	if r.fleet != nil && r.fleet.shared {
@@ -378,6 +378,10 @@ func (r *run) loop() {
 			r.fleet.refilled(r, e)
 		case evSweep:
 			r.fleet.sweep(r)
+		case evBeat:
+			r.fleet.beat(r, e)
+		case evMember:
+			r.fleet.member(r, e)
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:
@@ -427,6 +431,9 @@ func (r *run) loop() {
 			r.armEngine(rp)
 		}
 		r.armEvals()
+		if r.fleet != nil && r.fleet.track {
+			r.fleet.measure(r)
+		}
 	}
 }
 

@@ -84,3 +84,33 @@ func TestCensusNeverBelowLatest(t *testing.T) {
 		t.Errorf("the census keeps %d sightings, want those within hold only", len(cs.seen))
 	}
 }
+
+// A joining replica has joined an interval after its first heartbeat
+// once every other live replica has heartbeated since that one, or
+// after the liveness window whatever the others did.
+func TestJoined(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	const iv = time.Second
+	for _, c := range []struct {
+		name   string
+		now    time.Duration
+		others []time.Duration
+		want   bool
+	}{
+		{"alone, before an interval", 900 * time.Millisecond, nil, false},
+		{"alone, after an interval", time.Second, nil, true},
+		{"others heartbeated since, before an interval", 500 * time.Millisecond, []time.Duration{100 * time.Millisecond}, false},
+		{"others heartbeated since", 1100 * time.Millisecond, []time.Duration{100 * time.Millisecond, 700 * time.Millisecond}, true},
+		{"one has not", 1100 * time.Millisecond, []time.Duration{100 * time.Millisecond, -300 * time.Millisecond}, false},
+		{"one has not, past the window", 3 * time.Second, []time.Duration{-300 * time.Millisecond}, true},
+	} {
+		others := make([]time.Time, len(c.others))
+		for i, d := range c.others {
+			others[i] = at(d)
+		}
+		if got := Joined(t0, at(c.now), iv, others); got != c.want {
+			t.Errorf("%s: Joined = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

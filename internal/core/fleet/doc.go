@@ -26,7 +26,9 @@
 //   - Announce and ProbeFailed: which breaker verdicts a replica sends.
 //   - Census: the replica count a replica divides by, the largest seen
 //     within the liveness window, so shares never add up to more than
-//     a limit while the fleet or its store changes.
+//     a limit while the fleet or its store changes; Joined, when a
+//     replica that starts knows the fleet and the fleet knows it, so it
+//     may serve.
 //   - Lease and MayProbe: one replica probes a provider at a time; a
 //     lease call that fails while the store is up does not probe.
 //   - Share, Spent, ShareVerdict, Fits: a replica's part of a key's budget
@@ -48,7 +50,8 @@
 //   - A replica's share of a key's budget while the store is down divides
 //     the limits by the replicas it last knew alive (the gateway's
 //     fleetstore.Members.Live, as of the last heartbeat that reached the
-//     store; the simulator's replicas up when the share is made), not by
+//     store; the simulator's likewise, each replica's Census over the
+//     heartbeats its in-memory store counts), not by
 //     a configured fleet size. A configured size is something only the
 //     simulator knows: a replica's config does not name its fleet's size,
 //     and a fleet grows and shrinks under autoscaling. (The simulator
@@ -109,10 +112,9 @@
 // lost only when the store is down as it arrives); a replica's health
 // check (its replicas share again the moment an outage ends, and pay
 // what their shares owe then, where the gateway's wait for their next
-// check, up to fleetstore's HealthInterval); the heartbeat's lag in the
-// live count and the Census's hold (a share divides by the replicas up
-// when it is made, so a replica that crashes frees its share at once,
-// where the gateway's keep theirs for the liveness window); the
+// check, up to fleetstore's HealthInterval); a heartbeat's round trip
+// (it counts as it is sent; the heartbeats themselves, the Census's
+// hold and Joined are the gateway's); the
 // aging of the store's last status between answers; and the time scale
 // the gateway applies to EvidenceEvery and ProbeLease.
 package fleet

@@ -186,23 +186,15 @@ func (m *Members) settle(now time.Time, entries []redis.Z) {
 	if m.joined.IsZero() {
 		m.joined = now
 	}
-	switch since := now.Sub(m.joined); {
-	case since >= 3*m.interval:
-		m.settled = true
-		return
-	case since < m.interval:
-		// Replicas that start together join within an interval of each
-		// other: wait one, so that the first of them does not report
-		// ready alone and take the whole of every limit.
-		return
-	}
-	joined := float64(m.joined.UnixMilli())
+	// Scores are milliseconds: compare them with the first heartbeat's.
+	first := time.UnixMilli(m.joined.UnixMilli())
+	others := make([]time.Time, 0, len(entries))
 	for _, z := range entries {
-		if z.Member != m.id && z.Score < joined {
-			return // another replica has not heartbeated since this one joined
+		if z.Member != m.id {
+			others = append(others, time.UnixMilli(int64(z.Score)))
 		}
 	}
-	m.settled = true
+	m.settled = fleet.Joined(first, now, m.interval, others)
 }
 
 // Start heartbeats once, at once (bounded by Timeout), so that Live is

@@ -122,6 +122,28 @@ type Fleet struct {
 	// Flips counts, over all replicas and providers, each move out of
 	// rotation and each move back in.
 	Flips int
+	// Phases, when replicas joined or left mid-run (scenario
+	// fleet.join, fleet.leave), are the run's spans between changes
+	// of the fleet's size, each with the most requests the whole fleet
+	// held in flight against a fixed concurrency limit it shares.
+	Phases []FleetPhase
+}
+
+// FleetPhase is a span of a run between changes of its fleet's size.
+type FleetPhase struct {
+	// From is when it began: 0, or a join's or a leave's time.
+	From time.Duration
+	// Replicas is how many replicas ran from then (joining included).
+	Replicas int
+	// Limit is the fixed limit (a provider's or admission's
+	// max_in_flight, the fleet's whole) that Peak came closest to or
+	// went furthest beyond; Peak is the most requests the replicas
+	// together held in flight against it during the phase.
+	Limit, Peak int
+	// Name names the limit: a provider's name, or "admission".
+	Name string
+	// Over is how long, in the phase, the fleet held more than Limit.
+	Over time.Duration
 }
 
 // StreamRow is one traffic stream's share of a row.
@@ -291,6 +313,31 @@ func WriteFleet(w io.Writer, rows []*Row) {
 			f.OwnTrips, seconds(f.Disagreement), f.Flips)
 	}
 	tw.Flush()
+	writePhases(w, rows)
+}
+
+// writePhases prints, when replicas joined or left in some row, the
+// fleet's peak in flight against its fixed limits between changes.
+func writePhases(w io.Writer, rows []*Row) {
+	show := false
+	for _, r := range rows {
+		show = show || (r.Fleet != nil && len(r.Fleet.Phases) > 0)
+	}
+	if !show {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy	from	replicas	limit	max_in_flight	peak in flight	beyond it	for	")
+	for _, r := range rows {
+		if r.Fleet == nil {
+			continue
+		}
+		for _, p := range r.Fleet.Phases {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t\n", r.Name, seconds(p.From), p.Replicas, p.Name, p.Limit, p.Peak, max(0, p.Peak-p.Limit), seconds(p.Over))
+		}
+	}
+	tw.Flush()
 }
 
 // seconds formats a span in seconds, with milliseconds below 10 s.
@@ -392,6 +439,18 @@ type FleetSummary struct {
 	OwnTrips       int     `json:"own_trips"`
 	DisagreementMs float64 `json:"disagreement_ms"`
 	Flips          int     `json:"flips"`
+	// Phases: see Fleet.Phases; only when replicas joined or left.
+	Phases []FleetPhaseSummary `json:"phases,omitempty"`
+}
+
+// FleetPhaseSummary is a Fleet's phase.
+type FleetPhaseSummary struct {
+	FromMs       float64 `json:"from_ms"`
+	Replicas     int     `json:"replicas"`
+	Limit        string  `json:"limit"`
+	MaxInFlight  int     `json:"max_in_flight"`
+	PeakInFlight int     `json:"peak_in_flight"`
+	OverMs       float64 `json:"over_ms"`
 }
 
 // StreamSummary is a stream's share of a Summary.
@@ -448,6 +507,10 @@ func Summarise(rows []*Row) []Summary {
 		if f := r.Fleet; f != nil {
 			s.Fleet = &FleetSummary{Replicas: f.Replicas, Shared: f.Shared, Trips: f.Trips, OwnTrips: f.OwnTrips,
 				DisagreementMs: float64(f.Disagreement) / float64(time.Millisecond), Flips: f.Flips}
+			for _, p := range f.Phases {
+				s.Fleet.Phases = append(s.Fleet.Phases, FleetPhaseSummary{FromMs: float64(p.From) / float64(time.Millisecond),
+					Replicas: p.Replicas, Limit: p.Name, MaxInFlight: p.Limit, PeakInFlight: p.Peak, OverMs: float64(p.Over) / float64(time.Millisecond)})
+			}
 		}
 		if r.Timeline != nil {
 			s.Minutes = r.Timeline.Summarise()
