@@ -25,6 +25,7 @@ Usage:
   sluice chaos [--short] [--only F] [--out FILE]
                                            play faults against real processes and check the outcomes (docs/RELIABILITY.md)
   sluice keys new|hash                     make a virtual key and the config entry for it
+  sluice prices [--config FILE] [--json]   the price table requests are costed at (shipped, and the config's prices:)
   sluice version                           print the version and build
   sluice help                              show this help
 
@@ -53,6 +54,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return chaos.Main(args[1:], stdout, stderr)
 	case "keys":
 		return Keys(args[1:], os.Stdin, stdout, stderr)
+	case "prices":
+		return Prices(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, Version())
 		return 0

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
@@ -91,7 +92,7 @@ type Gateway struct {
 	tell responseHeaders
 	// tracer makes the request and upstream call spans; nil: tracing off.
 	tracer trace.Tracer
-	prices map[string]config.Price
+	prices map[string]price.Price // by upstream model (policy.Prices)
 	ready  atomic.Bool
 
 	// evals runs the models' fallback evals (evals.go); nil when no
@@ -245,8 +246,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.authRequired = cfg.AuthRequired()
 	if g.countTokens = usesTokens(cfg); g.countTokens {
 		g.counter = tokens.NewCounter(0)
-		g.prices = cfg.Prices
 	}
+	g.prices = policy.Prices(cfg)
 	if keys := cfg.CriticalKeys(); keys != nil {
 		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
 		for _, k := range keys {
