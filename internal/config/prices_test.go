@@ -74,3 +74,22 @@ func TestPricesValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageRetention(t *testing.T) {
+	base := "providers: [{name: p, kind: openai, base_url: 'http://127.0.0.1:1/v1'}]\nmodels: [{name: m, targets: [{provider: p, model: x}]}]\n"
+	c, err := Parse([]byte(base), "t.yaml")
+	if err != nil || c.Usage.Retention != 0 || c.Usage.RetentionDays().D() != 400*24*time.Hour {
+		t.Fatalf("default retention: %v %v", c.Usage.Retention, err)
+	}
+	if c, err := Parse([]byte(base+"usage: {retention: 30d}\n"), "t.yaml"); err != nil || c.Usage.Retention != 30 {
+		t.Errorf("30d: %v %v", c, err)
+	}
+	for _, bad := range []struct{ v, want string }{
+		{"400", "usage.retention"}, {"10h", "whole days with a d"}, {"0d", "keep at least a day"}, {"-3d", "not a number of days"}, {"99999d", "out of range"},
+	} {
+		_, err := Parse([]byte(base+"usage: {retention: "+bad.v+"}\n"), "t.yaml")
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("retention %s: %v, want %q", bad.v, err, bad.want)
+		}
+	}
+}

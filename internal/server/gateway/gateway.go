@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
+	"github.com/sluice-gw/sluice/internal/server/usage"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -46,6 +47,11 @@ type Options struct {
 	// upstream call (tracing.go). Nil means no tracing, unless the config
 	// turns it on and a Host builds one.
 	TracerProvider trace.TracerProvider
+	// Usage receives the usage records (usage.go). Nil means records
+	// kept in memory and never flushed; a Host makes one from the config
+	// (NewUsageRecorder) and shares it with every configuration it
+	// serves.
+	Usage *usage.Recorder
 
 	// bodies is the request-body budget, shared by a Host's
 	// configurations so a reload cannot double it. Nil: the gateway's own.
@@ -93,6 +99,7 @@ type Gateway struct {
 	// tracer makes the request and upstream call spans; nil: tracing off.
 	tracer trace.Tracer
 	prices map[string]price.Price // by upstream model (policy.Prices)
+	usage  *usage.Recorder
 	ready  atomic.Bool
 
 	// evals runs the models' fallback evals (evals.go); nil when no
@@ -211,6 +218,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
 	g.bodies = opts.bodies
+	g.usage = opts.Usage
+	if g.usage == nil {
+		g.usage = usage.NewRecorder(usage.Options{})
+	}
 	if g.bodies == nil {
 		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
 	}

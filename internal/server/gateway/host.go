@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/server/dashboard"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/usage"
 )
 
 // Host runs a gateway's listeners and the configuration they serve. It
@@ -56,7 +57,14 @@ type Host struct {
 	// (admin.go); token guards the admin routes, "" for none.
 	dash     *dashboard.Recorder
 	dashStop context.CancelFunc // under mu; nil until Serve
-	token    string
+	// usage keeps the usage records of every configuration served
+	// (usage.go); usageStop ends its flushing, after a last flush.
+	usage     *usage.Recorder
+	usageStop func() // under mu; nil until Serve
+	// What the recorder was made from, to warn of a reload changing it.
+	store, stateDir string
+	usageCfg        config.Usage
+	token           string
 	// adminConns caps the admin listener's connections
 	// (admin.max_connections).
 	adminConns int
@@ -83,6 +91,13 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	if opts.Usage == nil {
+		u, err := NewUsageRecorder(cfg, opts.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		opts.Usage = u
+	}
 	var stopTracing func(context.Context) error
 	if opts.TracerProvider == nil && cfg.Tracing.On() {
 		tp, err := NewTracerProvider(cfg.Tracing)
@@ -98,7 +113,8 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		return nil, err
 	}
-	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
+	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing, usage: opts.Usage,
+		store: cfg.Store, stateDir: cfg.State.Dir, usageCfg: cfg.Usage,
 		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections()}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.base, h.cancel = context.WithCancelCause(context.Background())
@@ -126,7 +142,8 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals, the
+// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals,
+// /admin/usage (the usage export, docs/USAGE.md), the
 // dashboard (/dashboard/, admin.go) and the runtime profiles
 // (/debug/pprof/, pprof.go), all but the probes behind admin.token_env's
 // token when one is set.
@@ -137,6 +154,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
+	mux.Handle("/admin/usage", h.usage)
 	mountProfiles(mux)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {
@@ -175,6 +193,7 @@ func (h *Host) Serve(client, admin net.Listener) error {
 	}
 	h.mu.Lock()
 	h.startDashboard()
+	h.startUsage()
 	within := h.server.BodyReadTimeout.D()
 	api := newServer(bodyWithin(within, hostGuard(client, h.server.AllowedHosts, corsGuard(h.server.CORS, h), refuseClientHost)))
 	adm := newServer(bodyWithin(within, hostGuard(admin, h.server.AllowedHosts, h.AdminHandler(), refuseAdminHost)))
@@ -204,6 +223,9 @@ func (h *Host) Reload(cfg *config.Config) error {
 	}
 	if !reflect.DeepEqual(cfg.Server.WithDefaults(), h.server) {
 		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
+	}
+	if cfg.Store != h.store || cfg.State.Dir != h.stateDir || cfg.Usage != h.usageCfg {
+		h.log.Warn("reload: where usage records are kept (store, state.dir, usage) changes only at a restart; the running ones stay")
 	}
 	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
 		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
@@ -264,7 +286,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 		}
 	}
 	h.mu.Lock()
-	servers, stopDash := h.servers, h.dashStop
+	servers, stopDash, stopUsage := h.servers, h.dashStop, h.usageStop
 	h.mu.Unlock()
 	done := make(chan error, len(servers))
 	for _, s := range servers {
@@ -291,6 +313,9 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	h.cur.Load().Close()
 	if stopDash != nil {
 		stopDash()
+	}
+	if stopUsage != nil {
+		stopUsage() // the last flush
 	}
 	if h.stopTracing != nil {
 		// The spans still batched go out, within what is left of the
