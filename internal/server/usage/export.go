@@ -55,7 +55,7 @@ func ParseQuery(v url.Values, today time.Time) (Query, error) {
 	}
 	for name, vals := range v {
 		if !slices.Contains(params, name) {
-			return bad("unknown parameter %q; the export takes %s", short(name), strings.Join(params, ", "))
+			return bad("unknown parameter %s; the export takes %s", short(name), strings.Join(params, ", "))
 		}
 		if len(vals) > 1 {
 			return bad("%s is given %d times; give it once", name, len(vals))

@@ -1,0 +1,142 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/server/gateway"
+	"github.com/sluice-gw/sluice/internal/server/usage"
+)
+
+// Every request the provider answered with a 2xx is in the usage
+// records, with what account charged: an answer in full (the provider's
+// counts, its cache reads apart, and the cost), a stream the provider
+// cut (what was relayed) and one the client left (the same), each
+// under its key, team, model and upstream model.
+func TestUsageRecordsAnsweredCutAndCancelled(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case !strings.Contains(string(body), `"stream":true`):
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2000,"completion_tokens":50,"total_tokens":2050,"prompt_tokens_details":{"cached_tokens":1536}}}`)
+		case strings.Contains(string(body), "cut"):
+			send := sse(w)
+			openAIWords(send, 20)
+			panic(http.ErrAbortHandler)
+		default:
+			send := sse(w)
+			openAIWords(send, 5)
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	defer up.Close()
+	rec := usage.NewRecorder(usage.Options{})
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		for i := range c.Providers {
+			c.Providers[i].BaseURL = up.URL + "/v1"
+			c.Providers[i].Continuation = "none"
+		}
+		c.Keys = []config.Key{
+			{Name: "answered", Tenant: "search", SHA256: config.KeyHash("sk-answered")},
+			{Name: "cut", Tenant: "search", SHA256: config.KeyHash("sk-cut")},
+			{Name: "gone", SHA256: config.KeyHash("sk-gone")},
+		}
+		c.Prices = map[string]config.Price{"mock-gpt-4o": {Input: 2.5, CachedInput: 1.25, Output: 10}}
+	}, func(o *gateway.Options) { o.Usage = rec })
+
+	if status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`, bearer("sk-answered")); status != 200 {
+		t.Fatalf("answered: %d %s", status, body)
+	}
+	if status := readAll(t, s, "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"cut"}]}`, bearer("sk-cut")); status != 200 {
+		t.Fatalf("cut: %d", status)
+	}
+	resp, err := s.post(context.Background(), "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, bearer("sk-gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for seen := 0; seen < 5 && sc.Scan(); {
+		if strings.Contains(sc.Text(), `"content"`) {
+			seen++
+		}
+	}
+	resp.Body.Close() // the client leaves
+	waitWithin(t, 15*time.Second, 5*time.Millisecond, "three requests' log lines", func() bool { return strings.Count(s.logText(), "msg=request ") >= 3 })
+
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]usage.Record{}
+	rec.Store().Read(context.Background(), usage.Day(time.Now()), func(r usage.Record) error { got[r.Key] = r; return nil })
+	a := got["answered"]
+	if a.Row != (usage.Row{Key: "answered", Team: "search", Model: "mock-gpt", Upstream: "mock-gpt-4o"}) ||
+		a.Counts != (usage.Counts{Requests: 1, Input: 464, CachedInput: 1536, Output: 50, Cost: 464*5/2 + 1536*5/4 + 500}) {
+		t.Errorf("answered: %+v", a)
+	}
+	if c := got["cut"]; c.Team != "search" || c.Requests != 1 || c.Output != 20 || c.Cost < 200 {
+		t.Errorf("cut by the provider after 20 deltas: %+v, want 1 request, 20 output tokens and their cost", c)
+	}
+	if g := got["gone"]; g.Team != "gone" || g.Requests != 1 || g.Output != 5 || g.Cost < 50 {
+		t.Errorf("left by the client after 5 deltas: %+v, want 1 request, 5 output tokens, the team its name", g)
+	}
+	if len(got) != 3 {
+		t.Errorf("records: %+v", got)
+	}
+}
+
+// The export is on the admin API: GET /admin/usage.
+func TestUsageExportOnAdmin(t *testing.T) {
+	rec := usage.NewRecorder(usage.Options{})
+	s := newStack(t, mock.Config{}, nil, func(o *gateway.Options) { o.Usage = rec })
+	if status, _, body := s.do("/v1/chat/completions", chatBody, nil); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	waitWithin(t, 15*time.Second, 5*time.Millisecond, "the request's log line", func() bool { return strings.Contains(s.logText(), "msg=request ") })
+	out := httpGetAdmin(t, s, "/admin/usage?format=csv&group=model")
+	if !strings.HasPrefix(out, "day,model,upstream_model,requests,") || !strings.Contains(out, ",mock-gpt,") {
+		t.Errorf("GET /admin/usage:\n%s", out)
+	}
+}
+
+// A host with state.dir keeps the records in a file per day there,
+// flushed within about a second, and serves them on its admin listener.
+func TestHostUsageInStateDir(t *testing.T) {
+	dir := t.TempDir()
+	hs := newHostStack(t, mock.Config{}, func(c *config.Config) { c.State.Dir = dir })
+	resp, err := http.Post(hs.url+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	path := filepath.Join(dir, "usage", "usage-"+usage.Day(time.Now())+".jsonl")
+	waitWithin(t, 15*time.Second, 10*time.Millisecond, "the day's usage file", func() bool {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), `"model":"mock-gpt"`) && strings.Contains(string(b), `"requests":1`)
+	})
+	r, err := http.Get(hs.admin + "/admin/usage?format=csv&group=day")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || !strings.Contains(string(b), usage.Day(time.Now())+",1,") {
+		t.Errorf("GET /admin/usage: %d\n%s", r.StatusCode, b)
+	}
+}
