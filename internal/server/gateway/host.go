@@ -117,6 +117,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		store: cfg.Store, stateDir: cfg.State.Dir, usageCfg: cfg.Usage,
 		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections()}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
+	h.dash.SetSpenders(func() []dashboard.Spender { return dashboardSpenders(h.usage) })
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)

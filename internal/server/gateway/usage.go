@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/server/dashboard"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/usage"
 )
@@ -80,4 +81,14 @@ func (h *Host) startUsage() {
 			h.usage.Run(ctx)
 		}()
 	}
+}
+
+// dashboardSpenders is the day's top spenders for the dashboard.
+func dashboardSpenders(u *usage.Recorder) []dashboard.Spender {
+	top := u.Top()
+	out := make([]dashboard.Spender, len(top))
+	for i, s := range top {
+		out[i] = dashboard.Spender{Key: s.Key, Team: s.Team, Requests: s.Requests, CostMicros: s.Cost}
+	}
+	return out
 }

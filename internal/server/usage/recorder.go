@@ -260,7 +260,8 @@ type Spender struct {
 // TopSpenders is how many keys Top keeps.
 const TopSpenders = 10
 
-// Top is today's top spenders by cost, most first, as of the last
+// Top is today's top spenders by cost (keys that spent nothing left
+// out), most first, as of the last
 // refresh (every 10 s while Run runs): what the store holds for today,
 // fleet-wide with a shared store, plus this replica's unflushed rows.
 func (r *Recorder) Top() []Spender {
@@ -304,7 +305,9 @@ func (r *Recorder) refreshTop(ctx context.Context, now time.Time) error {
 	r.mu.Unlock()
 	out := make([]Spender, 0, len(by))
 	for _, s := range by {
-		out = append(out, *s)
+		if s.Cost > 0 {
+			out = append(out, *s)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Cost != out[j].Cost {

@@ -243,3 +243,26 @@ func (f *flaky) Add(ctx context.Context, id string, recs []Record) error {
 	}
 	return f.Store.Add(ctx, id, recs)
 }
+
+// Top is the day's keys by cost, from the store and what waits to be
+// flushed, a key's models added up; keys that spent nothing and other
+// days are left out.
+func TestTopSpenders(t *testing.T) {
+	r := NewRecorder(Options{})
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	r.Add(now, Row{Key: "a", Team: "x", Model: "m1"}, Counts{Requests: 1, Cost: 100})
+	r.Add(now, Row{Key: "b", Team: "y", Model: "m1"}, Counts{Requests: 1, Cost: 300})
+	r.Add(now.AddDate(0, 0, -1), Row{Key: "c", Team: "y", Model: "m1"}, Counts{Requests: 1, Cost: 1000})
+	r.Add(now, Row{Key: "free", Team: "y", Model: "m1"}, Counts{Requests: 5})
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.Add(now, Row{Key: "a", Team: "x", Model: "m2"}, Counts{Requests: 2, Cost: 250}) // not flushed yet
+	if err := r.RefreshTop(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	want := []Spender{{Key: "a", Team: "x", Requests: 3, Cost: 350}, {Key: "b", Team: "y", Requests: 1, Cost: 300}}
+	if got := r.Top(); !reflect.DeepEqual(got, want) {
+		t.Errorf("top: %+v, want %+v", got, want)
+	}
+}
