@@ -159,13 +159,12 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	p := r.pending
-	if len(p) > 0 {
-		r.pending = make(map[Record]*Counts, len(p))
-	}
-	r.mu.Unlock()
 	if len(p) == 0 {
+		r.mu.Unlock()
 		return nil
 	}
+	r.pending = make(map[Record]*Counts, len(p))
+	r.mu.Unlock()
 	b := &batch{id: newID(), recs: make([]Record, 0, len(p))}
 	for k, c := range p {
 		k.Counts = *c

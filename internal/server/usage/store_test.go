@@ -266,3 +266,46 @@ func TestTopSpenders(t *testing.T) {
 		t.Errorf("top: %+v, want %+v", got, want)
 	}
 }
+
+// Requests add while flushes run; every one lands, once.
+func TestRecorderConcurrentAddAndFlush(t *testing.T) {
+	r := NewRecorder(Options{})
+	now := time.Now()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.Flush(context.Background())
+			}
+		}
+	}()
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				r.Add(now, Row{Key: string(rune('a' + g)), Model: string(rune('m' + i%3))}, Counts{Requests: 1, Cost: 2})
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-flushed
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var n, cost int64
+	for _, rec := range readDay(t, r.Store(), Day(now)) {
+		n += rec.Requests
+		cost += rec.Cost
+	}
+	if n != 8000 || cost != 16000 {
+		t.Errorf("%d requests costing %d landed, want 8000 and 16000", n, cost)
+	}
+}
