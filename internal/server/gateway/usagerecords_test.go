@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
@@ -138,5 +141,50 @@ func TestHostUsageInStateDir(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != 200 || !strings.Contains(string(b), usage.Day(time.Now())+",1,") {
 		t.Errorf("GET /admin/usage: %d\n%s", r.StatusCode, b)
+	}
+}
+
+// With store: set, two replicas' records add up in one Redis hash per
+// day, under fleet.prefix.
+func TestUsageRecordsSharedInTheStore(t *testing.T) {
+	addr := testRedis(t)
+	cfg := config.Default("http://127.0.0.1:1/v1")
+	cfg.Store = "redis://" + addr + "/0"
+	cfg.Fleet.Prefix = fmt.Sprintf("sluicetest:usage:%d:", time.Now().UnixNano())
+	var recs [2]*usage.Recorder
+	for i := range recs {
+		r, err := gateway.NewUsageRecorder(cfg, gateway.NewLogger(io.Discard, cfg.Log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = r
+	}
+	rs, ok := recs[0].Store().(*usage.RedisStore)
+	if !ok {
+		t.Fatalf("store: %s, want redis", recs[0].Store().Where())
+	}
+	day := usage.Day(time.Now())
+	t.Cleanup(func() {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		defer rdb.Close()
+		iter := rdb.Scan(context.Background(), 0, cfg.Fleet.Prefix+"*", 100).Iterator()
+		for iter.Next(context.Background()) {
+			rdb.Del(context.Background(), iter.Val())
+		}
+	})
+	if !strings.HasPrefix(rs.DayKey(day), cfg.Fleet.Prefix+"usage:") {
+		t.Errorf("day key %s, want it under fleet.prefix %s", rs.DayKey(day), cfg.Fleet.Prefix)
+	}
+	row := usage.Row{Key: "k", Team: "t", Model: "m", Upstream: "u"}
+	for i, r := range recs {
+		r.Add(time.Now(), row, usage.Counts{Requests: 1, Output: int64(10 * (i + 1)), Cost: 7})
+		if err := r.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got usage.Counts
+	recs[1].Store().Read(context.Background(), day, func(r usage.Record) error { got.Add(r.Counts); return nil })
+	if got != (usage.Counts{Requests: 2, Output: 30, Cost: 14}) {
+		t.Errorf("the fleet's day: %+v", got)
 	}
 }
