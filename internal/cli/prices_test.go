@@ -79,3 +79,18 @@ prices:
 		t.Errorf("--help: %d %q", code, errs)
 	}
 }
+
+// serve --check says when usage records will not outlive the process.
+func TestServeCheckNotesMemoryOnlyUsage(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if code := Main([]string{"serve", "--check"}, &out, &out); code != 0 || !strings.Contains(out.String(), "usage records are kept in memory only") {
+		t.Errorf("embedded default: %d\n%s", code, out.String())
+	}
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte("providers: [{name: p, kind: openai, base_url: 'http://127.0.0.1:1/v1'}]\nmodels: [{name: m, targets: [{provider: p, model: x}]}]\nstate: {dir: "+dir+"}\n"), 0o600)
+	out.Reset()
+	if code := Main([]string{"serve", "--check", "--config", cfg}, &out, &out); code != 0 || strings.Contains(out.String(), "memory only") {
+		t.Errorf("with state.dir: %d\n%s", code, out.String())
+	}
+}
