@@ -118,6 +118,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections()}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.dash.SetSpenders(func() []dashboard.Spender { return dashboardSpenders(h.usage) })
+	usageMetrics(opts.Metrics.Registry, h.usage)
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)

@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/price"
@@ -44,7 +47,11 @@ func (g *Gateway) Usage() *usage.Recorder { return g.usage }
 // state.dir/usage, else in memory only, which it logs. The recorder's
 // Run flushes it (a Host runs it while it serves).
 func NewUsageRecorder(cfg *config.Config, log *slog.Logger) (*usage.Recorder, error) {
-	o := usage.Options{Retention: int(cfg.Usage.RetentionDays()), Log: log}
+	o := usage.Options{Retention: int(cfg.Usage.RetentionDays()), Log: log, OnFlush: func(err error) {
+		if err != nil {
+			usageFlushErrors.Inc()
+		}
+	}}
 	switch {
 	case cfg.Store != "":
 		rdb, err := fleetstore.NewClientURL(cfg.Store)
@@ -91,4 +98,33 @@ func dashboardSpenders(u *usage.Recorder) []dashboard.Spender {
 		out[i] = dashboard.Spender{Key: s.Key, Team: s.Team, Requests: s.Requests, CostMicros: s.Cost}
 	}
 	return out
+}
+
+// usageFlushErrors counts failed flushes of every recorder in the
+// process (registered with each host's registry by usageMetrics).
+var usageFlushErrors = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sluice_usage_flush_errors_total",
+	Help: "Flushes of the usage records the store refused or did not answer; the records are kept and retried (docs/USAGE.md).",
+})
+
+// usageMetrics registers the usage recorder's gauges with reg: the rows
+// waiting to be flushed, the requests not recorded for want of room,
+// and the failed flushes.
+func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_usage_pending_rows",
+			Help: "Usage rows (day, key, team, model, upstream model) waiting to be flushed to the store, a failed flush's included."},
+			func() float64 { return float64(u.Pending()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_usage_dropped_total",
+			Help: "Requests not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
+			func() float64 { return float64(u.Dropped()) }),
+		usageFlushErrors,
+	} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
 }

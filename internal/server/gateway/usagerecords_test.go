@@ -142,6 +142,17 @@ func TestHostUsageInStateDir(t *testing.T) {
 	if r.StatusCode != 200 || !strings.Contains(string(b), usage.Day(time.Now())+",1,") {
 		t.Errorf("GET /admin/usage: %d\n%s", r.StatusCode, b)
 	}
+	r, err = http.Get(hs.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(r.Body)
+	r.Body.Close()
+	for _, m := range []string{"sluice_usage_pending_rows ", "sluice_usage_dropped_total 0", "sluice_usage_flush_errors_total "} {
+		if !strings.Contains(string(b), m) {
+			t.Errorf("/metrics has no %q", m)
+		}
+	}
 }
 
 // With store: set, two replicas' records add up in one Redis hash per

@@ -65,8 +65,9 @@ type Recorder struct {
 	day            string
 	dayStart, dayN int64
 
-	flushMu sync.Mutex // serialises flushes
-	retry   *batch     // a failed flush, retried first
+	flushMu sync.Mutex   // serialises flushes
+	retry   *batch       // a failed flush, retried first
+	retryN  atomic.Int64 // len(retry.recs), read without flushMu
 	failing atomic.Bool
 
 	top atomic.Pointer[[]Spender]
@@ -137,12 +138,7 @@ func (r *Recorder) Pending() int {
 	r.mu.Lock()
 	n := len(r.pending)
 	r.mu.Unlock()
-	r.flushMu.Lock()
-	if r.retry != nil {
-		n += len(r.retry.recs)
-	}
-	r.flushMu.Unlock()
-	return n
+	return n + int(r.retryN.Load())
 }
 
 // Flush sends what is waiting to the store: first a batch an earlier
@@ -156,6 +152,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 			return err
 		}
 		r.retry = nil
+		r.retryN.Store(0)
 	}
 	r.mu.Lock()
 	p := r.pending
@@ -174,6 +171,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	sort.Slice(b.recs, func(i, j int) bool { return less(b.recs[i], b.recs[j]) })
 	if err := r.o.Store.Add(ctx, b.id, b.recs); err != nil {
 		r.retry = b
+		r.retryN.Store(int64(len(b.recs)))
 		return err
 	}
 	return nil
