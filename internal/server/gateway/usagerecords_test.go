@@ -199,3 +199,49 @@ func TestUsageRecordsSharedInTheStore(t *testing.T) {
 		t.Errorf("the fleet's day: %+v", got)
 	}
 }
+
+// Without store: or state.dir, the records live in memory, and the log
+// says so at start.
+func TestUsageInMemoryIsLogged(t *testing.T) {
+	cfg := config.Default("http://127.0.0.1:1/v1")
+	var logs strings.Builder
+	r, err := gateway.NewUsageRecorder(cfg, gateway.NewLogger(&logs, cfg.Log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Store().Where() != "memory" || !strings.Contains(logs.String(), "usage records are kept in memory only") {
+		t.Errorf("store %s, log %q", r.Store().Where(), logs.String())
+	}
+}
+
+// The dashboard's data carries the day's top spenders from the usage
+// records.
+func TestDashboardTopSpenders(t *testing.T) {
+	hs := newHostStack(t, mock.Config{}, func(c *config.Config) {
+		c.Keys = []config.Key{{Name: "search", Tenant: "core", SHA256: config.KeyHash("sk-search")}}
+		c.Prices = map[string]config.Price{"mock-gpt-4o": {Input: 1, Output: 1}}
+	})
+	req, _ := http.NewRequest(http.MethodPost, hs.url+"/v1/chat/completions", strings.NewReader(chatBody))
+	req.Header.Set("Authorization", "Bearer sk-search")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	u := hs.h.Gateway().Usage()
+	waitWithin(t, 15*time.Second, 10*time.Millisecond, "the request in the usage records", func() bool {
+		u.RefreshTop(context.Background(), time.Now())
+		return len(u.Top()) == 1
+	})
+	r, err := http.Get(hs.admin + "/dashboard/data.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !strings.Contains(string(b), `"spenders":[{"key":"search","team":"core","requests":1,"cost_micros":`) {
+		t.Errorf("data.json has no spender search:\n%.600s", b)
+	}
+}
