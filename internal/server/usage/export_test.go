@@ -223,3 +223,35 @@ func TestExportCSVQuoting(t *testing.T) {
 		t.Errorf("%v %q", err, recs)
 	}
 }
+
+// A store that fails once the answer has begun aborts the connection:
+// the client never gets a short export that looks whole.
+func TestExportCutShortAborts(t *testing.T) {
+	r := NewRecorder(Options{Store: &failsAfter{days: 2}})
+	rec := httptest.NewRecorder()
+	func() {
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Errorf("recovered %v, want http.ErrAbortHandler", p)
+			}
+		}()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/usage?from=2026-01-01&to=2026-01-05&format=csv", nil))
+	}()
+	if rec.Code != 200 || strings.Count(rec.Body.String(), "\n") > 3 {
+		t.Errorf("%d\n%s", rec.Code, rec.Body.String())
+	}
+}
+
+// failsAfter reads days days, one record each, and then fails.
+type failsAfter struct {
+	MemoryStore
+	days int
+}
+
+func (f *failsAfter) Read(_ context.Context, day string, fn func(Record) error) error {
+	if f.days == 0 {
+		return fmt.Errorf("connection reset")
+	}
+	f.days--
+	return fn(Record{Day: day, Row: Row{Key: "k"}, Counts: Counts{Requests: 1}})
+}
