@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The shipped table parses, is dated, and prices the families it
@@ -83,6 +85,15 @@ func TestUsageRetention(t *testing.T) {
 	}
 	if c, err := Parse([]byte(base+"usage: {retention: 30d}\n"), "t.yaml"); err != nil || c.Usage.Retention != 30 {
 		t.Errorf("30d: %v %v", c, err)
+	}
+	// A marshalled config (serve --check --time-scale prints one) parses
+	// again, the default included.
+	for _, d := range []Days{0, 30} {
+		out, _ := yaml.Marshal(Usage{Retention: d})
+		c, err := Parse([]byte(base+"usage: {"+strings.TrimSpace(string(out))+"}\n"), "t.yaml")
+		if err != nil || c.Usage.Retention != d {
+			t.Errorf("%s marshalled as %q: %v", d, out, err)
+		}
 	}
 	for _, bad := range []struct{ v, want string }{
 		{"400", "usage.retention"}, {"10h", "whole days with a d"}, {"0d", "keep at least a day"}, {"-3d", "not a number of days"}, {"99999d", "out of range"},

@@ -29,7 +29,11 @@ type Days int
 // UnmarshalYAML reads a number of days such as 400d.
 func (d *Days) UnmarshalYAML(n *yaml.Node) error {
 	n = resolveAlias(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		*d = 0 // the default
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
 		return nodeError(n, "want a number of days such as 400d, got %s", describe(n))
 	}
 	s := strings.TrimSpace(n.Value)
@@ -51,8 +55,14 @@ func (d Days) D() time.Duration { return time.Duration(d) * 24 * time.Hour }
 // String gives the form UnmarshalYAML reads.
 func (d Days) String() string { return fmt.Sprintf("%dd", int(d)) }
 
-// MarshalYAML writes the d, so a marshalled config parses again.
-func (d Days) MarshalYAML() (any, error) { return d.String(), nil }
+// MarshalYAML writes the d, so a marshalled config parses again; zero,
+// the default, is null.
+func (d Days) MarshalYAML() (any, error) {
+	if d == 0 {
+		return nil, nil
+	}
+	return d.String(), nil
+}
 
 // RetentionDays is Retention, or its default when unset.
 func (u Usage) RetentionDays() Days {
