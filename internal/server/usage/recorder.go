@@ -16,9 +16,11 @@ import (
 type Store interface {
 	// Add adds recs to the stored counts. id names the batch: a batch
 	// added again under the same id (a retried flush whose first try
-	// may or may not have landed) is added once. On an error, the part
-	// of the batch that landed is remembered under id, so retrying the
-	// whole batch completes it exactly.
+	// may or may not have landed), before any other, is added once. On
+	// an error, the part of the batch that landed is remembered under
+	// id, so retrying the whole batch completes it exactly. A batch that
+	// failed must be retried, whole and in the same order, before
+	// another is added.
 	Add(ctx context.Context, id string, recs []Record) error
 	// Read calls fn with each of day's records, one per row, its counts
 	// whole, in no particular order. It holds at most that day's

@@ -15,21 +15,24 @@ import (
 // count's letter (n requests, i input, c cached input, o output, $
 // cost in µ$), joined by \x1f, added to with HINCRBY, so every replica
 // adds to the same totals and they are exact. A flush runs one Lua
-// script per day and per chunk of rows, which first sets a marker for
-// its batch (SET NX, kept two days): a retried flush whose first try
-// landed finds its marker and adds nothing, so a flush counts once.
-// Each day's hash expires (EXPIREAT) retention days after the day
-// ends, set at every write; Prune has nothing left to do.
+// script per day and per chunk of rows, which adds the chunk and notes,
+// in a small hash of this writer's own (<day key>:w:<writer>, kept two
+// days), the batch and chunk it added last; a retried flush whose
+// chunks landed finds them noted and adds them again no more, so a
+// flush counts once. Each day's hash expires (EXPIREAT) retention days
+// after the day ends, set at every write; Prune has nothing left to do.
 type RedisStore struct {
 	c         redis.UniversalClient
 	prefix    string
 	retention int
+	// writer names this store's flushes apart from other replicas'.
+	writer string
 }
 
 // NewRedisStore returns a store in c's Redis, its keys starting with
 // prefix (fleet.prefix), keeping days for retention days.
 func NewRedisStore(c redis.UniversalClient, prefix string, retention int) *RedisStore {
-	return &RedisStore{c: c, prefix: prefix, retention: retention}
+	return &RedisStore{c: c, prefix: prefix, retention: retention, writer: newID()}
 }
 
 func (s *RedisStore) Where() string { return "redis" }
@@ -38,15 +41,20 @@ func (s *RedisStore) Where() string { return "redis" }
 func (s *RedisStore) DayKey(day string) string { return s.prefix + "usage:{" + day + "}" }
 
 // addScript adds one chunk of a batch: KEYS[1] the day's hash, KEYS[2]
-// the chunk's marker; ARGV[1] the hash's expiry (Unix seconds), then
-// field and increment pairs.
+// the writer's note of what it added last; ARGV[1] the hash's expiry
+// (Unix seconds), ARGV[2] the batch id, ARGV[3] the chunk's first row,
+// then field and increment pairs. A chunk at or before the noted one of
+// the same batch has landed already: it adds nothing.
 var addScript = redis.NewScript(`
-if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', 172800) then
+local last = redis.call('HMGET', KEYS[2], 'batch', 'start')
+if last[1] == ARGV[2] and tonumber(last[2]) >= tonumber(ARGV[3]) then
   return 0
 end
-for i = 2, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
 end
+redis.call('HSET', KEYS[2], 'batch', ARGV[2], 'start', ARGV[3])
+redis.call('EXPIRE', KEYS[2], 172800)
 redis.call('EXPIREAT', KEYS[1], ARGV[1])
 return 1
 `)
@@ -61,6 +69,10 @@ func (c Counts) values() [5]int64 {
 	return [5]int64{c.Requests, c.Input, c.CachedInput, c.Output, c.Cost}
 }
 
+// Add adds recs, in chunks of at most chunkRows rows of one day each.
+// REQUIRES: a batch that failed is added again, whole and in the same
+// order, before any other (Recorder.Flush does so): only the last batch
+// is remembered.
 func (s *RedisStore) Add(ctx context.Context, id string, recs []Record) error {
 	for start := 0; start < len(recs); {
 		day := recs[start].Day
@@ -73,8 +85,8 @@ func (s *RedisStore) Add(ctx context.Context, id string, recs []Record) error {
 			return fmt.Errorf("usage: record of day %q: %w", day, err)
 		}
 		expire := t.AddDate(0, 0, 1+s.retention).Unix()
-		args := make([]any, 1, 1+10*(end-start))
-		args[0] = expire
+		args := make([]any, 3, 3+10*(end-start))
+		args[0], args[1], args[2] = expire, id, start
 		for _, r := range recs[start:end] {
 			f := r.Row.field() + sep
 			for i, v := range r.Counts.values() {
@@ -84,8 +96,7 @@ func (s *RedisStore) Add(ctx context.Context, id string, recs []Record) error {
 			}
 		}
 		key := s.DayKey(day)
-		marker := fmt.Sprintf("%s:batch:%s:%d", key, id, start)
-		if err := addScript.Run(ctx, s.c, []string{key, marker}, args...).Err(); err != nil && err != redis.Nil {
+		if err := addScript.Run(ctx, s.c, []string{key, key + ":w:" + s.writer}, args...).Err(); err != nil && err != redis.Nil {
 			return err
 		}
 		start = end

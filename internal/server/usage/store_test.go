@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -307,5 +308,34 @@ func TestRecorderConcurrentAddAndFlush(t *testing.T) {
 	}
 	if n != 8000 || cost != 16000 {
 		t.Errorf("%d requests costing %d landed, want 8000 and 16000", n, cost)
+	}
+}
+
+// A batch large enough to go in several chunks, whose first chunks
+// landed before an error, is completed exactly by its retry.
+func TestRedisPartialBatchRetried(t *testing.T) {
+	c := testClient(t)
+	s := NewRedisStore(c, testPrefix(t, c), 400)
+	ctx := context.Background()
+	var recs []Record
+	for i := range 2*chunkRows + 100 {
+		recs = append(recs, Record{Day: "2026-07-01", Row: Row{Key: fmt.Sprintf("k%05d", i)}, Counts: Counts{Requests: 1, Cost: 3}})
+	}
+	if err := s.Add(ctx, "big", recs[:2*chunkRows]); err != nil { // two chunks landed, the third did not
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "big", recs); err != nil { // the retry
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "big", recs); err != nil { // and again, its reply lost
+		t.Fatal(err)
+	}
+	var n, cost int64
+	for _, r := range readDay(t, s, "2026-07-01") {
+		n += r.Requests
+		cost += r.Cost
+	}
+	if n != int64(len(recs)) || cost != 3*int64(len(recs)) {
+		t.Errorf("%d requests costing %d, want %d and %d: each row once", n, cost, len(recs), 3*len(recs))
 	}
 }
