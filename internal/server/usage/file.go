@@ -54,6 +54,7 @@ func NewFileStore(dir string) (*FileStore, error) {
 	return &FileStore{dir: dir, applied: map[string]bool{}}, nil
 }
 
+// Where implements Store.
 func (s *FileStore) Where() string { return "file " + s.dir }
 
 // Path is the file that holds day's records.
@@ -81,6 +82,7 @@ func (l line) record(day string) Record {
 	return Record{Day: day, Row: Row{l.Key, l.Team, l.Model, l.Upstream}, Counts: Counts{l.Requests, l.Input, l.CachedInput, l.Output, l.Cost}}
 }
 
+// Add implements Store.
 func (s *FileStore) Add(ctx context.Context, id string, recs []Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -268,6 +270,7 @@ func (s *FileStore) compact(day string) error {
 	return nil
 }
 
+// Read implements Store.
 func (s *FileStore) Read(ctx context.Context, day string, fn func(Record) error) error {
 	s.mu.Lock()
 	rows, err := s.sum(day)
@@ -283,6 +286,7 @@ func (s *FileStore) Read(ctx context.Context, day string, fn func(Record) error)
 	return ctx.Err()
 }
 
+// Prune implements Store.
 func (s *FileStore) Prune(_ context.Context, before string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -310,3 +314,5 @@ func (s *FileStore) Prune(_ context.Context, before string) error {
 		return os.Remove(path)
 	})
 }
+
+var _ Store = (*FileStore)(nil)

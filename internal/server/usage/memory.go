@@ -18,8 +18,10 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{days: map[string]map[Row]Counts{}, applied: map[string]bool{}}
 }
 
+// Where implements Store.
 func (s *MemoryStore) Where() string { return "memory" }
 
+// Add implements Store.
 func (s *MemoryStore) Add(_ context.Context, id string, recs []Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,6 +46,7 @@ func (s *MemoryStore) Add(_ context.Context, id string, recs []Record) error {
 	return nil
 }
 
+// Read implements Store.
 func (s *MemoryStore) Read(ctx context.Context, day string, fn func(Record) error) error {
 	s.mu.Lock()
 	d := s.days[day]
@@ -60,6 +63,7 @@ func (s *MemoryStore) Read(ctx context.Context, day string, fn func(Record) erro
 	return ctx.Err()
 }
 
+// Prune implements Store.
 func (s *MemoryStore) Prune(_ context.Context, before string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,3 +74,5 @@ func (s *MemoryStore) Prune(_ context.Context, before string) error {
 	}
 	return nil
 }
+
+var _ Store = (*MemoryStore)(nil)

@@ -35,6 +35,7 @@ func NewRedisStore(c redis.UniversalClient, prefix string, retention int) *Redis
 	return &RedisStore{c: c, prefix: prefix, retention: retention, writer: newID()}
 }
 
+// Where implements Store.
 func (s *RedisStore) Where() string { return "redis" }
 
 // DayKey is the hash that holds day's records.
@@ -104,6 +105,7 @@ func (s *RedisStore) Add(ctx context.Context, id string, recs []Record) error {
 	return nil
 }
 
+// Read implements Store.
 func (s *RedisStore) Read(ctx context.Context, day string, fn func(Record) error) error {
 	rows := map[Row]*Counts{}
 	var cursor uint64
@@ -154,3 +156,5 @@ func (s *RedisStore) Read(ctx context.Context, day string, fn func(Record) error
 
 // Prune does nothing: Redis expires each day's hash itself.
 func (s *RedisStore) Prune(context.Context, string) error { return nil }
+
+var _ Store = (*RedisStore)(nil)
