@@ -27,6 +27,7 @@ Usage:
   sluice keys create|list|show|rotate|revoke|disable|enable
                                            manage keys at run time through a gateway's admin API (docs/KEYS.md)
   sluice keys new|hash                     make a virtual key and the config entry for it (declarative keys:)
+  sluice prices [--config FILE] [--json]   the price table requests are costed at (shipped, and the config's prices:)
   sluice version                           print the version and build
   sluice help                              show this help
 
@@ -55,6 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return chaos.Main(args[1:], stdout, stderr)
 	case "keys":
 		return Keys(args[1:], os.Stdin, stdout, stderr)
+	case "prices":
+		return Prices(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, Version())
 		return 0

@@ -100,6 +100,9 @@ func Serve(args []string, stdout, stderr io.Writer) int {
 		for _, w := range cfg.Warnings() {
 			fmt.Fprintf(stdout, "warning: %s\n", w)
 		}
+		if !cfg.Durable() {
+			fmt.Fprintln(stdout, "note: usage records are kept in memory only, and lost at exit; set store: or state.dir to keep them (docs/USAGE.md)")
+		}
 		if *timeScale != 1 {
 			if err := printScaled(stdout, cfg, *path); err != nil {
 				fmt.Fprintf(stderr, "sluice serve: %v\n", err)

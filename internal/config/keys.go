@@ -177,6 +177,10 @@ type Degrade struct {
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
+	// CachedInput is the price of input the provider served from its
+	// prompt cache (OpenAI's cached input, Anthropic's cache reads);
+	// zero or absent prices it as input.
+	CachedInput float64 `yaml:"cached_input"`
 }
 
 // Degrade defaults.
@@ -319,14 +323,6 @@ func (c *Config) modelNames() string {
 	}
 	slices.Sort(names)
 	return orList(names)
-}
-
-func validatePrices(v *checker, prices map[string]Price) {
-	for model, p := range prices {
-		if p.Input < 0 || p.Output < 0 {
-			v.add("prices."+model, "prices must not be negative")
-		}
-	}
 }
 
 // KeyHash returns the SHA-256 of a client's key, in the form keys[].sha256

@@ -62,8 +62,12 @@ type Config struct {
 	Tracing Tracing `yaml:"tracing"`
 	// Lanes keep large-context and batch work apart from interactive.
 	Lanes Lanes `yaml:"lanes"`
-	// Prices, per upstream model, give the cost of each request.
+	// Prices, per upstream model, give the cost of each request: the
+	// shipped table (prices.yaml, sluice prices), each model named here
+	// replaced.
 	Prices map[string]Price `yaml:"prices"`
+	// Usage is how the usage records are kept (usage.go).
+	Usage Usage `yaml:"usage"`
 	// Evals bounds the eval calls of every model's eval set together
 	// (models[].evals); unused when no model declares one.
 	Evals EvalBudget `yaml:"evals"`

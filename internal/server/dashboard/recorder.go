@@ -50,6 +50,10 @@ type Recorder struct {
 	hist     []histPair
 	states   map[string]string
 	lastKind string
+	// near is the keys near a per-minute limit at the last sample;
+	// spenders gives today's top spenders (SetSpenders), nil for none.
+	near     []NearLimit
+	spenders func() []Spender
 }
 
 type histPair struct{ latency, ttft hist }
@@ -77,6 +81,14 @@ func NewRecorder(g prometheus.Gatherer, window int) *Recorder {
 func (r *Recorder) SetBudgets(b Budgets) {
 	r.mu.Lock()
 	r.budgets = b
+	r.mu.Unlock()
+}
+
+// SetSpenders sets where the top spenders of the day come from (the
+// usage records' Recorder.Top); it is called at each data.json.
+func (r *Recorder) SetSpenders(f func() []Spender) {
+	r.mu.Lock()
+	r.spenders = f
 	r.mu.Unlock()
 }
 
@@ -179,6 +191,7 @@ func (r *Recorder) Sample(now time.Time) {
 			s.EvalPassRate[target] = v
 		}
 	}
+	r.near = nearLimits(rd)
 	for _, name := range rd.providers {
 		p := Provider{Name: name, InFlight: int(rd.gauges["in_flight|"+name]), Limit: int(rd.gauges["limit|"+name]),
 			State: rd.states[name], Weight: rd.gauges["weight|"+name],
@@ -281,7 +294,11 @@ func (r *Recorder) Since(since int64) Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	snap := Snapshot{Now: time.Now().UnixMilli(), Interval: Interval.Milliseconds(), Window: int64(r.window) * Interval.Milliseconds(),
-		Budgets: r.budgets, Verdict: r.verdict, Samples: []Sample{}, Events: []Event{}}
+		Budgets: r.budgets, Verdict: r.verdict, Samples: []Sample{}, Events: []Event{}, Spenders: []Spender{}, NearLimits: []NearLimit{}}
+	snap.NearLimits = append(snap.NearLimits, r.near...)
+	if r.spenders != nil {
+		snap.Spenders = append(snap.Spenders, r.spenders()...)
+	}
 	all := r.ordered()
 	i := sort.Search(len(all), func(i int) bool { return all[i].T > since })
 	snap.Samples = append(snap.Samples, all[i:]...)
@@ -358,6 +375,10 @@ func read(fams []*dto.MetricFamily) reading {
 					k = "-"
 				}
 				rd.counters["tok|"+k] += m.GetCounter().GetValue()
+			case "sluice_budget_limit", "sluice_budget_remaining":
+				if l["owner"] == "key" {
+					rd.gauges["q"+name[len("sluice_budget_"):]+"|"+l["name"]+"|"+l["dimension"]] = m.GetGauge().GetValue()
+				}
 			case "sluice_eval_pass_rate":
 				rd.gauges["eval|"+l["model"]+" "+l["provider"]+"/"+l["upstream_model"]] = m.GetGauge().GetValue()
 			case "sluice_in_flight_requests":
@@ -450,4 +471,32 @@ func quantiles(now, old hist) Quantiles {
 	}
 	r := func(f float64) float64 { return math.Round(f*10) / 10 }
 	return Quantiles{P50: r(q(0.5)), P95: r(q(0.95)), P99: r(q(0.99)), N: n}
+}
+
+// nearLimits is the keys with less than NearLimitShare of a per-minute
+// budget left, the nearest first, at most MaxNearLimits.
+func nearLimits(rd reading) []NearLimit {
+	var out []NearLimit
+	for k, limit := range rd.gauges {
+		rest, ok := strings.CutPrefix(k, "qlimit|")
+		i := strings.LastIndexByte(rest, '|')
+		if !ok || limit <= 0 || i < 0 {
+			continue
+		}
+		rem, ok := rd.gauges["qremaining|"+rest]
+		if !ok || rem >= NearLimitShare*limit {
+			continue
+		}
+		out = append(out, NearLimit{Key: rest[:i], Dimension: rest[i+1:], Limit: int64(limit), Remaining: int64(rem), Used: 1 - max(rem, 0)/limit})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Used != out[j].Used {
+			return out[i].Used > out[j].Used
+		}
+		return out[i].Key+out[i].Dimension < out[j].Key+out[j].Dimension
+	})
+	if len(out) > MaxNearLimits {
+		out = out[:MaxNearLimits]
+	}
+	return out
 }

@@ -104,4 +104,35 @@ type Snapshot struct {
 	Verdict  Verdict  `json:"verdict"`
 	Samples  []Sample `json:"samples"`
 	Events   []Event  `json:"events"`
+	// Spenders are today's (UTC) top keys by cost, from the usage
+	// records (SetSpenders); NearLimits the keys with little left of a
+	// per-minute budget at the last sample.
+	Spenders   []Spender   `json:"spenders"`
+	NearLimits []NearLimit `json:"near_limits"`
 }
+
+// Spender is one key's spending today (UTC), fleet-wide when the usage
+// records are in a shared store.
+type Spender struct {
+	Key        string `json:"key"`
+	Team       string `json:"team"`
+	Requests   int64  `json:"requests"`
+	CostMicros int64  `json:"cost_micros"`
+}
+
+// NearLimit is a key with less than NearLimitShare of a per-minute
+// budget left (sluice_budget_remaining against sluice_budget_limit).
+type NearLimit struct {
+	Key       string  `json:"key"`
+	Dimension string  `json:"dimension"`
+	Limit     int64   `json:"limit"`
+	Remaining int64   `json:"remaining"`
+	Used      float64 `json:"used"` // the share spent, 0 to 1
+}
+
+// NearLimitShare: a key with less than this share of a budget left is
+// near its limit. MaxNearLimits bounds the list, the nearest first.
+const (
+	NearLimitShare = 0.2
+	MaxNearLimits  = 10
+)

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
@@ -328,9 +329,12 @@ func (g *Gateway) keyName(n int) string {
 // counted (usesTokens), and is recorded then, where the provider
 // reported none. The output is the provider's count, or else what was
 // counted of the relayed stream. Cost uses the same figures: the
-// provider's input count when it gave one. Both metrics label model
-// with the client-facing name and provider with the provider; the cost
-// adds upstream_model, the name prices are keyed by.
+// provider's input count when it gave one, of which the part it served
+// from its prompt cache (reportedCached) is priced as cached input
+// (price.Price.Cost). Both metrics label model with the client-facing
+// name and provider with the provider; the cost adds upstream_model,
+// the name prices are keyed by. The same figures go to the usage
+// records (usage.go).
 func (g *Gateway) account(x *exchange) {
 	if x.borrowed || x.upstreamStatus/100 != 2 {
 		return
@@ -347,8 +351,10 @@ func (g *Gateway) account(x *exchange) {
 	if !x.exactCount {
 		inSource = "estimated"
 	}
+	var cached int64
 	if x.reportedInput > 0 {
 		in, inSource, haveIn = x.reportedInput, "reported", true
+		cached = min(x.reportedCached, in)
 		x.inputTokens = in // the log and the trace show the provider's count
 	}
 	out := "estimated"
@@ -359,8 +365,14 @@ func (g *Gateway) account(x *exchange) {
 		g.metrics.Tokens.WithLabelValues(key, model, x.provider, "input", inSource).Add(float64(in))
 	}
 	g.metrics.Tokens.WithLabelValues(key, model, x.provider, "output", out).Add(float64(x.outputTokens))
-	if p, ok := g.prices[x.upstreamModel]; ok {
-		x.cost = (float64(in)*p.Input + float64(x.outputTokens)*p.Output) / 1e6
-		g.metrics.Cost.WithLabelValues(key, model, x.provider, x.upstreamModel).Add(x.cost)
+	u := price.Usage{Input: in - cached, CachedInput: cached, Output: int64(x.outputTokens)}
+	if !haveIn {
+		u.Input = 0
 	}
+	p, priced := g.prices[x.upstreamModel]
+	if priced {
+		x.cost = p.Cost(u)
+		g.metrics.Cost.WithLabelValues(key, model, x.provider, x.upstreamModel).Add(x.cost.Dollars())
+	}
+	g.recordUsage(x, u, priced)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -74,11 +75,15 @@ type exchange struct {
 	// (0: none), which settles the key's input and is what the metrics
 	// and the log show when there is one.
 	reportedInput int64
+	// reportedCached is how much of reportedInput the provider served
+	// from its prompt cache (OpenAI's cached_tokens, Anthropic's
+	// cache_read_input_tokens), priced at the cached-input price.
+	reportedCached int64
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string
 	upstreamModel       string
-	cost                float64 // dollars, at the configured prices
+	cost                price.Micros // at the effective prices (policy.Prices)
 	// shared: the key's budget in the fleet's store holds sharedReserved
 	// for this request; sharedStatus is that budget as the store last
 	// answered (haveShared), for the rate-limit headers.
@@ -189,7 +194,7 @@ func (g *Gateway) finish(x *exchange) {
 		attrs = append(attrs, slog.Int("output_tokens", x.outputTokens))
 	}
 	if x.cost > 0 {
-		attrs = append(attrs, slog.Float64("cost_dollars", x.cost))
+		attrs = append(attrs, slog.Float64("cost_dollars", x.cost.Dollars()))
 	}
 	if x.key != nil {
 		attrs = append(attrs, slog.String("key", x.key.name), slog.String("tenant", x.key.tenant))

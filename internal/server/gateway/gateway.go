@@ -22,11 +22,13 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
+	"github.com/sluice-gw/sluice/internal/server/usage"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -48,6 +50,11 @@ type Options struct {
 	// upstream call (tracing.go). Nil means no tracing, unless the config
 	// turns it on and a Host builds one.
 	TracerProvider trace.TracerProvider
+	// Usage receives the usage records (usage.go). Nil means records
+	// kept in memory and never flushed; a Host makes one from the config
+	// (NewUsageRecorder) and shares it with every configuration it
+	// serves.
+	Usage *usage.Recorder
 
 	// bodies is the request-body budget, shared by a Host's
 	// configurations so a reload cannot double it. Nil: the gateway's own.
@@ -104,7 +111,8 @@ type Gateway struct {
 	tell responseHeaders
 	// tracer makes the request and upstream call spans; nil: tracing off.
 	tracer trace.Tracer
-	prices map[string]config.Price
+	prices map[string]price.Price // by upstream model (policy.Prices)
+	usage  *usage.Recorder
 	ready  atomic.Bool
 
 	// evals runs the models' fallback evals (evals.go); nil when no
@@ -225,6 +233,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
 	g.bodies = opts.bodies
+	g.usage = opts.Usage
+	if g.usage == nil {
+		g.usage = usage.NewRecorder(usage.Options{})
+	}
 	if g.bodies == nil {
 		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
 	}
@@ -265,8 +277,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	if g.countTokens = usesTokens(cfg); g.countTokens {
 		g.counter = tokens.NewCounter(0)
-		g.prices = cfg.Prices
 	}
+	g.prices = policy.Prices(cfg)
 	if keys := cfg.CriticalKeys(); keys != nil {
 		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
 		for _, k := range keys {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/dashboard"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/usage"
 )
 
 // Host runs a gateway's listeners and the configuration they serve. It
@@ -57,7 +58,14 @@ type Host struct {
 	// (admin.go); token guards the admin routes, "" for none.
 	dash     *dashboard.Recorder
 	dashStop context.CancelFunc // under mu; nil until Serve
-	token    string
+	// usage keeps the usage records of every configuration served
+	// (usage.go); usageStop ends its flushing, after a last flush.
+	usage     *usage.Recorder
+	usageStop func() // under mu; nil until Serve
+	// What the recorder was made from, to warn of a reload changing it.
+	store, stateDir string
+	usageCfg        config.Usage
+	token           string
 	// adminConns caps the admin listener's connections
 	// (admin.max_connections).
 	adminConns int
@@ -95,6 +103,14 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		return nil, err
 	}
 	opts.keys = keys
+	if opts.Usage == nil {
+		u, err := NewUsageRecorder(cfg, opts.Logger)
+		if err != nil {
+			closeKeys()
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		opts.Usage = u
+	}
 	var stopTracing func(context.Context) error
 	if opts.TracerProvider == nil && cfg.Tracing.On() {
 		tp, err := NewTracerProvider(cfg.Tracing)
@@ -113,7 +129,8 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	}
 	h := &Host{log: opts.Logger, metrics: opts.Metrics, opts: opts, server: server, tracing: cfg.Tracing, stopTracing: stopTracing,
 		dash: dashboard.NewRecorder(opts.Metrics.Registry, 0), token: cfg.AdminToken(), adminConns: cfg.Admin.Connections(),
-		keys: keys, closeKeys: closeKeys, keysAt: [2]string{cfg.Store, cfg.State.Dir}}
+		keys: keys, closeKeys: closeKeys, keysAt: [2]string{cfg.Store, cfg.State.Dir},
+		usage: opts.Usage, store: cfg.Store, stateDir: cfg.State.Dir, usageCfg: cfg.Usage}
 	switch {
 	case keys == nil:
 		h.log.Info("keys made at run time: none (the admin key API needs store: or state.dir:); keys: in the config work as ever")
@@ -124,6 +141,8 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		h.log.Info("keys made at run time", "store", keys.Where(), "keys", len(keys.Snapshot().Records), "key_required", g.requireKey())
 	}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
+	h.dash.SetSpenders(func() []dashboard.Spender { return dashboardSpenders(h.usage) })
+	usageMetrics(opts.Metrics.Registry, h.usage)
 	h.base, h.cancel = context.WithCancelCause(context.Background())
 	h.cur.Store(g)
 	h.ready.Store(true)
@@ -151,7 +170,8 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // AdminHandler serves /metrics, /healthz, /readyz, /admin/evals, the
 // key API (/admin/keys, package keystore; only with admin.token_env
-// set), the dashboard (/dashboard/, admin.go) and the runtime profiles
+// set), /admin/usage (the usage export, docs/USAGE.md), the dashboard
+// (/dashboard/, admin.go) and the runtime profiles
 // (/debug/pprof/, pprof.go), all but the probes behind admin.token_env's
 // token when one is set.
 func (h *Host) AdminHandler() http.Handler {
@@ -164,6 +184,7 @@ func (h *Host) AdminHandler() http.Handler {
 	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keyEnv() }}).Handler()
 	mux.Handle("/admin/keys", keysAPI)
 	mux.Handle("/admin/keys/", keysAPI)
+	mux.Handle("/admin/usage", h.usage)
 	mountProfiles(mux)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {
@@ -202,6 +223,7 @@ func (h *Host) Serve(client, admin net.Listener) error {
 	}
 	h.mu.Lock()
 	h.startDashboard()
+	h.startUsage()
 	within := h.server.BodyReadTimeout.D()
 	api := newServer(bodyWithin(within, hostGuard(client, h.server.AllowedHosts, corsGuard(h.server.CORS, h), refuseClientHost)))
 	adm := newServer(bodyWithin(within, hostGuard(admin, h.server.AllowedHosts, h.AdminHandler(), refuseAdminHost)))
@@ -231,6 +253,9 @@ func (h *Host) Reload(cfg *config.Config) error {
 	}
 	if !reflect.DeepEqual(cfg.Server.WithDefaults(), h.server) {
 		h.log.Warn("reload: server settings change only at a restart; the running ones stay")
+	}
+	if cfg.Store != h.store || cfg.State.Dir != h.stateDir || cfg.Usage != h.usageCfg {
+		h.log.Warn("reload: where usage records are kept (store, state.dir, usage) changes only at a restart; the running ones stay")
 	}
 	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
 		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
@@ -294,7 +319,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 		}
 	}
 	h.mu.Lock()
-	servers, stopDash := h.servers, h.dashStop
+	servers, stopDash, stopUsage := h.servers, h.dashStop, h.usageStop
 	h.mu.Unlock()
 	done := make(chan error, len(servers))
 	for _, s := range servers {
@@ -322,6 +347,9 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	h.closeKeys()
 	if stopDash != nil {
 		stopDash()
+	}
+	if stopUsage != nil {
+		stopUsage() // the last flush
 	}
 	if h.stopTracing != nil {
 		// The spans still batched go out, within what is left of the

@@ -210,9 +210,11 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	// (The Responses API reports usage on its own, and has no
 	// include_usage.)
-	if g.countTokens && body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
-		// Ask for the stream's usage, to settle the key's budget with the
-		// provider's count; the client, which did not ask, does not see it.
+	if body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
+		// Ask for the stream's usage, to settle the key's budget and
+		// record the usage and its cost with the provider's count
+		// (cached input included); the client, which did not ask, does
+		// not see it.
 		out.edit.IncludeUsage, x.injectedUsage = true, true
 	}
 	if g.countTokens {

@@ -35,6 +35,7 @@ func (f *usageMeter) read(chunk []byte) {
 func (f *usageMeter) end(err error) ([]byte, error) {
 	f.x.outputTokens, f.x.usageKnown = f.u.Tokens()
 	f.x.reportedInput, _ = f.u.InputTokens()
+	f.x.reportedCached = f.u.CachedTokens()
 	f.x.finish = f.u.FinishReason()
 	return nil, err
 }

@@ -54,7 +54,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		g.relayLarge(ctx, w, r, x, a, data, idle)
 		return
 	}
-	tokens, found, valid, finish, input, _ := protocol.AnswerUsage(data)
+	tokens, found, valid, finish, input := protocol.AnswerUsage(data)
 	if !valid {
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
@@ -71,7 +71,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	x.outcome, x.outputTokens, x.usageKnown, x.finish = outcomeOK, tokens, found, finish
-	x.reportedInput = input
+	x.reportedInput, x.reportedCached = input.Tokens, input.Cached
 	p.authWarned.Store(false)
 }
 
@@ -133,6 +133,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	x.outputTokens, x.usageKnown = usage.Tokens()
 	x.reportedInput, _ = usage.InputTokens()
+	x.reportedCached = usage.CachedTokens()
 	x.finish = usage.FinishReason()
 	switch {
 	case errors.Is(readErr, io.EOF) && js.Done():

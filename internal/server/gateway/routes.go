@@ -54,13 +54,14 @@ func (g *Gateway) Handler() http.Handler {
 	})
 }
 
-// AdminHandler serves /metrics, /healthz, /readyz and /admin/evals on
-// the admin listener.
+// AdminHandler serves /metrics, /healthz, /readyz, /admin/evals and
+// /admin/usage (the usage export, usage.go) on the admin listener.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", g.serveEvals)
+	mux.Handle("/admin/usage", g.usage)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !g.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)

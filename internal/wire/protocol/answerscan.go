@@ -6,7 +6,8 @@ import "strconv"
 // matches one only without regard to case sends the answer to the
 // decoder, which matches keys that way.
 var answerNames = byteSlices([]string{"usage", "completion_tokens", "output_tokens", "choices", "finish_reason", "stop_reason",
-	"prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"})
+	"prompt_tokens", "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+	"prompt_tokens_details", "input_tokens_details", "cached_tokens"})
 
 // scanAnswer is OutputTokens' fast path, as scanBody is ParseBody's: one
 // validating pass and a walk of the few fields it reads, for an answer
@@ -41,6 +42,22 @@ func scanAnswer(raw []byte) (a answerFields, ok bool) {
 				case string(key) == "output_tokens":
 					a.outputTokens, a.haveOutput = wholeNumber(val)
 					return a.haveOutput
+				case string(key) == "prompt_tokens_details" || string(key) == "input_tokens_details":
+					// The cached count (CachedOf); details of another
+					// shape are none, as the decoder reads them raw.
+					d := 0
+					if key[0] == 'i' {
+						d = 1
+					}
+					return val[0] != '{' || eachField(raw, at.start, answerNames, func(key []byte, at span) bool {
+						if !asciiKey(key) {
+							return false
+						}
+						if string(key) == "cached_tokens" {
+							a.cached[d], a.haveCached[d] = wholeNumber(raw[at.start:at.end])
+						}
+						return true
+					})
 				}
 				// Input counts (InputOf): one of another type is no
 				// count, as the decoder reads it raw.

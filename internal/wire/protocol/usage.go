@@ -19,18 +19,44 @@ func OutputTokens(body []byte) (n int, found, valid bool, finish string) {
 	return decodeAnswer(body)
 }
 
-// AnswerUsage is OutputTokens and InputOf in one pass over the answer.
-func AnswerUsage(body []byte) (n int, found, valid bool, finish string, input int64, inputFound bool) {
+// Input is the input an answer's usage reported.
+type Input struct {
+	// Tokens is the whole prompt (InputOf's count); Found says the
+	// answer reported one.
+	Tokens int64
+	Found  bool
+	// Cached is the part of Tokens the provider served from its prompt
+	// cache (CachedOf), never more than Tokens.
+	Cached int64
+}
+
+// AnswerUsage is OutputTokens, InputOf and CachedOf in one pass over the
+// answer.
+func AnswerUsage(body []byte) (n int, found, valid bool, finish string, in Input) {
 	if a, ok := scanAnswer(body); ok {
 		n, found, valid, finish = a.result()
-		input, inputFound = a.input()
-		return n, found, valid, finish, input, inputFound
+		return n, found, valid, finish, a.inputUsage()
 	}
 	n, found, valid, finish = decodeAnswer(body)
 	if found {
-		input, inputFound = decodeFields(body).input()
+		in = decodeFields(body).inputUsage()
 	}
-	return n, found, valid, finish, input, inputFound
+	return n, found, valid, finish, in
+}
+
+// CachedOf reads how many of a whole JSON answer's input tokens the
+// provider served from its prompt cache: OpenAI's
+// usage.prompt_tokens_details.cached_tokens (the Responses API's
+// usage.input_tokens_details.cached_tokens), which prompt_tokens
+// includes, or Anthropic's cache_read_input_tokens, which InputOf adds
+// to input_tokens. It is never more than InputOf's count, and 0 when the
+// answer reports no input.
+func CachedOf(body []byte) int64 {
+	a, ok := scanAnswer(body)
+	if !ok {
+		a = decodeFields(body)
+	}
+	return a.inputUsage().Cached
 }
 
 // InputOf reads the input token count of a whole JSON answer's usage,
@@ -67,6 +93,10 @@ type answerJSON struct {
 		InputTokens  json.RawMessage `json:"input_tokens"`
 		CacheWrite   json.RawMessage `json:"cache_creation_input_tokens"`
 		CacheRead    json.RawMessage `json:"cache_read_input_tokens"`
+		// The details are read raw too, so that details of another
+		// shape cost only the cached count.
+		PromptDetails json.RawMessage `json:"prompt_tokens_details"`
+		InputDetails  json.RawMessage `json:"input_tokens_details"`
 	} `json:"usage"`
 	// The first choice's (an array keeps the rest out, unallocated).
 	Choices [1]struct {
@@ -86,6 +116,14 @@ func (v *answerJSON) fields() answerFields {
 	for i, raw := range [4]json.RawMessage{v.Usage.PromptTokens, v.Usage.InputTokens, v.Usage.CacheWrite, v.Usage.CacheRead} {
 		if raw != nil {
 			a.inputs[i], a.haveInputs[i] = wholeNumber(raw)
+		}
+	}
+	for i, raw := range [2]json.RawMessage{v.Usage.PromptDetails, v.Usage.InputDetails} {
+		var d struct {
+			Cached json.RawMessage `json:"cached_tokens"`
+		}
+		if raw != nil && json.Unmarshal(raw, &d) == nil && d.Cached != nil {
+			a.cached[i], a.haveCached[i] = wholeNumber(d.Cached)
 		}
 	}
 	return a
@@ -112,6 +150,31 @@ type answerFields struct {
 	// whole number.
 	inputs     [4]int
 	haveInputs [4]bool
+	// cached are prompt_tokens_details.cached_tokens and
+	// input_tokens_details.cached_tokens, each when haveCached says it
+	// was a whole number.
+	cached     [2]int
+	haveCached [2]bool
+}
+
+// inputUsage is AnswerUsage's Input: input's count, and of it the
+// cached part, OpenAI's details first, then Anthropic's cache reads.
+func (a answerFields) inputUsage() Input {
+	n, found := a.input()
+	if !found {
+		return Input{}
+	}
+	in := Input{Tokens: n, Found: true}
+	switch {
+	case a.haveCached[0] && a.cached[0] >= 0 && a.cached[0] <= MaxUsage:
+		in.Cached = int64(a.cached[0])
+	case a.haveCached[1] && a.cached[1] >= 0 && a.cached[1] <= MaxUsage:
+		in.Cached = int64(a.cached[1])
+	case !a.haveInputs[0] && a.haveInputs[3] && a.inputs[3] >= 0 && a.inputs[3] <= MaxUsage:
+		in.Cached = int64(a.inputs[3])
+	}
+	in.Cached = min(in.Cached, n)
+	return in
 }
 
 // input is InputOf's answer: prompt_tokens when the answer has it, else
@@ -188,6 +251,9 @@ type StreamUsage struct {
 	// cache_read counts read; haveInput says one was.
 	input     [3]int
 	haveInput bool
+	// cached is the last OpenAI cached_tokens read (haveCached).
+	cached     int
+	haveCached bool
 	// phase is where in an Anthropic message the scan is: which of
 	// message_start or message_delta/message_stop it saw last.
 	phase  uint8
@@ -210,6 +276,7 @@ const (
 	fieldInput
 	fieldCacheWrite
 	fieldCacheRead
+	fieldCached // OpenAI's prompt_tokens_details.cached_tokens
 )
 
 var (
@@ -226,6 +293,7 @@ var (
 		{[]byte(`"input_`), fieldInput},
 		{[]byte(`"cache_creation_input_`), fieldCacheWrite},
 		{[]byte(`"cache_read_input_`), fieldCacheRead},
+		{[]byte(`"cached_`), fieldCached},
 	}
 	// messageType begins an Anthropic message event's type.
 	messageType  = []byte(`"type":"message_`)
@@ -337,6 +405,8 @@ func (u *StreamUsage) scan(buf []byte, split int) {
 			continue
 		}
 		switch {
+		case field == fieldCached:
+			u.cached, u.haveCached = n, true
 		case field != fieldOutput:
 			u.input[field-fieldInput], u.haveInput = n, true
 		case u.phase == phaseStart:
@@ -381,4 +451,21 @@ func (u *StreamUsage) InputTokens() (int64, bool) {
 		return 0, false
 	}
 	return min(int64(u.input[0])+int64(u.input[1])+int64(u.input[2]), MaxUsage), true
+}
+
+// CachedTokens returns how many of InputTokens' count the provider
+// served from its prompt cache: OpenAI's cached_tokens (inside
+// prompt_tokens_details or input_tokens_details, and part of
+// prompt_tokens), else Anthropic's cache_read_input_tokens. It is never
+// more than InputTokens' count, and 0 when the stream reported no input.
+func (u *StreamUsage) CachedTokens() int64 {
+	total, ok := u.InputTokens()
+	if !ok {
+		return 0
+	}
+	c := int64(u.input[2])
+	if u.haveCached {
+		c = int64(u.cached)
+	}
+	return min(c, total)
 }

@@ -13,7 +13,7 @@
 
   // state is what the page knows; window.sluiceDashboard exposes it so a
   // test (or a curious operator in the console) can read the chart data.
-  var state = { samples: [], events: [], seq: 0, budgets: { hedge: 0, retry: 0 }, verdict: null, since: 0, charts: {} };
+  var state = { samples: [], events: [], seq: 0, budgets: { hedge: 0, retry: 0 }, verdict: null, since: 0, charts: {}, spenders: [], nearLimits: [] };
   window.sluiceDashboard = state;
 
   function colour(i) { return PALETTE[i % PALETTE.length]; }
@@ -223,6 +223,38 @@
     drawProviders();
     drawVerdict();
     drawEvents();
+    drawTable("spenders", state.spenders, "no priced requests today", function (p) {
+      return [p.key, p.team, String(p.requests), "$" + (p.cost_micros / 1e6).toFixed(p.cost_micros < 10000 ? 6 : 2)];
+    });
+    drawTable("near-limits", state.nearLimits, "every key has at least a fifth of each budget left", function (n) {
+      return [n.key, n.dimension.replace("_", " "), n.remaining + " / " + n.limit, Math.round(100 * n.used) + "%"];
+    });
+  }
+
+  // drawTable fills table id's body with a row per item, its cells from
+  // cells(item), or one row saying none.
+  function drawTable(id, items, none, cells) {
+    var body = document.querySelector("#" + id + " tbody");
+    body.textContent = "";
+    if (!items.length) {
+      var tr = document.createElement("tr"), td = document.createElement("td");
+      td.colSpan = 4;
+      td.className = "none";
+      td.textContent = none;
+      tr.appendChild(td);
+      body.appendChild(tr);
+      return;
+    }
+    items.forEach(function (it) {
+      var tr = document.createElement("tr");
+      cells(it).forEach(function (c, i) {
+        var td = document.createElement("td");
+        if (i >= 2) { td.className = "num"; }
+        td.textContent = c;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
   }
 
   // drawStrip paints each provider's breaker state over the window, one
@@ -325,6 +357,8 @@
   function merge(snap) {
     state.budgets = snap.budgets;
     state.verdict = snap.verdict;
+    state.spenders = snap.spenders || [];
+    state.nearLimits = snap.near_limits || [];
     var lastT = state.samples.length ? state.samples[state.samples.length - 1].t : 0;
     (snap.samples || []).forEach(function (s) { if (s.t > lastT) { state.samples.push(s); lastT = s.t; } });
     // Events are timed apart from samples, so a poll may repeat one: keep

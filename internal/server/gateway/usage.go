@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/server/dashboard"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/usage"
+)
+
+// Usage records (docs/USAGE.md): every request account charges is
+// added, with the same figures, to the usage records, per key, team,
+// client-facing model, upstream model and UTC day. The recorder belongs
+// to the Host, so it outlives reloads; it keeps the records in the
+// store (store:), else in state.dir, else in memory only.
+
+// recordUsage adds x, accounted with u (account), to the usage records.
+// priced: x's upstream model has a price, and x.cost is its cost.
+func (g *Gateway) recordUsage(x *exchange, u price.Usage, priced bool) {
+	row := usage.Row{Key: "-", Team: "-", Model: x.model, Upstream: x.upstreamModel}
+	if x.key != nil {
+		row.Key, row.Team = x.key.name, x.key.tenant
+	}
+	if row.Model == "" {
+		row.Model = "-"
+	}
+	c := usage.Counts{Requests: 1, Input: u.Input, CachedInput: u.CachedInput, Output: u.Output}
+	if priced {
+		c.Cost = int64(x.cost)
+	}
+	g.usage.Add(g.now(), row, c)
+}
+
+// Usage is the gateway's usage recorder.
+func (g *Gateway) Usage() *usage.Recorder { return g.usage }
+
+// NewUsageRecorder returns the usage recorder cfg asks for: in its
+// store (store:, under fleet.prefix), else in a file per day under
+// state.dir/usage, else in memory only, which it logs. The recorder's
+// Run flushes it (a Host runs it while it serves).
+func NewUsageRecorder(cfg *config.Config, log *slog.Logger) (*usage.Recorder, error) {
+	o := usage.Options{Retention: int(cfg.Usage.RetentionDays()), Log: log, OnFlush: func(err error) {
+		if err != nil {
+			usageFlushErrors.Inc()
+		}
+	}}
+	switch {
+	case cfg.Store != "":
+		rdb, err := fleetstore.NewClientURL(cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		prefix := cfg.Fleet.Prefix
+		if prefix == "" {
+			prefix = fleetstore.DefaultPrefix
+		}
+		o.Store = usage.NewRedisStore(rdb, prefix, o.Retention)
+	case cfg.State.Dir != "":
+		s, err := usage.NewFileStore(filepath.Join(cfg.State.Dir, "usage"))
+		if err != nil {
+			return nil, err
+		}
+		o.Store = s
+	default:
+		o.Store = usage.NewMemoryStore()
+		log.Warn("usage records are kept in memory only, and lost at exit; set store: or state.dir to keep them (docs/USAGE.md)")
+	}
+	return usage.NewRecorder(o), nil
+}
+
+// startUsage flushes the usage records until the host shuts down.
+// REQUIRES: h.mu held.
+func (h *Host) startUsage() {
+	if h.usageStop == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		h.usageStop = func() { cancel(); <-done }
+		go func() {
+			defer close(done)
+			h.usage.Run(ctx)
+		}()
+	}
+}
+
+// dashboardSpenders is the day's top spenders for the dashboard.
+func dashboardSpenders(u *usage.Recorder) []dashboard.Spender {
+	top := u.Top()
+	out := make([]dashboard.Spender, len(top))
+	for i, s := range top {
+		out[i] = dashboard.Spender{Key: s.Key, Team: s.Team, Requests: s.Requests, CostMicros: s.Cost}
+	}
+	return out
+}
+
+// usageFlushErrors counts failed flushes of every recorder in the
+// process (registered with each host's registry by usageMetrics).
+var usageFlushErrors = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sluice_usage_flush_errors_total",
+	Help: "Flushes of the usage records the store refused or did not answer; the records are kept and retried (docs/USAGE.md).",
+})
+
+// usageMetrics registers the usage recorder's gauges with reg: the rows
+// waiting to be flushed, the requests not recorded for want of room,
+// and the failed flushes.
+func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_usage_pending_rows",
+			Help: "Usage rows (day, key, team, model, upstream model) waiting to be flushed to the store, a failed flush's included."},
+			func() float64 { return float64(u.Pending()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_usage_dropped_total",
+			Help: "Requests not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
+			func() float64 { return float64(u.Dropped()) }),
+		usageFlushErrors,
+	} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package usage keeps Sluice's usage records: per key, team, model (the
+// client-facing name), upstream model and UTC day, the requests, the
+// input, cached input and output tokens, and their cost in
+// micro-dollars, for a finance team's export (docs/USAGE.md).
+//
+// Goals: exact totals across replicas; nothing on the request path but
+// a map update under a short lock; an export that streams any span of
+// days in the memory of one day. Non-goals: rates and alerting (the
+// Prometheus counters sluice_tokens_total and sluice_cost_total stay
+// for that), and per-request records (the request log has them).
+//
+// Organisation:
+//   - Recorder aggregates records in memory (Add, called where the
+//     gateway accounts a request) and flushes them to a Store in the
+//     background about once a second (Run); a flush that fails is kept
+//     and retried, and memory is bounded by MaxRows (Options).
+//   - Store is where records live: Redis hashes, one per day, added to
+//     with HINCRBY (RedisStore; exact across replicas, each flush added
+//     exactly once even when retried), a JSON-lines file per day under
+//     state.dir (FileStore), or this process's memory (MemoryStore).
+//     Each deletes the days past the retention.
+//   - Export streams a span of days as JSON or CSV, grouped by key,
+//     team, model or day, one day at a time (ParseQuery, Export,
+//     Recorder.ServeHTTP for GET /admin/usage).
+package usage
