@@ -62,6 +62,7 @@ func (c *Config) validate() []*Error {
 	c.validateTracing(v)
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
+	c.validateSpend(v)
 	c.validateEvals(v)
 	for i := range c.Models {
 		c.validateDegrade(v, i, &c.Models[i])
