@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
 )
 
 // SpendLimits are what a key (keys[].spend) or a team (teams[].spend)

@@ -1,0 +1,227 @@
+package spendstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+)
+
+var (
+	t0     = time.Now()
+	limits = []spend.Limit{
+		{Scope: "key", Name: "k", Window: spend.Daily, Amount: 10_000},
+		{Scope: "team", Name: "t", Window: spend.Rolling, Span: time.Hour, Amount: 25_000},
+	}
+)
+
+// exercise drives a store through a limit: it admits while under,
+// refuses at the limit naming it, and a settlement's refund admits
+// again.
+func exercise(t *testing.T, s Store) {
+	ctx := context.Background()
+	needs := spend.Plan(limits, t0, nil)
+	admitted := 0
+	for i := range 20 {
+		tot, r, err := s.Reserve(ctx, needs, 3000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			if admitted != 4 || r.Limit != limits[0] || r.Spent != 12000 {
+				t.Fatalf("refused after %d with %+v; want after 4 (0, 3000, 6000, 9000 are under 10000), key's, 12000 spent", admitted, r)
+			}
+			if tot.Sum(0) != 12000 {
+				t.Fatalf("totals %v", tot)
+			}
+			break
+		}
+		admitted++
+		if i > 10 {
+			t.Fatal("never refused")
+		}
+	}
+	// The last request used 500 of its 3000: the key is at 9500, under.
+	if err := s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 500-3000); err != nil {
+		t.Fatal(err)
+	}
+	tot, err := s.Read(ctx, needs)
+	if err != nil || tot.Sum(0) != 9500 || tot.Sum(1) != 9500 {
+		t.Fatalf("after settling: %v %v", tot, err)
+	}
+	if _, r, _ := s.Reserve(ctx, needs, 3000); r != nil {
+		t.Fatalf("refused at 9500 of 10000: %+v", r)
+	}
+	if _, r, _ := s.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("admitted at 12500 of 10000")
+	}
+	// A settlement never takes a counter below zero.
+	s.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1e9)
+	if tot, _ := s.Read(ctx, needs); tot.Sum(0) != 0 {
+		t.Fatalf("below zero: %v", tot)
+	}
+}
+
+func TestMemoryStore(t *testing.T) { exercise(t, NewMemory()) }
+
+// The file store carries spend over a restart (a reopen), and a torn
+// last line is skipped.
+func TestFileStore(t *testing.T) {
+	dir := t.TempDir()
+	f, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercise(t, f)
+	needs := spend.Plan(limits, t0, nil)
+	f.Reserve(context.Background(), needs, 7000)
+	f.Close()
+	j, _ := os.OpenFile(dir+"/"+FileName, os.O_WRONLY|os.O_APPEND, 0)
+	j.WriteString("key:k:d:torn 12")
+	j.Close()
+	g, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tot, _ := g.Read(context.Background(), needs)
+	if tot.Sum(0) != 7000 {
+		t.Fatalf("after a restart the key has %d spent, want 7000", tot.Sum(0))
+	}
+	if _, r, _ := g.Reserve(context.Background(), needs, 5000); r != nil {
+		t.Fatal("refused under the limit after a restart")
+	}
+	if _, r, _ := g.Reserve(context.Background(), needs, 1); r == nil {
+		t.Fatal("a restart granted a fresh allowance")
+	}
+	data, _ := os.ReadFile(dir + "/" + FileName)
+	if strings.Contains(string(data), "torn") {
+		t.Fatal("the torn line survived compaction")
+	}
+}
+
+func testRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	addr := os.Getenv("SLUICE_TEST_REDIS")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	c := fleetstore.NewClient(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		msg := "the spend store's Redis tests need a Redis at " + addr + " (SLUICE_TEST_REDIS=host:port for another; start one with redis-server --save '' --appendonly no --daemonize yes): " + err.Error()
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	p := "sluicetest:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		flush(c, p)
+		c.Close()
+	})
+	return c, p
+}
+
+// flush deletes every key under prefix p: Redis losing its data, as far
+// as the test's keys go.
+func flush(c *redis.Client, p string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	iter := c.Scan(ctx, 0, p+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+}
+
+func TestRedisStore(t *testing.T) {
+	c, p := testRedis(t)
+	exercise(t, NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second}))
+	// Counters expire with their window.
+	ttl := c.PTTL(context.Background(), p+"spend:"+spend.Plan(limits, t0, nil)[0].Reserve.ID).Val()
+	if ttl <= 0 || ttl > 49*time.Hour {
+		t.Fatalf("a daily counter's TTL is %v", ttl)
+	}
+}
+
+// Redis losing its data grants no fresh allowance: the replicas' next
+// calls re-seed what they knew. A replica that never knew a bucket
+// changes nothing.
+func TestRedisLossReseeds(t *testing.T) {
+	c, p := testRedis(t)
+	ctx := context.Background()
+	a := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	b := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	needs := spend.Plan(limits, t0, nil)
+	a.Reserve(ctx, needs, 4000)
+	b.Reserve(ctx, needs, 4000) // b saw 8000
+	flush(c, p)
+	fresh := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	if tot, r, _ := fresh.Reserve(ctx, needs, 1); r != nil || tot.Sum(0) != 1 {
+		t.Fatalf("a replica with no memory: %v %+v", tot, r)
+	}
+	// a remembers 4000 (plus fresh's 1 is below it): the counter becomes 4000, plus 1000.
+	tot, r, _ := a.Reserve(ctx, needs, 1000)
+	if r != nil || tot.Sum(0) != 5000 {
+		t.Fatalf("a after the loss: %v %+v, want 5000", tot, r)
+	}
+	// b remembers 8000: raised to it, and 8000 < 10000 admits 1000 more.
+	tot, r, _ = b.Reserve(ctx, needs, 1000)
+	if r != nil || tot.Sum(0) != 9000 {
+		t.Fatalf("b after the loss: %v %+v, want 9000", tot, r)
+	}
+	// a, now of the new epoch, does not raise it again.
+	if tot, _, _ = a.Reserve(ctx, needs, 1000); tot.Sum(0) != 10000 {
+		t.Fatalf("a again: %v", tot)
+	}
+	if _, r, _ = b.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("admitted at the limit after a loss")
+	}
+	// A second loss is told from the first.
+	flush(c, p)
+	if _, r, _ = a.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("a second loss granted a fresh allowance")
+	}
+}
+
+// With Redis gone, a replica decides from memory and sends what it
+// reserved meanwhile once Redis answers.
+func TestRedisUnreachable(t *testing.T) {
+	c, p := testRedis(t)
+	ctx := context.Background()
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	needs := spend.Plan(limits, t0, nil)
+	s.Reserve(ctx, needs, 6000)
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	var errs int
+	off := NewRedis(dead, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, OnError: func(error) { errs++ }})
+	off.known, off.epoch = s.known, s.epoch // the same replica, its Redis gone
+	for _, at := range []int{6000, 9000} {
+		if _, r, _ := off.Reserve(ctx, needs, 3000); r != nil {
+			t.Fatalf("refused at %d of 10000 alone", at)
+		}
+	}
+	if _, r, _ := off.Reserve(ctx, needs, 3000); r == nil || errs != 3 {
+		t.Fatalf("alone at 12000 of 10000: admitted (%+v), after %d errors", r, errs)
+	}
+	off.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1000)
+	// Back: the 6000 - 1000 reached Redis with the next call.
+	tot, _, _ := s.Reserve(ctx, needs, price.Micros(0))
+	if tot.Sum(0) != 11000 {
+		t.Fatalf("after Redis came back: %v, want 11000", tot)
+	}
+}
