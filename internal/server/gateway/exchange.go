@@ -74,6 +74,14 @@ type exchange struct {
 	// (0: none), which settles the key's input and is what the metrics
 	// and the log show when there is one.
 	reportedInput int64
+	// spendHold is the request's spend reservation until its first call
+	// takes it; spendWinner the answering call's, settled when the
+	// request ends; contUses the continuation calls' usage (spend.go).
+	spendHold, spendWinner *spendHold
+	// spendBase is the request's first reservation, whose sizes price
+	// a second call's.
+	spendBase *spendHold
+	contUses               []contUse
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string

@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
+	"github.com/sluice-gw/sluice/internal/server/spendstore"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -52,6 +53,12 @@ type Options struct {
 	// idem is the idempotency state a Host's configurations share
 	// (flights in progress, stored answers). Nil: the gateway's own.
 	idem *idemShared
+	// spend is the spend store a Host's configurations share, so a
+	// reload grants no fresh allowance. Nil: the gateway's own.
+	spend *spendShared
+	// SpendStore, when set, keeps spend instead of the store the config
+	// names (for tests: spendstore.NewMemory()).
+	SpendStore spendstore.Store
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -75,6 +82,8 @@ type Gateway struct {
 	keys     map[[sha256.Size]byte]*virtualKey
 	keyNames []string      // by index in keys:
 	keyList  []*virtualKey // by index in keys:
+	// spend is the configuration's spend limits, nil without (spend.go).
+	spend *spender
 	// fleet is the shared store, when the config names one (fleet.go).
 	fleet        *fleet
 	authRequired bool
@@ -328,6 +337,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.setUpIdempotency(cfg, opts.idem)
+	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log); err != nil {
+		return nil, err
+	}
 	g.runner = runner.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		if t.Replica > 0 {
@@ -357,6 +369,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		},
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
 		Quotas:    g.quotas,
+		Spend:     g.spendMetrics,
 	})
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleetState)

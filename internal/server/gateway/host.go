@@ -83,6 +83,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	opts.spend = &spendShared{}
 	var stopTracing func(context.Context) error
 	if opts.TracerProvider == nil && cfg.Tracing.On() {
 		tp, err := NewTracerProvider(cfg.Tracing)
