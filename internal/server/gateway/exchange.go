@@ -81,7 +81,7 @@ type exchange struct {
 	// spendBase is the request's first reservation, whose sizes price
 	// a second call's.
 	spendBase *spendHold
-	contUses               []contUse
+	contUses  []contUse
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string

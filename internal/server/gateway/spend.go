@@ -142,7 +142,7 @@ type spendHold struct {
 	// input, choices and output (per choice) are the request's, which
 	// price a second call's reservation and a call that lost a race.
 	input, choices, output int64
-	once           sync.Once
+	once                   sync.Once
 }
 
 // settle replaces the reservation with what the call cost, once.
