@@ -444,6 +444,9 @@ func (g *Gateway) Close() {
 	if g.fleet != nil {
 		g.fleet.close()
 	}
+	if g.spend != nil && g.spend.own != nil {
+		g.spend.own.close()
+	}
 }
 
 // SetReady flips /readyz, e.g. to drain before shutdown.

@@ -290,6 +290,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	}
 	h.drains.Wait()
 	h.cur.Load().Close()
+	h.opts.spend.close() // after the last request settled
 	if stopDash != nil {
 		stopDash()
 	}

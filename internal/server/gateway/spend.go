@@ -47,6 +47,18 @@ type spendShared struct {
 	mu    sync.Mutex
 	where string
 	store spendstore.Store
+	// closers release what open made (the store, its Redis client).
+	closers []func() error
+}
+
+// close releases the store.
+func (s *spendShared) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.closers {
+		c()
+	}
+	s.closers, s.store = nil, nil
 }
 
 // open returns the store cfg names, opening it the first time.
@@ -85,12 +97,14 @@ func (s *spendShared) open(cfg *config.Config, log *slog.Logger) (spendstore.Sto
 				last = time.Now()
 				log.Warn("spend: the store did not answer; deciding spend limits alone from what this replica knows until it does", "cause", err.Error())
 			}})
+		s.closers = append(s.closers, st.Close, rdb.Close)
 	case cfg.State.Dir != "":
 		f, err := spendstore.OpenFile(cfg.State.Dir)
 		if err != nil {
 			return nil, err
 		}
 		st = f
+		s.closers = append(s.closers, f.Close)
 	default:
 		log.Warn("spend: neither store: nor state.dir is set; spend is kept in memory and a restart forgets it")
 		st = spendstore.NewMemory()
@@ -107,6 +121,8 @@ type spender struct {
 	limits [][]spend.Limit
 	prices map[string]price.Price
 	log    *slog.Logger
+	// own is the store this gateway opened for itself, closed with it.
+	own *spendShared
 }
 
 // newSpender returns cfg's spend limits, or nil when there are none.
@@ -123,7 +139,9 @@ func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Sto
 	}
 	if s.store == nil {
 		if shared == nil {
+			// A gateway of its own (not a Host's): it closes the store.
 			shared = &spendShared{}
+			s.own = shared
 		}
 		st, err := shared.open(cfg, log)
 		if err != nil {

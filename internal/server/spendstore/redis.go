@@ -25,16 +25,20 @@ import (
 // Redis losing its data (restarted without persistence, failed over to
 // a replica that had not caught up, or the keys deleted) must not grant
 // a fresh allowance. Each replica remembers, per bucket it has used,
-// the last total Redis told it, and under which epoch: a random name
+// the last total Redis told it and under which epoch: a random name
 // kept at <prefix>spend:epoch, made afresh when that key is missing.
-// Every call sends the replica's memory of its buckets; when the epoch
-// in Redis is not the one the memory was learnt under, the script
-// raises each counter to the remembered total. So after a loss, the
-// first call through each live replica re-seeds what that replica knew:
-// the latest total any live replica saw. Spend recorded only in Redis
-// between a replica's last call and the loss, by replicas that then
-// died too, is what can be lost; and a remembered total can be a little
-// high (refunds settled since it was read), which errs toward spent.
+// Every call, and a sync every SyncEvery, sends that memory; when the
+// epoch in Redis is not the one a memory was learnt under, the script
+// raises the counter to the remembered total. A call from a replica
+// that knew an older epoch marks the new one lost, and from then until
+// Settle after the epoch began, reservations wait (they are not
+// refused): by then every live replica's sync has re-seeded what it
+// knew, so the counters are the highest total any live replica saw.
+// What can still be lost is spend recorded only in Redis by replicas
+// that died with it; a remembered total can be a little high (refunds
+// settled since it was read), which errs toward spent. Redis must not
+// evict these keys (maxmemory-policy noeviction): an evicted counter
+// with its epoch intact is not seen as a loss.
 //
 // With Redis unreachable (or slower than the timeout), a replica
 // decides alone from what it remembers plus what it has reserved since,
@@ -50,8 +54,16 @@ type Redis struct {
 	calls   atomic.Uint64
 	onError func(error)
 
+	// settle is how long reservations wait after a loss is seen;
+	// syncEvery how often each replica sends what it knows.
+	settle, syncEvery time.Duration
+	stop, done        chan struct{}
+	closeOnce         sync.Once
+
 	mu    sync.Mutex
 	known map[string]*known
+	// epochSeen is the epoch Redis answered with last.
+	epochSeen string
 	// now is the clock memory expiry is judged by.
 	now func() time.Time
 }
@@ -72,6 +84,11 @@ type RedisOptions struct {
 	Timeout time.Duration
 	// OnError hears each failed call (for a log line and a metric).
 	OnError func(error)
+	// SyncEvery is how often the replica sends what it knows (default
+	// 500ms); Settle how long reservations wait after a loss of Redis's
+	// data is seen (default 4 x SyncEvery), so that every live replica
+	// has re-seeded first.
+	SyncEvery, Settle time.Duration
 }
 
 // NewRedis returns a store on rdb.
@@ -84,8 +101,17 @@ func NewRedis(rdb *redis.Client, o RedisOptions) *Redis {
 	if o.OnError == nil {
 		o.OnError = func(error) {}
 	}
-	return &Redis{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, epoch: hex.EncodeToString(b[:]), onError: o.OnError,
-		known: map[string]*known{}, now: time.Now}
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = 500 * time.Millisecond
+	}
+	if o.Settle <= 0 {
+		o.Settle = 4 * o.SyncEvery
+	}
+	s := &Redis{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, epoch: hex.EncodeToString(b[:]), onError: o.OnError,
+		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.syncLoop()
+	return s
 }
 
 // newEpoch names the epoch a call starts if Redis has none: never one
@@ -112,28 +138,45 @@ local function load(key, exp, floor, fe, pending, epoch)
   end
   return nv
 end
+-- The epoch: a hash {id, born (ms), lost}. Made afresh when missing;
+-- marked lost when a caller arrives that knew another (ARGV[3]): the
+-- data was lost, and until ARGV[4] ms after the epoch was born every
+-- reservation waits, so that each live replica's sync re-seeds what it
+-- knew before anything more is admitted.
 local function epochOf()
-  local e = redis.call('GET', KEYS[1])
-  if not e then
-    e = ARGV[2]
-    redis.call('SET', KEYS[1], e)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local e = redis.call('HMGET', KEYS[1], 'id', 'born', 'lost')
+  local id, born, lost = e[1], tonumber(e[2] or '0'), e[3]
+  if not id then
+    id = ARGV[2]; born = now; lost = false
+    redis.call('HSET', KEYS[1], 'id', id, 'born', now)
   end
-  return e
+  if ARGV[3] ~= '' and ARGV[3] ~= id and not lost then
+    lost = '1'
+    redis.call('HSET', KEYS[1], 'lost', '1')
+  end
+  local wait = 0
+  local settle = tonumber(ARGV[4])
+  if lost and now - born < settle then wait = settle - (now - born) end
+  return id, wait
 end
 `
 
 // reserveScript: KEYS[1] the epoch key, then every need's counted
 // buckets in order. ARGV[1] the amount, ARGV[2] a new epoch's name,
-// ARGV[3] the number of needs, then each need's limit and bucket count,
-// then each bucket's expiry (Unix ms), remembered total, its epoch and
-// unsent changes. It admits when every need's sum is below its limit
-// (spend.Fits), and then adds the amount to each need's last bucket.
-// Returns {admitted, epoch, totals...}.
+// ARGV[3] the epoch the caller knew last, ARGV[4] the settling time
+// after a loss (ms), ARGV[5] the number of needs, then each need's limit
+// and bucket count, then each bucket's expiry (Unix ms), remembered
+// total, its epoch and unsent changes. It admits when every need's sum
+// is below its limit (spend.Fits), and then adds the amount to each
+// need's last bucket. Returns {admitted (1, 0, or -1: wait), epoch,
+// wait ms, totals...}.
 var reserveScript = redis.NewScript(loadLua + `
-local epoch = epochOf()
+local epoch, wait = epochOf()
 local amount = tonumber(ARGV[1])
-local nneeds = tonumber(ARGV[3])
-local a = 4
+local nneeds = tonumber(ARGV[5])
+local a = 6
 local counts, limits = {}, {}
 for i = 1, nneeds do
   limits[i] = tonumber(ARGV[a]); counts[i] = tonumber(ARGV[a + 1]); a = a + 2
@@ -152,6 +195,7 @@ for i = 1, nneeds do
   lasts[i] = k - 2 -- vals index of the need's last bucket
   if not (total < limits[i]) then ok = 0 end
 end
+if wait > 0 then ok = -1 end
 if ok == 1 then
   for i = 1, nneeds do
     local j = lasts[i]
@@ -159,19 +203,19 @@ if ok == 1 then
     redis.call('SET', KEYS[j + 1], vals[j], 'PXAT', exps[j])
   end
 end
-local out = {ok, epoch}
+local out = {ok, epoch, wait}
 for j = 1, #vals do out[#out + 1] = vals[j] end
 return out
 `)
 
 // adjustScript: KEYS[1] the epoch key, then the buckets. ARGV[1] the
-// delta, ARGV[2] a new epoch's name, then each bucket's expiry,
+// delta, ARGV[2..4] as reserveScript's, then each bucket's expiry,
 // remembered total, its epoch and unsent changes (the delta added).
 // Returns {epoch, totals...}.
 var adjustScript = redis.NewScript(loadLua + `
 local epoch = epochOf()
 local out = {epoch}
-local a = 3
+local a = 5
 for k = 2, #KEYS do
   out[#out + 1] = load(KEYS[k], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
   a = a + 4
@@ -216,14 +260,37 @@ func (s *Redis) forget() {
 	}
 }
 
-// Reserve implements Store.
+// Reserve implements Store. After a loss of Redis's data, it waits for
+// the epoch to settle (at most Settle) before deciding.
 func (s *Redis) Reserve(ctx context.Context, needs []spend.Need, amount price.Micros) (spend.Totals, *spend.Refusal, error) {
-	var keys []string
-	args := []any{int64(amount), s.newEpoch(), len(needs)}
+	for {
+		t, r, wait, ok := s.reserve(ctx, needs, amount)
+		if !ok {
+			t, r := s.alone(needs, amount)
+			return t, r, nil
+		}
+		if wait <= 0 {
+			return t, r, nil
+		}
+		select {
+		case <-ctx.Done():
+			// Waited as long as the caller allows: decide on what Redis
+			// has now, which every replica that synced has re-seeded.
+			t, r := s.alone(needs, amount)
+			return t, r, nil
+		case <-time.After(min(wait, 100*time.Millisecond)):
+		}
+	}
+}
+
+// reserve makes one reserve call: ok false when Redis did not answer,
+// wait positive when the epoch is settling.
+func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Micros) (spend.Totals, *spend.Refusal, time.Duration, bool) {
+	keys := []string{s.Key("epoch")}
+	args := []any{int64(amount), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds(), len(needs)}
 	for _, n := range needs {
 		args = append(args, int64(n.Limit.Amount), len(n.Count))
 	}
-	keys = append(keys, s.Key("epoch"))
 	var buckets []spend.Bucket
 	var sent []price.Micros
 	s.mu.Lock()
@@ -240,32 +307,36 @@ func (s *Redis) Reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Slice()
-	if err == nil && len(res) != 2+len(buckets) {
-		err = fmt.Errorf("spend: the reserve script answered %d values, want %d", len(res), 2+len(buckets))
+	if err == nil && len(res) != 3+len(buckets) {
+		err = fmt.Errorf("spend: the reserve script answered %d values, want %d", len(res), 3+len(buckets))
 	}
 	if err != nil {
 		s.onError(err)
-		t, r := s.alone(needs, amount)
-		return t, r, nil
+		return nil, nil, 0, false
 	}
 	admitted, _ := res[0].(int64)
 	epoch, _ := res[1].(string)
+	waitMs, _ := res[2].(int64)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forget()
+	s.epochSeen = epoch
 	t := make(spend.Totals, len(needs))
 	j := 0
 	for i, n := range needs {
 		t[i] = make([]price.Micros, len(n.Count))
 		for c := range n.Count {
-			v, _ := res[2+j].(int64)
+			v, _ := res[3+j].(int64)
 			t[i][c] = price.Micros(v)
 			s.learn(buckets[j], price.Micros(v), epoch, sent[j])
 			j++
 		}
 	}
-	if admitted == 1 {
-		return t, nil, nil
+	switch admitted {
+	case 1:
+		return t, nil, 0, true
+	case -1:
+		return t, nil, max(time.Duration(waitMs)*time.Millisecond, time.Millisecond), true
 	}
 	r := spend.Decide(needs, t)
 	if r == nil {
@@ -273,7 +344,42 @@ func (s *Redis) Reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 		// disagree, the script's refusal stands, for the first need over.
 		r = &spend.Refusal{Limit: needs[0].Limit, Spent: t.Sum(0), Reset: needs[0].Ends}
 	}
-	return t, r, nil
+	return t, r, 0, true
+}
+
+// lastEpoch is the epoch this replica saw last ("" before any).
+func (s *Redis) lastEpoch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epochSeen
+}
+
+// syncLoop sends what this replica knows every SyncEvery, so that a
+// loss of Redis's data is re-seeded by every live replica within the
+// settling time, and changes kept while Redis did not answer reach it.
+func (s *Redis) syncLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.syncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		now := s.now()
+		var buckets []spend.Bucket
+		s.mu.Lock()
+		for id, k := range s.known {
+			if now.Before(k.exp) && len(buckets) < 512 {
+				buckets = append(buckets, spend.Bucket{ID: id, Expires: k.exp})
+			}
+		}
+		s.mu.Unlock()
+		if len(buckets) > 0 {
+			s.Adjust(context.Background(), buckets, 0)
+		}
+	}
 }
 
 // alone decides from memory while Redis does not answer, keeping an
@@ -320,7 +426,7 @@ func (s *Redis) pend(b spend.Bucket, d price.Micros) {
 // with the bucket's next call.
 func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros) error {
 	keys := []string{s.Key("epoch")}
-	args := []any{int64(delta), s.newEpoch()}
+	args := []any{int64(delta), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds()}
 	var sent []price.Micros
 	s.mu.Lock()
 	for _, b := range buckets {
@@ -346,6 +452,7 @@ func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.
 		return nil
 	}
 	epoch, _ := res[0].(string)
+	s.epochSeen = epoch
 	for j, b := range buckets {
 		v, _ := res[1+j].(int64)
 		s.learn(b, price.Micros(v), epoch, sent[j])
@@ -385,5 +492,8 @@ func (s *Redis) Read(ctx context.Context, needs []spend.Need) (spend.Totals, err
 	return t, nil
 }
 
-// Close implements Store; the client is its owner's to close.
-func (s *Redis) Close() error { return nil }
+// Close stops the sync loop; the client is its owner's to close.
+func (s *Redis) Close() error {
+	s.closeOnce.Do(func() { close(s.stop); <-s.done })
+	return nil
+}

@@ -149,7 +149,9 @@ func flush(c *redis.Client, p string) {
 
 func TestRedisStore(t *testing.T) {
 	c, p := testRedis(t)
-	exercise(t, NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second}))
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	defer s.Close()
+	exercise(t, s)
 	// Counters expire with their window.
 	ttl := c.PTTL(context.Background(), p+"spend:"+spend.Plan(limits, t0, nil)[0].Reserve.ID).Val()
 	if ttl <= 0 || ttl > 49*time.Hour {
@@ -157,37 +159,41 @@ func TestRedisStore(t *testing.T) {
 	}
 }
 
-// Redis losing its data grants no fresh allowance: the replicas' next
-// calls re-seed what they knew. A replica that never knew a bucket
-// changes nothing.
+// Redis losing its data grants no fresh allowance: once a replica that
+// knew the old data sees the loss, reservations wait while every live
+// replica re-seeds what it knew, and then go on from the highest.
 func TestRedisLossReseeds(t *testing.T) {
 	c, p := testRedis(t)
 	ctx := context.Background()
-	a := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
-	b := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	o := RedisOptions{Prefix: p, Timeout: 2 * time.Second, SyncEvery: 50 * time.Millisecond, Settle: 400 * time.Millisecond}
+	a, b := NewRedis(c, o), NewRedis(c, o)
+	defer a.Close()
+	defer b.Close()
 	needs := spend.Plan(limits, t0, nil)
 	a.Reserve(ctx, needs, 4000)
 	b.Reserve(ctx, needs, 4000) // b saw 8000
 	flush(c, p)
-	fresh := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	// A replica that never knew anything cannot tell a loss: it starts
+	// the new epoch.
+	fresh := NewRedis(c, o)
+	defer fresh.Close()
 	if tot, r, _ := fresh.Reserve(ctx, needs, 1); r != nil || tot.Sum(0) != 1 {
 		t.Fatalf("a replica with no memory: %v %+v", tot, r)
 	}
-	// a remembers 4000 (plus fresh's 1 is below it): the counter becomes 4000, plus 1000.
+	// a knew the old epoch: the loss is seen, a waits for the settling
+	// time, by which b's sync has raised the counter to the 8000 it saw.
+	start := time.Now()
 	tot, r, _ := a.Reserve(ctx, needs, 1000)
-	if r != nil || tot.Sum(0) != 5000 {
-		t.Fatalf("a after the loss: %v %+v, want 5000", tot, r)
-	}
-	// b remembers 8000: raised to it, and 8000 < 10000 admits 1000 more.
-	tot, r, _ = b.Reserve(ctx, needs, 1000)
 	if r != nil || tot.Sum(0) != 9000 {
-		t.Fatalf("b after the loss: %v %+v, want 9000", tot, r)
+		t.Fatalf("a after the loss: %v %+v, want 8000 re-seeded + 1000", tot, r)
 	}
-	// a, now of the new epoch, does not raise it again.
-	if tot, _, _ = a.Reserve(ctx, needs, 1000); tot.Sum(0) != 10000 {
-		t.Fatalf("a again: %v", tot)
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("a did not wait for the fleet to re-seed (%v)", waited)
 	}
-	if _, r, _ = b.Reserve(ctx, needs, 1); r == nil {
+	if tot, r, _ = b.Reserve(ctx, needs, 1000); r != nil || tot.Sum(0) != 10000 {
+		t.Fatalf("b: %v %+v, want 10000", tot, r)
+	}
+	if _, r, _ = a.Reserve(ctx, needs, 1); r == nil {
 		t.Fatal("admitted at the limit after a loss")
 	}
 	// A second loss is told from the first.
@@ -202,26 +208,30 @@ func TestRedisLossReseeds(t *testing.T) {
 func TestRedisUnreachable(t *testing.T) {
 	c, p := testRedis(t)
 	ctx := context.Background()
-	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	var errs int
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, SyncEvery: time.Hour, OnError: func(error) { errs++ }})
+	defer s.Close()
 	needs := spend.Plan(limits, t0, nil)
 	s.Reserve(ctx, needs, 6000)
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer dead.Close()
-	var errs int
-	off := NewRedis(dead, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, OnError: func(error) { errs++ }})
-	off.known, off.epoch = s.known, s.epoch // the same replica, its Redis gone
+	s.rdb = dead
 	for _, at := range []int{6000, 9000} {
-		if _, r, _ := off.Reserve(ctx, needs, 3000); r != nil {
+		if _, r, _ := s.Reserve(ctx, needs, 3000); r != nil {
 			t.Fatalf("refused at %d of 10000 alone", at)
 		}
 	}
-	if _, r, _ := off.Reserve(ctx, needs, 3000); r == nil || errs != 3 {
+	if _, r, _ := s.Reserve(ctx, needs, 3000); r == nil || errs != 3 {
 		t.Fatalf("alone at 12000 of 10000: admitted (%+v), after %d errors", r, errs)
 	}
-	off.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1000)
+	s.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1000)
+	s.rdb = c
 	// Back: the 6000 - 1000 reached Redis with the next call.
 	tot, _, _ := s.Reserve(ctx, needs, price.Micros(0))
 	if tot.Sum(0) != 11000 {
 		t.Fatalf("after Redis came back: %v, want 11000", tot)
+	}
+	if v, _ := c.Get(ctx, s.Key(needs[0].Reserve.ID)).Int64(); v != 11000 {
+		t.Fatalf("Redis holds %d", v)
 	}
 }
