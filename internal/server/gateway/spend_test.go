@@ -1,6 +1,9 @@
 package gateway_test
 
 import (
+	"context"
+	"io"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,5 +106,52 @@ func TestSpendSoftWarningAndMetrics(t *testing.T) {
 	}
 	if v := seriesValue(t, s, `sluice_spend_limit_dollars{name="k",scope="key",window="daily"}`); v != 1 {
 		t.Fatalf("sluice_spend_limit_dollars %v", v)
+	}
+}
+
+// Without a store, spend lives in state.dir's journal: a host reloaded,
+// and a host started afresh on the same directory, each refuse a key
+// whose limit is spent.
+func TestSpendFileSurvivesReloadAndRestart(t *testing.T) {
+	base, stop, err := mock.New(mock.Config{}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	cfg := config.Default(base)
+	spendConfig(t, config.SpendLimits{Daily: dollars(0.01)})(cfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"mock-gpt","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	start := func() (*gateway.Host, *stack) {
+		h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return h, &stack{t: t, url: srv.URL, gw: h.Gateway()}
+	}
+	h, s := start()
+	if status, _, b := s.do("/v1/chat/completions", body, bearer("sk-k")); status != 200 {
+		t.Fatalf("first: %d %s", status, b)
+	}
+	if status, _, _ := s.do("/v1/chat/completions", body, bearer("sk-k")); status != 429 {
+		t.Fatalf("second: %d, want 429", status)
+	}
+	if err := h.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := s.do("/v1/chat/completions", body, bearer("sk-k")); status != 429 {
+		t.Fatalf("after a reload: %d, want 429", status)
+	}
+	if err := h.Shutdown(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	h2, s2 := start()
+	defer h2.Shutdown(context.Background(), 0)
+	if status, _, b := s2.do("/v1/chat/completions", body, bearer("sk-k")); status != 429 || !strings.Contains(string(b), "of $0.01 spent") {
+		t.Fatalf("after a restart: %d %s, want 429", status, b)
 	}
 }

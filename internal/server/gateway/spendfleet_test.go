@@ -62,6 +62,14 @@ func TestSpendFleet(t *testing.T) {
 			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
 			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
 			c.Hedging = config.Budget{Budget: 1, Burst: 100}
+			// A quarter of the calls are streams cut on purpose, which a
+			// default breaker rightly takes for a failing provider.
+			for j := range c.Providers {
+				if c.Providers[j].Breaker == nil {
+					c.Providers[j].Breaker = &config.Breaker{}
+				}
+				c.Providers[j].Breaker.ErrorRate, c.Providers[j].Breaker.ConsecutiveErrors = 0.95, 1000
+			}
 			for j := range c.Models {
 				if c.Models[j].Name == "mock-gpt" {
 					c.Models[j].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(20 * time.Millisecond)}
