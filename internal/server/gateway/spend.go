@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -34,7 +35,8 @@ import (
 //     maximum on its target before it launches, and does not launch when
 //     the limit is spent; the call that loses the race is billed its
 //     input and what it had generated (a whole answer's usage, or a
-//     token per choice for a stream cut at its first token);
+//     token per choice for a stream cut at its first token; its input
+//     alone when it was cancelled before answering);
 //   - a call that failed (an error status, no connection) costs nothing.
 //
 // A reservation that is never settled (the process died) stays charged
@@ -275,8 +277,15 @@ func (g *Gateway) holdSecond(x *exchange, a *attempt) bool {
 // nothing when it failed; else its input and what it generated.
 func (g *Gateway) loserCost(a *attempt) price.Micros {
 	h := a.hold
-	if h == nil || !a.answered() {
+	switch {
+	case h == nil:
 		return 0
+	case a.resp == nil && a.err != nil && a.ctx.Err() != nil && !errors.Is(a.err, errNoSpend):
+		// Cancelled in flight (it lost the race before answering): its
+		// provider may well have read the prompt, so its input is billed.
+		return g.spend.prices[a.t.model].Cost(price.Usage{Input: h.input})
+	case !a.answered():
+		return 0 // refused, or never reached its provider
 	}
 	in, out := h.input, h.choices
 	if a.haveWhole {

@@ -155,3 +155,44 @@ func TestSpendFileSurvivesReloadAndRestart(t *testing.T) {
 		t.Fatalf("after a restart: %d %s, want 429", status, b)
 	}
 }
+
+// A hedge reserves its own maximum before it is sent, and is not sent
+// when the key's spend limit cannot take it; the request is served by
+// its first call. With room, the same hedge goes out, and the call that
+// lost the race is billed its input.
+func TestSpendHedgeReservesItsOwn(t *testing.T) {
+	body := `{"model":"mock-gpt","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct {
+		limit  float64
+		hedges float64
+	}{{0.05, 0}, {10, 1}} {
+		s := newStack(t, mock.Config{}, func(cfg *config.Config) {
+			spendConfig(t, config.SpendLimits{Daily: dollars(c.limit)})(cfg)
+			cfg.Hedging = config.Budget{Budget: 1, Burst: 10}
+			for i := range cfg.Models {
+				if cfg.Models[i].Name == "mock-gpt" {
+					cfg.Models[i].HedgeAfter = config.HedgeDelay{Fixed: config.Duration(30 * time.Millisecond)}
+				}
+			}
+		}, memoryStore)
+		hdr := bearer("sk-k")
+		hdr["X-Mock-Latency"] = "150ms"
+		hdr["X-Mock-Output-Tokens"] = "4"
+		if status, _, b := s.do("/v1/chat/completions", body, hdr); status != 200 {
+			t.Fatalf("limit $%v: %d %s", c.limit, status, b)
+		}
+		fired := max(seriesValue(t, s, `sluice_hedges_total{model="mock-gpt",result="fired"}`), 0)
+		refused := max(seriesValue(t, s, `sluice_spend_refusals_total{name="k",scope="key",window="daily"}`), 0)
+		if fired != c.hedges || refused != 1-c.hedges {
+			t.Errorf("limit $%v: %v hedges fired, %v refused for spend; want %v fired", c.limit, fired, refused, c.hedges)
+		}
+		// The answer: 4 tokens at a cent and its input; a losing hedge
+		// adds its input (a few micro-dollars) once it is settled.
+		var spent float64
+		waitFor(t, "the spend to settle", func() bool {
+			spent = seriesValue(t, s, `sluice_spend_dollars{name="k",scope="key",window="daily"}`)
+			return spent < 0.0401+0.0001*c.hedges && spent >= 0.04
+		})
+		t.Logf("limit $%v: hedges fired %v, spend $%.6f", c.limit, fired, spent)
+	}
+}
