@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	// The IANA time zones, built in, so spend.time_zone loads on a host
+	// or an image without a zoneinfo database.
+	_ "time/tzdata"
 )
 
 // SpendLimits are what a key (keys[].spend) or a team (teams[].spend)
