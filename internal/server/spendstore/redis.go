@@ -44,8 +44,9 @@ import (
 // decides alone from what it remembers plus what it has reserved since,
 // and keeps those changes to send with its next call that Redis answers
 // (added to the counters then). Each replica then admits up to the
-// limit on its own view, so a fleet of N can pass a limit by up to N
-// requests' maxima, for as long as Redis is gone.
+// limit on its own view, so a fleet of N whose views were current can
+// pass a limit by up to N requests' maxima for as long as Redis is
+// gone, and a replica that never used a limit starts it from zero.
 type Redis struct {
 	rdb     *redis.Client
 	prefix  string
