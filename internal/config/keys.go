@@ -34,6 +34,9 @@ type Key struct {
 	// Degrade (default true): the key's background requests may be
 	// degraded under pressure instead of refused (models[].degrade).
 	Degrade *bool `yaml:"degrade"`
+	// Spend limits what the key may spend, in dollars (spend.go,
+	// docs/SPEND.md); its team's limits (teams:, by tenant) apply too.
+	Spend *SpendLimits `yaml:"spend"`
 }
 
 // MayDegrade reports whether the key's requests may be degraded.

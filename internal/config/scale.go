@@ -28,6 +28,10 @@ var Unscaled = []string{
 	"server.shutdown_grace",
 	"fleet.timeout",
 	"server.cors.max_age",
+	// A spend limit's rolling window is money over real time, as its
+	// calendar windows are: a replay does not make dollars reset faster.
+	"keys[].spend.rolling.window",
+	"teams[].spend.rolling.window",
 }
 
 // Scaled returns a copy of c for replaying a scenario at t times its

@@ -68,6 +68,12 @@ type Config struct {
 	Prices map[string]Price `yaml:"prices"`
 	// Usage is how the usage records are kept (usage.go).
 	Usage Usage `yaml:"usage"`
+	// Teams are spend limits across keys: a team is the keys whose
+	// tenant: is its name (team = tenant; spend.go).
+	Teams []Team `yaml:"teams"`
+	// Spend holds what every spend limit shares: the time zone of
+	// calendar windows.
+	Spend Spend `yaml:"spend"`
 	// Evals bounds the eval calls of every model's eval set together
 	// (models[].evals); unused when no model declares one.
 	Evals EvalBudget `yaml:"evals"`

@@ -64,6 +64,7 @@ func (c *Config) validate() []*Error {
 	c.validateLanes(v)
 	validatePrices(v, c.Prices)
 	c.validateUsage(v)
+	c.validateSpend(v)
 	c.validateEvals(v)
 	for i := range c.Models {
 		c.validateDegrade(v, i, &c.Models[i])

@@ -24,6 +24,10 @@ var errAttemptPanic = errors.New("gateway: panic in an upstream call")
 // its terminator, before its first token: a failed call, safe to retry.
 var errBadStream = errors.New("gateway: malformed stream")
 
+// errNoSpend marks a second call not made: its key's spend limit could
+// not take its reservation (spend.go).
+var errNoSpend = errors.New("gateway: spend limit reached; second call not made")
+
 // attempt is one upstream call of a request: its first call (n 0) or its
 // hedge (n 1). It runs until its first byte, the response headers and,
 // for a stream, the first chunk; only then is it committed, so a hedge
@@ -64,6 +68,9 @@ type attempt struct {
 	invalid      string
 	unchecked    string
 	retryInvalid bool
+	// hold is the call's spend reservation (spend.go), nil without
+	// spend limits: settled when it loses, or when the request ends.
+	hold *spendHold
 	// whole is a whole answer's head, read before the call is
 	// committed (readWhole); haveWhole says it was.
 	whole     []byte
@@ -213,6 +220,8 @@ func (a *attempt) outcome(callCtx context.Context) lifecycle.Outcome {
 // the engine's terms (lifecycle.Ending).
 func (a *attempt) ending(callCtx context.Context) lifecycle.Ending {
 	switch {
+	case errors.Is(a.err, errNoSpend):
+		return lifecycle.Ending{Kind: lifecycle.EndAbandoned} // no call, no verdict on its provider
 	case a.err == nil:
 		e := lifecycle.Ending{Kind: lifecycle.EndRefused, Status: a.resp.StatusCode, RetryAfter: retryAfter(a.resp.Header), Responses: a.ep.IsResponses()}
 		switch {
@@ -232,6 +241,7 @@ func (a *attempt) ending(callCtx context.Context) lifecycle.Ending {
 
 // discard ends an attempt whose answer the client will not get.
 func (g *Gateway) discard(call *runner.Call, a *attempt, o lifecycle.Outcome) {
+	g.settleLoser(a)
 	a.cancel()
 	a.endAttemptSpan(o.Kind.String())
 	if a.resp != nil {
@@ -250,6 +260,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	races := m.route.Races
 	x.cont = contState{call: call, m: m, out: body} // for a broken stream (relay_continue.go)
 	first := g.newAttempt(call, 0, m.targets[call.Target])
+	first.hold, x.spendHold = x.spendHold, nil
 	x.attempts = 1
 	if !races {
 		a := first
@@ -263,6 +274,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		if a.resp != nil {
 			call.Commit(a.n)
 		}
+		x.spendWinner, a.hold = a.hold, nil
 		g.respond(call, w, r, x, a)
 		call.End(a.n, outcomeOf(x))
 		a.cancel()
@@ -292,6 +304,14 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	second := func(hs lifecycle.SecondCall) {
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
 		attempts[1] = h
+		if !g.holdSecond(x, h) {
+			// Not made: it reports back at once as failed, and the
+			// first call goes on alone.
+			h.err = errNoSpend
+			live++
+			results <- h
+			return
+		}
 		x.attempts++
 		switch hs.Kind {
 		case lifecycle.Rescue:
@@ -328,6 +348,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 				if a.n == 1 {
 					g.metrics.Hedges.WithLabelValues(m.name, "won").Inc()
 				}
+				x.spendWinner, a.hold = a.hold, nil
 				g.respond(call, w, r, x, a)
 				call.End(a.n, outcomeOf(x))
 				a.cancel()
@@ -361,6 +382,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		}
 	}
 	// Every call failed: the client gets the last failure.
+	x.spendWinner, failed.hold = failed.hold, nil
 	g.respond(call, w, r, x, failed)
 	call.End(failed.n, outcomeOf(x))
 	failed.cancel()
@@ -382,6 +404,9 @@ func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
 	}
 	ti, delay := rc.Target, rc.Delay
 	next := g.newAttempt(call, 1, m.targets[ti])
+	// The failed call cost nothing (it failed before its first byte); its
+	// reservation goes with the retry.
+	next.hold, a.hold = a.hold, nil
 	next.second = saidRetry[rc.Why]
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
 	g.discard(call, a, o)

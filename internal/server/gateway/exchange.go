@@ -79,6 +79,14 @@ type exchange struct {
 	// from its prompt cache (OpenAI's cached_tokens, Anthropic's
 	// cache_read_input_tokens), priced at the cached-input price.
 	reportedCached int64
+	// spendHold is the request's spend reservation until its first call
+	// takes it; spendWinner the answering call's, settled when the
+	// request ends; contUses the continuation calls' usage (spend.go).
+	spendHold, spendWinner *spendHold
+	// spendBase is the request's first reservation, whose sizes price
+	// a second call's.
+	spendBase *spendHold
+	contUses  []contUse
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string

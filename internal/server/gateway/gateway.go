@@ -23,11 +23,13 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
+	"github.com/sluice-gw/sluice/internal/server/spendstore"
 	"github.com/sluice-gw/sluice/internal/server/usage"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
@@ -65,6 +67,12 @@ type Options struct {
 	// keys keeps the keys made at run time, which a Host's
 	// configurations share (runtimekeys.go). Nil: none.
 	keys keystore.Store
+	// spend is the spend store a Host's configurations share, so a
+	// reload grants no fresh allowance. Nil: the gateway's own.
+	spend *spendShared
+	// SpendStore, when set, keeps spend instead of the store the config
+	// names (for tests: spendstore.NewMemory()).
+	SpendStore spendstore.Store
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -88,6 +96,8 @@ type Gateway struct {
 	keys     map[[sha256.Size]byte]*virtualKey
 	keyNames []string      // by index in keys:
 	keyList  []*virtualKey // by index in keys:
+	// spend is the configuration's spend limits, nil without (spend.go).
+	spend *spender
 	// fleet is the shared store, when the config names one (fleet.go).
 	fleet        *fleet
 	authRequired bool
@@ -98,6 +108,9 @@ type Gateway struct {
 	rt        *runtimeKeys
 	authFixed bool
 	cfgKeys   []config.Key
+	// spendOf are a key's spend limits, its team's included: a key made
+	// at run time joins its team's limits as a file's key does.
+	spendOf func(*config.Key) []spend.Limit
 	// counter counts input tokens when countTokens (budgets.go); prices
 	// are per upstream model.
 	counter *tokens.Counter
@@ -271,6 +284,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.authRequired = cfg.AuthRequired()
 	g.cfgKeys = cfg.Keys
+	g.spendOf = func(k *config.Key) []spend.Limit { return policy.SpendLimits(cfg, k) }
 	if opts.keys != nil {
 		g.rt = newRuntimeKeys(opts.keys, cfg)
 		g.authFixed = cfg.Auth.Required != nil || len(cfg.Keys) > 0
@@ -361,6 +375,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.setUpIdempotency(cfg, opts.idem)
+	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log); err != nil {
+		return nil, err
+	}
 	g.runner = runner.NewRunner(ec, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		if t.Replica > 0 {
@@ -390,6 +407,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		},
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
 		Quotas:    g.quotas,
+		Spend:     g.spendMetrics,
 	})
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleetState)
@@ -463,6 +481,9 @@ func (g *Gateway) Close() {
 	g.runner.Close()
 	if g.fleet != nil {
 		g.fleet.close()
+	}
+	if g.spend != nil && g.spend.own != nil {
+		g.spend.own.close()
 	}
 }
 

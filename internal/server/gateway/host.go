@@ -111,6 +111,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		opts.Usage = u
 	}
+	opts.spend = &spendShared{}
 	var stopTracing func(context.Context) error
 	if opts.TracerProvider == nil && cfg.Tracing.On() {
 		tp, err := NewTracerProvider(cfg.Tracing)
@@ -345,6 +346,7 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	h.drains.Wait()
 	h.cur.Load().Close()
 	h.closeKeys()
+	h.opts.spend.close() // after the last request settled
 	if stopDash != nil {
 		stopDash()
 	}

@@ -242,6 +242,13 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 		}
 		defer func() { g.settleShared(x, req, x.admitted) }()
 	}
+	// Spend limits, in dollars: the request's maximum cost is reserved
+	// now, with its tokens counted, and settled with what its calls used
+	// when it ends (spend.go).
+	if !g.reserveSpend(w, x, m, req) {
+		return nil
+	}
+	defer g.settleSpend(x)
 	m, req, ok := g.crossDialect(w, x, m, req, out)
 	if !ok {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -27,6 +28,8 @@ type virtualKey struct {
 	mayDegrade bool
 	// limits are the key's per-minute budgets (none: zero).
 	limits quota.Limits
+	// spend are its spend limits, its team's included (spend.go).
+	spend []spend.Limit
 }
 
 // keyTable builds the virtual keys from the config.
@@ -41,7 +44,7 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 		if n, err := hex.Decode(h[:], []byte(kc.SHA256)); err != nil || n != sha256.Size {
 			return nil, fmt.Errorf("keys[%d].sha256: not a SHA-256 in hex", i)
 		}
-		k, err := newVirtualKey(i+1, kc, defaultPri)
+		k, err := newVirtualKey(i+1, kc, defaultPri, policy.SpendLimits(cfg, kc))
 		if err != nil {
 			return nil, fmt.Errorf("keys[%d].%w", i, err)
 		}
@@ -52,8 +55,8 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 
 // newVirtualKey is key kc as the gateway holds it, numbered index: one
 // rule for a config key and a key made at run time (runtimekeys.go).
-func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority) (*virtualKey, error) {
-	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade()}
+func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority, spend []spend.Limit) (*virtualKey, error) {
+	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade(), spend: spend}
 	if kc.Limits.Any() {
 		k.limits = policy.Limits(kc.Limits)
 	}

@@ -151,6 +151,10 @@ func (s *streamRelay) carryOn(err error) error {
 		caps[d.Target] = lifecycle.ContinueCaps{} // once per answer
 		done++
 		c := s.continueOn(tg, d.Mode, res.tokens)
+		if c.called {
+			// Billed on its own: the prompt again, with the answer so far.
+			s.x.contUses = append(s.x.contUses, contUse{model: tg.model, input: s.x.inputTokens + int64(res.tokens), output: int64(c.tokens)})
+		}
 		res.tokens += c.tokens
 		if c.wrote {
 			from = tg.provider.name
@@ -192,6 +196,8 @@ func (s *streamRelay) giveUp(err error) error {
 // the client; finish, its finish reason ("": it did not finish); cause,
 // how it broke; tokens its output.
 type contCall struct {
+	// called: the provider answered the call with a stream.
+	called                  bool
 	wrote, known, clientErr bool
 	finish                  string
 	cause                   lifecycle.BreakCause
@@ -237,6 +243,7 @@ func (s *streamRelay) continueOn(t target, mode lifecycle.ContinueMode, sofarTok
 		io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
 		return r
 	}
+	r.called = true
 	var stalled atomic.Bool
 	var gaps lifecycle.Gaps
 	deadline := func() time.Duration { return min(lifecycle.StallDeadline(s.g.stall, gaps), s.g.streamIdle) }

@@ -143,11 +143,11 @@ func (g *Gateway) configKeyNamed(name string) bool {
 // validated the record; a class this configuration does not know (a
 // record written by another version) is the default class.
 func (g *Gateway) runtimeKey(n int, kc *config.Key) *virtualKey {
-	k, err := newVirtualKey(n, kc, g.defaultPri)
+	k, err := newVirtualKey(n, kc, g.defaultPri, g.spendOf(kc))
 	if err != nil {
 		c := *kc
 		c.Priority = ""
-		k, _ = newVirtualKey(n, &c, g.defaultPri)
+		k, _ = newVirtualKey(n, &c, g.defaultPri, g.spendOf(&c))
 	}
 	return k
 }

@@ -433,3 +433,27 @@ func TestRuntimeKeysChangeUnderLoad(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A key made at run time in a team is held to the team's spend limit,
+// as the file's keys of that team are: a team with a limit cannot be
+// spent past by making it a new key.
+func TestRuntimeKeysKeepTheirTeamsSpendLimit(t *testing.T) {
+	hs := keyHost(t, func(c *config.Config) { c.State.Dir = t.TempDir() }, func(c *config.Config) {
+		c.Teams = []config.Team{{Name: "research", Spend: &config.SpendLimits{Daily: dollars(0.01)}}}
+		c.Prices = map[string]config.Price{}
+		for _, m := range c.Models {
+			for _, tg := range m.Targets {
+				c.Prices[tg.Model] = config.Price{Input: 1, Output: 10000} // a cent a token of output
+			}
+		}
+	})
+	secret := hs.create(t, `{"name":"made-later","team":"research"}`)
+	body := `{"model":"mock-gpt","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	if code, b := hs.send(t, secret, body); code != 200 {
+		t.Fatalf("first request, under the team's limit: %d %s", code, b)
+	}
+	code, b := hs.send(t, secret, body)
+	if code != 429 || !strings.Contains(b, `team \"research\"'s daily spend limit`) {
+		t.Fatalf("second request, past the team's limit: %d %s; want 429 naming the team's limit", code, b)
+	}
+}

@@ -74,6 +74,9 @@ type Metrics struct {
 	// BudgetRefusals counts requests refused by a budget, by key and
 	// dimension.
 	BudgetRefusals *prometheus.CounterVec
+	// SpendRefusals counts requests (and second calls not made) refused
+	// by a spend limit, by scope, name and window.
+	SpendRefusals *prometheus.CounterVec
 	// TimeScale is the factor the serving configuration's times were
 	// multiplied by (sluice serve --time-scale): 1 at real time. sluice
 	// load reads it to refuse a replay at another speed.
@@ -112,6 +115,8 @@ type Sources struct {
 	// Quotas reports every per-minute budget (keys, providers, the
 	// large-context lane) in each limited dimension.
 	Quotas func() []Quota
+	// Spend reports every spend limit (spend.go).
+	Spend func() []Spend
 }
 
 // Quota is one per-minute budget's state in one dimension.
@@ -223,6 +228,10 @@ func New() *Metrics {
 			Name: "sluice_budget_refusals_total",
 			Help: "Requests refused by a per-minute budget, by key (or lane) and dimension.",
 		}, []string{"key", "dimension"}),
+		SpendRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_spend_refusals_total",
+			Help: "Requests refused by a spend limit, and hedges or rescues not made for one, by scope (key, team), name and window.",
+		}, []string{"scope", "name", "window"}),
 		TimeScale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_time_scale",
 			Help: "The factor every time in the configuration was multiplied by, and every per-minute rate divided by (sluice serve --time-scale); 1 at real time.",
@@ -230,8 +239,8 @@ func New() *Metrics {
 	}
 	m.TimeScale.Set(1)
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Validation, m.Rescues, m.ReplicaCalls, m.ReplicaScrapes, m.ReplicaDrained, m.Probes, m.Reloads,
-		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.TimeScale,
-		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m},
+		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.SpendRefusals, m.TimeScale,
+		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m}, spendCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerIdempotency()
 	m.registerEvals()

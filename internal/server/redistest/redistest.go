@@ -64,15 +64,19 @@ func Prefix(t testing.TB, c *redis.Client) string {
 	var b [6]byte
 	rand.Read(b[:])
 	prefix := "sluicetest:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
+	t.Cleanup(func() { Flush(c, prefix) })
 	return prefix
+}
+
+// Flush deletes every key under prefix: as far as a test's keys go,
+// Redis losing its data.
+func Flush(c *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
 }
 
 // newClient has the options Sluice's own clients have

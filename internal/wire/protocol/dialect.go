@@ -76,6 +76,7 @@ const (
 	Forbidden                    // 403: the key may not use this model
 	Conflict                     // 409: the request's Idempotency-Key is in use by a request still in progress
 	Unprocessable                // 422: the Idempotency-Key was used for a different request
+	SpendLimited                 // 429: this caller's spend limit in dollars is reached
 )
 
 // Status is the HTTP status for an error of kind k in dialect d. Only
@@ -88,7 +89,7 @@ func (d Dialect) Status(k Kind) int {
 		return http.StatusNotFound
 	case TooLarge:
 		return http.StatusRequestEntityTooLarge
-	case RateLimited:
+	case RateLimited, SpendLimited:
 		return http.StatusTooManyRequests
 	case Overloaded:
 		if d == Anthropic {
@@ -136,6 +137,11 @@ func (k Kind) typeName(d Dialect) string {
 			return "rate_limit_error"
 		}
 		return "rate_limit_exceeded"
+	case SpendLimited:
+		if d == Anthropic {
+			return "rate_limit_error"
+		}
+		return "insufficient_quota" // OpenAI's own type for an exhausted quota
 	case Overloaded:
 		return "overloaded_error"
 	case Unauthorized:
@@ -178,7 +184,11 @@ func (d Dialect) ErrorBodyParam(k Kind, msg, param string) []byte {
 		if param != "" {
 			p = param
 		}
-		v = map[string]any{"error": map[string]any{"message": msg, "type": k.typeName(d), "param": p, "code": nil}}
+		var code any
+		if k == SpendLimited {
+			code = "spend_limit_exceeded"
+		}
+		v = map[string]any{"error": map[string]any{"message": msg, "type": k.typeName(d), "param": p, "code": code}}
 	}
 	b, _ := json.Marshal(v) // maps of strings always marshal
 	return b

@@ -1,0 +1,387 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/policy"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/spendstore"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Spend limits in dollars (package spend has the rules; docs/SPEND.md
+// the guide). A request whose key or team has one reserves its maximum
+// cost (spend.MaxCost over its model's targets) after its tokens are
+// counted and before any upstream call, in the store (spendstore):
+// Redis with store:, else state.dir's journal. Refused, it gets 429 in
+// its dialect with Retry-After until the reset and x-should-retry:
+// false. Each upstream call is billed for what it used:
+//
+//   - the call that answered, at its provider's reported usage (or what
+//     was relayed of a stream cut short), plus each continuation call of
+//     a broken stream at its own input and output;
+//   - a hedge, a rescue or a first-token second call reserves its own
+//     maximum on its target before it launches, and does not launch when
+//     the limit is spent; the call that loses the race is billed its
+//     input and what it had generated (a whole answer's usage, or a
+//     token per choice for a stream cut at its first token; its input
+//     alone when it was cancelled before answering);
+//   - a call that failed (an error status, no connection) costs nothing.
+//
+// A reservation that is never settled (the process died) stays charged
+// whole (spendstore).
+
+// spendShared is the spend store a Host's configurations share, so
+// that a reload keeps what the store remembers (spendstore.Redis) and
+// one journal stays open (spendstore.File).
+type spendShared struct {
+	mu    sync.Mutex
+	where string
+	store spendstore.Store
+	// closers release what open made (the store, its Redis client).
+	closers []func() error
+}
+
+// close releases the store.
+func (s *spendShared) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.closers {
+		c()
+	}
+	s.closers, s.store = nil, nil
+}
+
+// open returns the store cfg names, opening it the first time.
+func (s *spendShared) open(cfg *config.Config, log *slog.Logger) (spendstore.Store, error) {
+	where := "memory"
+	switch {
+	case cfg.Store != "":
+		where = "redis " + cfg.Store + " " + cfg.Fleet.Prefix
+	case cfg.State.Dir != "":
+		where = "file " + cfg.State.Dir
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store != nil && s.where == where {
+		return s.store, nil
+	}
+	if s.store != nil {
+		log.Warn("spend: the store changed on reload; the new one is used, the old one's spend stays where it is")
+	}
+	var st spendstore.Store
+	switch {
+	case cfg.Store != "":
+		rdb, err := fleetstore.NewClientURL(cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("store: not a Redis URL: %w", err)
+		}
+		var mu sync.Mutex
+		var last time.Time
+		st = spendstore.NewRedis(rdb, spendstore.RedisOptions{Prefix: cfg.Fleet.Prefix, Timeout: max(4*cfg.Fleet.Timeout.D(), 100*time.Millisecond),
+			OnError: func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if time.Since(last) < time.Minute {
+					return
+				}
+				last = time.Now()
+				log.Warn("spend: the store did not answer; deciding spend limits alone from what this replica knows until it does", "cause", err.Error())
+			}})
+		s.closers = append(s.closers, st.Close, rdb.Close)
+	case cfg.State.Dir != "":
+		f, err := spendstore.OpenFile(cfg.State.Dir)
+		if err != nil {
+			return nil, err
+		}
+		st = f
+		s.closers = append(s.closers, f.Close)
+	default:
+		log.Warn("spend: neither store: nor state.dir is set; spend is kept in memory and a restart forgets it")
+		st = spendstore.NewMemory()
+	}
+	s.where, s.store = where, st
+	return st, nil
+}
+
+// spender is a configuration's spend limits.
+type spender struct {
+	store spendstore.Store
+	loc   *time.Location
+	// limits are every key's limits (its team's included) and every
+	// team's, for the metrics.
+	limits [][]spend.Limit
+	prices map[string]price.Price
+	log    *slog.Logger
+	// own is the store this gateway opened for itself, closed with it.
+	own *spendShared
+}
+
+// newSpender returns cfg's spend limits, or nil when there are none.
+func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Store, log *slog.Logger) (*spender, error) {
+	if !cfg.HasSpendLimits() {
+		return nil, nil
+	}
+	s := &spender{loc: cfg.Spend.Location(), prices: policy.Prices(cfg), log: log, store: injected}
+	for i := range cfg.Keys {
+		s.limits = append(s.limits, policy.SpendLimits(cfg, &cfg.Keys[i]))
+	}
+	for _, t := range cfg.Teams { // for the metrics: teams of run-time keys alone too
+		s.limits = append(s.limits, policy.SpendLimits(cfg, &config.Key{Tenant: t.Name}))
+	}
+	if s.store == nil {
+		if shared == nil {
+			// A gateway of its own (not a Host's): it closes the store.
+			shared = &spendShared{}
+			s.own = shared
+		}
+		st, err := shared.open(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		s.store = st
+	}
+	return s, nil
+}
+
+// spendHold is one call's reservation.
+type spendHold struct {
+	s        *spender
+	buckets  []spend.Bucket
+	reserved price.Micros
+	// input, choices and output (per choice) are the request's, which
+	// price a second call's reservation and a call that lost a race.
+	input, choices, output int64
+	once                   sync.Once
+}
+
+// settle replaces the reservation with what the call cost, once.
+func (h *spendHold) settle(actual price.Micros) {
+	if h == nil {
+		return
+	}
+	h.once.Do(func() {
+		if d := actual - h.reserved; d != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := h.s.store.Adjust(ctx, h.buckets, d); err != nil {
+				h.s.log.Warn("spend: a settlement was not recorded", "cause", err.Error())
+			}
+		}
+	})
+}
+
+// limitsOf are x's key's spend limits, its team's included, for a key
+// of the file's or one made at run time.
+func (g *Gateway) limitsOf(x *exchange) []spend.Limit {
+	if g.spend == nil || x.key == nil {
+		return nil
+	}
+	return x.key.spend
+}
+
+// reserve takes amount from every limit, or says which refused.
+func (s *spender) reserve(limits []spend.Limit, amount price.Micros, now time.Time) (*spendHold, spend.Totals, []spend.Need, *spend.Refusal) {
+	needs := spend.Plan(limits, now, s.loc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tot, r, err := s.store.Reserve(ctx, needs, amount)
+	if err != nil {
+		// A journal that could not be written: the reservation holds in
+		// memory, and the request goes on.
+		s.log.Warn("spend: a reservation was not journalled", "cause", err.Error())
+	}
+	if r != nil {
+		return nil, tot, needs, r
+	}
+	h := &spendHold{s: s, reserved: amount}
+	for _, n := range needs {
+		h.buckets = append(h.buckets, n.Reserve)
+	}
+	return h, tot, needs, nil
+}
+
+// reserveSpend reserves req's maximum cost on m from its key's and
+// team's spend limits. Refused, the request is answered and
+// reserveSpend reports false. Past a soft threshold, the answer carries
+// X-Sluice-Spend-Warning.
+func (g *Gateway) reserveSpend(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request) bool {
+	limits := g.limitsOf(x)
+	if len(limits) == 0 {
+		return true
+	}
+	prices := make([]price.Price, 0, len(m.targets))
+	for _, t := range m.targets {
+		prices = append(prices, g.spend.prices[t.model])
+	}
+	r := spend.Request{Input: req.InputTokens, Choices: req.Choices, MaxOutput: req.MaxOutput, DefaultOutput: req.DefaultOutput}
+	cost := spend.MaxCost(r, prices)
+	now := g.now()
+	h, tot, needs, ref := g.spend.reserve(limits, cost, now)
+	if ref != nil {
+		g.spendRefused(w, x, ref, now)
+		return false
+	}
+	h.input, h.choices, h.output = req.InputTokens, max(req.Choices, 1), r.Output()
+	x.spendHold, x.spendBase = h, h
+	if wn, ok := spend.Warn(needs, tot); ok {
+		w.Header().Set("X-Sluice-Spend-Warning", wn.Header())
+	}
+	return true
+}
+
+// spendRefused answers a request a spend limit refused: 429 in the
+// client's dialect (OpenAI: insufficient_quota, code
+// spend_limit_exceeded; Anthropic: rate_limit_error), Retry-After until
+// the reset, and x-should-retry: false, which the official SDKs obey:
+// no retry helps before the reset.
+func (g *Gateway) spendRefused(w http.ResponseWriter, x *exchange, r *spend.Refusal, now time.Time) {
+	g.metrics.SpendRefusals.WithLabelValues(r.Limit.Scope, r.Limit.Name, r.Limit.WindowName()).Inc()
+	w.Header().Set("X-Should-Retry", "false")
+	g.fail(w, x, protocol.SpendLimited, outcomeClientError, "spend_limit", r.Message(g.spend.loc), r.RetryAfter(now))
+}
+
+// holdSecond reserves a second call's own maximum (a hedge, a rescue, a
+// first-token call) on its target, reporting false when the key's spend
+// limit refuses it: the call is then not made.
+func (g *Gateway) holdSecond(x *exchange, a *attempt) bool {
+	limits := g.limitsOf(x)
+	f := x.spendBase
+	if len(limits) == 0 || f == nil {
+		return true
+	}
+	// The first call's reservation was for its input and output on the
+	// dearest target; the second's is the same request on its own.
+	p := g.spend.prices[a.t.model]
+	cost := p.Cost(price.Usage{Input: f.input, Output: f.choices * f.output})
+	h, _, _, ref := g.spend.reserve(limits, cost, g.now())
+	if ref != nil {
+		g.metrics.SpendRefusals.WithLabelValues(ref.Limit.Scope, ref.Limit.Name, ref.Limit.WindowName()).Inc()
+		return false
+	}
+	h.input, h.choices, h.output = f.input, f.choices, f.output
+	a.hold = h
+	return true
+}
+
+// loserCost is what a call whose answer the client did not get cost:
+// nothing when it failed; else its input and what it generated.
+func (g *Gateway) loserCost(a *attempt) price.Micros {
+	h := a.hold
+	switch {
+	case h == nil:
+		return 0
+	case a.resp == nil && a.err != nil && a.ctx.Err() != nil && !errors.Is(a.err, errNoSpend):
+		// Cancelled in flight (it lost the race before answering): its
+		// provider may well have read the prompt, so its input is billed.
+		return g.spend.prices[a.t.model].Cost(price.Usage{Input: h.input})
+	case !a.answered():
+		return 0 // refused, or never reached its provider
+	}
+	in, cached, out := h.input, int64(0), h.choices
+	if a.haveWhole {
+		if n, found, _, _, input := protocol.AnswerUsage(a.whole); found {
+			out = int64(n)
+			if input.Found {
+				in, cached = input.Tokens, input.Cached
+			}
+		}
+	}
+	return g.spend.prices[a.t.model].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
+}
+
+// settleLoser settles the reservation of a call the client will not get.
+func (g *Gateway) settleLoser(a *attempt) {
+	if a.hold == nil {
+		return
+	}
+	a.hold.settle(g.loserCost(a))
+	a.hold = nil
+}
+
+// settleSpend settles what x's calls reserved and did not settle: the
+// answering call's with what the answer cost (the continuations of a
+// broken stream included), a reservation never handed to a call with
+// nothing.
+func (g *Gateway) settleSpend(x *exchange) {
+	if h := x.spendHold; h != nil {
+		x.spendHold = nil
+		h.settle(0) // the request never reached a provider
+	}
+	if h := x.spendWinner; h != nil {
+		x.spendWinner = nil
+		h.settle(g.answerCost(x))
+	}
+}
+
+// contUse is one continuation call's usage.
+type contUse struct {
+	model         string
+	input, output int64
+}
+
+// answerCost is what the answering call, and the continuations of its
+// stream, cost.
+func (g *Gateway) answerCost(x *exchange) price.Micros {
+	var cost price.Micros
+	var contOut int64
+	for _, c := range x.contUses {
+		cost += g.spend.prices[c.model].Cost(price.Usage{Input: c.input, Output: c.output})
+		contOut += c.output
+	}
+	if x.upstreamStatus/100 != 2 {
+		return cost
+	}
+	in, cached := x.inputTokens, int64(0)
+	if x.reportedInput > 0 {
+		in, cached = x.reportedInput, min(x.reportedCached, x.reportedInput)
+	}
+	out := int64(x.outputTokens)
+	if x.cont.continued != "" {
+		out = max(out-contOut, 0) // the summed output counts the continuations too
+	}
+	return cost + g.spend.prices[x.upstreamModel].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
+}
+
+// spendMetrics reads every key's and team's spend for the metrics.
+func (g *Gateway) spendMetrics() []metrics.Spend {
+	if g.spend == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var limits []spend.Limit
+	for _, ls := range g.spend.limits {
+		for _, l := range ls {
+			id := l.Scope + "\x00" + l.Name + "\x00" + l.WindowName()
+			if !seen[id] {
+				seen[id] = true
+				limits = append(limits, l)
+			}
+		}
+	}
+	needs := spend.Plan(limits, g.now(), g.spend.loc)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	tot, _ := g.spend.store.Read(ctx, needs)
+	out := make([]metrics.Spend, 0, len(needs))
+	for i, n := range needs {
+		var v price.Micros
+		if i < len(tot) {
+			v = tot.Sum(i)
+		}
+		out = append(out, metrics.Spend{Scope: n.Limit.Scope, Name: n.Limit.Name, Window: n.Limit.WindowName(),
+			Spent: v.Dollars(), Limit: n.Limit.Amount.Dollars()})
+	}
+	return out
+}

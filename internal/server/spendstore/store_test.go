@@ -1,0 +1,197 @@
+package spendstore
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-gw/sluice/internal/core/price"
+	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
+)
+
+var (
+	t0     = time.Now()
+	limits = []spend.Limit{
+		{Scope: "key", Name: "k", Window: spend.Daily, Amount: 10_000},
+		{Scope: "team", Name: "t", Window: spend.Rolling, Span: time.Hour, Amount: 25_000},
+	}
+)
+
+// exercise drives a store through a limit: it admits while under,
+// refuses at the limit naming it, and a settlement's refund admits
+// again.
+func exercise(t *testing.T, s Store) {
+	ctx := context.Background()
+	needs := spend.Plan(limits, t0, nil)
+	admitted := 0
+	for i := range 20 {
+		tot, r, err := s.Reserve(ctx, needs, 3000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			if admitted != 4 || r.Limit != limits[0] || r.Spent != 12000 {
+				t.Fatalf("refused after %d with %+v; want after 4 (0, 3000, 6000, 9000 are under 10000), key's, 12000 spent", admitted, r)
+			}
+			if tot.Sum(0) != 12000 {
+				t.Fatalf("totals %v", tot)
+			}
+			break
+		}
+		admitted++
+		if i > 10 {
+			t.Fatal("never refused")
+		}
+	}
+	// The last request used 500 of its 3000: the key is at 9500, under.
+	if err := s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 500-3000); err != nil {
+		t.Fatal(err)
+	}
+	tot, err := s.Read(ctx, needs)
+	if err != nil || tot.Sum(0) != 9500 || tot.Sum(1) != 9500 {
+		t.Fatalf("after settling: %v %v", tot, err)
+	}
+	if _, r, _ := s.Reserve(ctx, needs, 3000); r != nil {
+		t.Fatalf("refused at 9500 of 10000: %+v", r)
+	}
+	if _, r, _ := s.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("admitted at 12500 of 10000")
+	}
+	// A settlement never takes a counter below zero.
+	s.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1e9)
+	if tot, _ := s.Read(ctx, needs); tot.Sum(0) != 0 {
+		t.Fatalf("below zero: %v", tot)
+	}
+}
+
+func TestMemoryStore(t *testing.T) { exercise(t, NewMemory()) }
+
+// The file store carries spend over a restart (a reopen), and a torn
+// last line is skipped.
+func TestFileStore(t *testing.T) {
+	dir := t.TempDir()
+	f, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercise(t, f)
+	needs := spend.Plan(limits, t0, nil)
+	f.Reserve(context.Background(), needs, 7000)
+	f.Close()
+	j, _ := os.OpenFile(dir+"/"+FileName, os.O_WRONLY|os.O_APPEND, 0)
+	j.WriteString("key:k:d:torn 12")
+	j.Close()
+	g, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tot, _ := g.Read(context.Background(), needs)
+	if tot.Sum(0) != 7000 {
+		t.Fatalf("after a restart the key has %d spent, want 7000", tot.Sum(0))
+	}
+	if _, r, _ := g.Reserve(context.Background(), needs, 5000); r != nil {
+		t.Fatal("refused under the limit after a restart")
+	}
+	if _, r, _ := g.Reserve(context.Background(), needs, 1); r == nil {
+		t.Fatal("a restart granted a fresh allowance")
+	}
+	data, _ := os.ReadFile(dir + "/" + FileName)
+	if strings.Contains(string(data), "torn") {
+		t.Fatal("the torn line survived compaction")
+	}
+}
+
+func TestRedisStore(t *testing.T) {
+	c, p := redistest.Client(t)
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 2 * time.Second})
+	defer s.Close()
+	exercise(t, s)
+	// Counters expire with their window.
+	ttl := c.PTTL(context.Background(), p+"spend:"+spend.Plan(limits, t0, nil)[0].Reserve.ID).Val()
+	if ttl <= 0 || ttl > 49*time.Hour {
+		t.Fatalf("a daily counter's TTL is %v", ttl)
+	}
+}
+
+// Redis losing its data grants no fresh allowance: once a replica that
+// knew the old data sees the loss, reservations wait while every live
+// replica re-seeds what it knew, and then go on from the highest.
+func TestRedisLossReseeds(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	o := RedisOptions{Prefix: p, Timeout: 2 * time.Second, SyncEvery: 50 * time.Millisecond, Settle: 400 * time.Millisecond}
+	a, b := NewRedis(c, o), NewRedis(c, o)
+	defer a.Close()
+	defer b.Close()
+	needs := spend.Plan(limits, t0, nil)
+	a.Reserve(ctx, needs, 4000)
+	b.Reserve(ctx, needs, 4000) // b saw 8000
+	redistest.Flush(c, p)
+	// A replica that never knew anything cannot tell a loss: it starts
+	// the new epoch.
+	fresh := NewRedis(c, o)
+	defer fresh.Close()
+	if tot, r, _ := fresh.Reserve(ctx, needs, 1); r != nil || tot.Sum(0) != 1 {
+		t.Fatalf("a replica with no memory: %v %+v", tot, r)
+	}
+	// a knew the old epoch: the loss is seen, a waits for the settling
+	// time, by which b's sync has raised the counter to the 8000 it saw.
+	start := time.Now()
+	tot, r, _ := a.Reserve(ctx, needs, 1000)
+	if r != nil || tot.Sum(0) != 9000 {
+		t.Fatalf("a after the loss: %v %+v, want 8000 re-seeded + 1000", tot, r)
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("a did not wait for the fleet to re-seed (%v)", waited)
+	}
+	if tot, r, _ = b.Reserve(ctx, needs, 1000); r != nil || tot.Sum(0) != 10000 {
+		t.Fatalf("b: %v %+v, want 10000", tot, r)
+	}
+	if _, r, _ = a.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("admitted at the limit after a loss")
+	}
+	// A second loss is told from the first.
+	redistest.Flush(c, p)
+	if _, r, _ = a.Reserve(ctx, needs, 1); r == nil {
+		t.Fatal("a second loss granted a fresh allowance")
+	}
+}
+
+// With Redis gone, a replica decides from memory and sends what it
+// reserved meanwhile once Redis answers.
+func TestRedisUnreachable(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	var errs int
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, SyncEvery: time.Hour, OnError: func(error) { errs++ }})
+	defer s.Close()
+	needs := spend.Plan(limits, t0, nil)
+	s.Reserve(ctx, needs, 6000)
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	s.rdb = dead
+	for _, at := range []int{6000, 9000} {
+		if _, r, _ := s.Reserve(ctx, needs, 3000); r != nil {
+			t.Fatalf("refused at %d of 10000 alone", at)
+		}
+	}
+	if _, r, _ := s.Reserve(ctx, needs, 3000); r == nil || errs != 3 {
+		t.Fatalf("alone at 12000 of 10000: admitted (%+v), after %d errors", r, errs)
+	}
+	s.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1000)
+	s.rdb = c
+	// Back: the 6000 - 1000 reached Redis with the next call.
+	tot, _, _ := s.Reserve(ctx, needs, price.Micros(0))
+	if tot.Sum(0) != 11000 {
+		t.Fatalf("after Redis came back: %v, want 11000", tot)
+	}
+	if v, _ := c.Get(ctx, s.Key(needs[0].Reserve.ID)).Int64(); v != 11000 {
+		t.Fatalf("Redis holds %d", v)
+	}
+}
