@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,69 +112,6 @@ func TestFleetStartTogetherHoldsTheLimit(t *testing.T) {
 	}
 }
 
-// redisServer runs a Redis of the test's own on a free port, keeping
-// nothing, so that the test may kill, stop and restart it.
-type redisServer struct {
-	t    *testing.T
-	bin  string
-	port string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if testing.Short() {
-			t.Skip("needs redis-server")
-		}
-		t.Fatalf("this test runs its own Redis and needs redis-server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	r := &redisServer{t: t, bin: bin, port: port}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *redisServer) addr() string { return "127.0.0.1:" + r.port }
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--port", r.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	c := NewClient(r.addr())
-	defer c.Close()
-	waitFor(r.t, 10*time.Second, "the test's Redis to answer", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		return c.Ping(ctx).Err() == nil
-	})
-}
-
-// kill ends the Redis this test started, by its PID.
-func (r *redisServer) kill() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	r.cmd.Wait()
-	r.cmd = nil
-}
-
-func (r *redisServer) signal(s os.Signal) {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Signal(s)
-	}
-}
-
 // After Redis restarts empty, or resumes from a stall long enough for
 // every entry to age out, the first replica back sees only itself. It
 // must not take the whole limit: while the count is uncertain it keeps
@@ -186,11 +120,11 @@ func (r *redisServer) signal(s os.Signal) {
 func TestFleetStoreBackHoldsTheLimit(t *testing.T) {
 	for _, fault := range []string{"restart", "stall"} {
 		t.Run(fault, func(t *testing.T) {
-			rs := startRedis(t)
+			rs := redistest.Own(t)
 			const interval = 200 * time.Millisecond
 			var ms []*Members
 			for i := range 3 {
-				rc := NewClient(rs.addr())
+				rc := NewClient(rs.Addr())
 				t.Cleanup(func() { rc.Close() })
 				m := NewMembers(rc, MemberOptions{ID: fmt.Sprint("replica-", i), Interval: interval, Timeout: 100 * time.Millisecond})
 				m.Start()
@@ -215,7 +149,7 @@ func TestFleetStoreBackHoldsTheLimit(t *testing.T) {
 			})
 			switch fault {
 			case "restart":
-				rs.kill()
+				rs.Kill()
 				waitFor(t, 10*time.Second, "every replica to miss a heartbeat", func() bool {
 					for _, m := range ms {
 						if m.Reached() {
@@ -224,9 +158,9 @@ func TestFleetStoreBackHoldsTheLimit(t *testing.T) {
 					}
 					return true
 				})
-				rs.start()
+				rs.Start()
 			case "stall":
-				rs.signal(syscall.SIGSTOP)
+				rs.Signal(syscall.SIGSTOP)
 				// A stall of 10 intervals, past the liveness window.
 				stalled := time.Now()
 				waitFor(t, 10*time.Second, "every replica to miss a heartbeat", func() bool {
@@ -243,7 +177,7 @@ func TestFleetStoreBackHoldsTheLimit(t *testing.T) {
 					}
 					time.Sleep(5 * time.Millisecond)
 				}
-				rs.signal(syscall.SIGCONT)
+				rs.Signal(syscall.SIGCONT)
 			}
 			// From the store's return until every replica has counted
 			// three again and 3 intervals more, the shares never add up

@@ -32,6 +32,8 @@ import (
 //   - flush: the test's keys are deleted from Redis (a FLUSH of the
 //     test's prefix: Redis restarted without persistence, as far as this
 //     fleet can tell);
+//   - redis-restart: the fleet's Redis (one of the test's own) is
+//     killed and started again, empty, under load;
 //   - restart: one replica is replaced by a new gateway on the same
 //     store (a restart);
 //   - reload: every replica's configuration is reloaded.
@@ -45,7 +47,7 @@ import (
 // process, so a flush of Redis does not reset it). Then a replica
 // restarted on the store, and a reloaded one, are each refused at once.
 func TestSpendFleet(t *testing.T) {
-	for _, disrupt := range []string{"flush", "restart", "reload"} {
+	for _, disrupt := range []string{"flush", "redis-restart", "restart", "reload"} {
 		t.Run(disrupt, func(t *testing.T) { spendFleet(t, disrupt) })
 	}
 }
@@ -67,6 +69,11 @@ func (r *fleetReplica) close() {
 
 func spendFleet(t *testing.T, disrupt string) {
 	addr := redistest.Addr(t)
+	var own *redistest.Server
+	if disrupt == "redis-restart" {
+		own = redistest.Own(t)
+		addr = own.Addr()
+	}
 	prefix := fmt.Sprintf("sluicetest:spend:%d:", rand.Uint64())
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	flushPrefix := func() int {
@@ -191,6 +198,11 @@ func spendFleet(t *testing.T, disrupt string) {
 		switch disrupt {
 		case "flush":
 			what = fmt.Sprintf("Redis flushed (%d keys deleted)", flushPrefix())
+		case "redis-restart":
+			began := time.Now()
+			own.Kill()
+			own.Start()
+			what = fmt.Sprintf("Redis killed and restarted empty (down %v)", time.Since(began).Round(time.Millisecond))
 		case "restart":
 			old := slots[1].Load()
 			slots[1].Store(start(1))

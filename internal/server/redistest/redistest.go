@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -119,4 +120,82 @@ func Silent(t testing.TB) string {
 		mu.Unlock()
 	})
 	return ln.Addr().String()
+}
+
+// Server is a Redis of the test's own (redis-server on a free port,
+// nothing saved), to kill, restart empty, or stop and continue.
+type Server struct {
+	t    testing.TB
+	bin  string
+	port string
+	cmd  *exec.Cmd
+}
+
+// Own starts a Redis of the test's own, killed when the test ends. It
+// needs redis-server on PATH; without it the test fails (under -short
+// it is skipped).
+func Own(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := t.Name() + " runs a Redis of its own and needs redis-server on PATH (apt-get install -y redis-server): " + err.Error()
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	s := &Server{t: t, bin: bin, port: port}
+	s.Start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// Addr is the server's address.
+func (s *Server) Addr() string { return "127.0.0.1:" + s.port }
+
+// Start starts the server (again, empty) and waits until it answers.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "--port", s.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	c := newClient(s.Addr())
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the test's Redis on %s did not answer within 10s: %v", s.Addr(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Kill ends the server, by its PID, and waits for it.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Signal sends the server sig (SIGSTOP and SIGCONT: a stall).
+func (s *Server) Signal(sig os.Signal) {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(sig)
+	}
 }
