@@ -213,20 +213,24 @@ func (c *Config) validateSpend(v *checker) {
 	for _, r := range c.EffectivePrices() {
 		priced[r.Model] = true
 	}
+	// unpriced are those of models without a price, sorted.
+	unpriced := func(models []string) []string {
+		var out []string
+		for _, m := range models {
+			if !priced[m] {
+				out = append(out, m)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	// A team's limit holds for the keys made at run time in it too, and
 	// such a key may reach every model: each needs a price.
 	for i, t := range c.Teams {
 		if !t.Spend.Any() {
 			continue
 		}
-		var missing []string
-		for _, m := range c.UpstreamModels(nil) {
-			if !priced[m] {
-				missing = append(missing, m)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
+		if missing := unpriced(c.UpstreamModels(nil)); len(missing) > 0 {
 			v.add(fmt.Sprintf("teams[%d]", i), "has a spend limit, which holds for keys made at run time in the team too, but upstream model %s has no price in the shipped table (sluice prices) or the config; add it to prices: (dollars per million tokens, e.g. prices: {%s: {input: 2.5, output: 10}})",
 				orList(missing), missing[0])
 		}
@@ -236,14 +240,7 @@ func (c *Config) validateSpend(v *checker) {
 		if !c.HasSpend(k) {
 			continue
 		}
-		var missing []string
-		for _, m := range c.UpstreamModels(k.Models) {
-			if !priced[m] {
-				missing = append(missing, m)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
+		if missing := unpriced(c.UpstreamModels(k.Models)); len(missing) > 0 {
 			v.add(fmt.Sprintf("keys[%d]", i), "has a spend limit but upstream model %s, which it can reach, has no price in the shipped table (sluice prices) or the config; add it to prices: (dollars per million tokens, e.g. prices: {%s: {input: 2.5, output: 10}})",
 				orList(missing), missing[0])
 		}
