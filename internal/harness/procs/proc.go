@@ -58,8 +58,10 @@ func start(ctx context.Context, s Spec, g *Group, out sink) (*Proc, error) {
 	g.add(p)
 	go func() {
 		p.err = cmd.Wait()
-		close(p.done)
+		// Forgotten first: once done is closed (Stop returns), the
+		// group no longer counts it live.
 		g.forget(p)
+		close(p.done)
 	}()
 	if s.Ready != nil {
 		if err := p.Await(ctx, s.readyWithin(), s.Ready); err != nil {
