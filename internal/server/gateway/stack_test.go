@@ -130,7 +130,7 @@ func (s *stack) get(path string, hdr map[string]string) (int, http.Header, []byt
 	return resp.StatusCode, resp.Header, b
 }
 
-// waitFor polls cond until it holds or two seconds pass.
+// waitFor polls cond until it holds or ten seconds pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	// Ten seconds: a condition that holds in milliseconds on an idle
