@@ -3,8 +3,6 @@ package translate
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 )
 
 // Sentinels. Every error this package returns wraps exactly one of them,
@@ -69,6 +67,9 @@ type Options struct {
 	// LegacyMaxTokens writes OpenAI's output cap as max_tokens instead of
 	// max_completion_tokens, for older OpenAI-compatible servers.
 	LegacyMaxTokens bool
+	// Unsupported says what happens to a parameter the target cannot
+	// carry and Drop does not list (unsupported.go).
+	Unsupported Unsupported
 }
 
 // DefaultMaxTokens is the max_tokens an Anthropic request gets when its
@@ -93,30 +94,15 @@ type Translated struct {
 
 // conv carries one translation's options and what it dropped.
 type conv struct {
-	opts    Options
-	dropped []string
+	opts Options
+	Bender
 }
 
 // refuse reports that param, at path, cannot be translated. It returns
-// nil if Options.Drop allows dropping it (the caller then leaves it out),
-// else the *Error to return.
+// nil if it is dropped (the caller then leaves it out), else the *Error
+// to return.
 func (c *conv) refuse(param, path, reason string) error {
-	if c.droppable(param) {
-		if !slices.Contains(c.dropped, param) {
-			c.dropped = append(c.dropped, param)
-		}
-		return nil
-	}
-	return &Error{Kind: ErrUntranslatable, Param: param, Path: path, Reason: reason}
-}
-
-func (c *conv) droppable(param string) bool {
-	for _, d := range c.opts.Drop {
-		if d == "*" || d == param || strings.HasSuffix(param, "."+d) {
-			return true
-		}
-	}
-	return false
+	return c.Bender.Refuse(param, path, reason, false)
 }
 
 func invalid(param, path, reason string) error {

@@ -12,7 +12,7 @@ import (
 // false, presence_penalty: 0, response_format text, ...) ask for nothing
 // and are left out without a word.
 func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
-	c := &conv{opts: opts}
+	c := &conv{opts: opts, Bender: NewBender(opts)}
 	o, model, err := parseRequest(body)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	if res.Body, err = out.encode(len(body)); err != nil {
 		return nil, err
 	}
-	res.Dropped = c.dropped
+	res.Dropped = c.Dropped()
 	return res, nil
 }
 

@@ -10,7 +10,7 @@ import (
 // streamed request asks for stream_options.include_usage, since an
 // Anthropic client expects usage at the end of every stream.
 func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
-	c := &conv{opts: opts}
+	c := &conv{opts: opts, Bender: NewBender(opts)}
 	o, model, err := parseRequest(body)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
 	if res.Body, err = marshal(out); err != nil {
 		return nil, err
 	}
-	res.Dropped = c.dropped
+	res.Dropped = c.Dropped()
 	return res, nil
 }
 

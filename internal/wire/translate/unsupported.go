@@ -1,0 +1,95 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Unsupported says what a translation does with a parameter its target
+// cannot carry, when Options.Drop does not name it. Every translator
+// (this package's, and the native codecs of internal/wire/gemini and
+// internal/wire/bedrock) decides through a Bender, so one rule bends
+// every dialect alike.
+type Unsupported uint8
+
+const (
+	// UnsupportedDefault drops a parameter that has no effect on the
+	// answer's shape (a seed, a user id, logprobs where there are none),
+	// and refuses one that has (n > 1, audio).
+	UnsupportedDefault Unsupported = iota
+	// UnsupportedDrop drops every parameter the target cannot carry.
+	UnsupportedDrop
+	// UnsupportedRefuse refuses every one, the shape-neutral ones too.
+	UnsupportedRefuse
+)
+
+// ParseUnsupported reads the config's on_unsupported: "" is the default.
+func ParseUnsupported(s string) (Unsupported, error) {
+	switch s {
+	case "":
+		return UnsupportedDefault, nil
+	case "drop":
+		return UnsupportedDrop, nil
+	case "refuse":
+		return UnsupportedRefuse, nil
+	}
+	return 0, fmt.Errorf("on_unsupported is %q: write drop or refuse, or leave it out to drop only what does not change the answer's shape", s)
+}
+
+func (u Unsupported) String() string {
+	switch u {
+	case UnsupportedDrop:
+		return "drop"
+	case UnsupportedRefuse:
+		return "refuse"
+	}
+	return "default"
+}
+
+// Bender decides, parameter by parameter, whether what a target cannot
+// carry is dropped or refused, and remembers what it dropped. Not safe
+// for concurrent use: one per translation.
+type Bender struct {
+	drop        []string
+	unsupported Unsupported
+	dropped     []string
+}
+
+// NewBender returns a Bender for one translation under opts.
+func NewBender(opts Options) Bender {
+	return Bender{drop: opts.Drop, unsupported: opts.Unsupported}
+}
+
+// Refuse reports that param (its name without indices, as Options.Drop
+// lists it), at path, cannot be carried. neutral says it has no effect
+// on the answer's shape. It returns nil when the parameter is dropped
+// (the caller leaves it out, and Dropped names it), else the *Error that
+// refuses the request.
+func (b *Bender) Refuse(param, path, reason string, neutral bool) error {
+	if b.drops(param, neutral) {
+		if !slices.Contains(b.dropped, param) {
+			b.dropped = append(b.dropped, param)
+		}
+		return nil
+	}
+	return &Error{Kind: ErrUntranslatable, Param: param, Path: path, Reason: reason}
+}
+
+func (b *Bender) drops(param string, neutral bool) bool {
+	for _, d := range b.drop {
+		if d == "*" || d == param || strings.HasSuffix(param, "."+d) {
+			return true
+		}
+	}
+	switch b.unsupported {
+	case UnsupportedDrop:
+		return true
+	case UnsupportedRefuse:
+		return false
+	}
+	return neutral
+}
+
+// Dropped lists what was dropped, in the order met and without repeats.
+func (b *Bender) Dropped() []string { return b.dropped }
