@@ -165,3 +165,20 @@ type Server interface {
 	// more.
 	Stream(w io.Writer) io.WriteCloser
 }
+
+// Signer sets a vendor request's credentials just before it is sent: an
+// API key header, an OAuth2 bearer token, an AWS Signature V4. body is
+// the request's body (SigV4 signs its hash). An error never carries a
+// credential. Implementations live in internal/server/cloudauth.
+type Signer interface {
+	Sign(req *http.Request, body []byte) error
+}
+
+// Kind is one native API as the config names it (providers[].kind).
+type Kind struct {
+	// Name is the config's kind: "gemini", "bedrock".
+	Name string
+	// Codec is the gateway's side, Server the mock's.
+	Codec  Codec
+	Server Server
+}
