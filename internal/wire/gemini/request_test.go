@@ -44,7 +44,7 @@ func TestRequest(t *testing.T) {
 			path: "/models/m:generateContent",
 			want: `{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBO"}},{"fileData":{"mimeType":"image/jpeg","fileUri":"https://example.com/cat.JPG?x=1"}},{"inlineData":{"mimeType":"application/pdf","data":"JVBE"}}]}],"generationConfig":{"maxOutputTokens":1}}`},
 		{name: "structured output and thinking", model: "m",
-			hub: `{"model":"m","max_tokens":1000,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}},"thinking":{"type":"enabled","budget_tokens":512},"messages":[{"role":"user","content":"x"}]}`,
+			hub:  `{"model":"m","max_tokens":1000,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}},"thinking":{"type":"enabled","budget_tokens":512},"messages":[{"role":"user","content":"x"}]}`,
 			path: "/models/m:generateContent",
 			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"maxOutputTokens":1000,"responseMimeType":"application/json","responseJsonSchema":{"type":"object","properties":{"a":{"type":"integer"}}},"thinkingConfig":{"thinkingBudget":512}}}`},
 		{name: "thinking disabled is left to the model; auto and none", model: "m",
