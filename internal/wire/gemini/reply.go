@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/sluice-gw/sluice/internal/wire/native"
@@ -218,9 +219,9 @@ func (e *events) Next() ([]byte, error) {
 		space := min(readSize, native.MaxEvent+1-len(e.buf))
 		e.buf = growTo(e.buf, len(e.buf)+space)
 		n, err := e.r.Read(e.buf[len(e.buf) : len(e.buf)+space])
-		fresh := e.buf[len(e.buf) : len(e.buf)+n]
-		e.buf = e.buf[:len(e.buf)+n]
-		if bytes.ContainsAny(fresh, "\r\n") {
+		from := len(e.buf)
+		e.buf = e.buf[:from+n]
+		if endsEvent(e.buf, from) {
 			e.dirty = true
 		}
 		if err == io.EOF {
@@ -231,13 +232,10 @@ func (e *events) Next() ([]byte, error) {
 	}
 }
 
+// growTo makes room for n bytes in b, growing it as append does, so
+// that small reads do not copy the buffer each time.
 func growTo(b []byte, n int) []byte {
-	if cap(b) >= n {
-		return b
-	}
-	nb := make([]byte, len(b), n)
-	copy(nb, b)
-	return nb
+	return slices.Grow(b, n-len(b))
 }
 
 // end is the stream's end: the hub's tail after a finishReason, else a
@@ -382,4 +380,14 @@ func (e *events) chunk(out []byte, data []byte) []byte {
 		e.finish = cand.FinishReason
 	}
 	return out
+}
+
+// endsEvent reports whether buf, of which the bytes from from on are new,
+// now holds a blank line that the old bytes did not: two line ends in a
+// row ("\n\n", "\r\r", or "\n\r", which "\r\n\r" and "\r\n\r\n" hold).
+// Parsing only then keeps a long event, arriving in small reads, from
+// being scanned again at every read.
+func endsEvent(buf []byte, from int) bool {
+	w := buf[max(from-1, 0):]
+	return bytes.Contains(w, []byte("\n\n")) || bytes.Contains(w, []byte("\r\r")) || bytes.Contains(w, []byte("\n\r"))
 }

@@ -284,3 +284,19 @@ func TestStreamReadError(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestStreamLongEventInSmallReads: an event of many lines read a byte at
+// a time is parsed once it is whole, not at every line (which took
+// minutes at this size).
+func TestStreamLongEventInSmallReads(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}]},\"finishReason\":\"STOP\"}],\n")
+	for range 40000 {
+		b.WriteString("data: \"usageMetadata\":{},\n")
+	}
+	b.WriteString("data: \"modelVersion\":\"m\"}\n\n")
+	got, err := hubStream(b.String(), true)
+	if err != io.EOF || !strings.Contains(string(got), "message_stop") {
+		t.Fatalf("end = %v", err)
+	}
+}

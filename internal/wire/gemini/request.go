@@ -103,6 +103,9 @@ func (Codec) Request(hub []byte, model string, opts translate.Options) (*native.
 	if !gen.empty() {
 		out.GenerationConfig = gen
 	}
+	if strings.Contains(strings.ToLower(model), "gemini-3") {
+		signCalls(out.Contents)
+	}
 	body, err := json.Marshal(out)
 	if err != nil {
 		return nil, invalid("", "", "the request cannot be written as Gemini's: "+err.Error())
@@ -588,4 +591,28 @@ func (g *gmGenerationConf) empty() bool {
 	return g.MaxOutputTokens == nil && g.Temperature == nil && g.TopP == nil && g.TopK == nil &&
 		g.StopSequences == nil && g.ResponseMimeType == "" && g.ResponseSchema == nil &&
 		g.ResponseJSONSchema == nil && g.ThinkingConfig == nil
+}
+
+// skipSignature is Google's documented stand-in for a thoughtSignature
+// that a replayed conversation lost: Gemini 3 refuses a model turn's
+// function call without one, and the hub's tool_use blocks have no place
+// to carry Gemini's own.
+const skipSignature = "skip_thought_signature_validator"
+
+// signCalls gives the first function call of each model turn the
+// stand-in signature (Gemini signs only the first of parallel calls).
+func signCalls(contents []gmContent) {
+	for i := range contents {
+		if contents[i].Role != "model" {
+			continue
+		}
+		for j := range contents[i].Parts {
+			if p := &contents[i].Parts[j]; p.FunctionCall != nil {
+				if p.ThoughtSignature == "" {
+					p.ThoughtSignature = skipSignature
+				}
+				break
+			}
+		}
+	}
 }

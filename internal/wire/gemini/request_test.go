@@ -144,3 +144,24 @@ func TestRequestBodyIsJSON(t *testing.T) {
 		t.Fatalf("body %s: Gemini wants contents, even empty", call.Body)
 	}
 }
+
+func TestRequestGemini3SignsReplayedCalls(t *testing.T) {
+	hub := `{"max_tokens":9,"messages":[{"role":"user","content":"q"},
+		{"role":"assistant","content":[{"type":"text","text":"two calls"},{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"f","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"b","content":"2"}]}]}`
+	for model, signed := range map[string]bool{"gemini-3-pro-preview": true, "Gemini-3.1-flash": true, "gemini-2.5-flash": false} {
+		call, err := Codec{}.Request([]byte(hub), model, translate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body gmRequest
+		json.Unmarshal(call.Body, &body)
+		parts := body.Contents[1].Parts
+		if got := parts[1].ThoughtSignature == skipSignature; got != signed {
+			t.Fatalf("%s: first call signed %v", model, got)
+		}
+		if parts[0].ThoughtSignature != "" || parts[2].ThoughtSignature != "" {
+			t.Fatalf("%s: text or second call signed: %s", model, call.Body)
+		}
+	}
+}

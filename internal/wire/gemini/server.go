@@ -458,7 +458,11 @@ func (s *streamWriter) Write(p []byte) (int, error) {
 	if s.end {
 		return len(p), nil
 	}
+	from := len(s.buf)
 	s.buf = append(s.buf, p...)
+	if !endsEvent(s.buf, from) {
+		return len(p), nil
+	}
 	evs, n := translate.ParseEvents(s.buf)
 	s.buf = append(s.buf[:0], s.buf[n:]...)
 	for _, ev := range evs {
