@@ -165,8 +165,11 @@ func TestGoogleServiceAccountBearer(t *testing.T) {
 			t.Fatal("a client's x-api-key reached the provider")
 		}
 	}
-	if ts.problem != "" {
-		t.Fatalf("token endpoint: %s", ts.problem)
+	ts.mu.Lock()
+	problem := ts.problem
+	ts.mu.Unlock()
+	if problem != "" {
+		t.Fatalf("token endpoint: %s", problem)
 	}
 	if n := ts.requests.Load(); n != 1 {
 		t.Fatalf("%d token requests for 25 signs, want 1 (the token is reused)", n)
@@ -278,5 +281,21 @@ func TestAPIKey(t *testing.T) {
 	}
 	if err := APIKey("x-goog-api-key", "").Sign(req, nil); err == nil {
 		t.Fatal("an empty key signed")
+	}
+}
+
+func TestGoogleDefaultCredentialsFromEnvironment(t *testing.T) {
+	ts, path, _ := serviceAccount(t)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+	s, err := Google(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("POST", "https://example.invalid/", nil)
+	if err := s.Sign(req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if req.Header.Get("Authorization") != "Bearer "+testToken || ts.requests.Load() != 1 {
+		t.Fatalf("Authorization %q after %d token requests", req.Header.Get("Authorization"), ts.requests.Load())
 	}
 }
