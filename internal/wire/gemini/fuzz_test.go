@@ -49,7 +49,7 @@ func lastOutput(gm []byte) (int64, bool) {
 			} `json:"usageMetadata"`
 		}
 		if json.Unmarshal(ev.Data, &c) == nil && c.UsageMetadata != nil {
-			out, found = max(c.UsageMetadata.Candidates, 0)+max(c.UsageMetadata.Thoughts, 0), true
+			out, found = addSat(max(c.UsageMetadata.Candidates, 0), max(c.UsageMetadata.Thoughts, 0)), true
 		}
 	}
 	return out, found
@@ -70,6 +70,8 @@ func FuzzGeminiStream(f *testing.F) {
 	f.Add([]byte(": comment\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\",\"thought\":true},{\"text\":\"b\"}]}}]}\r\n\r\ndata: {\"candidates\":[{\"finishReason\":\"MAX_TOKENS\"}]}"), []byte{2})
 	f.Add([]byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"b\"}]}}]}\n\n"), []byte{})
 	f.Add([]byte("data: [1,2]\n\ndata: nope\n\n"), []byte{})
+	f.Add([]byte("data: {\"candidates\":[{\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"candidatesTokenCount\":9223372036854775807,\"thoughtsTokenCount\":5}}\n\n"), []byte{})
+	f.Add([]byte("data: {\"candidates\":[{\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"candidatesTokenCount\":123456789012}}\n\n"), []byte{})
 	f.Fuzz(func(t *testing.T, gm, cuts []byte) {
 		ev := Reply{Model: "m"}.Stream(&cutReader{b: gm, cuts: cuts}).(*events)
 		var out []byte
@@ -98,8 +100,17 @@ func FuzzGeminiStream(f *testing.F) {
 			if verdict != protocol.StreamOK || !bytes.HasSuffix(out, []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")) {
 				t.Fatalf("clean end, verdict %q:\n%s", verdict, out)
 			}
-			if want, ok := lastOutput(gm); ok && int64(outTokens) != want {
-				t.Fatalf("output tokens %d, the stream's last chunk says %d", outTokens, want)
+			want, ok := lastOutput(gm)
+			if !ok {
+				break
+			}
+			evs := hubEvents(t, out)
+			delta := evs[len(evs)-2]
+			if got := delta["usage"].(map[string]any)["output_tokens"].(float64); got != float64(want) {
+				t.Fatalf("message_delta says %v output tokens, the stream's last chunk %d", got, want)
+			}
+			if want <= protocol.MaxUsage && int64(outTokens) != want {
+				t.Fatalf("the gateway reads %d output tokens, the stream's last chunk says %d", outTokens, want)
 			}
 		case errors.Is(err, translate.ErrStreamFailed):
 			if verdict != protocol.StreamErrorEvent {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 
@@ -58,8 +59,16 @@ func usageOf(u *gmUsage) hubUsage {
 	cached = min(cached, prompt)
 	h.InputTokens = prompt - cached
 	h.CacheReadInputTokens = cached
-	h.OutputTokens = get(u.CandidatesTokenCount) + get(u.ThoughtsTokenCount)
+	h.OutputTokens = addSat(get(u.CandidatesTokenCount), get(u.ThoughtsTokenCount))
 	return h
+}
+
+// addSat adds two counts that are not negative, stopping at the largest.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func msgID(responseID string) string {
