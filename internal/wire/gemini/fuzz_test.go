@@ -166,3 +166,48 @@ func FuzzGeminiRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGeminiServerStream: the mock's Stream writes the same Gemini
+// chunks however the hub's bytes are cut, each one "data: <JSON>" and a
+// blank line, and the codec reads them as a well-formed hub stream.
+func FuzzGeminiServerStream(f *testing.F) {
+	f.Add([]byte(hubSSE), []byte{0})
+	f.Add([]byte(hubSSE), []byte{7, 1, 30})
+	f.Add([]byte(hubSSE[:len(hubSSE)/2]), []byte{2})
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"m\"}}\r\n\r\n"), []byte{})
+	f.Add([]byte("data: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{\"a\":1}}}\n\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n"), []byte{1})
+	f.Add([]byte("data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"\"}}\n\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"), []byte{})
+	f.Fuzz(func(t *testing.T, hub, cuts []byte) {
+		var whole, cut bytes.Buffer
+		w := Server{}.Stream(&whole)
+		w.Write(hub)
+		w.Close()
+		w = Server{}.Stream(&cut)
+		for i, rest := 0, hub; len(rest) > 0; i++ {
+			n := len(rest)
+			if len(cuts) > 0 {
+				n = min(n, int(cuts[i%len(cuts)])+1)
+			}
+			w.Write(rest[:n])
+			rest = rest[n:]
+		}
+		w.Close()
+		if !bytes.Equal(whole.Bytes(), cut.Bytes()) {
+			t.Fatalf("cut hub bytes give other chunks:\n%q\n%q", whole.Bytes(), cut.Bytes())
+		}
+		for _, c := range strings.SplitAfter(whole.String(), "\r\n\r\n") {
+			if c == "" {
+				continue
+			}
+			data, ok := strings.CutPrefix(c, "data: ")
+			if !ok || !strings.HasSuffix(data, "\r\n\r\n") || !json.Valid([]byte(strings.TrimSuffix(data, "\r\n\r\n"))) {
+				t.Fatalf("chunk %q", c)
+			}
+		}
+		got, err := hubStream(whole.String(), false)
+		if err != io.EOF && !errors.Is(err, translate.ErrTruncated) && !errors.Is(err, translate.ErrStreamFailed) {
+			t.Fatalf("the codec reads the mock's stream as %v", err)
+		}
+		checkHub(t, got)
+	})
+}

@@ -342,6 +342,9 @@ func (Server) Answer(hub []byte) ([]byte, error) {
 		case "thinking":
 			parts = append(parts, gmPart{Text: ptr(b.Thinking), Thought: true})
 		case "tool_use":
+			if b.Name == "" {
+				continue // not a call Gemini could make
+			}
 			in, err := args(b.Input)
 			if err != nil {
 				return nil, err
@@ -554,6 +557,9 @@ func (s *streamWriter) event(ev translate.Event) error {
 	case "content_block_stop":
 		if t := s.tools[in.Index]; t != nil {
 			delete(s.tools, in.Index)
+			if t.name == "" {
+				return nil // not a call Gemini could make
+			}
 			a, err := args(t.args)
 			if err != nil {
 				a = json.RawMessage("{}")
