@@ -135,6 +135,11 @@ func (Codec) Failure(status int, h http.Header, body []byte) native.Failure {
 	var typ, msg string
 	if info != nil {
 		f.Status, typ = hubStatus(info.Status, status)
+		if keyRefused(info.Details) {
+			// The Gemini API answers a bad key 400 INVALID_ARGUMENT: it is
+			// the provider's credential, not the client's request.
+			f.Status, typ = 401, "authentication_error"
+		}
 		msg = info.Message
 		f.RetryAfter = retryDelay(info.Details)
 	} else {
@@ -161,6 +166,22 @@ func kept(status int) bool {
 	switch status {
 	case 400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 504, 529:
 		return true
+	}
+	return false
+}
+
+// keyRefused reports an ErrorInfo detail saying the API key is not valid
+// or has expired.
+func keyRefused(details []json.RawMessage) bool {
+	for _, d := range details {
+		var ei struct {
+			Type   string `json:"@type"`
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(d, &ei) == nil && strings.HasSuffix(ei.Type, "google.rpc.ErrorInfo") &&
+			(ei.Reason == "API_KEY_INVALID" || ei.Reason == "API_KEY_EXPIRED") {
+			return true
+		}
 	}
 	return false
 }

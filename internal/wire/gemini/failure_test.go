@@ -29,6 +29,8 @@ func TestCodecFailure(t *testing.T) {
 		{"invalid argument", 400, nil, `{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}`, 400, "invalid_request_error", "Invalid JSON payload", 0},
 		{"failed precondition", 400, nil, `{"error":{"code":400,"message":"User location is not supported","status":"FAILED_PRECONDITION"}}`, 400, "invalid_request_error", "User location is not supported", 0},
 		{"bad key", 400, nil, `{"error":{"code":400,"message":"API key not valid.","status":"UNAUTHENTICATED"}}`, 401, "authentication_error", "API key not valid.", 0},
+		{"bad key as the Gemini API says it", 400, nil, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`,
+			401, "authentication_error", "API key not valid. Please pass a valid API key.", 0},
 		{"permission", 403, nil, `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`, 403, "permission_error", "denied", 0},
 		{"unknown model", 404, nil, `{"error":{"code":404,"message":"models/gemini-9 is not found for API version v1beta","status":"NOT_FOUND"}}`, 404, "not_found_error", "model: models/gemini-9 is not found for API version v1beta", 0},
 		{"other not found", 404, nil, `{"error":{"code":404,"message":"File xyz not found","status":"NOT_FOUND"}}`, 404, "not_found_error", "File xyz not found", 0},
