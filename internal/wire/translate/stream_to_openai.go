@@ -84,7 +84,7 @@ type StreamToOpenAI struct {
 type anStreamBlock struct {
 	tool   bool
 	skip   bool // thinking: nothing of it reaches the client
-	index  int // the OpenAI tool call index
+	index  int  // the OpenAI tool call index
 	closed bool
 }
 
