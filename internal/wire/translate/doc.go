@@ -229,13 +229,17 @@
 //
 // # What a round trip keeps
 //
-// OpenAI → Anthropic → OpenAI keeps messages, tools, tool_choice,
-// parallel_tool_calls, stop, temperature, top_p, user, stream and usage,
-// for a request already in the form this package writes (system as one
-// string, stop as an array, no empty assistant text). It loses the
-// difference between system and developer, between max_tokens and
-// max_completion_tokens, and between a string and a single text part
-// in an assistant turn. Anthropic → OpenAI → Anthropic folds
+// OpenAI → Anthropic → OpenAI keeps messages, tools (strict too),
+// tool_choice, parallel_tool_calls, stop, temperature, top_p, user,
+// stream, usage, a json_schema's schema and reasoning_effort low, medium
+// and high (when max_tokens leaves room for the budget), for a request
+// already in the form this package writes (system as one string, stop
+// as an array, no empty assistant text). It loses the difference
+// between system and developer, between max_tokens and
+// max_completion_tokens, and between a string and a single text part in
+// an assistant turn, a json_schema's name and strict, JSON mode (it
+// comes back as a json_schema of {"type":"object"}), and minimal and
+// xhigh effort (low and high). Anthropic → OpenAI → Anthropic folds
 // cache_creation_input_tokens into input_tokens and stop_sequence into
 // end_turn.
 //
@@ -255,9 +259,10 @@
 //     drop (Translated.Dropped); on_unsupported moves the line.
 //   - Temperature. Portkey clamps it to Anthropic's maximum of 1, so 1.8
 //     quietly becomes 1. LiteLLM passes it on, and Anthropic answers 400.
-//     Sluice refuses anything above 1 before sending: the two scales are
-//     not the same curve, so neither clamping nor halving keeps the
-//     client's meaning. A Drop removes it entirely; nothing is clamped.
+//     Sluice never sends anything above 1: the two scales are not the
+//     same curve, so neither clamping nor halving keeps the client's
+//     meaning. It is removed entirely and named in Dropped (refused
+//     under UnsupportedRefuse); nothing is clamped.
 //   - Merging consecutive messages. Portkey sends turns as they come,
 //     and Anthropic rejects two user turns in a row. Sluice merges them,
 //     as LiteLLM does, and puts a tool message's result and the user text
