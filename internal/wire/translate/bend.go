@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 )
 
 // Structured output and reasoning, which both dialects have in their
@@ -50,10 +51,12 @@ var anyObjectSchema = json.RawMessage(`{"type":"object"}`)
 const MinThinkingBudget = 1024
 
 // ThinkingBudget is the budget_tokens each OpenAI reasoning_effort asks
-// of Anthropic; "none" asks for no thinking. A budget must also be below
-// max_tokens (which counts thinking, as OpenAI's max_completion_tokens
-// counts reasoning), so it is capped at max_tokens − 1, and dropped when
-// that is under MinThinkingBudget.
+// of Anthropic; "none" asks for no thinking. Anthropic's max_tokens
+// counts thinking, as OpenAI's max_completion_tokens counts reasoning,
+// and a budget must be below it. So when the client set a cap, the
+// budget is capped at that cap − 1 (and dropped when that is under
+// MinThinkingBudget); when it set none, the default max_tokens is the
+// answer's and the budget is added to it.
 var ThinkingBudget = map[string]int64{
 	"minimal": 1024,
 	"low":     2048,
@@ -147,12 +150,15 @@ func (c *conv) reasoningToAnthropic(o *object, out *anRequest) error {
 		return err
 	}
 	budget, known := ThinkingBudget[effort]
-	if !known {
-		return invalid("reasoning_effort", "reasoning_effort", "must be none, minimal, low, medium, high or xhigh")
+	if c.maxDefaulted {
+		budget = min(budget, math.MaxInt64-out.MaxTokens)
+	} else {
+		budget = min(budget, out.MaxTokens-1)
 	}
-	budget = min(budget, out.MaxTokens-1)
 	why := ""
 	switch {
+	case !known:
+		why = "reasoning_effort " + quote(effort) + " has no thinking budget here; use minimal, low, medium, high or xhigh"
 	case budget < MinThinkingBudget:
 		why = "Anthropic's least thinking budget is 1024 tokens, and it must be below max_tokens; raise max_tokens above 1024 to keep it"
 	case len(out.Temperature) > 0 && !isJSON("1")(out.Temperature):
@@ -164,6 +170,9 @@ func (c *conv) reasoningToAnthropic(o *object, out *anRequest) error {
 	}
 	if why != "" {
 		return c.refuse("reasoning_effort", "reasoning_effort", why)
+	}
+	if c.maxDefaulted {
+		out.MaxTokens += budget
 	}
 	out.Thinking = &anThinking{Type: "enabled", BudgetTokens: budget}
 	return nil

@@ -128,15 +128,21 @@ func TestOutputConfigToOpenAI(t *testing.T) {
 func TestReasoningEffortToThinking(t *testing.T) {
 	cases := []struct {
 		extra, want string
+		maxTokens   string
 	}{
-		{`,"reasoning_effort":"low"`, `{"type":"enabled","budget_tokens":2048}`},
-		{`,"reasoning_effort":"medium"`, `{"type":"enabled","budget_tokens":4095}`}, // capped below max_tokens 4096
-		{`,"reasoning_effort":"medium","max_tokens":20000`, `{"type":"enabled","budget_tokens":8192}`},
-		{`,"reasoning_effort":"high","max_completion_tokens":32000`, `{"type":"enabled","budget_tokens":16384}`},
-		{`,"reasoning_effort":"minimal","max_tokens":1025`, `{"type":"enabled","budget_tokens":1024}`},
-		{`,"reasoning_effort":"none"`, ``},
-		{`,"reasoning_effort":"low","temperature":1`, `{"type":"enabled","budget_tokens":2048}`},
-		{`,"reasoning_effort":"low","top_p":0.95`, `{"type":"enabled","budget_tokens":2048}`},
+		// No cap from the client: the default is the answer's, and the
+		// budget is added to it.
+		{`,"reasoning_effort":"low"`, `{"type":"enabled","budget_tokens":2048}`, "6144"},
+		{`,"reasoning_effort":"medium"`, `{"type":"enabled","budget_tokens":8192}`, "12288"},
+		// The client's cap covers thinking too, as OpenAI's covers
+		// reasoning: the budget stays below it.
+		{`,"reasoning_effort":"medium","max_tokens":5000`, `{"type":"enabled","budget_tokens":4999}`, "5000"},
+		{`,"reasoning_effort":"medium","max_tokens":20000`, `{"type":"enabled","budget_tokens":8192}`, "20000"},
+		{`,"reasoning_effort":"high","max_completion_tokens":32000`, `{"type":"enabled","budget_tokens":16384}`, "32000"},
+		{`,"reasoning_effort":"minimal","max_tokens":1025`, `{"type":"enabled","budget_tokens":1024}`, "1025"},
+		{`,"reasoning_effort":"none"`, ``, "4096"},
+		{`,"reasoning_effort":"low","temperature":1`, `{"type":"enabled","budget_tokens":2048}`, "6144"},
+		{`,"reasoning_effort":"low","top_p":0.95`, `{"type":"enabled","budget_tokens":2048}`, "6144"},
 	}
 	for _, tc := range cases {
 		res, err := RequestToAnthropic([]byte(openAIWith(tc.extra)), refuseAll)
@@ -145,6 +151,9 @@ func TestReasoningEffortToThinking(t *testing.T) {
 		}
 		if got := string(topKey(t, res.Body, "thinking")); got != tc.want {
 			t.Errorf("%s: thinking = %s, want %s", tc.extra, got, tc.want)
+		}
+		if got := string(topKey(t, res.Body, "max_tokens")); got != tc.maxTokens {
+			t.Errorf("%s: max_tokens = %s, want %s", tc.extra, got, tc.maxTokens)
 		}
 	}
 	tools := `,"tools":[{"type":"function","function":{"name":"f"}}]`
@@ -162,8 +171,14 @@ func TestReasoningEffortToThinking(t *testing.T) {
 			t.Errorf("%s: thinking %s, Dropped %q; want none, and reasoning_effort dropped", extra, th, res.Dropped)
 		}
 	}
-	if _, err := RequestToAnthropic([]byte(openAIWith(`,"reasoning_effort":"huge"`)), Options{Unsupported: UnsupportedDrop}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("unknown effort: err = %v, want ErrInvalid", err)
+	// An effort this package does not know has no budget: dropped and
+	// named, or refused under UnsupportedRefuse.
+	res, err := RequestToAnthropic([]byte(openAIWith(`,"reasoning_effort":"huge"`)), Options{})
+	if err != nil || topKey(t, res.Body, "thinking") != nil || !slices.Equal(res.Dropped, []string{"reasoning_effort"}) {
+		t.Errorf("unknown effort: %v, Dropped %q", err, res.Dropped)
+	}
+	if _, err := RequestToAnthropic([]byte(openAIWith(`,"reasoning_effort":"huge"`)), refuseAll); !errors.Is(err, ErrUntranslatable) {
+		t.Errorf("unknown effort under refuse: err = %v, want ErrUntranslatable", err)
 	}
 }
 

@@ -120,12 +120,17 @@
 //	  "answer", schema}, no strict         (OpenAI's strict wants every
 //	                                       property required)
 //	reasoning_effort minimal low medium  thinking {type enabled, budget_tokens
-//	  high xhigh                           1024 2048 8192 16384 32768}, capped
-//	                                       at max_tokens − 1; dropped (Neutral)
-//	                                       under 1024, or with a temperature
-//	                                       ≠ 1, top_p < 0.95 or a forced
-//	                                       tool_choice, which Anthropic's
-//	                                       thinking refuses
+//	  high xhigh                           1024 2048 8192 16384 32768}: with
+//	                                       the client's cap, capped at
+//	                                       max_tokens − 1 (the cap counts
+//	                                       thinking, as OpenAI's counts
+//	                                       reasoning); without one, added to
+//	                                       the default max_tokens. Dropped
+//	                                       (Neutral) under 1024, for an
+//	                                       unknown effort, or with a
+//	                                       temperature ≠ 1, top_p < 0.95 or
+//	                                       a forced tool_choice, which
+//	                                       Anthropic's thinking refuses
 //	reasoning_effort none                (nothing)
 //	reasoning_effort low medium high     thinking enabled, budget < 4096,
 //	                                       < 16384, ≥ 16384; disabled is

@@ -96,6 +96,9 @@ type Translated struct {
 type conv struct {
 	opts Options
 	Bender
+	// maxDefaulted: the OpenAI request set no output cap, and
+	// Anthropic's required max_tokens is the default.
+	maxDefaulted bool
 }
 
 // refuse reports that param, at path, cannot be translated. It returns

@@ -140,9 +140,9 @@ func (c *conv) maxTokensToAnthropic(o *object, out *anRequest) error {
 	case hasMT:
 		out.MaxTokens = mt
 	case c.opts.DefaultMaxTokens > 0:
-		out.MaxTokens = c.opts.DefaultMaxTokens
+		out.MaxTokens, c.maxDefaulted = c.opts.DefaultMaxTokens, true
 	default:
-		out.MaxTokens = DefaultMaxTokens
+		out.MaxTokens, c.maxDefaulted = DefaultMaxTokens, true
 	}
 	return nil
 }
