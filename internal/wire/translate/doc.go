@@ -86,7 +86,7 @@
 //	  text part                           text block
 //	  image_url data:<mt>;base64,<d>      image, source {base64, media_type, data}
 //	  image_url http(s)://...             image, source {url}
-//	  image_url.detail low|high           refused (detail); auto is the default
+//	  image_url.detail low|high           dropped (Neutral); auto is the default
 //	assistant content + tool_calls[]     assistant text block + tool_use blocks
 //	  function.arguments (JSON string)    input (object); "" is {}
 //	role tool, tool_call_id, content     user turn, tool_result {tool_use_id,
@@ -102,8 +102,9 @@
 //	stop (string | array)                stop_sequences (array); whitespace-only
 //	                                       refused: Anthropic rejects them
 //	temperature 0..1                     temperature
-//	temperature > 1                      refused (OpenAI's range is 0..2,
-//	                                       Anthropic's 0..1)
+//	temperature > 1                      dropped (Neutral), never clamped:
+//	                                       OpenAI's range is 0..2, Anthropic's
+//	                                       0..1, and not the same curve
 //	top_p                                top_p
 //	max_completion_tokens | max_tokens   max_tokens (required there: absent
 //	                                       is Options.DefaultMaxTokens, 4096)
@@ -116,9 +117,6 @@
 //	  strict}}                             is {"type":"object"}
 //	response_format json_object          output_config, schema {"type":"object"}
 //	response_format text                 (nothing)
-//	response_format json_schema {name    output_config.format json_schema
-//	  "answer", schema}, no strict         (OpenAI's strict wants every
-//	                                       property required)
 //	reasoning_effort minimal low medium  thinking {type enabled, budget_tokens
 //	  high xhigh                           1024 2048 8192 16384 32768}: with
 //	                                       the client's cap, capped at
@@ -132,6 +130,12 @@
 //	                                       a forced tool_choice, which
 //	                                       Anthropic's thinking refuses
 //	reasoning_effort none                (nothing)
+//
+// and the other way (Anthropic on the right, read right to left):
+//
+//	response_format json_schema {name    output_config.format json_schema
+//	  "answer", schema}, no strict         (OpenAI's strict wants every
+//	                                       property required)
 //	reasoning_effort low medium high     thinking enabled, budget < 4096,
 //	                                       < 16384, ≥ 16384; disabled is
 //	                                       nothing
