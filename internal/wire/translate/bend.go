@@ -50,14 +50,19 @@ var anyObjectSchema = json.RawMessage(`{"type":"object"}`)
 // MinThinkingBudget is Anthropic's least budget_tokens for thinking.
 const MinThinkingBudget = 1024
 
-// ThinkingBudget is the budget_tokens each OpenAI reasoning_effort asks
-// of Anthropic; "none" asks for no thinking. Anthropic's max_tokens
+// ThinkingBudget is the budget_tokens an OpenAI reasoning_effort asks of
+// Anthropic; false for "none" (no thinking) and efforts it does not know. Anthropic's max_tokens
 // counts thinking, as OpenAI's max_completion_tokens counts reasoning,
 // and a budget must be below it. So when the client set a cap, the
 // budget is capped at that cap − 1 (and dropped when that is under
 // MinThinkingBudget); when it set none, the default max_tokens is the
 // answer's and the budget is added to it.
-var ThinkingBudget = map[string]int64{
+func ThinkingBudget(effort string) (int64, bool) {
+	b, ok := thinkingBudgets[effort]
+	return b, ok
+}
+
+var thinkingBudgets = map[string]int64{
 	"minimal": 1024,
 	"low":     2048,
 	"medium":  8192,
@@ -149,7 +154,7 @@ func (c *conv) reasoningToAnthropic(o *object, out *anRequest) error {
 	if err != nil || !ok || effort == "none" {
 		return err
 	}
-	budget, known := ThinkingBudget[effort]
+	budget, known := ThinkingBudget(effort)
 	if c.maxDefaulted {
 		budget = min(budget, math.MaxInt64-out.MaxTokens)
 	} else {
