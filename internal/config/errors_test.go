@@ -15,6 +15,12 @@ func TestMixedKindsAccepted(t *testing.T) {
 	if n := len(c.Models[0].Targets); n != 2 {
 		t.Fatalf("targets: %d, want 2", n)
 	}
+	if got := c.Models[0].OnUnsupported; got != "drop" {
+		t.Errorf("models[0].on_unsupported = %q, want drop", got)
+	}
+	if got := c.Providers[1].OnUnsupported; got != "refuse" {
+		t.Errorf("providers[1].on_unsupported = %q, want refuse", got)
+	}
 }
 
 // kind azure: api_version defaults to the GA version, and an azure
@@ -105,6 +111,10 @@ func TestParseErrors(t *testing.T) {
 			{":17: models[3].targets: ", "at least one target is required; add - provider:"},
 			{":20: models[4].targets[0].model: ", "missing; write the model name the provider expects"},
 			{":23: models[5].validation.on_invalid: ", `"drop" is not valid; use retry, annotate or refuse`},
+		}},
+		{"bad_unsupported.yaml", []want{
+			{":5: providers[0].on_unsupported: ", `"ignore" is not valid; use drop or refuse, or remove it`},
+			{":8: models[0].on_unsupported: ", `"Drop" is not valid; use drop or refuse`},
 		}},
 		{"bad_admission.yaml", []want{
 			{":2: log.format: ", `"xml" is not valid; use text or json`},

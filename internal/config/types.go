@@ -253,6 +253,12 @@ type Provider struct {
 	// default prefill for kind anthropic, prompt otherwise). A target
 	// may say otherwise.
 	Continuation string `yaml:"continuation"`
+	// OnUnsupported says what a native codec (a provider whose API is
+	// neither OpenAI's nor Anthropic's) does with a request parameter
+	// the provider's API cannot carry: "drop" it, "refuse" the request,
+	// or, empty, drop only what leaves the answer's shape alone
+	// (translate.Neutral) and refuse the rest.
+	OnUnsupported string `yaml:"on_unsupported"`
 }
 
 // Replica is one server of a provider's pool.
@@ -469,6 +475,14 @@ type Model struct {
 	// Validation says what the gateway does with an answer that breaks
 	// the structured output its request asked for.
 	Validation Validation `yaml:"validation"`
+	// OnUnsupported says what translation to another API (a client of
+	// OpenAI's API served by an Anthropic-kind target, or the reverse)
+	// does with a parameter the target's API cannot carry: "drop" it,
+	// "refuse" the request (400 when no same-kind target is left), or,
+	// empty, drop only what leaves the answer's shape alone (a seed, the
+	// penalties, top_k; translate.Neutral) and refuse the rest (n > 1,
+	// audio). Whatever is dropped is named in X-Sluice-Dropped.
+	OnUnsupported string `yaml:"on_unsupported"`
 }
 
 // The actions for an invalid answer (Validation.OnInvalid).

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 var (
@@ -122,6 +124,7 @@ func (c *Config) validateProviders(v *checker) []string {
 	firstAt := map[string]int{}
 	for i, p := range c.Providers {
 		at := func(f string) string { return fmt.Sprintf("providers[%d].%s", i, f) }
+		validateUnsupported(v, at("on_unsupported"), p.OnUnsupported)
 		j, dup := firstAt[p.Name]
 		switch {
 		case p.Name == "":
@@ -178,6 +181,13 @@ func (c *Config) validateProviders(v *checker) []string {
 		}
 	}
 	return known
+}
+
+// validateUnsupported checks an on_unsupported, which translate reads.
+func validateUnsupported(v *checker, path, got string) {
+	if _, err := translate.ParseUnsupported(got); err != nil {
+		v.add(path, "%s is not valid; use drop or refuse, or remove it to drop only what leaves the answer's shape alone (a seed, top_k) and refuse the rest", short(got))
+	}
 }
 
 var azureAPIVersion = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$`)
@@ -463,6 +473,7 @@ func (c *Config) validateModels(v *checker, known []string) {
 		if a := m.Validation.OnInvalid; a != "" {
 			v.oneOf(at("validation.on_invalid"), a, OnInvalidRetry, OnInvalidAnnotate, OnInvalidRefuse)
 		}
+		validateUnsupported(v, at("on_unsupported"), m.OnUnsupported)
 		if len(m.Targets) == 0 {
 			v.add(at("targets"), "at least one target is required; add - provider: <name> and model: <upstream model name>")
 		}

@@ -59,9 +59,14 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 			c.maxTokens = *q.MaxTokens
 		}
 		c.toolTurn(body, q.Messages)
+		c.structured(body)
 		c.setPrompt(q.System, q.Messages, true)
 		c.enc = func(p *plan) encoder {
-			return &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool}
+			e := &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool, thinking: c.thinking}
+			if e.thinking {
+				e.text = 1
+			}
+			return e
 		}
 		return c, nil
 	})
@@ -92,6 +97,10 @@ type messagesEnc struct {
 	id, model string
 	prompt    int
 	tool      *toolUse
+	// thinking: a thinking block comes first, and the text block's
+	// index is text (1; else 0).
+	thinking bool
+	text     int
 }
 
 func (e *messagesEnc) toolBlock(input string) toolUseBlock {
@@ -129,6 +138,9 @@ type messageObject struct {
 func (e *messagesEnc) body(text string, tokens int, capped bool) []byte {
 	reason := stopReason(capped)
 	content := []any{textBlock{"text", text}}
+	if e.thinking {
+		content = []any{thinkingBlock{"thinking", mockThinking, mockSignature}, content[0]}
+	}
 	if e.tool != nil && !capped {
 		content, reason = append(content, e.toolBlock(e.tool.args)), "tool_use"
 	}
@@ -165,12 +177,18 @@ func (e *messagesEnc) streamHead() []byte {
 		Content: []any{},
 		Usage:   anthropicUsage{e.prompt, 1},
 	}})
-	b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &textBlock{"text", ""}})...)
+	if e.thinking {
+		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &thinkingBlock{Type: "thinking"}})...)
+		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "thinking_delta", "thinking": mockThinking}})...)
+		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "signature_delta", "signature": mockSignature}})...)
+		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop"})...)
+	}
+	b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: e.text, ContentBlock: &textBlock{"text", ""}})...)
 	return append(b, sseEvent("ping", map[string]string{"type": "ping"})...)
 }
 
 func (e *messagesEnc) streamToken(tok string) []byte {
-	return sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: &textBlock{"text_delta", tok}})
+	return sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: e.text, Delta: &textBlock{"text_delta", tok}})
 }
 
 func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
@@ -181,12 +199,13 @@ func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
 	type usage struct {
 		OutputTokens int `json:"output_tokens"`
 	}
-	b := sseEvent("content_block_stop", blockEvent{Type: "content_block_stop"})
+	b := sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: e.text})
 	reason := stopReason(capped)
 	if e.tool != nil && !capped {
-		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: 1, ContentBlock: e.toolBlock("{}")})...)
-		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: 1, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
-		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: 1})...)
+		at := e.text + 1
+		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: at, ContentBlock: e.toolBlock("{}")})...)
+		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: at, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
+		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: at})...)
 		reason = "tool_use"
 	}
 	b = append(b, sseEvent("message_delta", struct {

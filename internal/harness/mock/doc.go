@@ -58,6 +58,15 @@
 // result's text, so a client's whole tool round trip runs against the
 // mock (tools.go).
 //
+// # Structured output
+//
+// A request that asks for JSON (OpenAI's response_format json_schema or
+// json_object, Anthropic's output_config.format) is answered with JSON
+// in place of words, whole or streamed: every property of the schema
+// filled as a tool call's arguments are, {} for JSON mode. A request
+// that enables Anthropic's thinking gets a short thinking block, with
+// its signature, before the text (structured.go).
+//
 // # Failure kinds
 //
 //	status     an error in the protocol's own shape (OpenAI 429

@@ -49,6 +49,10 @@ type call struct {
 	prompt    string
 	prefilled bool
 	skip      int
+	// json is the JSON a structured output request's answer is, in place
+	// of words; thinking: Anthropic thinking was enabled (structured.go).
+	json     string
+	thinking bool
 }
 
 // encoder renders one call's response; tokens is the count generated and
@@ -130,6 +134,10 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	}
 	if p.words == upstream.WordsPrompt {
 		g.words = promptWords(c.prompt)
+	}
+	if c.json != "" {
+		g.reply = jsonTokens(c.json)
+		g.n = len(g.reply)
 	}
 	if c.prefilled {
 		g.skipWords(c.skip)

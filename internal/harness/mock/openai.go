@@ -104,6 +104,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		c := q.call(messagesBytes(q.Messages))
 		c.toolTurn(body, q.Messages)
+		c.structured(body)
 		c.setPrompt(nil, q.Messages, openAIContinues(body))
 		c.enc = func(p *plan) encoder {
 			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage()}, c.tool}

@@ -458,9 +458,7 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		g.refuseInvalid(w, x, a)
 		return
 	}
-	if x.cross != nil && x.cross.dropped != "" && crossed(x, a) {
-		w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
-	}
+	g.sayDropped(w, x, a)
 	switch {
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)

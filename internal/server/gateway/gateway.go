@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/usage"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // Options are the gateway's collaborators. Every field may be left zero.
@@ -196,6 +197,9 @@ type provider struct {
 	// provider refused max_tokens); probeWarned: a rejected probe was
 	// logged, and is not again until one passes.
 	probeCompletionTokens, probeWarned atomic.Bool
+	// unsupported is the provider's on_unsupported, for the native
+	// codecs that translate the hub's requests into its API.
+	unsupported translate.Unsupported
 }
 
 type model struct {
@@ -211,6 +215,9 @@ type model struct {
 	// caps is what each target can do to continue a broken stream, in
 	// targets' order (config.ContinuationCaps).
 	caps []lifecycle.ContinueCaps
+	// unsupported is on_unsupported: what translating its requests to
+	// another API does with a parameter that API cannot carry.
+	unsupported translate.Unsupported
 }
 
 type target struct {
@@ -321,6 +328,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if pc.Kind == config.KindAzure {
 			p.azureVersion = pc.APIVersion
 		}
+		if p.unsupported, err = translate.ParseUnsupported(pc.OnUnsupported); err != nil {
+			return nil, fmt.Errorf("providers[%d]: %w", i, err)
+		}
 		if p.key != "" {
 			p.keyHeader = []string{p.keyHeaderValue(p.key)}
 		}
@@ -350,6 +360,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	ec.DynamicKeys = g.rt != nil
 	for _, mc := range cfg.Models {
 		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
+		if m.unsupported, err = translate.ParseUnsupported(mc.OnUnsupported); err != nil {
+			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
+		}
 		for j, s := range m.route.Targets {
 			p := g.byScope[s]
 			t := target{provider: p, model: m.route.Models[j]}

@@ -38,17 +38,24 @@ import (
 //     translate.ErrorBody after the gateway's own status policy (the
 //     provider-401 rule, the bounded Retry-After) has been applied, and a
 //     stream event by event (the stream relay's translateFilter).
-//   - Parameters in defaultDrop are removed rather than refused, and
-//     named in X-Sluice-Dropped. Anthropic's required max_tokens, when
-//     an OpenAI client sets none, is the model's default_max_tokens, or
-//     translate.DefaultMaxTokens.
+//   - A parameter the other API cannot carry is dropped or refused as
+//     the model's on_unsupported says (translate.Unsupported; unset:
+//     drop only what leaves the answer's shape alone, translate.Neutral,
+//     and refuse the rest). defaultDrop's are dropped even under refuse.
+//     What was dropped is named in X-Sluice-Dropped on the answer of a
+//     translated target, and logged once, at info, with the model and
+//     the target (the parameters' names, never their values).
+//     Anthropic's required max_tokens, when an OpenAI client sets none,
+//     is the model's default_max_tokens, or translate.DefaultMaxTokens.
 //
 // Only chat_completions and messages translate; a legacy completion or an
 // embedding is never sent to the other kind.
 
-// defaultDrop is what translation may remove instead of refusing:
-// cache_control, the prompt-caching breakpoints Anthropic clients mark,
-// which ask for a cheaper price and not a different answer.
+// defaultDrop is what translation removes instead of refusing, whatever
+// on_unsupported says: cache_control, the prompt-caching breakpoints
+// Anthropic clients mark, which ask for a cheaper price and not a
+// different answer. Neutral drops it too; this keeps it dropped under
+// on_unsupported: refuse, as it always was.
 var defaultDrop = []string{"cache_control"}
 
 // maxTranslatedBody bounds a whole 2xx answer that is translated, which
@@ -109,7 +116,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 		br := out.body.Reader(e)
 		raw := make([]byte, br.Len())
 		_, _ = io.ReadFull(br, raw)
-		tr, err := translate.Request(d, other(d), raw, translate.Options{Drop: defaultDrop, DefaultMaxTokens: m.route.DefaultOutput})
+		tr, err := translate.Request(d, other(d), raw, translate.Options{Drop: defaultDrop, DefaultMaxTokens: m.route.DefaultOutput, Unsupported: m.unsupported})
 		var body *protocol.Body
 		if err == nil {
 			body, err = protocol.ParseBody(tr.Body)
@@ -142,6 +149,19 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 // crossed reports whether attempt a's provider speaks another API than
 // the client.
 func crossed(x *exchange, a *attempt) bool { return a.t.provider.dialect != x.endpoint.Dialect }
+
+// sayDropped names, on the answer of a translated target, the parameters
+// translation dropped, in X-Sluice-Dropped and in one info line (names
+// only: a parameter's value may be the client's content).
+func (g *Gateway) sayDropped(w http.ResponseWriter, x *exchange, a *attempt) {
+	if x.cross == nil || x.cross.dropped == "" || !crossed(x, a) {
+		return
+	}
+	w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
+	g.log.Info("translation dropped parameters the target's API cannot carry",
+		"model", x.model, "provider", a.t.provider.name, "target_model", a.t.model,
+		"from", x.endpoint.Dialect.String(), "to", a.t.provider.dialect.String(), "dropped", x.cross.dropped)
+}
 
 // translateWhole reads the rest of a whole 2xx answer whose head is in
 // data and puts it in the client's dialect. false: the client has its 502

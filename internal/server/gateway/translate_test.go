@@ -176,9 +176,9 @@ func TestAnthropicClientServedByOpenAI(t *testing.T) {
 		}
 	})
 	t.Run("untranslatable", func(t *testing.T) {
-		status, _, body := s.do("/v1/messages", strings.Replace(messagesBody, `"max_tokens"`, `"top_k":5,"max_tokens"`, 1), hdr)
-		if status != 400 || !strings.Contains(string(body), "parameter top_k ") || errorType(t, body) != "invalid_request_error" {
-			t.Fatalf("status %d: %s; want an Anthropic 400 naming top_k", status, body)
+		status, _, body := s.do("/v1/messages", strings.Replace(messagesBody, `"max_tokens"`, `"mcp_servers":[],"max_tokens"`, 1), hdr)
+		if status != 400 || !strings.Contains(string(body), "parameter mcp_servers ") || errorType(t, body) != "invalid_request_error" {
+			t.Fatalf("status %d: %s; want an Anthropic 400 naming mcp_servers", status, body)
 		}
 	})
 	t.Run("cache_control dropped", func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestFailoverAcrossDialects(t *testing.T) {
 	// A request the backup cannot take is not sent to it: the primary,
 	// of the client's kind, is still tried, and its failure is the answer.
 	before := s.mock.Stats().Total
-	status, _, body = s.do("/v1/chat/completions", `{"model":"mock-gpt","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	status, _, body = s.do("/v1/chat/completions", `{"model":"mock-gpt","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if status != 502 || s.mock.Stats().Total != before {
 		t.Fatalf("status %d, backup calls %d → %d: %s; want the primary's 502 and no call to the backup", status, before, s.mock.Stats().Total, body)
 	}
@@ -262,7 +262,7 @@ func TestUntranslatableSkipsOtherKindTargets(t *testing.T) {
 			{Provider: "mock-openai", Model: "gpt-backup"},
 		}
 	})
-	status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","seed":7,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	status, _, body := s.do("/v1/chat/completions", `{"model":"mock-gpt","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, body)
 	}

@@ -59,7 +59,7 @@ func (g *Gateway) contractOf(w http.ResponseWriter, r *http.Request, x *exchange
 	if !translates(x.endpoint) {
 		return true
 	}
-	rf, tools := body.ResponseFormat(), body.Tools()
+	rf, tools := body.StructuredOutput(x.endpoint.Dialect), body.Tools()
 	if rf == nil && tools == nil {
 		return true
 	}

@@ -65,7 +65,10 @@ func bad(param, format string, args ...any) error {
 }
 
 // ForRequest compiles the contract a request in dialect d declares in
-// its response_format (OpenAI) and tools (both). A nil Contract and nil
+// its structured output and tools (both). responseFormat is the
+// request's response_format for OpenAI, and its output_config for
+// Anthropic (whose format {type: json_schema, schema} is the same ask
+// as OpenAI's json_schema; its other keys ask nothing of the answer). A nil Contract and nil
 // error: it asked for no structured output. The error is a
 // *RequestError, or ctx's error when ctx ended while the request waited
 // for a compile slot.
@@ -77,8 +80,13 @@ func ForRequest(ctx context.Context, d protocol.Dialect, responseFormat, tools [
 		return nil, bad("tools", "the request's schemas are %d bytes; the gateway checks at most %d (validate.MaxSchemaBytes): shorten them", n, MaxSchemaBytes)
 	}
 	c := &Contract{}
-	if d == protocol.OpenAI {
+	switch d {
+	case protocol.OpenAI:
 		if err := c.openAIFormat(ctx, responseFormat); err != nil {
+			return nil, err
+		}
+	case protocol.Anthropic:
+		if err := c.anthropicFormat(ctx, responseFormat); err != nil {
 			return nil, err
 		}
 	}
@@ -115,20 +123,57 @@ func (c *Contract) openAIFormat(ctx context.Context, raw []byte) error {
 		if rf.JSONSchema == nil {
 			return bad("response_format.json_schema", "is required when type is json_schema; give it a schema")
 		}
-		if !isNull(rf.JSONSchema.Schema) {
-			s, err := compileCached(ctx, rf.JSONSchema.Schema)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err != nil {
-				return bad("response_format.json_schema.schema", "%v", err)
-			}
-			c.schema = s
+		if err := c.compileFormat(ctx, rf.JSONSchema.Schema, "response_format.json_schema.schema"); err != nil {
+			return err
 		}
 	default:
 		return bad("response_format.type", "%q is not a response format; use text, json_object or json_schema", rf.Type)
 	}
 	return nil
+}
+
+// compileFormat compiles a JSONSchema format's schema; none is any JSON.
+func (c *Contract) compileFormat(ctx context.Context, schema json.RawMessage, param string) error {
+	if isNull(schema) {
+		return nil
+	}
+	s, err := compileCached(ctx, schema)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return bad(param, "%v", err)
+	}
+	c.schema = s
+	return nil
+}
+
+// anthropicFormat reads Anthropic's output_config: format json_schema
+// holds the answer's text to its schema, as OpenAI's json_schema does.
+func (c *Contract) anthropicFormat(ctx context.Context, raw []byte) error {
+	if isNull(raw) {
+		return nil
+	}
+	var oc struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	}
+	if err := json.Unmarshal(raw, &oc); err != nil {
+		return bad("output_config", "must be an object: %v", err)
+	}
+	if oc.Format == nil {
+		return nil
+	}
+	if oc.Format.Type != "json_schema" {
+		return bad("output_config.format.type", "%q is not an output format; use json_schema", oc.Format.Type)
+	}
+	if isNull(oc.Format.Schema) {
+		return bad("output_config.format.schema", "is required; give it a schema")
+	}
+	c.Format = JSONSchema
+	return c.compileFormat(ctx, oc.Format.Schema, "output_config.format.schema")
 }
 
 func (c *Contract) declareTools(ctx context.Context, d protocol.Dialect, raw []byte) error {

@@ -28,8 +28,8 @@ type Body struct {
 	// StreamOptions: the body sets stream_options.
 	StreamOptions bool
 	// spans of values, quotes included: model, the max-tokens field,
-	// messages, tools, response_format; -1 when absent
-	model, maxTokens, messages, tools, responseFormat span
+	// messages, tools, response_format, output_config; -1 when absent
+	model, maxTokens, messages, tools, responseFormat, outputConfig span
 }
 
 // span is where a top-level value lies in the raw body.
@@ -63,7 +63,7 @@ func malformedParam(param, format string, args ...any) error {
 // duplicates, other parsers take the first, so {"model":"a","Model":"b"}
 // could be checked as one model and served as another.
 var RoutedFields = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens",
-	"messages", "system", "prompt", "input", "tools", "tool_choice", "response_format"}
+	"messages", "system", "prompt", "input", "tools", "tool_choice", "response_format", "output_config"}
 
 // ParseBody scans a JSON object body. It fails with ErrMalformed, and a
 // message that says what to fix, if the body is not a JSON object, if a
@@ -89,7 +89,7 @@ func decodeBody(raw []byte) (*Body, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, malformed("body must be a JSON object")
 	}
-	b := &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}}
+	b := &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}, outputConfig: span{-1, -1}}
 	var seenBuf [16]string // top-level keys: a request has a handful
 	seen := seenBuf[:0]
 	for dec.More() {
@@ -135,6 +135,8 @@ func decodeBody(raw []byte) (*Body, error) {
 			b.tools = span{end - len(v), end}
 		case "response_format":
 			b.responseFormat = span{end - len(v), end}
+		case "output_config":
+			b.outputConfig = span{end - len(v), end}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -179,6 +181,20 @@ func (b *Body) Tools() []byte { return b.value(b.tools) }
 
 // ResponseFormat is the raw "response_format" value, or nil.
 func (b *Body) ResponseFormat() []byte { return b.value(b.responseFormat) }
+
+// OutputConfig is the raw "output_config" value (Anthropic's structured
+// output), or nil.
+func (b *Body) OutputConfig() []byte { return b.value(b.outputConfig) }
+
+// StructuredOutput is what the body asks of its answer's form in dialect
+// d: OpenAI's response_format, or Anthropic's output_config; nil for
+// none.
+func (b *Body) StructuredOutput(d Dialect) []byte {
+	if d == Anthropic {
+		return b.OutputConfig()
+	}
+	return b.ResponseFormat()
+}
 
 func (b *Body) value(s span) []byte {
 	if !s.ok() {

@@ -24,7 +24,7 @@ func scanBody(raw []byte) (b *Body, ok bool) {
 	if raw[i] != '{' {
 		return nil, false
 	}
-	b = &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}}
+	b = &Body{raw: raw, model: span{-1, -1}, maxTokens: span{-1, -1}, messages: span{-1, -1}, tools: span{-1, -1}, responseFormat: span{-1, -1}, outputConfig: span{-1, -1}}
 	if !eachField(raw, i, routedFieldBytes, b.take) || !b.model.ok() {
 		return nil, false
 	}
@@ -91,6 +91,8 @@ func (b *Body) take(key []byte, at span) bool {
 		b.tools = at
 	case "response_format":
 		b.responseFormat = at
+	case "output_config":
+		b.outputConfig = at
 	}
 	return true
 }

@@ -6,14 +6,19 @@
 //
 // # Goals
 //
-//   - Say no rather than guess. Every request parameter is translated,
-//     or ignored because it is at its default and asks for nothing
-//     (n: 1, logprobs: false, presence_penalty: 0, response_format
-//     text, thinking disabled), or refused with an *Error that names it
-//     (Param) and locates it (Path). An operator may list parameters in
-//     Options.Drop; those are removed instead, and reported in
-//     Translated.Dropped for a response header. Nothing is dropped,
-//     clamped or rewritten silently.
+//   - Bend, never guess. Every request parameter is translated, or
+//     ignored because it is at its default and asks for nothing (n: 1,
+//     logprobs: false, presence_penalty: 0, response_format text,
+//     thinking disabled, reasoning_effort none), or else dropped or
+//     refused through a Bender. By default (Options.Unsupported) a
+//     parameter that leaves the answer's shape alone (Neutral: a seed,
+//     the penalties, top_k) is dropped, and one that would change it
+//     (n > 1, audio) is refused with an *Error that names it (Param) and
+//     locates it (Path); UnsupportedDrop drops both, UnsupportedRefuse
+//     refuses both, and Options.Drop drops what it lists whatever the
+//     rule. Whatever is dropped is reported in Translated.Dropped for a
+//     response header. Nothing is dropped, clamped or rewritten
+//     silently.
 //   - Stream without buffering. A stream translator holds ids, the open
 //     content block, the stop reason and usage counts, never the answer.
 //   - Never dress up a failure. A stream cut short gets no made-up
@@ -27,9 +32,9 @@
 // Model names pass through as they are: the gateway routes and rewrites
 // model (protocol.Body.WithModel) before or after translating. Secrets
 // are scrubbed by the gateway, as for any provider bytes. Anthropic's
-// server tools, extended thinking, documents, citations and prompt
-// caching hints, and OpenAI's audio, logprobs, n > 1, seeds and JSON
-// modes have no counterpart on the other side and are refused.
+// server tools, documents and citations, and OpenAI's audio and n > 1,
+// have no counterpart on the other side and are refused; structured
+// output and reasoning have one, and cross (bend.go).
 //
 // # Organisation
 //
@@ -81,7 +86,7 @@
 //	  text part                           text block
 //	  image_url data:<mt>;base64,<d>      image, source {base64, media_type, data}
 //	  image_url http(s)://...             image, source {url}
-//	  image_url.detail low|high           refused (detail); auto is the default
+//	  image_url.detail low|high           dropped (Neutral); auto is the default
 //	assistant content + tool_calls[]     assistant text block + tool_use blocks
 //	  function.arguments (JSON string)    input (object); "" is {}
 //	role tool, tool_call_id, content     user turn, tool_result {tool_use_id,
@@ -97,25 +102,59 @@
 //	stop (string | array)                stop_sequences (array); whitespace-only
 //	                                       refused: Anthropic rejects them
 //	temperature 0..1                     temperature
-//	temperature > 1                      refused (OpenAI's range is 0..2,
-//	                                       Anthropic's 0..1)
+//	temperature > 1                      dropped (Neutral), never clamped:
+//	                                       OpenAI's range is 0..2, Anthropic's
+//	                                       0..1, and not the same curve
 //	top_p                                top_p
 //	max_completion_tokens | max_tokens   max_tokens (required there: absent
 //	                                       is Options.DefaultMaxTokens, 4096)
 //	stream, stream_options.include_usage stream (usage always comes);
 //	                                       include_usage → Translated.IncludeUsage
 //	user                                 metadata.user_id
-//	n>1 logprobs top_logprobs logit_bias refused, unless at their defaults
-//	  presence_penalty frequency_penalty
-//	  seed response_format(json) store
-//	  service_tier(≠auto) and any other
-//	  key (reasoning_effort, audio, ...)
-//	                                     top_k, thinking (≠disabled), cache_control,
-//	                                       server tools, document/thinking
-//	                                       blocks, is_error, images in
-//	                                       tool results, metadata keys other
-//	                                       than user_id, and any other key:
-//	                                       refused going to OpenAI
+//	tools[].function.strict              tools[].strict
+//	response_format json_schema          output_config {format {type
+//	  {json_schema {name, schema,          json_schema, schema}}; no schema
+//	  strict}}                             is {"type":"object"}
+//	response_format json_object          output_config, schema {"type":"object"}
+//	response_format text                 (nothing)
+//	reasoning_effort minimal low medium  thinking {type enabled, budget_tokens
+//	  high xhigh                           1024 2048 8192 16384 32768}: with
+//	                                       the client's cap, capped at
+//	                                       max_tokens − 1 (the cap counts
+//	                                       thinking, as OpenAI's counts
+//	                                       reasoning); without one, added to
+//	                                       the default max_tokens. Dropped
+//	                                       (Neutral) under 1024, for an
+//	                                       unknown effort, or with a
+//	                                       temperature ≠ 1, top_p < 0.95 or
+//	                                       a forced tool_choice, which
+//	                                       Anthropic's thinking refuses
+//	reasoning_effort none                (nothing)
+//
+// and the other way (Anthropic on the right, read right to left):
+//
+//	response_format json_schema {name    output_config.format json_schema
+//	  "answer", schema}, no strict         (OpenAI's strict wants every
+//	                                       property required)
+//	reasoning_effort low medium high     thinking enabled, budget < 4096,
+//	                                       < 16384, ≥ 16384; disabled is
+//	                                       nothing
+//
+// What neither side can carry goes to the Bender. Neutral, dropped by
+// default: seed, logprobs, top_logprobs, presence_penalty,
+// frequency_penalty, temperature > 1 (removed, never clamped), store,
+// service_tier, metadata, prediction, safety_identifier,
+// prompt_cache_key, messages[].name, image_url.detail,
+// stream_options.include_obfuscation; and going to OpenAI top_k,
+// cache_control, metadata keys other than user_id, thinking other than
+// enabled or disabled, output_config.effort, and thinking and
+// redacted_thinking blocks in the history. Not neutral, refused by
+// default: n > 1, audio, modalities, logit_bias (it forbids or forces
+// tokens: what the answer may say), whitespace-only stop sequences, a
+// late system message, tools and content the target lacks (custom
+// tools, audio input, documents, server tools, images in tool results,
+// is_error), output formats other than json_schema, and any key this
+// package does not know.
 //
 // Going to OpenAI, the cap is written as max_completion_tokens
 // (Options.LegacyMaxTokens: max_tokens, for older compatible servers), a
@@ -149,7 +188,10 @@
 // stop_reason refusal, input_tokens = prompt_tokens − cached_tokens and
 // cache_read_input_tokens = cached_tokens. An answer with other than one
 // choice, tool arguments that are not a JSON object, or Anthropic blocks
-// other than text and tool_use fail with ErrResponse.
+// other than text, tool_use, thinking and redacted_thinking fail with
+// ErrResponse. Thinking and redacted_thinking blocks are skipped: OpenAI's
+// chat completions show no reasoning, and output_tokens already counts
+// them. A structured answer needs nothing: its text is the JSON.
 //
 // # Streams
 //
@@ -164,6 +206,8 @@
 //	                                           arguments: ""}}]}
 //	content_block_delta input_json_delta     delta {tool_calls: [{index,
 //	                                           function: {arguments}}]}
+//	content_block_start thinking,            (nothing, nor for the block's
+//	  redacted_thinking                        thinking_delta, signature_delta)
 //	content_block_stop, ping, unknown types  (nothing)
 //	message_delta stop_reason, usage         delta {}, finish_reason
 //	message_stop                             usage chunk (choices: [], when
@@ -194,13 +238,17 @@
 //
 // # What a round trip keeps
 //
-// OpenAI → Anthropic → OpenAI keeps messages, tools, tool_choice,
-// parallel_tool_calls, stop, temperature, top_p, user, stream and usage,
-// for a request already in the form this package writes (system as one
-// string, stop as an array, no empty assistant text). It loses the
-// difference between system and developer, between max_tokens and
-// max_completion_tokens, and between a string and a single text part
-// in an assistant turn. Anthropic → OpenAI → Anthropic folds
+// OpenAI → Anthropic → OpenAI keeps messages, tools (strict too),
+// tool_choice, parallel_tool_calls, stop, temperature, top_p, user,
+// stream, usage, a json_schema's schema and reasoning_effort low, medium
+// and high (when max_tokens leaves room for the budget), for a request
+// already in the form this package writes (system as one string, stop
+// as an array, no empty assistant text). It loses the difference
+// between system and developer, between max_tokens and
+// max_completion_tokens, and between a string and a single text part in
+// an assistant turn, a json_schema's name and strict, JSON mode (it
+// comes back as a json_schema of {"type":"object"}), and minimal and
+// xhigh effort (low and high). Anthropic → OpenAI → Anthropic folds
 // cache_creation_input_tokens into input_tokens and stop_sequence into
 // end_turn.
 //
@@ -211,17 +259,19 @@
 // src/providers/anthropic/chatComplete.ts and
 // src/services/transformToProviderRequest.ts:
 //
-//   - Refuse, don't drop. Portkey copies only the parameters its
-//     provider config lists, so n, logprobs, seed and the penalties vanish
-//     without a word. LiteLLM raises for unsupported parameters unless
-//     drop_params is set, and then drops them silently. Sluice refuses
-//     with the parameter's name, and when the operator allows a drop, it
-//     reports it (Translated.Dropped).
+//   - Drop only what keeps the answer's shape, and say so. Portkey
+//     copies only the parameters its provider config lists, so n,
+//     logprobs, seed and the penalties vanish without a word. LiteLLM
+//     raises for unsupported parameters unless drop_params is set, and
+//     then drops them all silently. Sluice drops a seed or a penalty
+//     (Neutral) and refuses n > 1 or audio, by default, and reports every
+//     drop (Translated.Dropped); on_unsupported moves the line.
 //   - Temperature. Portkey clamps it to Anthropic's maximum of 1, so 1.8
 //     quietly becomes 1. LiteLLM passes it on, and Anthropic answers 400.
-//     Sluice refuses anything above 1 before sending: the two scales are
-//     not the same curve, so neither clamping nor halving keeps the
-//     client's meaning. A Drop removes it entirely; nothing is clamped.
+//     Sluice never sends anything above 1: the two scales are not the
+//     same curve, so neither clamping nor halving keeps the client's
+//     meaning. It is removed entirely and named in Dropped (refused
+//     under UnsupportedRefuse); nothing is clamped.
 //   - Merging consecutive messages. Portkey sends turns as they come,
 //     and Anthropic rejects two user turns in a row. Sluice merges them,
 //     as LiteLLM does, and puts a tool message's result and the user text
@@ -233,8 +283,10 @@
 //     stands, into system. Sluice hoists only the leading ones and
 //     refuses a later one: moving an instruction changes what it means.
 //   - response_format. LiteLLM emulates JSON mode with a forced tool and
-//     rewrites the answer; Sluice refuses it, since the answer's shape
-//     would then come from the gateway, not the model.
+//     rewrites the answer, so the answer's shape comes from the gateway.
+//     Sluice sends Anthropic's own structured outputs
+//     (output_config.format), and the text the model writes is the
+//     answer.
 //   - Tool schemas pass through whole. Portkey rebuilds input_schema from
 //     type, properties and required only, losing $defs, enum-level
 //     keywords and additionalProperties.

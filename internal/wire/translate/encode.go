@@ -69,6 +69,16 @@ func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if r.Thinking != nil {
+		if err := writeMarshalled(&b, `,"thinking":`, r.Thinking); err != nil {
+			return nil, err
+		}
+	}
+	if r.OutputConfig != nil {
+		if err := writeMarshalled(&b, `,"output_config":`, r.OutputConfig); err != nil {
+			return nil, err
+		}
+	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }

@@ -96,13 +96,17 @@ type Translated struct {
 type conv struct {
 	opts Options
 	Bender
+	// maxDefaulted: the OpenAI request set no output cap, and
+	// Anthropic's required max_tokens is the default.
+	maxDefaulted bool
 }
 
 // refuse reports that param, at path, cannot be translated. It returns
 // nil if it is dropped (the caller then leaves it out), else the *Error
-// to return.
+// to return. Whether param changes the answer's shape is Neutral's
+// verdict, one table for every translator.
 func (c *conv) refuse(param, path, reason string) error {
-	return c.Bender.Refuse(param, path, reason, false)
+	return c.Bender.Refuse(param, path, reason, Neutral(param))
 }
 
 func invalid(param, path, reason string) error {

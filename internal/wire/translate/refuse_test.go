@@ -17,45 +17,59 @@ func anthropicWith(extra string) string {
 	return `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]` + extra + `}`
 }
 
-// refusals: each body must be refused with the named Param, and with
-// Drop listing that Param, be translated without it.
+// refusals: each body is refused naming Param under UnsupportedRefuse,
+// and with Drop listing that Param, translated without it. neutral says
+// whether UnsupportedDefault drops it (Neutral) or refuses it.
 var refusals = []struct {
 	name, body, param string
 	toAnthropic       bool
+	neutral           bool
 }{
-	{"n", openAIWith(`,"n":2`), "n", true},
-	{"logprobs", openAIWith(`,"logprobs":true`), "logprobs", true},
-	{"top_logprobs", openAIWith(`,"top_logprobs":3`), "top_logprobs", true},
-	{"logit_bias", openAIWith(`,"logit_bias":{"50256":-100}`), "logit_bias", true},
-	{"presence_penalty", openAIWith(`,"presence_penalty":0.5`), "presence_penalty", true},
-	{"frequency_penalty", openAIWith(`,"frequency_penalty":-1`), "frequency_penalty", true},
-	{"seed", openAIWith(`,"seed":42`), "seed", true},
-	{"response_format", openAIWith(`,"response_format":{"type":"json_object"}`), "response_format", true},
-	{"temperature above 1", openAIWith(`,"temperature":1.2`), "temperature", true},
-	{"unknown parameter", openAIWith(`,"reasoning_effort":"low"`), "reasoning_effort", true},
-	{"store", openAIWith(`,"store":true`), "store", true},
-	{"whitespace stop", openAIWith(`,"stop":["\n"]`), "stop", true},
-	{"stream_options extra", openAIWith(`,"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}`), "stream_options.include_obfuscation", true},
-	{"message name", `{"model":"m","messages":[{"role":"user","name":"bob","content":"hi"}]}`, "messages.name", true},
-	{"part cache_control", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`, "messages.content.cache_control", true},
-	{"image detail", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"high"}}]}]}`, "messages.content.image_url.detail", true},
-	{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, "messages.content.input_audio", true},
-	{"late system", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"system","content":"now be rude"}]}`, "messages.system", true},
-	{"custom tool", openAIWith(`,"tools":[{"type":"custom","custom":{"name":"x"}}]`), "tools.type", true},
-	{"strict tool", openAIWith(`,"tools":[{"type":"function","function":{"name":"x","strict":true}}]`), "tools.function.strict", true},
-	{"function role", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"function","name":"f","content":"1"}]}`, "messages.role", true},
+	{"n", openAIWith(`,"n":2`), "n", true, false},
+	{"logprobs", openAIWith(`,"logprobs":true`), "logprobs", true, true},
+	{"top_logprobs", openAIWith(`,"top_logprobs":3`), "top_logprobs", true, true},
+	{"logit_bias", openAIWith(`,"logit_bias":{"50256":-100}`), "logit_bias", true, false},
+	{"presence_penalty", openAIWith(`,"presence_penalty":0.5`), "presence_penalty", true, true},
+	{"frequency_penalty", openAIWith(`,"frequency_penalty":-1`), "frequency_penalty", true, true},
+	{"seed", openAIWith(`,"seed":42`), "seed", true, true},
+	{"response_format other", openAIWith(`,"response_format":{"type":"grammar","grammar":"x"}`), "response_format", true, false},
+	{"temperature above 1", openAIWith(`,"temperature":1.2`), "temperature", true, true},
+	{"modalities", openAIWith(`,"modalities":["text","audio"]`), "modalities", true, false},
+	{"audio", openAIWith(`,"audio":{"voice":"alloy","format":"wav"}`), "audio", true, false},
+	{"unknown parameter", openAIWith(`,"web_search_options":{}`), "web_search_options", true, false},
+	{"store", openAIWith(`,"store":true`), "store", true, true},
+	{"service_tier", openAIWith(`,"service_tier":"flex"`), "service_tier", true, true},
+	{"openai metadata", openAIWith(`,"metadata":{"k":"v"}`), "metadata", true, true},
+	{"prediction", openAIWith(`,"prediction":{"type":"content","content":"x"}`), "prediction", true, true},
+	{"safety_identifier", openAIWith(`,"safety_identifier":"h"`), "safety_identifier", true, true},
+	{"prompt_cache_key", openAIWith(`,"prompt_cache_key":"k"`), "prompt_cache_key", true, true},
+	{"reasoning_effort, max_tokens too small", openAIWith(`,"reasoning_effort":"low","max_tokens":500`), "reasoning_effort", true, true},
+	{"reasoning_effort with temperature", openAIWith(`,"reasoning_effort":"high","temperature":0.2`), "reasoning_effort", true, true},
+	{"whitespace stop", openAIWith(`,"stop":["\n"]`), "stop", true, false},
+	{"stream_options extra", openAIWith(`,"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}`), "stream_options.include_obfuscation", true, true},
+	{"message name", `{"model":"m","messages":[{"role":"user","name":"bob","content":"hi"}]}`, "messages.name", true, true},
+	{"part cache_control", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`, "messages.content.cache_control", true, true},
+	{"image detail", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"high"}}]}]}`, "messages.content.image_url.detail", true, true},
+	{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, "messages.content.input_audio", true, false},
+	{"late system", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"system","content":"now be rude"}]}`, "messages.system", true, false},
+	{"custom tool", openAIWith(`,"tools":[{"type":"custom","custom":{"name":"x"}}]`), "tools.type", true, false},
+	{"function role", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"function","name":"f","content":"1"}]}`, "messages.role", true, false},
 
-	{"top_k", anthropicWith(`,"top_k":40`), "top_k", false},
-	{"thinking", anthropicWith(`,"thinking":{"type":"enabled","budget_tokens":2048}`), "thinking", false},
-	{"unknown parameter", anthropicWith(`,"mcp_servers":[]`), "mcp_servers", false},
-	{"metadata key", anthropicWith(`,"metadata":{"user_id":"u","team":"t"}`), "metadata.team", false},
-	{"system cache_control", anthropicWith(`,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]`), "system.cache_control", false},
-	{"tool cache_control", anthropicWith(`,"tools":[{"name":"x","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]`), "tools.cache_control", false},
-	{"server tool", anthropicWith(`,"tools":[{"type":"web_search_20250305","name":"web_search"}]`), "tools.type", false},
-	{"document block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`, "messages.content.document", false},
-	{"thinking block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"ok"}]}]}`, "messages.content.thinking", false},
-	{"tool error", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"boom","is_error":true}]}]}`, "messages.content.is_error", false},
-	{"image in tool result", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}]}`, "messages.content.content.image", false},
+	{"top_k", anthropicWith(`,"top_k":40`), "top_k", false, true},
+	{"adaptive thinking", anthropicWith(`,"thinking":{"type":"adaptive"}`), "thinking", false, true},
+	{"output format other", anthropicWith(`,"output_config":{"format":{"type":"regex","pattern":"x"}}`), "output_config.format", false, false},
+	{"output effort", anthropicWith(`,"output_config":{"effort":"low"}`), "output_config.effort", false, true},
+	{"service_tier", anthropicWith(`,"service_tier":"standard_only"`), "service_tier", false, true},
+	{"unknown parameter", anthropicWith(`,"mcp_servers":[]`), "mcp_servers", false, false},
+	{"metadata key", anthropicWith(`,"metadata":{"user_id":"u","team":"t"}`), "metadata.team", false, true},
+	{"system cache_control", anthropicWith(`,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]`), "system.cache_control", false, true},
+	{"tool cache_control", anthropicWith(`,"tools":[{"name":"x","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]`), "tools.cache_control", false, true},
+	{"server tool", anthropicWith(`,"tools":[{"type":"web_search_20250305","name":"web_search"}]`), "tools.type", false, false},
+	{"document block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`, "messages.content.document", false, false},
+	{"thinking block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"ok"}]}]}`, "messages.content.thinking", false, true},
+	{"redacted thinking block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"redacted_thinking","data":"x"},{"type":"text","text":"ok"}]}]}`, "messages.content.redacted_thinking", false, true},
+	{"tool error", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"boom","is_error":true}]}]}`, "messages.content.is_error", false, false},
+	{"image in tool result", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}]}`, "messages.content.content.image", false, false},
 }
 
 func translateTo(toAnthropic bool, body string, opts Options) (*Translated, error) {
@@ -65,10 +79,12 @@ func translateTo(toAnthropic bool, body string, opts Options) (*Translated, erro
 	return RequestToOpenAI([]byte(body), opts)
 }
 
+var refuseAll = Options{Unsupported: UnsupportedRefuse}
+
 func TestRefusedParamIsNamed(t *testing.T) {
 	for _, tc := range refusals {
 		t.Run(dirName(tc.toAnthropic)+"/"+tc.name, func(t *testing.T) {
-			_, err := translateTo(tc.toAnthropic, tc.body, Options{})
+			_, err := translateTo(tc.toAnthropic, tc.body, refuseAll)
 			var te *Error
 			if !errors.As(err, &te) {
 				t.Fatalf("err = %v, want *Error", err)
@@ -89,7 +105,7 @@ func TestRefusedParamIsNamed(t *testing.T) {
 func TestDropRemovesAndReports(t *testing.T) {
 	for _, tc := range refusals {
 		t.Run(dirName(tc.toAnthropic)+"/"+tc.name, func(t *testing.T) {
-			res, err := translateTo(tc.toAnthropic, tc.body, Options{Drop: []string{tc.param}})
+			res, err := translateTo(tc.toAnthropic, tc.body, Options{Drop: []string{tc.param}, Unsupported: UnsupportedRefuse})
 			if err != nil {
 				t.Fatalf("with Drop: %v", err)
 			}
@@ -128,7 +144,7 @@ func TestDropMatching(t *testing.T) {
 		}
 	})
 	t.Run("full path matches only itself", func(t *testing.T) {
-		_, err := RequestToOpenAI([]byte(body), Options{Drop: []string{"system.cache_control", "top_k"}})
+		_, err := RequestToOpenAI([]byte(body), Options{Drop: []string{"system.cache_control", "top_k"}, Unsupported: UnsupportedRefuse})
 		var te *Error
 		if !errors.As(err, &te) || te.Param != "messages.content.cache_control" {
 			t.Errorf("err = %v, want a refusal of messages.content.cache_control", err)
@@ -144,7 +160,7 @@ func TestDropMatching(t *testing.T) {
 		}
 	})
 	t.Run("a suffix inside a name does not match", func(t *testing.T) {
-		_, err := RequestToOpenAI([]byte(body), Options{Drop: []string{"control", "top_k"}})
+		_, err := RequestToOpenAI([]byte(body), Options{Drop: []string{"control", "top_k"}, Unsupported: UnsupportedRefuse})
 		if !errors.Is(err, ErrUntranslatable) {
 			t.Errorf("err = %v, want ErrUntranslatable", err)
 		}

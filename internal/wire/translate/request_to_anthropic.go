@@ -53,6 +53,12 @@ func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	if err := c.toolsToAnthropic(o, &out); err != nil {
 		return nil, err
 	}
+	if err := c.responseFormatToAnthropic(o, &out); err != nil {
+		return nil, err
+	}
+	if err := c.reasoningToAnthropic(o, &out); err != nil {
+		return nil, err
+	}
 	msgs, err := getArray(o, "messages")
 	if err != nil {
 		return nil, err
@@ -88,7 +94,6 @@ func (c *conv) openAIDefaultsOnly(o *object) error {
 		{"presence_penalty", isZero, "Anthropic has no presence penalty"},
 		{"frequency_penalty", isZero, "Anthropic has no frequency penalty"},
 		{"seed", never, "Anthropic has no seed for reproducible sampling"},
-		{"response_format", isTextFormat, "Anthropic has no JSON mode or response schema on /v1/messages"},
 		{"service_tier", isJSON(`"auto"`), "OpenAI's service tiers do not map to Anthropic's"},
 		{"store", isJSON("false"), "Anthropic does not store completions"},
 	}
@@ -118,12 +123,6 @@ func isZero(v json.RawMessage) bool {
 
 func never(json.RawMessage) bool { return false }
 
-// isTextFormat: response_format {"type":"text"}, the default.
-func isTextFormat(v json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(v, &m) == nil && len(m) == 1 && isJSON(`"text"`)(m["type"])
-}
-
 func (c *conv) maxTokensToAnthropic(o *object, out *anRequest) error {
 	mt, hasMT, err := getInt(o, "max_tokens")
 	if err != nil {
@@ -141,9 +140,9 @@ func (c *conv) maxTokensToAnthropic(o *object, out *anRequest) error {
 	case hasMT:
 		out.MaxTokens = mt
 	case c.opts.DefaultMaxTokens > 0:
-		out.MaxTokens = c.opts.DefaultMaxTokens
+		out.MaxTokens, c.maxDefaulted = c.opts.DefaultMaxTokens, true
 	default:
-		out.MaxTokens = DefaultMaxTokens
+		out.MaxTokens, c.maxDefaulted = DefaultMaxTokens, true
 	}
 	return nil
 }
@@ -232,12 +231,9 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 		if t.InputSchema == nil {
 			t.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		if strict, _, err := getBool(fo, "strict"); err != nil {
+		// strict is Anthropic's strict tool use: inputs held to the schema.
+		if t.Strict, _, err = getBool(fo, "strict"); err != nil {
 			return err
-		} else if strict {
-			if err := c.refuse("tools.function.strict", fo.at("strict"), "Anthropic's tools have no strict schema mode on /v1/messages"); err != nil {
-				return err
-			}
 		}
 		if err := fo.refuseUnused(c, "Anthropic"); err != nil {
 			return err

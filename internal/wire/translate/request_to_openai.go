@@ -66,6 +66,12 @@ func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
 	if err := c.toolsToOpenAI(o, &out); err != nil {
 		return nil, err
 	}
+	if err := c.outputConfigToOpenAI(o, &out); err != nil {
+		return nil, err
+	}
+	if err := c.thinkingToOpenAI(o, &out); err != nil {
+		return nil, err
+	}
 	if err := c.systemToOpenAI(o, &out); err != nil {
 		return nil, err
 	}
@@ -101,7 +107,6 @@ func (c *conv) anthropicDefaultsOnly(o *object) error {
 		why       string
 	}{
 		{"top_k", never, "OpenAI has no top_k"},
-		{"thinking", isThinkingDisabled, "OpenAI's chat completions have no extended thinking budget"},
 		{"service_tier", isJSON(`"auto"`), "Anthropic's service tiers do not map to OpenAI's"},
 	}
 	for _, ck := range checks {
@@ -114,11 +119,6 @@ func (c *conv) anthropicDefaultsOnly(o *object) error {
 		}
 	}
 	return nil
-}
-
-func isThinkingDisabled(v json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(v, &m) == nil && len(m) == 1 && isJSON(`"disabled"`)(m["type"])
 }
 
 func (c *conv) systemToOpenAI(o *object, out *oaRequest) error {
@@ -197,6 +197,9 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 			return err
 		}
 		if f.Description, _, err = getString(to, "description"); err != nil {
+			return err
+		}
+		if f.Strict, _, err = getBool(to, "strict"); err != nil {
 			return err
 		}
 		if f.Parameters = to.get("input_schema"); f.Parameters == nil {

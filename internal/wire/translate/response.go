@@ -94,6 +94,9 @@ func ResponseToOpenAI(body []byte, created int64) ([]byte, error) {
 				return nil, badResponse("content[%d].input: %v", i, err)
 			}
 			msg.ToolCalls = append(msg.ToolCalls, oaToolCall{ID: b.ID, Type: "function", Function: oaFunction{Name: b.Name, Arguments: args}})
+		case "thinking", "redacted_thinking":
+			// The model's reasoning, which OpenAI's chat completions do
+			// not show either; its tokens stay counted in output_tokens.
 		default:
 			return nil, badResponse("content[%d] is a %q block, which OpenAI's chat completions cannot carry", i, b.Type)
 		}

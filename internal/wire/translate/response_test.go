@@ -10,7 +10,6 @@ func TestUntranslatableResponses(t *testing.T) {
 		"not JSON":          `{"id":`,
 		"an error body":     `{"type":"error","error":{"type":"api_error","message":"boom"}}`,
 		"not a message":     `{"type":"completion"}`,
-		"a thinking block":  `{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"ok"}],"stop_reason":"end_turn"}`,
 		"a server tool use": `{"type":"message","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}],"stop_reason":"end_turn"}`,
 	}
 	for name, body := range toOpenAI {

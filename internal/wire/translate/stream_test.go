@@ -329,7 +329,7 @@ func TestStreamEdges(t *testing.T) {
 		{"anthropic delta for a block never started", toOA, []string{anStart, `content_block_delta|{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`}},
 		{"anthropic delta after its block stopped", toOA, []string{anStart, anText0, `content_block_stop|{"type":"content_block_stop","index":0}`, `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`}},
 		{"anthropic json delta in a text block", toOA, []string{anStart, anText0, `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`}},
-		{"anthropic thinking block", toOA, []string{anStart, `content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`}},
+		{"anthropic server tool block", toOA, []string{anStart, `content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`}},
 		{"anthropic block started twice", toOA, []string{anStart, anText0, anText0}},
 		{"anthropic message_stop without stop reason", toOA, []string{anStart, `message_stop|{"type":"message_stop"}`}},
 		{"openai chunk not JSON", toAN, []string{`{"id":`}},

@@ -83,7 +83,8 @@ type StreamToOpenAI struct {
 
 type anStreamBlock struct {
 	tool   bool
-	index  int // the OpenAI tool call index
+	skip   bool // thinking: nothing of it reaches the client
+	index  int  // the OpenAI tool call index
 	closed bool
 }
 
@@ -278,6 +279,11 @@ func (t *StreamToOpenAI) blockStart(in anEventIn) ([]Event, error) {
 			call.Function.Arguments = args
 		}
 		return t.chunk(oaDelta{ToolCalls: []oaToolCallDelta{call}}, nil)
+	case "thinking", "redacted_thinking":
+		// Reasoning, which OpenAI's chunks do not show; its tokens are in
+		// message_delta's output_tokens all the same.
+		t.blocks[*in.Index] = &anStreamBlock{skip: true}
+		return nil, nil
 	}
 	return t.fail("a %q block has no form in OpenAI's chunks", cb.Type)
 }
@@ -291,6 +297,8 @@ func (t *StreamToOpenAI) blockDelta(in anEventIn) ([]Event, error) {
 		return t.fail("content_block_delta without its delta")
 	}
 	switch {
+	case b.skip:
+		return nil, nil // thinking_delta, signature_delta
 	case in.Delta.Type == "text_delta" && !b.tool:
 		if in.Delta.Text == "" {
 			return nil, nil

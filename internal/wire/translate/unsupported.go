@@ -93,3 +93,31 @@ func (b *Bender) drops(param string, neutral bool) bool {
 
 // Dropped lists what was dropped, in the order met and without repeats.
 func (b *Bender) Dropped() []string { return b.dropped }
+
+// Neutral reports whether a parameter (an Error.Param name) leaves the
+// answer's shape alone, so that UnsupportedDefault drops it rather than
+// refuse the request. Neutral: what tunes sampling or cost, identifies
+// the caller, or asks for extras a client can do without (a seed, the
+// penalties, top_k, temperature above Anthropic's 1, logprobs, store,
+// service tiers, metadata, cache hints, an image's detail level, a
+// message's name, a reasoning budget, past thinking blocks). Not
+// neutral: what changes how many answers come, what they are made of or
+// where they end (n, audio and modalities, logit_bias, stop sequences,
+// a late system message, tools and content blocks the target lacks),
+// and every parameter this table does not know.
+func Neutral(param string) bool {
+	if param == "cache_control" || strings.HasSuffix(param, ".cache_control") || strings.HasPrefix(param, "metadata.") {
+		return true
+	}
+	switch param {
+	case "seed", "user", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
+		"temperature", "top_k", "store", "service_tier", "metadata", "prediction",
+		"safety_identifier", "prompt_cache_key", "prompt_cache_retention",
+		"parallel_tool_calls", "reasoning_effort", "thinking", "output_config.effort",
+		"stream_options.include_obfuscation", "messages.name",
+		"messages.content.image_url.detail",
+		"messages.content.thinking", "messages.content.redacted_thinking":
+		return true
+	}
+	return false
+}

@@ -19,6 +19,8 @@ type anRequest struct {
 	Tools         []anTool        `json:"tools,omitempty"`
 	ToolChoice    *anToolChoice   `json:"tool_choice,omitempty"`
 	Metadata      *anMetadata     `json:"metadata,omitempty"`
+	Thinking      *anThinking     `json:"thinking,omitempty"`
+	OutputConfig  *anOutputConfig `json:"output_config,omitempty"`
 }
 
 // anMessage is one turn. A turn that came from a plain string, and is
@@ -82,6 +84,7 @@ type anTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Strict      bool            `json:"strict,omitempty"`
 }
 
 type anToolChoice struct {
@@ -115,19 +118,21 @@ type anUsage struct {
 
 // OpenAI chat completions request.
 type oaRequest struct {
-	Model               string           `json:"model"`
-	Messages            []oaMessage      `json:"messages"`
-	MaxTokens           *int64           `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int64           `json:"max_completion_tokens,omitempty"`
-	Stop                []string         `json:"stop,omitempty"`
-	Temperature         json.RawMessage  `json:"temperature,omitempty"`
-	TopP                json.RawMessage  `json:"top_p,omitempty"`
-	Stream              bool             `json:"stream,omitempty"`
-	StreamOptions       *oaStreamOptions `json:"stream_options,omitempty"`
-	Tools               []oaTool         `json:"tools,omitempty"`
-	ToolChoice          any              `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool            `json:"parallel_tool_calls,omitempty"`
-	User                string           `json:"user,omitempty"`
+	Model               string            `json:"model"`
+	Messages            []oaMessage       `json:"messages"`
+	MaxTokens           *int64            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int64            `json:"max_completion_tokens,omitempty"`
+	Stop                []string          `json:"stop,omitempty"`
+	Temperature         json.RawMessage   `json:"temperature,omitempty"`
+	TopP                json.RawMessage   `json:"top_p,omitempty"`
+	Stream              bool              `json:"stream,omitempty"`
+	StreamOptions       *oaStreamOptions  `json:"stream_options,omitempty"`
+	Tools               []oaTool          `json:"tools,omitempty"`
+	ToolChoice          any               `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
+	User                string            `json:"user,omitempty"`
+	ResponseFormat      *oaResponseFormat `json:"response_format,omitempty"`
+	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
 }
 
 type oaStreamOptions struct {
@@ -171,6 +176,7 @@ type oaFunctionDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      bool            `json:"strict,omitempty"`
 }
 
 type oaNamedToolChoice struct {
