@@ -224,13 +224,21 @@ func (e *events) flush() []byte {
 	return out
 }
 
-func (e *events) emit(name string, v any) {
+// emit appends the hub event name whose data is v with "type": name
+// first, as Anthropic writes it (the gateway's usage scan reads a
+// message_start's counts as provisional only after its type).
+func (e *events) emit(name string, v map[string]any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		// The values are Sluice's own types: this cannot happen.
 		panic(err)
 	}
-	e.out = translate.AppendEvent(e.out, translate.Event{Name: name, Data: data})
+	typed := append([]byte(`{"type":`), quoted(name)...)
+	if len(data) > 2 {
+		typed = append(typed, ',')
+	}
+	typed = append(typed, data[1:]...)
+	e.out = translate.AppendEvent(e.out, translate.Event{Name: name, Data: typed})
 }
 
 func (e *events) message(m *Message) error {
@@ -292,7 +300,10 @@ func (e *events) fail(exception, msg string) {
 	if exception != "" {
 		msg = exception + ": " + msg
 	}
-	e.emit("error", map[string]any{"type": "error", "error": map[string]string{"type": streamErrorType(exception), "message": msg}})
+	e.emit("error", map[string]any{"error": struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{streamErrorType(exception), msg}})
 	e.failed = true
 }
 
@@ -306,7 +317,7 @@ func (e *events) event(typ string, payload []byte) error {
 			return badResponse("messageStart repeated")
 		}
 		e.started = true
-		e.emit("message_start", map[string]any{"type": "message_start", "message": hubAnswer{
+		e.emit("message_start", map[string]any{"message": hubAnswer{
 			ID: "msg_bedrock_" + e.r.request, Type: "message", Role: "assistant", Model: e.r.model,
 			Content: []hubBlock{}, Usage: hubUsage{},
 		}})
@@ -345,11 +356,11 @@ func (e *events) event(typ string, payload []byte) error {
 			// The forced tool's input is the answer: a text block.
 			b := e.open(*v.ContentBlockIndex, kindForced)
 			e.forcedSeen = true
-			e.emit("content_block_start", map[string]any{"type": "content_block_start", "index": b.hub, "content_block": map[string]any{"type": "text", "text": ""}})
+			e.emit("content_block_start", map[string]any{"index": b.hub, "content_block": map[string]any{"type": "text", "text": ""}})
 			return nil
 		}
 		b := e.open(*v.ContentBlockIndex, kindTool)
-		e.emit("content_block_start", map[string]any{"type": "content_block_start", "index": b.hub,
+		e.emit("content_block_start", map[string]any{"index": b.hub,
 			"content_block": map[string]any{"type": "tool_use", "id": tu.ToolUseID, "name": tu.Name, "input": map[string]any{}}})
 	case "contentBlockDelta":
 		return e.delta(payload)
@@ -409,13 +420,13 @@ func (e *events) open(ci, kind int) *openBlock {
 
 func (e *events) stop(ci int, b *openBlock) {
 	delete(e.blocks, ci)
-	e.emit("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.hub})
+	e.emit("content_block_stop", map[string]any{"index": b.hub})
 }
 
 // finish ends the hub stream: message_delta with the held stop reason
 // and the usage, then message_stop.
 func (e *events) finish() {
-	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": e.stopReason, "stop_sequence": nil}}
+	delta := map[string]any{"delta": map[string]any{"stop_reason": e.stopReason, "stop_sequence": nil}}
 	if e.usage != nil {
 		u := hubUsageOf(e.usage)
 		if u.CacheReadInputTokens == nil {
@@ -427,7 +438,7 @@ func (e *events) finish() {
 		delta["usage"] = u
 	}
 	e.emit("message_delta", delta)
-	e.emit("message_stop", map[string]string{"type": "message_stop"})
+	e.emit("message_stop", map[string]any{})
 	e.done = true
 }
 
@@ -444,7 +455,7 @@ func (e *events) delta(payload []byte) error {
 		}
 		b = e.open(ci, kind)
 		block["type"] = []string{kindText: "text", kindThinking: "thinking"}[kind]
-		e.emit("content_block_start", map[string]any{"type": "content_block_start", "index": b.hub, "content_block": block})
+		e.emit("content_block_start", map[string]any{"index": b.hub, "content_block": block})
 		return b
 	}
 	switch {
@@ -453,7 +464,7 @@ func (e *events) delta(payload []byte) error {
 		if b.kind != kindText {
 			return badResponse("a text delta in content block %d, which is not text", ci)
 		}
-		e.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.hub, "delta": map[string]string{"type": "text_delta", "text": *d.Text}})
+		e.emit("content_block_delta", map[string]any{"index": b.hub, "delta": map[string]string{"type": "text_delta", "text": *d.Text}})
 	case d.ToolUse != nil:
 		if !open || (b.kind != kindTool && b.kind != kindForced) {
 			return badResponse("a toolUse delta in content block %d, which is not a tool call", ci)
@@ -462,10 +473,10 @@ func (e *events) delta(payload []byte) error {
 			if d.ToolUse.Input == "" {
 				return nil
 			}
-			e.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.hub, "delta": map[string]string{"type": "text_delta", "text": d.ToolUse.Input}})
+			e.emit("content_block_delta", map[string]any{"index": b.hub, "delta": map[string]string{"type": "text_delta", "text": d.ToolUse.Input}})
 			return nil
 		}
-		e.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.hub, "delta": map[string]string{"type": "input_json_delta", "partial_json": d.ToolUse.Input}})
+		e.emit("content_block_delta", map[string]any{"index": b.hub, "delta": map[string]string{"type": "input_json_delta", "partial_json": d.ToolUse.Input}})
 	case d.ReasoningContent != nil:
 		rc := d.ReasoningContent
 		if rc.RedactedContent != nil {
@@ -473,7 +484,7 @@ func (e *events) delta(payload []byte) error {
 				return badResponse("redacted reasoning inside open content block %d", ci)
 			}
 			b = e.open(ci, kindThinking)
-			e.emit("content_block_start", map[string]any{"type": "content_block_start", "index": b.hub, "content_block": map[string]any{"type": "redacted_thinking", "data": *rc.RedactedContent}})
+			e.emit("content_block_start", map[string]any{"index": b.hub, "content_block": map[string]any{"type": "redacted_thinking", "data": *rc.RedactedContent}})
 			return nil
 		}
 		b = startIfNew(kindThinking, map[string]any{"thinking": "", "signature": ""})
@@ -481,10 +492,10 @@ func (e *events) delta(payload []byte) error {
 			return badResponse("a reasoning delta in content block %d, which is not reasoning", ci)
 		}
 		if rc.Text != nil {
-			e.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.hub, "delta": map[string]string{"type": "thinking_delta", "thinking": *rc.Text}})
+			e.emit("content_block_delta", map[string]any{"index": b.hub, "delta": map[string]string{"type": "thinking_delta", "thinking": *rc.Text}})
 		}
 		if rc.Signature != nil {
-			e.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.hub, "delta": map[string]string{"type": "signature_delta", "signature": *rc.Signature}})
+			e.emit("content_block_delta", map[string]any{"index": b.hub, "delta": map[string]string{"type": "signature_delta", "signature": *rc.Signature}})
 		}
 	default:
 		return badResponse("a contentBlockDelta of a kind Sluice has no hub form for")

@@ -111,13 +111,13 @@ func TestRequestBendsForOtherFamilies(t *testing.T) {
 
 func TestRequestRefusesWhatChangesTheShape(t *testing.T) {
 	for name, hub := range map[string]string{
-		"url image":     `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`,
-		"unknown key":   `{"max_tokens":5,"service_tier":"auto","messages":[{"role":"user","content":"hi"}]}`,
-		"server tool":   `{"max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`,
-		"format+tools":  `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},"messages":[{"role":"user","content":"hi"}]}`,
-		"document":      `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`,
-		"none+history":  `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}]}`,
-		"block key":     `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x","citations":[]}]}]}`,
+		"url image":    `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`,
+		"unknown key":  `{"max_tokens":5,"service_tier":"auto","messages":[{"role":"user","content":"hi"}]}`,
+		"server tool":  `{"max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`,
+		"format+tools": `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},"messages":[{"role":"user","content":"hi"}]}`,
+		"document":     `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`,
+		"none+history": `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}]}`,
+		"block key":    `{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"x","citations":[]}]}]}`,
 	} {
 		_, err := Kind().Codec.Request([]byte(hub), claude, translate.Options{})
 		var te *translate.Error
