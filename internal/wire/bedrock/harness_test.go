@@ -17,11 +17,11 @@ import (
 // by the AWS SDK and by the Codec.
 
 type cannedRequest struct {
-	Model      string `json:"model"`
-	Stream     bool   `json:"stream"`
-	MaxTokens  int    `json:"max_tokens"`
-	System     string `json:"system"`
-	Messages   []struct {
+	Model     string `json:"model"`
+	Stream    bool   `json:"stream"`
+	MaxTokens int    `json:"max_tokens"`
+	System    string `json:"system"`
+	Messages  []struct {
 		Role    string  `json:"role"`
 		Content []hubIn `json:"content"`
 	} `json:"messages"`

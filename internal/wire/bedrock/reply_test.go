@@ -360,4 +360,3 @@ func TestStreamEnds(t *testing.T) {
 		}
 	}
 }
-
