@@ -45,7 +45,7 @@ func (codec) Request(hub []byte, model string, opts translate.Options) (*native.
 type requestConv struct {
 	b         *translate.Bender
 	model     string
-	anthropic bool
+	anthropic bool // isAnthropic(model)
 	// toolBlocks: the conversation holds toolUse or toolResult blocks,
 	// which Converse accepts only with a toolConfig.
 	toolBlocks bool
@@ -84,7 +84,7 @@ func (r *requestConv) convert(top *obj) (*native.Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.thinking(top, &out); err != nil {
+	if err := r.thinking(top, &out, forced != ""); err != nil {
 		return nil, err
 	}
 	if md, err := top.object("metadata"); err != nil {
@@ -364,7 +364,11 @@ func (r *requestConv) toolResult(o *obj) (*cvToolResult, error) {
 		return nil, err
 	}
 	if isErr {
-		res.Status = "error"
+		if r.anthropic || strings.Contains(r.model, "amazon.nova") {
+			res.Status = "error"
+		} else if err := r.b.Refuse("messages.content.is_error", o.at("is_error"), "Converse marks a tool result as an error only for Anthropic's and Amazon's Nova models", true); err != nil {
+			return nil, err
+		}
 	}
 	content := o.take("content")
 	var s string
@@ -463,7 +467,7 @@ func (r *requestConv) additional(out *cvRequest, key string, v any) {
 }
 
 // thinking: Anthropic's thinking object, for Anthropic's models only.
-func (r *requestConv) thinking(top *obj, out *cvRequest) error {
+func (r *requestConv) thinking(top *obj, out *cvRequest, forced bool) error {
 	th, err := top.object("thinking")
 	if err != nil || th == nil {
 		return err
@@ -492,6 +496,11 @@ func (r *requestConv) thinking(top *obj, out *cvRequest) error {
 	if !r.anthropic {
 		// A thinking budget has no effect on the answer's shape.
 		return r.b.Refuse("thinking", "thinking", "Converse takes a thinking budget only for Anthropic's models", true)
+	}
+	if forced {
+		// Anthropic's models refuse thinking with a forced tool call,
+		// which is what a structured answer is here.
+		return r.b.Refuse("thinking", "thinking", "on Bedrock a structured answer is a forced tool call, which Anthropic's models do not take with thinking", true)
 	}
 	r.additional(out, "thinking", map[string]any{"type": "enabled", "budget_tokens": *budget})
 	return nil

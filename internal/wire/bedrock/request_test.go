@@ -132,6 +132,25 @@ func TestRequestRefusesWhatChangesTheShape(t *testing.T) {
 	}
 }
 
+func TestRequestThinkingGivesWayToAStructuredAnswer(t *testing.T) {
+	body, call := request(t, `{"max_tokens":5000,"thinking":{"type":"enabled","budget_tokens":2000},"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},"messages":[{"role":"user","content":"hi"}]}`, claude, translate.Options{})
+	if _, ok := body["additionalModelRequestFields"]; ok || !slices.Equal(call.Dropped, []string{"thinking"}) {
+		t.Fatalf("additional %v dropped %v", body["additionalModelRequestFields"], call.Dropped)
+	}
+}
+
+func TestRequestToolResultStatusOnlyWhereTaken(t *testing.T) {
+	hub := `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"bad","is_error":true}]}]}`
+	for model, status := range map[string]string{claude: "error", nova: "error", "meta.llama3-3-70b-instruct-v1:0": ""} {
+		body, call := request(t, hub, model, translate.Options{})
+		res := body["messages"].([]any)[2].(map[string]any)["content"].([]any)[0].(map[string]any)["toolResult"].(map[string]any)
+		got, _ := res["status"].(string)
+		if got != status || (status == "") != slices.Equal(call.Dropped, []string{"messages.content.is_error"}) {
+			t.Errorf("%s: status %q dropped %v", model, got, call.Dropped)
+		}
+	}
+}
+
 func TestRequestToolChoiceNoneHidesTheTools(t *testing.T) {
 	body, call := request(t, `{"max_tokens":5,"tools":[{"name":"a","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"hi"}]}`, nova, translate.Options{})
 	if _, ok := body["toolConfig"]; ok || len(call.Dropped) != 0 {
