@@ -401,7 +401,9 @@ func appendEvent(out []byte, typ string, v any) []byte {
 func (s *streamWriter) event(out []byte, ev translate.Event) ([]byte, error) {
 	var h hubEvent
 	if err := json.Unmarshal(ev.Data, &h); err != nil {
-		return out, fmt.Errorf("bedrock: a hub stream event is not JSON: %v", err)
+		// A malformed hub event (a fault the mock was told to inject)
+		// stays malformed: a Converse event whose payload is not JSON.
+		return AppendMessage(out, eventMessage("contentBlockDelta", ev.Data)), nil
 	}
 	typ := h.Type
 	if typ == "" {

@@ -147,3 +147,17 @@ func TestStreamWriterWritesAsEventsComplete(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A malformed hub event (the mock's injected fault) reaches the client
+// as a malformed Converse event, which the Codec refuses as such.
+func TestStreamWriterKeepsAMalformedEventMalformed(t *testing.T) {
+	var out bytes.Buffer
+	w := Kind().Server.Stream(&out)
+	if _, err := w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_bl\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := drain(t, replyFor(t, plainHub, nova), out.Bytes())
+	if !errors.Is(err, translate.ErrResponse) {
+		t.Fatalf("%v", err)
+	}
+}
