@@ -66,8 +66,15 @@ func TestCLIRunWritesReport(t *testing.T) {
 	code, out, errs := runCLI(t, "--target", g.url, "testdata/basic.yaml", "--time-scale", "0.1",
 		"--csv", csvPath, "--json", jsonPath, "--quiet")
 	// The one note: a time-scaled run that cannot see the gateway's
-	// scale says so (timescale.go).
-	if code != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "without --metrics the gateway's own time scale is unchecked") {
+	// scale says so (timescale.go). A machine too busy to keep the
+	// schedule adds its own note about the lag, which is not an error.
+	notes := 0
+	for _, line := range strings.Split(strings.TrimSpace(errs), "\n") {
+		if !strings.Contains(line, "behind schedule") {
+			notes++
+		}
+	}
+	if code != 0 || notes != 1 || !strings.Contains(errs, "without --metrics the gateway's own time scale is unchecked") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, want := range []string{"policy", "basic", "goodput/s", "TTFT p50", "attempts 10, unique requests 10, retry amplification 1.00", "rejection latency p50"} {

@@ -100,11 +100,15 @@ func TestPrioritiesBySharesAndSeed(t *testing.T) {
 			t.Errorf("%s: row has %d, server saw %d", name, row.ByPriority[i].Total(), got[name])
 		}
 	}
-	// The draw is seeded: a second run sends the same mix.
+	// The draw is seeded: a second run sends the same mix. Only the
+	// counts per priority are compared: on a busy machine some answers
+	// may come late the second time, which changes outcomes, not the mix.
 	g2 := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { answerOK(w) })
 	again := mustRun(t, f, Options{Target: g2.url})
-	if again.ByPriority != row.ByPriority {
-		t.Errorf("second run's mix %v differs from %v", again.ByPriority, row.ByPriority)
+	for i := range row.ByPriority {
+		if a, b := again.ByPriority[i].Total(), row.ByPriority[i].Total(); a != b {
+			t.Errorf("%s: the second run sent %d, the first %d", report.Priorities[i], a, b)
+		}
 	}
 }
 
