@@ -20,9 +20,9 @@ import (
 )
 
 const (
-	testKeyID  = "AKIDSLUICETEST000001"
-	testSecret = "sEcReT/sluice+test/0123456789abcdefABCDEF"
-	testToken  = "sessiontoken-sluice-test-abcdef"
+	testAWSKeyID     = "AKIDSLUICETEST000001"
+	testAWSSecret    = "sEcReT/sluice+test/0123456789abcdefABCDEF"
+	testSessionToken = "sessiontoken-sluice-test-abcdef"
 )
 
 // isolate keeps the machine's own AWS config, credentials and metadata
@@ -133,19 +133,19 @@ func signedCall(t *testing.T, s interface {
 
 func TestAWSEnvironmentCredentials(t *testing.T) {
 	isolate(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", testKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
-	t.Setenv("AWS_SESSION_TOKEN", testToken)
+	t.Setenv("AWS_ACCESS_KEY_ID", testAWSKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", testAWSSecret)
+	t.Setenv("AWS_SESSION_TOKEN", testSessionToken)
 	s, err := AWS(context.Background(), "eu-west-3", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	signedCall(t, s, aws.Credentials{AccessKeyID: testKeyID, SecretAccessKey: testSecret, SessionToken: testToken}, "eu-west-3")
+	signedCall(t, s, aws.Credentials{AccessKeyID: testAWSKeyID, SecretAccessKey: testAWSSecret, SessionToken: testSessionToken}, "eu-west-3")
 }
 
 func TestAWSSharedCredentialsProfile(t *testing.T) {
 	configFile, credsFile := isolate(t)
-	if err := os.WriteFile(credsFile, []byte("[other]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n\n[bedrock-prod]\naws_access_key_id = "+testKeyID+"\naws_secret_access_key = "+testSecret+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(credsFile, []byte("[other]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = wrong\n\n[bedrock-prod]\naws_access_key_id = "+testAWSKeyID+"\naws_secret_access_key = "+testAWSSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(configFile, []byte("[profile bedrock-prod]\nregion = ap-northeast-1\n"), 0o600); err != nil {
@@ -156,7 +156,7 @@ func TestAWSSharedCredentialsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signedCall(t, s, aws.Credentials{AccessKeyID: testKeyID, SecretAccessKey: testSecret}, "ap-northeast-1")
+	signedCall(t, s, aws.Credentials{AccessKeyID: testAWSKeyID, SecretAccessKey: testAWSSecret}, "ap-northeast-1")
 }
 
 func TestAWSMissingCredentials(t *testing.T) {
@@ -196,15 +196,15 @@ func TestAWSErrorsCarryNoSecret(t *testing.T) {
 		if err == nil {
 			return
 		}
-		for _, secret := range []string{testSecret, testToken} {
+		for _, secret := range []string{testAWSSecret, testSessionToken} {
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("%s: the error holds a secret: %v", name, err)
 			}
 		}
 	}
 	isolate(t)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
-	t.Setenv("AWS_SESSION_TOKEN", testToken)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", testAWSSecret)
+	t.Setenv("AWS_SESSION_TOKEN", testSessionToken)
 	s, err := AWS(context.Background(), "us-east-1", "")
 	check("env without key id: load", err)
 	if err == nil {
@@ -217,7 +217,7 @@ func TestAWSErrorsCarryNoSecret(t *testing.T) {
 	}
 
 	_, credsFile := isolate(t)
-	if err := os.WriteFile(credsFile, []byte("[half]\naws_secret_access_key = "+testSecret+"\naws_session_token = "+testToken+"\n[broken\naws_secret_access_key="+testSecret+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(credsFile, []byte("[half]\naws_secret_access_key = "+testAWSSecret+"\naws_session_token = "+testSessionToken+"\n[broken\naws_secret_access_key="+testAWSSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, profile := range []string{"half", "broken"} {
