@@ -124,3 +124,45 @@ func FuzzConverseRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServerStream: the mock's event-stream messages do not depend on
+// where the hub's bytes are cut, and the Codec reads them back without
+// a panic, ending as the hub's contract says.
+func FuzzServerStream(f *testing.F) {
+	_, _, sse := cannedHub(nil, []byte(`{"model":"m","stream":true,"tools":[{"name":"look"}],"messages":[{"role":"user","content":[{"type":"text","text":"cats"}]}]}`))
+	f.Add(sse, uint16(7))
+	f.Add(sse[:len(sse)/2], uint16(100))
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n"), uint16(3))
+	f.Add([]byte("data: {\r\n\r\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\"},\"usage\":{\"output_tokens\":5}}\n\n"), uint16(1))
+	f.Fuzz(func(t *testing.T, hub []byte, cut uint16) {
+		var whole, parts bytes.Buffer
+		w := Kind().Server.Stream(&whole)
+		_, errWhole := w.Write(hub)
+		_ = w.Close()
+		at := int(cut) % (len(hub) + 1)
+		p := Kind().Server.Stream(&parts)
+		_, err1 := p.Write(hub[:at])
+		_, err2 := p.Write(hub[at:])
+		_ = p.Close()
+		if (errWhole == nil) != (err1 == nil && err2 == nil) {
+			t.Fatalf("errors differ: %v / %v %v", errWhole, err1, err2)
+		}
+		if !bytes.Equal(whole.Bytes(), parts.Bytes()) {
+			t.Fatalf("messages depend on the cut at %d", at)
+		}
+		ev := replyFor(t, plainHub, nova).Stream(bytes.NewReader(whole.Bytes()))
+		for i := 0; ; i++ {
+			if i > whole.Len()+2 {
+				t.Fatal("Next never ends")
+			}
+			_, err := ev.Next()
+			if err == nil {
+				continue
+			}
+			if err != io.EOF && !errors.Is(err, translate.ErrTruncated) && !errors.Is(err, translate.ErrResponse) && !errors.Is(err, translate.ErrStreamFailed) {
+				t.Fatalf("end %v", err)
+			}
+			break
+		}
+	})
+}

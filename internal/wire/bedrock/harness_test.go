@@ -39,7 +39,7 @@ type cannedRequest struct {
 // offered tools are called on a plain question; a tool result is echoed
 // back; anything else is echoed. It returns the hub status and body (a
 // whole answer, or the stream's SSE).
-func cannedHub(t *testing.T, hub []byte) (int, http.Header, []byte) {
+func cannedHub(t testing.TB, hub []byte) (int, http.Header, []byte) {
 	var req cannedRequest
 	if err := json.Unmarshal(hub, &req); err != nil {
 		t.Errorf("the hub request is not JSON: %v\n%s", err, hub)
