@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/wire/native"
+	"github.com/sluice-gw/sluice/internal/wire/vendors"
 )
 
 // Server is a fake OpenAI- and Anthropic-compatible provider. It is an
@@ -46,10 +48,14 @@ type Stats struct {
 	Total       int64 `json:"total"`
 }
 
-// RequestInfo is what the mock last received under /v1/, so gateway tests
-// can check model rewriting, key injection and body passthrough.
+// RequestInfo is what the mock last received under /v1/ (or on a native
+// API's route), so gateway tests can check model rewriting, key
+// injection and body passthrough.
 type RequestInfo struct {
-	Method        string
+	Method string
+	// Path is the request's path: for a native API's call, the
+	// vendor's route (e.g. /v1beta/models/m:generateContent), whose
+	// Body is then the Messages request it became.
 	Path          string
 	Model         string // the body's "model", if it parsed
 	Authorization string
@@ -102,7 +108,16 @@ func NewWithClock(cfg Config, now func() time.Time) *Server {
 	m.HandleFunc("/stats", s.handleStats)
 	m.HandleFunc("/stats/reset", post(openAI{}, s.handleStatsReset))
 	m.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {})
+	// The native APIs (Gemini, Bedrock's Converse) are served by the
+	// Messages handler through their Servers (native.Handler), so every
+	// fault works on them as on the others.
+	natives := vendors.Servers()
+	nativeAPI := native.Handler(natives, post(anthropic{}, s.handleMessages))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if native.Matches(natives, r) {
+			nativeAPI.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), vendorPath{}, r.URL.Path)))
+			return
+		}
 		writeJSON(w, http.StatusNotFound, openAI{}.errorJSON(http.StatusNotFound, "no such endpoint: "+r.URL.Path))
 	})
 	s.mux = m
@@ -153,12 +168,19 @@ func (s *Server) LastRequest() RequestInfo {
 	return ri
 }
 
+// vendorPath is the context key of a native API call's own path.
+type vendorPath struct{}
+
 func (s *Server) record(r *http.Request, body []byte, model string) {
+	path := r.URL.Path
+	if p, ok := r.Context().Value(vendorPath{}).(string); ok {
+		path = p
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = RequestInfo{
 		Method:        r.Method,
-		Path:          r.URL.Path,
+		Path:          path,
 		Model:         model,
 		Authorization: r.Header.Get("Authorization"),
 		APIKey:        r.Header.Get("X-Api-Key"),
