@@ -74,6 +74,9 @@ const (
 	// KindAzure is Azure OpenAI: OpenAI's API under Azure's URL scheme
 	// (a deployment per model, an api-version query) and api-key header.
 	KindAzure = "azure"
+	// KindGemini and KindBedrock are native APIs (native.go).
+	KindGemini  = "gemini"
+	KindBedrock = "bedrock"
 )
 
 // applyDefaults fills in every field the file left out. A field the file
@@ -109,6 +112,7 @@ func (c *Config) applyDefaults() {
 		// Client paths are appended to base_url; a trailing slash would
 		// double up.
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		p.nativeDefaults()
 		for j := range p.Replicas {
 			r := &p.Replicas[j]
 			r.BaseURL = strings.TrimRight(r.BaseURL, "/")

@@ -77,7 +77,7 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"bad_providers.yaml", []want{
 			{":2: providers[0].name: ", `may only contain letters, digits, '.', '_' and '-'; write e.g. "my-provider"`},
-			{":3: providers[0].kind: ", `"bedrock" is not a supported kind; use openai`},
+			{":3: providers[0].kind: ", `"watsonx" is not a supported kind; use openai`},
 			{":4: providers[0].base_url: ", "is not an absolute http(s) URL; write e.g. https://api.openai.com/v1"},
 			{":5: providers[0].api_key_env: ", "must be the name of an environment variable"},
 			{":6: providers[0].timeout: ", "must be positive; write e.g. 60s"},

@@ -314,6 +314,9 @@ func (c *Config) kindOf(provider string) string {
 		if p.Kind == KindAzure {
 			return KindOpenAI
 		}
+		if p.Native() {
+			return KindAnthropic // the hub (native.go)
+		}
 		return p.Kind
 	}
 	return ""

@@ -183,7 +183,10 @@ type Provider struct {
 	// Kind is the wire protocol the provider speaks: "openai",
 	// "anthropic", or "azure" (Azure OpenAI: OpenAI's API, called at
 	// {base_url}/openai/deployments/{target model}/...?api-version=...
-	// with the key in an api-key header).
+	// with the key in an api-key header), or a native API: "gemini"
+	// (Google's generateContent, on the Gemini API or Vertex AI) or
+	// "bedrock" (AWS Bedrock's Converse), served through Anthropic's
+	// Messages API as the hub (native.go).
 	Kind string `yaml:"kind"`
 	// BaseURL includes the API version prefix, e.g. https://api.openai.com/v1
 	// or http://127.0.0.1:8000/v1 for vLLM. Client paths below /v1 are
@@ -259,6 +262,20 @@ type Provider struct {
 	// or, empty, drop only what leaves the answer's shape alone
 	// (translate.Neutral) and refuse the rest.
 	OnUnsupported string `yaml:"on_unsupported"`
+
+	// Native APIs (kind gemini, kind bedrock; native.go).
+
+	// Vertex makes a gemini provider call Vertex AI (Google Cloud's
+	// OAuth2 credentials) instead of the Gemini API (api_key_env). Only
+	// for kind gemini.
+	Vertex *Vertex `yaml:"vertex"`
+	// Region is a bedrock provider's AWS region, e.g. us-east-1
+	// (required for kind bedrock, only for it).
+	Region string `yaml:"region"`
+	// AWSProfile names the shared AWS config profile whose credentials
+	// sign a bedrock provider's calls; empty: the default chain
+	// (environment, shared files, web identity, instance role).
+	AWSProfile string `yaml:"aws_profile"`
 }
 
 // Replica is one server of a provider's pool.

@@ -142,18 +142,22 @@ func (c *Config) validateProviders(v *checker) []string {
 		}
 		switch p.Kind {
 		case "":
-			v.add(at("kind"), "missing; write kind: openai, kind: anthropic or kind: azure")
-		case KindOpenAI, KindAnthropic, KindAzure:
+			v.add(at("kind"), "missing; write kind: openai, kind: anthropic, kind: azure, kind: gemini or kind: bedrock")
+		case KindOpenAI, KindAnthropic, KindAzure, KindGemini, KindBedrock:
 		default:
-			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers), anthropic or azure (Azure OpenAI)", short(p.Kind))
+			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers), anthropic, azure (Azure OpenAI), gemini (the Gemini API or Vertex AI) or bedrock (AWS Bedrock)", short(p.Kind))
 		}
-		if p.Pooled() {
+		switch {
+		case p.Pooled():
 			validatePool(v, at, p)
-		} else {
+		case p.Native() && p.BaseURL == "":
+			// Its default needs fields validateNative names.
+		default:
 			v.baseURL(at("base_url"), p.BaseURL)
 		}
 		validateAzure(v, at, p)
-		if p.Responses != nil && *p.Responses && (p.Kind == KindAnthropic || p.Kind == KindAzure) {
+		validateNative(v, at, p)
+		if p.Responses != nil && *p.Responses && (p.Kind == KindAnthropic || p.Kind == KindAzure || p.Native()) {
 			v.add(at("responses"), "the Responses API is passed through only to kind openai providers, never translated; remove it, or write responses: false")
 		}
 		// The value is never echoed: a key pasted here by mistake must not
