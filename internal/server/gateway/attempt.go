@@ -104,7 +104,7 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	}
 	a.ep = ep
 	a.start = g.now()
-	a.resp, a.err = g.transport.RoundTrip(req)
+	a.resp, a.err = g.roundTripper(a.t.provider).RoundTrip(req)
 	if a.err != nil {
 		g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, "error").Inc()
 		return
@@ -459,6 +459,7 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	g.sayDropped(w, x, a)
+	g.sayNativeDropped(w, x, a)
 	switch {
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)

@@ -106,7 +106,9 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	x.outcome, x.status = outcomeOK, http.StatusOK
 	x.borrowed = true // a count spends no tokens: nothing to account
 	n, count := int64(0), ""
-	if t := m.targets[0]; t.provider.dialect == protocol.Anthropic {
+	// A native provider's count is never asked for: its API's count is
+	// not Anthropic's (native.go).
+	if t := m.targets[0]; t.provider.dialect == protocol.Anthropic && t.provider.native == nil {
 		<-countSlots // the provider counts: no CPU of ours while it does
 		holding = false
 		if c, ok := g.providerCount(r, x, t, body); ok {
@@ -159,7 +161,7 @@ func (g *Gateway) providerCount(r *http.Request, x *exchange, t target, body *pr
 	// it is kept out of the provider's latency figures, which are
 	// generations'.
 	x.provider = p.name
-	resp, err := g.transport.RoundTrip(req)
+	resp, err := g.roundTripper(p).RoundTrip(req)
 	if err != nil {
 		g.metrics.UpstreamStatus.WithLabelValues(p.name, "error").Inc()
 		x.reason = "count_tokens_upstream_error"

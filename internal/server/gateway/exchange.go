@@ -90,6 +90,8 @@ type exchange struct {
 	// requested is the model the client asked for; model the one that
 	// served it, which differs when degraded names how.
 	requested, degraded string
+	// dropped is what the answer's X-Sluice-Dropped named.
+	dropped string
 	upstreamModel       string
 	cost                price.Micros // at the effective prices (policy.Prices)
 	// shared: the key's budget in the fleet's store holds sharedReserved
@@ -209,6 +211,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	if x.degraded != "" {
 		attrs = append(attrs, slog.String("requested_model", x.requested), slog.String("degraded", x.degraded))
+	}
+	if x.dropped != "" {
+		attrs = append(attrs, slog.String("dropped", x.dropped))
 	}
 	if x.idem != "" {
 		attrs = append(attrs, slog.String("idempotency", x.idem))

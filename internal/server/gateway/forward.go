@@ -97,6 +97,9 @@ func (p *provider) anyBase() string {
 // values in place.
 func (p *provider) authorize(h http.Header) {
 	h["Content-Type"] = jsonContentType
+	if p.native != nil {
+		return // its Transport's signer sets the vendor's credentials
+	}
 	if p.keyHeader != nil {
 		h[p.keyHeaderName()] = p.keyHeader
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/server/spendstore"
 	"github.com/sluice-gw/sluice/internal/server/usage"
+	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
@@ -74,6 +75,9 @@ type Options struct {
 	// SpendStore, when set, keeps spend instead of the store the config
 	// names (for tests: spendstore.NewMemory()).
 	SpendStore spendstore.Store
+	// signer, when set, builds native providers' signers in place of
+	// signerFor (native.go), for tests.
+	signer func(context.Context, *config.Provider) (native.Signer, error)
 }
 
 // Gateway serves the client API and the admin API for one configuration.
@@ -200,6 +204,10 @@ type provider struct {
 	// unsupported is the provider's on_unsupported, for the native
 	// codecs that translate the hub's requests into its API.
 	unsupported translate.Unsupported
+	// native is a native API provider's codec (native.go), nil for the
+	// others; rt, when set, carries its calls (roundTripper).
+	native *nativeProvider
+	rt     http.RoundTripper
 }
 
 type model struct {
@@ -311,6 +319,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for i := range cfg.Providers {
 		pc := &cfg.Providers[i]
 		d, ok := protocol.ParseDialect(pc.Kind)
+		if pc.Native() {
+			d, ok = protocol.Anthropic, true // the hub (native.go)
+		}
 		if !ok {
 			return nil, fmt.Errorf("providers[%d].kind: unknown kind %q", i, pc.Kind)
 		}
@@ -348,6 +359,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}
 		if b := pc.Breaker; b != nil {
 			p.probeModel = b.ProbeModel
+		}
+		if pc.Native() {
+			if err := setUpNative(p, i, pc, g.transport, opts.signer); err != nil {
+				return nil, err
+			}
 		}
 		g.providers[pc.Name] = p
 		g.byScope = append(g.byScope, p)

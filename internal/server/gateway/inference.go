@@ -254,6 +254,9 @@ func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchan
 		return nil
 	}
 	x.cross = out.cross
+	if m, req, ok = g.nativeCheck(w, x, m, req, out); !ok {
+		return nil
+	}
 	deadline := req.Deadline
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()

@@ -233,7 +233,7 @@ func (s *streamRelay) continueOn(t target, mode lifecycle.ContinueMode, sofarTok
 	}
 	req.Body, req.ContentLength, req.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	x.attempts++
-	resp, err := s.g.transport.RoundTrip(req)
+	resp, err := s.g.roundTripper(t.provider).RoundTrip(req)
 	if err != nil {
 		return r
 	}

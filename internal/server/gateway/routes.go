@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -115,6 +116,9 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	entry := func(n string) map[string]any {
 		all, translated := g.models[n].endpoints()
 		ext := map[string]any{"endpoints": all, "translated": translated}
+		if nat := g.models[n].natives(); len(nat) > 0 {
+			ext["native"] = nat
+		}
 		if d == protocol.Anthropic {
 			return map[string]any{"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z", "sluice": ext}
 		}
@@ -153,9 +157,12 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 // never translated), the Responses API when a target serves it, and
 // count_tokens, which Sluice answers itself.
 func (m *model) endpoints() (all, translated []string) {
-	oai, ant, responses := m.speaks(protocol.OpenAI), m.speaks(protocol.Anthropic), false
+	oai, ant, responses := m.speaks(protocol.OpenAI), false, false
 	for _, t := range m.targets {
 		responses = responses || t.provider.responses.Load()
+		// A native provider speaks Anthropic's API only through its
+		// codec: translated too.
+		ant = ant || t.provider.dialect == protocol.Anthropic && t.provider.native == nil
 	}
 	translated = []string{}
 	all = append(all, "/v1/chat/completions")
@@ -173,6 +180,19 @@ func (m *model) endpoints() (all, translated []string) {
 		translated = append(translated, "/v1/messages")
 	}
 	return append(all, "/v1/messages/count_tokens"), translated
+}
+
+// natives names m's targets on native API providers, as kind/provider
+// (gemini/vertex-eu), in target order without repeats: their answers
+// are translated from the vendor's API, whichever endpoint asks.
+func (m *model) natives() []string {
+	var out []string
+	for _, t := range m.targets {
+		if p := t.provider; p.native != nil && !slices.Contains(out, p.native.kind+"/"+p.name) {
+			out = append(out, p.native.kind+"/"+p.name)
+		}
+	}
+	return out
 }
 
 // speaks reports whether one of m's targets speaks dialect d.

@@ -62,6 +62,9 @@ type Transport struct {
 	Signer Signer
 	// Options are the request translation's options.
 	Options translate.Options
+	// Header is set on every vendor call (the operator's own provider
+	// headers), before the Signer signs it.
+	Header http.Header
 }
 
 // RoundTrip calls the vendor for hub request req.
@@ -100,6 +103,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if vv := req.Header.Values(k); len(vv) > 0 {
 			out.Header[k] = vv
 		}
+	}
+	for k, vv := range t.Header {
+		out.Header[k] = vv
 	}
 	out.Header.Set("Content-Type", "application/json")
 	if call.Stream {

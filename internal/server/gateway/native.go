@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/wire/native"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
+	"github.com/sluice-gw/sluice/internal/wire/vendors"
+)
+
+// Native providers (kind gemini, kind bedrock). To the gateway a native
+// provider is an Anthropic-speaking one: its calls are built as for any
+// (POST {base_url}/messages, the body's model rewritten to the target's,
+// usage, first token, stream checks, breakers, budgets, prices, hedging,
+// continuation and evals unchanged), and its transport, a
+// native.Transport made once per configuration, turns each into the
+// vendor's call, signed with the provider's credentials, and the
+// vendor's answer back into Anthropic's bytes.
+//
+//   - Every upstream call of the gateway's (generations, continuations,
+//     probes, evals, counts) goes through roundTripper, so a native
+//     provider's never leaves unsigned or in Anthropic's API.
+//   - A request the provider's codec cannot carry is found before
+//     routing (nativeCheck, after crossDialect): that provider's
+//     targets are dropped from the request's route, or, when none is
+//     left, the client has a 400 naming the parameter. The Transport
+//     refuses one that slips through with a 400 invalid_request_error,
+//     which, as any 400, does not count against the provider's health.
+//   - What the codec dropped reaches the client in X-Sluice-Dropped,
+//     with what translation dropped, and the request log.
+//   - count_tokens is never forwarded to a native provider: the
+//     gateway's own count answers.
+//   - The signer is built when the configuration loads; a failure is a
+//     load error naming the provider and what to set, never a secret.
+
+// nativeProvider is what a native provider has beyond other providers.
+type nativeProvider struct {
+	kind  string
+	codec native.Codec
+	// opts are the codec's request options, as its Transport has them.
+	opts translate.Options
+}
+
+// signerTimeout bounds building one provider's signer at load (reading
+// a credentials file, the AWS credential chain).
+const signerTimeout = 10 * time.Second
+
+// signerFor builds a native provider's signer from its config. This is
+// the one place that maps config to credentials; each kind's line calls
+// package cloudauth.
+func signerFor(ctx context.Context, pc *config.Provider) (native.Signer, error) {
+	switch {
+	case pc.Kind == config.KindGemini && pc.Vertex == nil:
+		// SIGNER(gemini API): return cloudauth.APIKey("x-goog-api-key", pc.APIKey()), nil
+	case pc.Kind == config.KindGemini:
+		// SIGNER(vertex): return cloudauth.Google(ctx, pc.Vertex.CredentialsFile)
+	case pc.Kind == config.KindBedrock:
+		// SIGNER(bedrock): return cloudauth.AWS(ctx, pc.Region, pc.AWSProfile)
+	}
+	return nil, fmt.Errorf("this build of Sluice cannot sign %s calls", pc.Kind)
+}
+
+// whatToSet tells the operator what a native provider's credentials
+// come from, for a load error.
+func whatToSet(pc *config.Provider) string {
+	switch {
+	case pc.Kind == config.KindGemini && pc.Vertex == nil:
+		return fmt.Sprintf("export the Gemini API key in %s", pc.APIKeyEnv)
+	case pc.Kind == config.KindGemini && pc.Vertex.CredentialsFile != "":
+		return "check that vertex.credentials_file is a readable service account or external account JSON file"
+	case pc.Kind == config.KindGemini:
+		return "set Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, or run on Google Cloud), or write vertex.credentials_file"
+	}
+	if pc.AWSProfile != "" {
+		return fmt.Sprintf("check that AWS profile %s exists in the shared AWS config and has credentials", pc.AWSProfile)
+	}
+	return "set AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a web identity, or an instance role), or write aws_profile"
+}
+
+// setUpNative makes provider p, of config pc (i-th), a native one: its
+// dialect is the hub's, its calls go through a native.Transport over
+// base.
+func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper, sign func(context.Context, *config.Provider) (native.Signer, error)) error {
+	k, ok := vendors.Lookup(pc.Kind)
+	if !ok || k.Codec == nil {
+		return fmt.Errorf("providers[%d] (%s): kind %s is not built into this Sluice", i, pc.Name, pc.Kind)
+	}
+	if sign == nil {
+		sign = signerFor
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), signerTimeout)
+	defer cancel()
+	signer, err := sign(ctx, pc)
+	if err != nil {
+		// The error is the signer's, which never carries a credential;
+		// scrubbed all the same.
+		return fmt.Errorf("providers[%d] (%s): cannot sign %s calls: %s; %s", i, pc.Name, pc.Kind, p.scrub.text([]byte(err.Error())), whatToSet(pc))
+	}
+	if pc.Kind == config.KindBedrock {
+		// What the AWS chain may read from the environment is scrubbed
+		// from what the provider sends back, as a key is.
+		for _, v := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"} {
+			if s := os.Getenv(v); len(s) >= 8 {
+				p.scrub.keys = append(p.scrub.keys, []byte(s))
+			}
+		}
+	}
+	p.native = &nativeProvider{kind: pc.Kind, codec: k.Codec, opts: translate.Options{
+		Drop: defaultDrop,
+		// Unsupported: left at its zero value (the default rule) until
+		// providers[].on_unsupported is wired here.
+	}}
+	p.rt = &native.Transport{Base: base, Codec: k.Codec, Signer: signer, Options: p.native.opts, Header: p.headers}
+	p.dialect = protocol.Anthropic
+	// The hub's own credentials and headers never go out: the
+	// Transport sends only its passHeaders, the operator's headers and
+	// the signer's (belt and braces: authorize skips them too).
+	p.keyHeader, p.forward, p.headers = nil, nil, http.Header{}
+	return nil
+}
+
+// roundTripper is what carries calls to provider p: its own transport
+// (a native provider's), or the gateway's.
+func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
+	if p.rt != nil {
+		return p.rt
+	}
+	return g.transport
+}
+
+// nativeCheck runs each native provider's codec once on the request its
+// targets would get, and leaves out of the route the targets of a
+// provider that cannot carry it (crossDialect's rule): ok false when
+// none is left, and the client has its 400 naming the parameter.
+func (g *Gateway) nativeCheck(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing) (*model, lifecycle.Request, bool) {
+	var refused map[*provider]string
+	param, why := "", ""
+	for _, t := range m.targets {
+		p := t.provider
+		if p.native == nil || refused[p] != "" {
+			continue
+		}
+		if _, seen := refused[p]; seen {
+			continue
+		}
+		if refused == nil {
+			refused = map[*provider]string{}
+		}
+		br := out.reader(t)
+		raw := make([]byte, br.Len())
+		_, _ = io.ReadFull(br, raw)
+		_, err := p.native.codec.Request(raw, t.model, p.native.opts)
+		if err == nil {
+			refused[p] = ""
+			continue
+		}
+		var te *translate.Error
+		if errors.As(err, &te) {
+			refused[p] = fmt.Sprintf("parameter %s (at %s) cannot be sent to %s's API: %s", te.Param, te.Path, p.native.kind, te.Reason)
+			param = te.Path
+		} else {
+			refused[p] = fmt.Sprintf("the request cannot be sent to %s's API: %v", p.native.kind, err)
+		}
+		why = refused[p]
+	}
+	if why == "" {
+		return m, req, true
+	}
+	kept := m.keep(func(t target) bool { return refused[t.provider] == "" })
+	if len(kept.targets) == 0 {
+		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
+			fmt.Sprintf("model %q is served by a native API provider, and this request cannot be sent there: %s", m.name, why), param, 0)
+		return m, req, false
+	}
+	req.Targets, req.Models = kept.route.Targets, kept.route.Models
+	return kept, req, true
+}
+
+// sayNativeDropped adds what a native provider's codec dropped (its
+// Transport's X-Sluice-Dropped) to what translation dropped
+// (sayDropped), on the answer and in the request log.
+func (g *Gateway) sayNativeDropped(w http.ResponseWriter, x *exchange, a *attempt) {
+	var parts []string
+	if d := w.Header().Get("X-Sluice-Dropped"); d != "" {
+		parts = append(parts, d)
+	}
+	if a.t.provider.native != nil && a.resp != nil {
+		for _, d := range strings.Split(a.resp.Header.Get(native.DroppedHeader), ",") {
+			if d = strings.TrimSpace(d); d != "" && !containsItem(parts, d) {
+				parts = append(parts, d)
+			}
+		}
+	}
+	if len(parts) > 0 {
+		x.dropped = strings.Join(parts, ",")
+		w.Header().Set("X-Sluice-Dropped", x.dropped)
+	}
+}
+
+// containsItem reports whether one of the comma-separated lists in
+// lists names item.
+func containsItem(lists []string, item string) bool {
+	for _, l := range lists {
+		for _, v := range strings.Split(l, ",") {
+			if v == item {
+				return true
+			}
+		}
+	}
+	return false
+}
