@@ -115,9 +115,6 @@ func validateNative(v *checker, at func(string) string, p Provider) {
 			v.add(at("headers."+name), "carries credentials, which a %s provider's signer sets on every call (from api_key_env, vertex, region and aws_profile); remove it", p.Kind)
 		}
 	}
-	if len(p.ForwardHeaders) > 0 {
-		v.add(at("forward_headers"), "a %s provider hears no client headers: its calls are the vendor's API, made by the gateway; remove forward_headers", p.Kind)
-	}
 	switch p.Kind {
 	case KindGemini:
 		switch vx := p.Vertex; {

@@ -52,7 +52,6 @@ func TestNativeProviderErrors(t *testing.T) {
 		{"vertex elsewhere", "kind: anthropic\n    base_url: http://127.0.0.1:9/v1\n    vertex: {project: my-project, location: us-central1}", "providers[0].vertex: applies only to kind: gemini"},
 		{"responses", "kind: gemini\n    api_key_env: K\n    responses: true", "providers[0].responses: the Responses API is passed through only to kind openai"},
 		{"pool", "kind: bedrock\n    region: us-east-1\n    replicas: [{base_url: http://127.0.0.1:9}]", "providers[0].replicas: a pool is of self-hosted OpenAI-compatible servers"},
-		{"forward headers", "kind: gemini\n    api_key_env: K\n    forward_headers: [x-trace]", "providers[0].forward_headers: a gemini provider hears no client headers"},
 		{"credential header", "kind: gemini\n    api_key_env: K\n    headers: {x-goog-api-key: abc}", "providers[0].headers.x-goog-api-key: carries credentials"},
 		{"unknown kind", "kind: vertex", `"vertex" is not a supported kind; use openai`},
 	} {

@@ -120,12 +120,18 @@ func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper
 		// Unsupported: left at its zero value (the default rule) until
 		// providers[].on_unsupported is wired here.
 	}}
-	p.rt = &native.Transport{Base: base, Codec: k.Codec, Signer: signer, Options: p.native.opts, Header: p.headers}
+	// The client headers the provider hears are forward_headers alone
+	// (none of Anthropic's API's).
+	p.forward = nil
+	for _, h := range pc.ForwardHeaders {
+		p.forward = append(p.forward, http.CanonicalHeaderKey(h))
+	}
+	p.rt = &native.Transport{Base: base, Codec: k.Codec, Signer: signer, Options: p.native.opts, Header: p.headers, Forward: p.forward}
 	p.dialect = protocol.Anthropic
 	// The hub's own credentials and headers never go out: the
 	// Transport sends only its passHeaders, the operator's headers and
 	// the signer's (belt and braces: authorize skips them too).
-	p.keyHeader, p.forward, p.headers = nil, nil, http.Header{}
+	p.keyHeader, p.headers = nil, http.Header{}
 	return nil
 }
 

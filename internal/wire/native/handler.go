@@ -1,10 +1,12 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -95,6 +97,7 @@ type adapter struct {
 	buf  bytes.Buffer
 	// committed: the vendor's headers went out.
 	committed bool
+	hijacked  bool
 	stream    io.WriteCloser
 }
 
@@ -155,7 +158,17 @@ func (a *adapter) FlushError() error {
 	return http.NewResponseController(a.w).Flush()
 }
 
-// Unwrap lets hub take over the connection (a reset, a cut).
+// Hijack lets hub take over the connection (a reset, a cut): nothing
+// more is written once it has.
+func (a *adapter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(a.w).Hijack()
+	if err == nil {
+		a.hijacked = true
+	}
+	return c, rw, err
+}
+
+// Unwrap gives hub the connection's other controls (deadlines).
 func (a *adapter) Unwrap() http.ResponseWriter { return a.w }
 
 // commit writes the vendor's 200 headers: hub's own, less its API's.
@@ -175,6 +188,9 @@ func (a *adapter) commit(contentType string) {
 
 // finish writes what hub left to write once it returned.
 func (a *adapter) finish() {
+	if a.hijacked {
+		return
+	}
 	switch a.mode {
 	case modeNone:
 		a.mode, a.status = modeWhole, http.StatusOK

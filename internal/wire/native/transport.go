@@ -65,6 +65,10 @@ type Transport struct {
 	// Header is set on every vendor call (the operator's own provider
 	// headers), before the Signer signs it.
 	Header http.Header
+	// Forward names (canonical) the hub request's headers passed on to
+	// the vendor beyond passHeaders: the client headers the operator
+	// lets the provider hear (forward_headers).
+	Forward []string
 }
 
 // RoundTrip calls the vendor for hub request req.
@@ -102,6 +106,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for _, k := range passHeaders {
 		if vv := req.Header.Values(k); len(vv) > 0 {
 			out.Header[k] = vv
+		}
+	}
+	for _, k := range t.Forward {
+		if vv := req.Header.Values(k); len(vv) > 0 && !hubOnly(k) {
+			out.Header[http.CanonicalHeaderKey(k)] = vv
 		}
 	}
 	for k, vv := range t.Header {
@@ -230,6 +239,13 @@ func readRequest(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("native: the request body is over %d bytes", MaxRequest)
 	}
 	return b, nil
+}
+
+// hubOnly reports whether header k belongs to the hub's API or carries
+// its credentials, and so never reaches a vendor.
+func hubOnly(k string) bool {
+	k = http.CanonicalHeaderKey(k)
+	return k == "Authorization" || k == "X-Api-Key" || k == "Proxy-Authorization" || k == "Cookie" || strings.HasPrefix(k, "Anthropic-")
 }
 
 // refusal is the client's message for a request the codec refused.
