@@ -91,9 +91,9 @@ type exchange struct {
 	// served it, which differs when degraded names how.
 	requested, degraded string
 	// dropped is what the answer's X-Sluice-Dropped named.
-	dropped string
-	upstreamModel       string
-	cost                price.Micros // at the effective prices (policy.Prices)
+	dropped       string
+	upstreamModel string
+	cost          price.Micros // at the effective prices (policy.Prices)
 	// shared: the key's budget in the fleet's store holds sharedReserved
 	// for this request; sharedStatus is that budget as the store last
 	// answered (haveShared), for the rate-limit headers.
