@@ -207,7 +207,8 @@ func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) 
 	r.timeline = &report.Timeline{}
 	r.row.Timeline = r.timeline
 	for _, p := range cfg.Providers {
-		anthropic := p.Kind == config.KindAnthropic
+		// A native provider answers in the hub's terms: Anthropic's statuses.
+		anthropic := p.Kind == config.KindAnthropic || p.Native()
 		if !p.Pooled() {
 			u := newUpstream(f.Upstream(p.Name), anthropic)
 			r.ups = append(r.ups, u)
