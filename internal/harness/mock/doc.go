@@ -18,6 +18,17 @@
 //	                                 vllm:kv_cache_usage_perc), for replica pools
 //	GET  /health                     200
 //
+// and the routes of every native API this build speaks (package
+// vendors): Gemini's POST /v1beta/models/{m}:generateContent and
+// :streamGenerateContent?alt=sse and their Vertex AI paths, Bedrock's
+// POST /model/{id}/converse and /converse-stream. Each is served by the
+// Messages handler through its native.Server (native.Handler), in the
+// same process: the call is planned, timed and faulted exactly as a
+// /v1/messages call with its headers (X-Mock-Fail and the rest), and its
+// answer, stream and errors are written in the vendor's API as they are
+// made. Any credentials are accepted; LastRequest records the vendor's
+// path and headers (its Body is the Messages request the call became).
+//
 // Any model name is accepted and echoed. Prompt tokens are estimated as
 // ceil(bytes/4) of all message text; one output token is one pseudo-latin
 // word with a leading space, drawn from the seeded source (or from the
