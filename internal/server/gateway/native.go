@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
@@ -50,10 +49,6 @@ type nativeProvider struct {
 	// opts are the codec's request options, as its Transport has them.
 	opts translate.Options
 }
-
-// signerTimeout bounds building one provider's signer at load (reading
-// a credentials file, the AWS credential chain).
-const signerTimeout = 10 * time.Second
 
 // signerFor builds a native provider's signer from its config. This is
 // the one place that maps config to credentials; each kind's line calls
@@ -98,9 +93,10 @@ func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper
 	if sign == nil {
 		sign = signerFor
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), signerTimeout)
-	defer cancel()
-	signer, err := sign(ctx, pc)
+	// Not a context that ends: a signer may keep it for the life of its
+	// token source (Google's OAuth2 refreshes with it). A signer bounds
+	// its own work at load.
+	signer, err := sign(context.Background(), pc)
 	if err != nil {
 		// The error is the signer's, which never carries a credential;
 		// scrubbed all the same.
