@@ -299,3 +299,30 @@ func TestTransportSignerError(t *testing.T) {
 		t.Errorf("vendor called %d times", n)
 	}
 }
+
+// The operator's headers and the forwarded client headers reach the
+// vendor; the hub's credentials never do, even when listed.
+func TestTransportOperatorAndForwardedHeaders(t *testing.T) {
+	v, base := start(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"text":"ok","end":"done"}`)
+	})
+	tr := transport(nativetest.Codec{})
+	tr.Header = http.Header{"X-Goog-User-Project": {"billing-project"}}
+	tr.Forward = []string{"X-Mock-Fail", "Authorization", "X-Api-Key", "Anthropic-Version"}
+	req := hubRequest(t, base, `{"model":"m","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	req.Header.Set("X-Mock-Fail", "429")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, _, h, _ := v.seen()
+	if h.Get("X-Goog-User-Project") != "billing-project" || h.Get("X-Mock-Fail") != "429" {
+		t.Errorf("vendor headers %v", h)
+	}
+	for _, k := range []string{"Authorization", "X-Api-Key", "Anthropic-Version"} {
+		if h.Get(k) != "" {
+			t.Errorf("the vendor heard %s", k)
+		}
+	}
+}
