@@ -2,6 +2,7 @@ package native
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +87,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := json.Unmarshal(hub, &head); err != nil || head.Model == "" {
 		return hubError(req, http.StatusBadRequest, "invalid_request_error", "the request body is not a Messages request with a model", nil), nil
 	}
-	call, err := t.Codec.Request(hub, head.Model, t.Options)
+	opts := t.Options
+	if o, ok := req.Context().Value(optionsKey{}).(translate.Options); ok {
+		opts = o
+	}
+	call, err := t.Codec.Request(hub, head.Model, opts)
 	if err != nil {
 		return hubError(req, http.StatusBadRequest, "invalid_request_error", refusal(err), nil), nil
 	}
@@ -188,6 +193,15 @@ func (t *Transport) answer(req *http.Request, resp *http.Response, call *Call) (
 		ContentLength: -1,
 		Request:       req,
 	}, nil
+}
+
+type optionsKey struct{}
+
+// WithOptions returns a context whose requests a Transport translates
+// under opts instead of its own Options: for what one request's model
+// says (its on_unsupported) where the provider's setting is not it.
+func WithOptions(ctx context.Context, opts translate.Options) context.Context {
+	return context.WithValue(ctx, optionsKey{}, opts)
 }
 
 // eventBody reads a hub stream from a vendor's, as the reader asks.

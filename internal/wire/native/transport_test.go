@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/native/nativetest"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // vendor is a fake toy-API server that records what it received.
@@ -324,5 +325,22 @@ func TestTransportOperatorAndForwardedHeaders(t *testing.T) {
 		if h.Get(k) != "" {
 			t.Errorf("the vendor heard %s", k)
 		}
+	}
+}
+
+// A request's own options (WithOptions) stand over the Transport's.
+func TestTransportRequestOptions(t *testing.T) {
+	v, base := start(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"text":"ok","end":"done"}`)
+	})
+	req := hubRequest(t, base, `{"model":"m","max_tokens":2,"top_k":4,"messages":[{"role":"user","content":"hi"}]}`)
+	req = req.WithContext(native.WithOptions(req.Context(), translate.Options{Unsupported: translate.UnsupportedDrop}))
+	resp, err := transport(nativetest.Codec{}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n, _, _, _ := v.seen(); resp.StatusCode != 200 || n != 1 || resp.Header.Get("X-Sluice-Dropped") != "top_k" {
+		t.Fatalf("status %d, vendor calls %d, dropped %q", resp.StatusCode, n, resp.Header.Get("X-Sluice-Dropped"))
 	}
 }
