@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/cloudauth"
 	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
@@ -56,9 +57,12 @@ type nativeProvider struct {
 func signerFor(ctx context.Context, pc *config.Provider) (native.Signer, error) {
 	switch {
 	case pc.Kind == config.KindGemini && pc.Vertex == nil:
-		// SIGNER(gemini API): return cloudauth.APIKey("x-goog-api-key", pc.APIKey()), nil
+		if pc.APIKey() == "" {
+			return nil, fmt.Errorf("%s is empty", pc.APIKeyEnv)
+		}
+		return cloudauth.APIKey("x-goog-api-key", pc.APIKey()), nil
 	case pc.Kind == config.KindGemini:
-		// SIGNER(vertex): return cloudauth.Google(ctx, pc.Vertex.CredentialsFile)
+		return cloudauth.Google(ctx, pc.Vertex.CredentialsFile)
 	case pc.Kind == config.KindBedrock:
 		// SIGNER(bedrock): return cloudauth.AWS(ctx, pc.Region, pc.AWSProfile)
 	}
@@ -113,8 +117,9 @@ func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper
 	}
 	p.native = &nativeProvider{kind: pc.Kind, codec: k.Codec, opts: translate.Options{
 		Drop: defaultDrop,
-		// Unsupported: left at its zero value (the default rule) until
-		// providers[].on_unsupported is wired here.
+		// providers[].on_unsupported: what the codec does with a
+		// parameter the vendor's API cannot carry.
+		Unsupported: p.unsupported,
 	}}
 	// The client headers the provider hears are forward_headers alone
 	// (none of Anthropic's API's).

@@ -84,9 +84,11 @@ func nativeStack(t *testing.T, mc mock.Config, mutate func(*config.Config)) *sta
 }
 
 // onlyGem points mock-gpt and mock-claude at the gemini provider alone.
-func onlyGem(c *config.Config) {
-	c.Models[0].Targets = []config.Target{{Provider: "gem", Model: "toy-1"}}
-	c.Models[2].Targets = []config.Target{{Provider: "gem", Model: "toy-1"}}
+func onlyGem(c *config.Config) { onlyGemModel(c, "toy-1") }
+
+func onlyGemModel(c *config.Config, model string) {
+	c.Models[0].Targets = []config.Target{{Provider: "gem", Model: model}}
+	c.Models[2].Targets = []config.Target{{Provider: "gem", Model: model}}
 }
 
 // checkVendorCall checks the mock's last call was the toy API's, signed,
@@ -309,5 +311,60 @@ func TestNativeCredentialsStayOut(t *testing.T) {
 				t.Fatalf("a credential leaked into:\n%s", text)
 			}
 		}
+	}
+}
+
+// The real Gemini codec and API-key signer, against the mock's Gemini
+// API: an OpenAI and an Anthropic client, whole and streamed, reach
+// generateContent with the key in x-goog-api-key and nothing of the
+// hub's credentials.
+func TestGeminiThroughTheMock(t *testing.T) {
+	if _, ok := vendors.Lookup(config.KindGemini); !ok {
+		t.Skip("this build has no gemini codec")
+	}
+	t.Setenv(geminiKeyEnv, geminiKey)
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		root := strings.TrimSuffix(c.Providers[0].BaseURL, "/v1")
+		c.Providers = append(c.Providers, config.Provider{Name: "gem", Kind: config.KindGemini, BaseURL: root + "/v1beta", APIKeyEnv: geminiKeyEnv,
+			Timeout: config.Duration(10 * time.Second), ForwardHeaders: []string{"X-Mock-Output-Tokens", "X-Mock-Fail", "X-Mock-Retry-After"}})
+		onlyGemModel(c, "gemini-2.5-flash")
+	})
+	three := map[string]string{"X-Mock-Output-Tokens": "3", "Authorization": "Bearer client-token-xyz"}
+	check := func(path string) {
+		t.Helper()
+		last := s.mock.LastRequest()
+		if last.Path != path || last.Header.Get("X-Goog-Api-Key") != geminiKey || last.Header.Get("Authorization") != "" || last.Header.Get("X-Api-Key") != "" {
+			t.Errorf("the vendor call: %s, key %q, Authorization %q, X-Api-Key %q", last.Path, last.Header.Get("X-Goog-Api-Key"), last.Header.Get("Authorization"), last.Header.Get("X-Api-Key"))
+		}
+	}
+	status, _, body := s.do("/v1/chat/completions", plainChat, three)
+	if status != 200 || !strings.Contains(string(body), `"completion_tokens":3`) {
+		t.Fatalf("OpenAI client: %d %s", status, body)
+	}
+	check("/v1beta/models/gemini-2.5-flash:generateContent")
+	status, _, body = s.do("/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, three)
+	if status != 200 || !strings.HasSuffix(strings.TrimSpace(string(body)), "data: [DONE]") {
+		t.Fatalf("OpenAI client, streamed: %d %s", status, body)
+	}
+	check("/v1beta/models/gemini-2.5-flash:streamGenerateContent")
+	ant := map[string]string{"X-Mock-Output-Tokens": "3", "Anthropic-Version": "2023-06-01", "X-Api-Key": "client-key"}
+	status, _, body = s.do("/v1/messages", messagesBody, ant)
+	if status != 200 || !strings.Contains(string(body), `"output_tokens":3`) {
+		t.Fatalf("Anthropic client: %d %s", status, body)
+	}
+	check("/v1beta/models/gemini-2.5-flash:generateContent")
+	status, _, body = s.do("/v1/messages", `{"model":"mock-claude","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, ant)
+	if status != 200 || !strings.Contains(string(body), "event: message_stop") {
+		t.Fatalf("Anthropic client, streamed: %d %s", status, body)
+	}
+	check("/v1beta/models/gemini-2.5-flash:streamGenerateContent")
+	// Gemini's 429 (RESOURCE_EXHAUSTED with a RetryInfo) is the
+	// gateway's 429 with its Retry-After.
+	status, hdr, body := s.do("/v1/chat/completions", plainChat, map[string]string{"X-Mock-Fail": "429", "X-Mock-Retry-After": "7s"})
+	if status != 429 || hdr.Get("Retry-After") != "7" {
+		t.Fatalf("status %d, Retry-After %q: %s", status, hdr.Get("Retry-After"), body)
+	}
+	if strings.Contains(s.logText(), geminiKey) {
+		t.Error("the Gemini key is in the log")
 	}
 }

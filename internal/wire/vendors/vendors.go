@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/sluice-gw/sluice/internal/wire/gemini"
 	"github.com/sluice-gw/sluice/internal/wire/native"
 )
 
@@ -14,7 +15,8 @@ var (
 	mu sync.RWMutex
 	// kinds are the native APIs, one per config kind.
 	kinds = []native.Kind{
-		// gemini.Kind(), bedrock.Kind(): one entry per native package.
+		gemini.Kind(),
+		// bedrock.Kind(): one entry per native package.
 	}
 )
 
