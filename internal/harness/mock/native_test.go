@@ -135,3 +135,34 @@ func TestNativeBadRequest(t *testing.T) {
 		t.Errorf("an unknown toy verb: status %d", resp.StatusCode)
 	}
 }
+
+// The mock serves Gemini's API (this build's gemini kind) with the
+// same faults as the others.
+func TestGeminiRoutes(t *testing.T) {
+	if _, ok := vendors.Lookup("gemini"); !ok {
+		t.Skip("this build has no gemini kind")
+	}
+	s, url := startMock(t, instant())
+	const body = `{"contents":[{"role":"user","parts":[{"text":"hello"}]}],"generationConfig":{"maxOutputTokens":20}}`
+	for _, path := range []string{"/v1beta/models/gemini-2.5-flash:generateContent",
+		"/v1/projects/my-project/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent"} {
+		got := decode(t, postJSON(t, context.Background(), url+path, body, "X-Goog-Api-Key", "k", HeaderOutputTokens, "3"), 200)
+		c, _ := got["candidates"].([]any)
+		if len(c) != 1 {
+			t.Errorf("%s: %v", path, got)
+		}
+		if last := s.LastRequest(); last.Path != path || last.Header.Get("X-Goog-Api-Key") != "k" {
+			t.Errorf("recorded %s, key %q", last.Path, last.Header.Get("X-Goog-Api-Key"))
+		}
+	}
+	resp := postJSON(t, context.Background(), url+"/v1beta/models/g:streamGenerateContent?alt=sse", body, HeaderOutputTokens, "3")
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || strings.Count(string(b), "data: ") < 3 {
+		t.Errorf("stream: %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	resp = postJSON(t, context.Background(), url+"/v1beta/models/g:generateContent", body, HeaderFail, "429", "X-Mock-Retry-After", "4s")
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 429 || !strings.Contains(string(b), "RESOURCE_EXHAUSTED") {
+		t.Errorf("429: %d %s", resp.StatusCode, b)
+	}
+}
