@@ -64,7 +64,7 @@ func signerFor(ctx context.Context, pc *config.Provider) (native.Signer, error) 
 	case pc.Kind == config.KindGemini:
 		return cloudauth.Google(ctx, pc.Vertex.CredentialsFile)
 	case pc.Kind == config.KindBedrock:
-		// SIGNER(bedrock): return cloudauth.AWS(ctx, pc.Region, pc.AWSProfile)
+		return cloudauth.AWS(ctx, pc.Region, pc.AWSProfile)
 	}
 	return nil, fmt.Errorf("this build of Sluice cannot sign %s calls", pc.Kind)
 }

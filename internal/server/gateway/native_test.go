@@ -368,3 +368,64 @@ func TestGeminiThroughTheMock(t *testing.T) {
 		t.Error("the Gemini key is in the log")
 	}
 }
+
+// The real Bedrock codec and SigV4 signer (static credentials from the
+// environment), against the mock's Converse API: both clients, whole
+// and streamed, and the AWS secret nowhere in what comes back or the log.
+func TestBedrockThroughTheMock(t *testing.T) {
+	if _, ok := vendors.Lookup(config.KindBedrock); !ok {
+		t.Skip("this build has no bedrock codec")
+	}
+	dir := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", awsSecret)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", dir+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		root := strings.TrimSuffix(c.Providers[0].BaseURL, "/v1")
+		c.Providers = append(c.Providers, config.Provider{Name: "rock", Kind: config.KindBedrock, Region: "us-east-1", BaseURL: root,
+			Timeout: config.Duration(10 * time.Second), ForwardHeaders: []string{"X-Mock-Output-Tokens"}})
+		c.Models[0].Targets = []config.Target{{Provider: "rock", Model: "anthropic.claude-sonnet-4:0"}}
+		c.Models[2].Targets = []config.Target{{Provider: "rock", Model: "anthropic.claude-sonnet-4:0"}}
+	})
+	var seen []string
+	check := func(suffix string) {
+		t.Helper()
+		last := s.mock.LastRequest()
+		if !strings.HasPrefix(last.Path, "/model/anthropic.claude-sonnet-4") || !strings.HasSuffix(last.Path, suffix) ||
+			!strings.HasPrefix(last.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") || last.Header.Get("X-Api-Key") != "" {
+			t.Errorf("the vendor call: %s, Authorization %q, X-Api-Key %q", last.Path, last.Header.Get("Authorization"), last.Header.Get("X-Api-Key"))
+		}
+	}
+	three := map[string]string{"X-Mock-Output-Tokens": "3", "Authorization": "Bearer client-token-xyz"}
+	ant := map[string]string{"X-Mock-Output-Tokens": "3", "Anthropic-Version": "2023-06-01", "X-Api-Key": "client-key"}
+	for _, c := range []struct {
+		path, body string
+		hdr        map[string]string
+		want       string
+		suffix     string
+	}{
+		{"/v1/chat/completions", plainChat, three, `"completion_tokens":3`, "/converse"},
+		{"/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, three, "data: [DONE]", "/converse-stream"},
+		{"/v1/messages", messagesBody, ant, `"output_tokens":3`, "/converse"},
+		{"/v1/messages", `{"model":"mock-claude","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, ant, "event: message_stop", "/converse-stream"},
+	} {
+		status, hdr, body := s.do(c.path, c.body, c.hdr)
+		if status != 200 || !strings.Contains(string(body), c.want) {
+			t.Fatalf("%s: %d %s", c.path, status, body)
+		}
+		check(c.suffix)
+		seen = append(seen, string(body))
+		for k, vv := range hdr {
+			seen = append(seen, k+": "+strings.Join(vv, ","))
+		}
+	}
+	for _, text := range append(seen, s.logText()) {
+		if strings.Contains(text, awsSecret) {
+			t.Fatalf("the AWS secret leaked into:\n%s", text)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/sluice-gw/sluice/internal/wire/bedrock"
 	"github.com/sluice-gw/sluice/internal/wire/gemini"
 	"github.com/sluice-gw/sluice/internal/wire/native"
 )
@@ -16,7 +17,7 @@ var (
 	// kinds are the native APIs, one per config kind.
 	kinds = []native.Kind{
 		gemini.Kind(),
-		// bedrock.Kind(): one entry per native package.
+		bedrock.Kind(),
 	}
 )
 
