@@ -20,16 +20,24 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// Two providers on one mock, one of each kind; each model is served by
-// the provider of the other API, so every call below is translated.
+// Four providers on one mock, one of each kind; each model is served by
+// a provider of another API than its clients', so every call below is
+// translated: OpenAI's and Anthropic's to each other, and both to Gemini's
+// and Bedrock's native APIs. The Bedrock provider signs with the AWS
+// credentials TestSDKs puts in the environment, the Gemini one sends the
+// key it names.
 const sdkConfig = `listen: ${LISTEN}
 admin_listen: ${ADMIN}
 providers:
   - {name: ant, kind: anthropic, base_url: "http://${UP}/v1", forward_headers: [X-Mock-Fail], breaker: off}
   - {name: oai, kind: openai, base_url: "http://${UP}/v1", forward_headers: [X-Mock-Fail], breaker: off}
+  - {name: gem, kind: gemini, base_url: "http://${UP}/v1beta", api_key_env: SLUICE_SDK_GEMINI_KEY, forward_headers: [X-Mock-Fail], breaker: off}
+  - {name: bed, kind: bedrock, region: us-east-1, base_url: "http://${UP}", forward_headers: [X-Mock-Fail], breaker: off}
 models:
   - {name: claude-behind, targets: [{provider: ant, model: claude-x}]}
   - {name: gpt-behind, targets: [{provider: oai, model: gpt-x}]}
+  - {name: gemini-behind, targets: [{provider: gem, model: gemini-x}]}
+  - {name: bedrock-behind, targets: [{provider: bed, model: "anthropic.claude-x-v1:0"}]}
 `
 
 // The official SDKs, unchanged, against real sluice serve and sluice mock
@@ -49,6 +57,14 @@ func TestSDKs(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// sluice serve inherits these: the Bedrock provider's AWS credential
+	// chain reads the environment first, and never a file of this machine.
+	t.Setenv("SLUICE_SDK_GEMINI_KEY", "gemini-test-key")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSLUICETEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "sluice-test-secret")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	serve := start(t, ready("http://"+admin+"/readyz"), bin, "serve", "--config", path)
 	base := "http://" + listen
 	t.Cleanup(func() {
@@ -57,11 +73,36 @@ func TestSDKs(t *testing.T) {
 		}
 	})
 
-	t.Run("openai-go", func(t *testing.T) { openAIGo(t, base, "claude-behind") })
-	t.Run("anthropic-sdk-go", func(t *testing.T) { anthropicGo(t, base, "gpt-behind") })
+	for _, model := range []string{"claude-behind", "gemini-behind", "bedrock-behind"} {
+		t.Run("openai-go/"+model, func(t *testing.T) { openAIGo(t, base, model) })
+		t.Run("node/openai/"+model, func(t *testing.T) { nodeSDK(t, "openai.mjs", base, model) })
+	}
+	for _, model := range []string{"gpt-behind", "gemini-behind", "bedrock-behind"} {
+		t.Run("anthropic-sdk-go/"+model, func(t *testing.T) { anthropicGo(t, base, model) })
+		t.Run("node/anthropic/"+model, func(t *testing.T) { nodeSDK(t, "anthropic.mjs", base, model) })
+	}
 	t.Run("openai-go/responses", func(t *testing.T) { responsesGo(t, base, "gpt-behind", "claude-behind") })
-	t.Run("node/openai", func(t *testing.T) { nodeSDK(t, "openai.mjs", base, "claude-behind") })
-	t.Run("node/anthropic", func(t *testing.T) { nodeSDK(t, "anthropic.mjs", base, "gpt-behind") })
+}
+
+// weatherSchema is the JSON-schema answer every SDK asks for; the mock
+// fills each property (strings "mock", numbers 1).
+var weatherSchema = map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"city": map[string]any{"type": "string"}, "temp": map[string]any{"type": "number"}},
+	"required":   []string{"city", "temp"},
+}
+
+// checkWeather fails the test unless text is the JSON weatherSchema's
+// answer from the mock.
+func checkWeather(t *testing.T, text string) {
+	t.Helper()
+	var got struct {
+		City string  `json:"city"`
+		Temp float64 `json:"temp"`
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil || got.City != "mock" || got.Temp != 1 {
+		t.Errorf("JSON-schema answer %q: want {\"city\":\"mock\",\"temp\":1} (%v)", text, err)
+	}
 }
 
 // nodeSDK runs one of e2e/sdk's scripts against the gateway. Without the
@@ -96,8 +137,8 @@ func nodeSDK(t *testing.T, script, base, model string) {
 			n++
 		}
 	}
-	if n != 5 {
-		t.Errorf("node %s passed %d steps, want 5 (chat, stream, tools, tools streamed, errors)", script, n)
+	if n != 6 {
+		t.Errorf("node %s passed %d steps, want 6 (chat, stream, tools, tools streamed, json schema, errors)", script, n)
 	}
 }
 
@@ -156,6 +197,18 @@ func openAIGo(t *testing.T, base, model string) {
 	if r.Choices[0].FinishReason != "stop" || !strings.HasPrefix(r.Choices[0].Message.Content, "tool result: sunny, 21C") {
 		t.Errorf("answer to the tool result: %s", r.RawJSON())
 	}
+
+	// A JSON-schema answer: the text is JSON that fills the schema.
+	r, err = c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: ask,
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "weather", Schema: weatherSchema}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Choices[0].FinishReason != "stop" {
+		t.Errorf("JSON-schema answer: %s", r.RawJSON())
+	}
+	checkWeather(t, r.Choices[0].Message.Content)
 
 	// Errors: the provider's, and Sluice's own refusal naming the parameter.
 	for _, e := range []struct {
@@ -244,6 +297,18 @@ func anthropicGo(t *testing.T, base, model string) {
 	if r.StopReason != "end_turn" || !strings.HasPrefix(r.Content[0].Text, "tool result: sunny, 21C") {
 		t.Errorf("answer to the tool result: %s", r.RawJSON())
 	}
+
+	// A JSON-schema answer through structured outputs.
+	js := ask
+	js.OutputConfig = anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: weatherSchema}}
+	r, err = c.Messages.New(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != "end_turn" || len(r.Content) == 0 {
+		t.Fatalf("JSON-schema answer: %s", r.RawJSON())
+	}
+	checkWeather(t, r.Content[0].Text)
 
 	for _, e := range []struct {
 		fail   string

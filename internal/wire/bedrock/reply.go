@@ -106,6 +106,9 @@ func (r *reply) Answer(body []byte) ([]byte, error) {
 	forcedSeen := false
 	for i, b := range cv.Output.Message.Content {
 		switch {
+		case b.Text != nil && r.forced != "":
+			// A structured answer is the forced tool's input alone (see
+			// events.delta): text beside it is dropped.
 		case b.Text != nil:
 			out.Content = append(out.Content, hubBlock{Type: "text", Text: b.Text})
 		case b.ToolUse != nil:
@@ -161,6 +164,7 @@ const (
 	kindTool
 	kindThinking
 	kindForced // the forced tool's input, relayed as text
+	kindMuted  // text beside a forced tool's input: not the answer, dropped
 )
 
 type openBlock struct {
@@ -420,6 +424,9 @@ func (e *events) open(ci, kind int) *openBlock {
 
 func (e *events) stop(ci int, b *openBlock) {
 	delete(e.blocks, ci)
+	if b.kind == kindMuted {
+		return
+	}
 	e.emit("content_block_stop", map[string]any{"index": b.hub})
 }
 
@@ -459,6 +466,15 @@ func (e *events) delta(payload []byte) error {
 		return b
 	}
 	switch {
+	case d.Text != nil && e.r.forced != "":
+		// A structured answer is the forced tool's input alone: words a
+		// model writes beside it (a preamble) would make the client's
+		// text not JSON. The block gets no hub index.
+		if !open {
+			e.blocks[ci] = &openBlock{hub: -1, kind: kindMuted}
+		} else if b.kind != kindMuted {
+			return badResponse("a text delta in content block %d, which is not text", ci)
+		}
 	case d.Text != nil:
 		b = startIfNew(kindText, map[string]any{"text": ""})
 		if b.kind != kindText {

@@ -78,7 +78,9 @@ func TestAnswerStopReasons(t *testing.T) {
 }
 
 func TestAnswerRaisesTheForcedToolToText(t *testing.T) {
-	body := `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"tooluse_9","name":"sluice_json_answer","input":{ "city" : "Paris" }}}]}},"stopReason":"tool_use","usage":{"inputTokens":5,"outputTokens":7,"totalTokens":12}}`
+	// Words written beside the forced tool (a preamble) are not the
+	// answer: its text must be the JSON alone.
+	body := `{"output":{"message":{"role":"assistant","content":[{"text":"Here is the JSON:"},{"toolUse":{"toolUseId":"tooluse_9","name":"sluice_json_answer","input":{ "city" : "Paris" }}}]}},"stopReason":"tool_use","usage":{"inputTokens":5,"outputTokens":7,"totalTokens":12}}`
 	got, err := replyFor(t, schemaHub, nova).Answer([]byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -253,10 +255,14 @@ func TestStreamToOpenAIAcceptsIt(t *testing.T) {
 func TestStreamRaisesTheForcedToolToText(t *testing.T) {
 	stream := joined(
 		cv("messageStart", `{"role":"assistant"}`),
-		cv("contentBlockStart", `{"start":{"toolUse":{"toolUseId":"tooluse_1","name":"sluice_json_answer"}},"contentBlockIndex":0}`),
-		cv("contentBlockDelta", `{"delta":{"toolUse":{"input":"{\"city\":"}},"contentBlockIndex":0}`),
-		cv("contentBlockDelta", `{"delta":{"toolUse":{"input":"\"Paris\"}"}},"contentBlockIndex":0}`),
+		// A preamble beside the forced tool is not the answer.
+		cv("contentBlockDelta", `{"delta":{"text":"Here is "},"contentBlockIndex":0}`),
+		cv("contentBlockDelta", `{"delta":{"text":"the JSON:"},"contentBlockIndex":0}`),
 		cv("contentBlockStop", `{"contentBlockIndex":0}`),
+		cv("contentBlockStart", `{"start":{"toolUse":{"toolUseId":"tooluse_1","name":"sluice_json_answer"}},"contentBlockIndex":1}`),
+		cv("contentBlockDelta", `{"delta":{"toolUse":{"input":"{\"city\":"}},"contentBlockIndex":1}`),
+		cv("contentBlockDelta", `{"delta":{"toolUse":{"input":"\"Paris\"}"}},"contentBlockIndex":1}`),
+		cv("contentBlockStop", `{"contentBlockIndex":1}`),
 		cv("messageStop", `{"stopReason":"tool_use"}`),
 		cv("metadata", `{"usage":{"inputTokens":3,"outputTokens":9,"totalTokens":12},"metrics":{"latencyMs":1}}`),
 	)

@@ -1,5 +1,6 @@
 // The official Anthropic Node SDK, unchanged, against Sluice: a message,
-// a stream, a tool round trip (whole and streamed) and typed errors.
+// a stream, a tool round trip (whole and streamed), a JSON-schema answer
+// and typed errors.
 // SLUICE_URL is the gateway, SLUICE_MODEL a model served by a provider
 // of the other API (Sluice translates). Run by go test ./e2e -run SDK.
 import assert from 'node:assert/strict';
@@ -14,6 +15,8 @@ const tools = [{
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 }];
 const question = { role: 'user', content: 'What is the weather in Paris?' };
+
+const weather = { type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'] };
 
 async function step(name, fn) {
   await fn();
@@ -70,6 +73,14 @@ await step('tools streamed', async () => {
   // The SDK's stream helper assembles the tool input from its JSON deltas.
   const s = client.messages.stream({ model, max_tokens: 100, tools, tool_choice: { type: 'any' }, messages: [question] });
   await roundTrip(await s.finalMessage());
+});
+
+await step('json schema', async () => {
+  // Structured outputs; the mock fills each property of the schema.
+  const r = await client.messages.create({ ...ask, output_config: { format: { type: 'json_schema', schema: weather } } });
+  assert.equal(r.stop_reason, 'end_turn');
+  assert.equal(r.content[0].type, 'text');
+  assert.deepEqual(JSON.parse(r.content[0].text), { city: 'mock', temp: 1 });
 });
 
 await step('errors', async () => {

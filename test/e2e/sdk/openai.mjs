@@ -1,5 +1,6 @@
 // The official OpenAI Node SDK, unchanged, against Sluice: chat, a
-// stream, a tool round trip (whole and streamed) and typed errors.
+// stream, a tool round trip (whole and streamed), a JSON-schema answer
+// and typed errors.
 // SLUICE_URL is the gateway, SLUICE_MODEL a model served by a provider
 // of the other API (Sluice translates). Run by go test ./e2e -run SDK.
 import assert from 'node:assert/strict';
@@ -16,6 +17,8 @@ const tools = [{
     parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   },
 }];
+
+const weather = { type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'] };
 
 async function step(name, fn) {
   await fn();
@@ -76,6 +79,15 @@ await step('tools streamed', async () => {
     model, tools, tool_choice: 'required', messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
   });
   await roundTrip(await s.finalChatCompletion());
+});
+
+await step('json schema', async () => {
+  // The mock fills each property of the schema: strings "mock", numbers 1.
+  const r = await client.chat.completions.create({
+    model, messages: ask, response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: weather } },
+  });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.deepEqual(JSON.parse(r.choices[0].message.content), { city: 'mock', temp: 1 });
 });
 
 await step('errors', async () => {
