@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wire/translate"
+
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
@@ -68,6 +70,9 @@ type outgoing struct {
 	// onInvalid its model's action, model its name for the metric.
 	contract         *contract.Contract
 	onInvalid, model string
+	// unsupported is the model's on_unsupported, for native providers
+	// that set none of their own (nativeOptions).
+	unsupported translate.Unsupported
 }
 
 // reader returns the body for a call to t.

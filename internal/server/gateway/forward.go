@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wire/native"
+
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
@@ -51,6 +53,12 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 		path = chatPath(p.dialect) // a translated request (translate.go)
 	}
 	br := out.reader(t)
+	if p.native != nil && out.unsupported != p.native.opts.Unsupported {
+		// The model's on_unsupported, where the provider sets none.
+		if o := p.nativeOptions(out.unsupported); o.Unsupported != p.native.opts.Unsupported {
+			ctx = native.WithOptions(ctx, o)
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(base, path, t.model), br)
 	if err != nil {
 		return nil, err

@@ -136,6 +136,17 @@ func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper
 	return nil
 }
 
+// nativeOptions are the translation options of a native provider's
+// calls for a request whose model says modelSays: on_unsupported is the
+// provider's when it sets one, else the model's.
+func (p *provider) nativeOptions(modelSays translate.Unsupported) translate.Options {
+	o := p.native.opts
+	if o.Unsupported == translate.UnsupportedDefault {
+		o.Unsupported = modelSays
+	}
+	return o
+}
+
 // roundTripper is what carries calls to provider p: its own transport
 // (a native provider's), or the gateway's.
 func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
@@ -150,6 +161,7 @@ func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
 // provider that cannot carry it (crossDialect's rule): ok false when
 // none is left, and the client has its 400 naming the parameter.
 func (g *Gateway) nativeCheck(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing) (*model, lifecycle.Request, bool) {
+	out.unsupported = m.unsupported
 	var refused map[*provider]string
 	param, why := "", ""
 	for _, t := range m.targets {
@@ -166,7 +178,7 @@ func (g *Gateway) nativeCheck(w http.ResponseWriter, x *exchange, m *model, req 
 		br := out.reader(t)
 		raw := make([]byte, br.Len())
 		_, _ = io.ReadFull(br, raw)
-		_, err := p.native.codec.Request(raw, t.model, p.native.opts)
+		_, err := p.native.codec.Request(raw, t.model, p.nativeOptions(out.unsupported))
 		if err == nil {
 			refused[p] = ""
 			continue

@@ -429,3 +429,38 @@ func TestBedrockThroughTheMock(t *testing.T) {
 		}
 	}
 }
+
+// A model's on_unsupported reaches its native targets' codecs when their
+// provider sets none of its own: refuse turns the shape-neutral
+// metadata.user_id, dropped by default, into a 400 naming it; the
+// provider's own setting, where written, stands over the model's.
+func TestNativeModelOnUnsupported(t *testing.T) {
+	ant := map[string]string{"Anthropic-Version": "2023-06-01"}
+	body := `{"model":"mock-claude","max_tokens":5,"metadata":{"user_id":"u-1"},"messages":[{"role":"user","content":"hi"}]}`
+	s := nativeStack(t, mock.Config{}, func(c *config.Config) {
+		onlyGem(c)
+		c.Models[2].OnUnsupported = "refuse"
+	})
+	status, _, got := s.do("/v1/messages", body, ant)
+	if status != 400 || !strings.Contains(string(got), "metadata.user_id") {
+		t.Fatalf("model refuse: status %d: %s; want a 400 naming metadata.user_id", status, got)
+	}
+	s = nativeStack(t, mock.Config{}, func(c *config.Config) {
+		onlyGem(c)
+		c.Models[2].OnUnsupported = "refuse"
+		c.Providers[len(c.Providers)-1].OnUnsupported = "drop"
+	})
+	status, hdr, got := s.do("/v1/messages", body, ant)
+	if status != 200 || hdr.Get("X-Sluice-Dropped") != "metadata.user_id" {
+		t.Fatalf("provider drop over model refuse: status %d, X-Sluice-Dropped %q: %s", status, hdr.Get("X-Sluice-Dropped"), got)
+	}
+	// drop on the model alone drops what default refuses (top_k here).
+	s = nativeStack(t, mock.Config{}, func(c *config.Config) {
+		onlyGem(c)
+		c.Models[2].OnUnsupported = "drop"
+	})
+	status, hdr, got = s.do("/v1/messages", `{"model":"mock-claude","max_tokens":5,"top_k":3,"messages":[{"role":"user","content":"hi"}]}`, ant)
+	if status != 200 || hdr.Get("X-Sluice-Dropped") != "top_k" {
+		t.Fatalf("model drop: status %d, X-Sluice-Dropped %q: %s", status, hdr.Get("X-Sluice-Dropped"), got)
+	}
+}
