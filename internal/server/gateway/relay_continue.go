@@ -184,6 +184,9 @@ func (s *streamRelay) carryOn(err error) error {
 func (s *streamRelay) giveUp(err error) error {
 	if ev := s.filters.text.errEvent; ev != nil {
 		s.filters.text.errEvent = nil
+		// Held back before the scrub filter saw it: it is scrubbed
+		// here, as every provider byte is on its way to the client.
+		s.p.scrub.scrub(ev)
 		if _, werr := s.cw.write(ev); werr != nil {
 			return errClientWrite
 		}
