@@ -5,17 +5,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/sluice-gw/sluice/internal/wire/native"
 )
-
-// hubError is the hub's error body.
-func hubError(typ, msg string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
-	return b
-}
 
 // ErrorType reads a Bedrock error's type: the X-Amzn-ErrorType header's
 // part before ':' ("ThrottlingException:http://internal.amazon.com/…"),
@@ -104,31 +97,7 @@ func hubStatus(typ string, status int) (int, string) {
 	case "InternalServerException", "InternalFailure":
 		return 500, "api_error"
 	}
-	switch {
-	case status == 400, status == 422:
-		return 400, "invalid_request_error"
-	case status == 401:
-		return 401, "authentication_error"
-	case status == 403:
-		return 403, "permission_error"
-	case status == 404:
-		return 404, "not_found_error"
-	case status == 408, status == 504:
-		return 408, "timeout_error"
-	case status == 413:
-		return 413, "request_too_large"
-	case status == 429:
-		return 429, "rate_limit_error"
-	case status == 503:
-		return 503, "overloaded_error"
-	case status == 529:
-		return 529, "overloaded_error"
-	case status == 424, status == 502:
-		return 502, "api_error"
-	case status >= 400 && status < 500:
-		return 400, "invalid_request_error"
-	}
-	return 500, "api_error"
+	return native.StatusType(status)
 }
 
 // Failure turns a Bedrock error answer into the hub's.
@@ -144,21 +113,7 @@ func (codec) Failure(status int, h http.Header, body []byte) native.Failure {
 		// worded so that protocol.UnknownModel recognises it.
 		msg = "model: " + msg
 	}
-	return native.Failure{Status: st, Body: hubError(hubType, msg), RetryAfter: retryAfter(h)}
-}
-
-// retryAfter reads a Retry-After header in seconds (an HTTP date would
-// need a clock, which a codec has not: it is ignored).
-func retryAfter(h http.Header) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Second
+	return native.Failure{Status: st, Body: native.HubError(hubType, msg), RetryAfter: native.RetryAfter(h)}
 }
 
 // bedrockError maps the hub's error type (else its status) to Bedrock's

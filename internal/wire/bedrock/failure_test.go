@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -91,7 +92,7 @@ func TestFailureRoundTrip(t *testing.T) {
 		{500, "api_error", 500, "api_error"},
 		{502, "", 502, "api_error"},
 	} {
-		hub := hubError(c.typ, "words of the provider")
+		hub := native.HubError(c.typ, "words of the provider")
 		st, h, body := Kind().Server.Failure(c.status, http.Header{"Retry-After": {"3"}}, hub)
 		if h.Get("Retry-After") != "3" {
 			t.Errorf("%s: Retry-After lost", c.typ)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
@@ -33,24 +32,6 @@ func (o *obj) at(key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-// paramOf strips the indices from a path: messages[2].content[0].text →
-// messages.content.text, as Options.Drop names parameters.
-func paramOf(path string) string {
-	var b strings.Builder
-	skip := false
-	for _, r := range path {
-		switch {
-		case r == '[':
-			skip = true
-		case r == ']':
-			skip = false
-		case !skip:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 func isNull(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
@@ -60,7 +41,7 @@ func isNull(v json.RawMessage) bool {
 func parseObj(raw json.RawMessage, path string) (*obj, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, invalid(paramOf(path), path, "must be a JSON object")
+		return nil, invalid(translate.ParamOf(path), path, "must be a JSON object")
 	}
 	return &obj{path: path, m: m, used: map[string]bool{}}, nil
 }
@@ -83,7 +64,7 @@ func (o *obj) str(key string) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", invalid(paramOf(o.at(key)), o.at(key), "must be a string")
+		return "", invalid(translate.ParamOf(o.at(key)), o.at(key), "must be a string")
 	}
 	return s, nil
 }
@@ -96,7 +77,7 @@ func (o *obj) num(key string) (*float64, error) {
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil {
-		return nil, invalid(paramOf(o.at(key)), o.at(key), "must be a number")
+		return nil, invalid(translate.ParamOf(o.at(key)), o.at(key), "must be a number")
 	}
 	return &f, nil
 }
@@ -109,7 +90,7 @@ func (o *obj) integer(key string) (*int64, error) {
 	}
 	var n int64
 	if err := json.Unmarshal(v, &n); err != nil {
-		return nil, invalid(paramOf(o.at(key)), o.at(key), "must be a whole number")
+		return nil, invalid(translate.ParamOf(o.at(key)), o.at(key), "must be a whole number")
 	}
 	return &n, nil
 }
@@ -122,7 +103,7 @@ func (o *obj) boolean(key string) (bool, error) {
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, invalid(paramOf(o.at(key)), o.at(key), "must be true or false")
+		return false, invalid(translate.ParamOf(o.at(key)), o.at(key), "must be true or false")
 	}
 	return b, nil
 }
@@ -135,7 +116,7 @@ func (o *obj) array(key string) ([]json.RawMessage, error) {
 	}
 	var a []json.RawMessage
 	if err := json.Unmarshal(v, &a); err != nil {
-		return nil, invalid(paramOf(o.at(key)), o.at(key), "must be an array")
+		return nil, invalid(translate.ParamOf(o.at(key)), o.at(key), "must be an array")
 	}
 	return a, nil
 }
@@ -166,7 +147,7 @@ func (o *obj) rest(b *translate.Bender) error {
 		if k == "cache_control" {
 			neutral, why = true, "Converse's prompt caching is not mapped; the prompt is sent uncached"
 		}
-		if err := b.Refuse(paramOf(p), p, why, neutral); err != nil {
+		if err := b.Refuse(translate.ParamOf(p), p, why, neutral); err != nil {
 			return err
 		}
 	}

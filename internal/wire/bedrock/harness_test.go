@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
@@ -43,7 +44,7 @@ func cannedHub(t testing.TB, hub []byte) (int, http.Header, []byte) {
 	var req cannedRequest
 	if err := json.Unmarshal(hub, &req); err != nil {
 		t.Errorf("the hub request is not JSON: %v\n%s", err, hub)
-		return 400, nil, hubError("invalid_request_error", "not JSON")
+		return 400, nil, native.HubError("invalid_request_error", "not JSON")
 	}
 	last := req.Messages[len(req.Messages)-1]
 	text, result := "", ""
@@ -60,7 +61,7 @@ func cannedHub(t testing.TB, hub []byte) (int, http.Header, []byte) {
 		}
 	}
 	if strings.Contains(text, "throttle") {
-		return 429, http.Header{"Retry-After": {"7"}}, hubError("rate_limit_error", "Too many requests, please wait before trying again.")
+		return 429, http.Header{"Retry-After": {"7"}}, native.HubError("rate_limit_error", "Too many requests, please wait before trying again.")
 	}
 	if strings.Contains(text, "fail midway") && req.Stream {
 		return 200, nil, []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":2}}}\n\n" +
@@ -143,7 +144,7 @@ func serve(t *testing.T, chunk int) *httptest.Server {
 		}
 		hub, err := srv.HubRequest(model, stream, body)
 		if err != nil {
-			fail(400, nil, hubError("invalid_request_error", err.Error()))
+			fail(400, nil, native.HubError("invalid_request_error", err.Error()))
 			return
 		}
 		status, h, out := cannedHub(t, hub)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,31 +46,7 @@ func hubStatus(status string, code int) (int, string) {
 		}
 		return 500, "api_error"
 	}
-	switch {
-	case code == 400 || code == 409 || code == 422:
-		return 400, "invalid_request_error"
-	case code == 401:
-		return 401, "authentication_error"
-	case code == 403:
-		return 403, "permission_error"
-	case code == 404:
-		return 404, "not_found_error"
-	case code == 408:
-		return 408, "timeout_error"
-	case code == 413:
-		return 413, "request_too_large"
-	case code == 429:
-		return 429, "rate_limit_error"
-	case code == 503 || code == 529:
-		return 529, "overloaded_error"
-	case code == 504:
-		return 504, "timeout_error"
-	case code == 502:
-		return 502, "api_error"
-	case code >= 400 && code < 500:
-		return 400, "invalid_request_error"
-	}
-	return 500, "api_error"
+	return native.StatusType(code)
 }
 
 // readError reads Google's error body: {"error": {...}}, or a JSON array
@@ -111,19 +86,6 @@ func retryDelay(details []json.RawMessage) time.Duration {
 	return 0
 }
 
-// retryAfterHeader reads a Retry-After header in seconds. The HTTP-date
-// form needs a clock, which this package has not: it is ignored.
-func retryAfterHeader(h http.Header) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
-		return time.Duration(s * float64(time.Second))
-	}
-	return 0
-}
-
 // Failure implements native.Codec: Google's error status decides the
 // hub's status and type, and the message keeps Gemini's words. A 404
 // about a model (or a 404 that is no API's error at all: a path Gemini
@@ -149,7 +111,7 @@ func (Codec) Failure(status int, h http.Header, body []byte) native.Failure {
 		}
 	}
 	if f.RetryAfter == 0 {
-		f.RetryAfter = retryAfterHeader(h)
+		f.RetryAfter = native.RetryAfter(h)
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("Gemini answered %d %s", status, http.StatusText(status))
@@ -157,7 +119,7 @@ func (Codec) Failure(status int, h http.Header, body []byte) native.Failure {
 	if f.Status == 404 && !strings.HasPrefix(msg, "model:") && (info == nil || strings.Contains(strings.ToLower(msg), "model")) {
 		msg = "model: " + msg
 	}
-	f.Body, _ = json.Marshal(errorBody{Type: "error", Error: errorInfo{Type: typ, Message: msg}})
+	f.Body = native.HubError(typ, msg)
 	return f
 }
 

@@ -130,26 +130,9 @@ func invalid(param, path, reason string) error {
 
 func decode(raw json.RawMessage, v any, path string) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return invalid(paramOf(path), path, "wrong type: "+err.Error())
+		return invalid(translate.ParamOf(path), path, "wrong type: "+err.Error())
 	}
 	return nil
-}
-
-// paramOf is a path's parameter name: its indices left out.
-func paramOf(p string) string {
-	var b strings.Builder
-	depth := 0
-	for _, r := range p {
-		switch {
-		case r == '[':
-			depth++
-		case r == ']':
-			depth--
-		case depth == 0:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -222,18 +205,18 @@ func (c *reqConv) messages(raw json.RawMessage) ([]gmContent, error) {
 // blocks reads a content that is a string or an array of blocks.
 func blocks(raw json.RawMessage, at string) ([]hubBlockIn, error) {
 	if isNull(raw) {
-		return nil, invalid(paramOf(at), at, "content is required")
+		return nil, invalid(translate.ParamOf(at), at, "content is required")
 	}
 	var s string
 	if bytes.TrimSpace(raw)[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, invalid(paramOf(at), at, err.Error())
+			return nil, invalid(translate.ParamOf(at), at, err.Error())
 		}
 		return []hubBlockIn{{Type: "text", Text: &s}}, nil
 	}
 	var bs []hubBlockIn
 	if err := json.Unmarshal(raw, &bs); err != nil {
-		return nil, invalid(paramOf(at), at, "content must be a string or an array of blocks: "+err.Error())
+		return nil, invalid(translate.ParamOf(at), at, "content must be a string or an array of blocks: "+err.Error())
 	}
 	return bs, nil
 }

@@ -125,7 +125,8 @@ type Failure struct {
 	// Status is the hub status: 400, 401, 403, 404 (a model the vendor
 	// does not know, worded so that protocol.UnknownModel recognises
 	// it), 408, 413, 429 (throttled or quota), 500, 502, 503 or 529
-	// (overloaded, a model not ready).
+	// (overloaded, a model not ready), 504 (the vendor's deadline); see
+	// StatusType for a status the vendor's own code says nothing more of.
 	Status int
 	// Body is the hub's error body:
 	// {"type":"error","error":{"type":"...","message":"..."}}, whose

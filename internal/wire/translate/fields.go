@@ -46,7 +46,7 @@ func parseObject(raw json.RawMessage, path string) (*object, error) {
 func (o *object) parse(raw json.RawMessage, path string) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return invalid(paramOf(path), pathOr(path), "must be a JSON object")
+		return invalid(ParamOf(path), pathOr(path), "must be a JSON object")
 	}
 	if path == "" && !json.Valid(raw) {
 		var m map[string]json.RawMessage
@@ -55,7 +55,7 @@ func (o *object) parse(raw json.RawMessage, path string) error {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return invalid(paramOf(path), pathOr(path), msg)
+		return invalid(ParamOf(path), pathOr(path), msg)
 	}
 	o.path, o.fields = path, o.fields[:0]
 	i := protocol.SkipSpace(raw, 1)
@@ -153,7 +153,7 @@ func (o *object) overridden(i int) bool {
 func (o *object) refuseUnused(c *conv, target string) error {
 	for _, k := range o.unused() {
 		p := o.at(k)
-		if err := c.refuse(paramOf(p), p, "has no equivalent in "+target+"'s API"); err != nil {
+		if err := c.refuse(ParamOf(p), p, "has no equivalent in "+target+"'s API"); err != nil {
 			return err
 		}
 	}
@@ -165,8 +165,10 @@ func isNull(v json.RawMessage) bool {
 	return len(v) == 0 || string(v) == "null"
 }
 
-// paramOf strips the indices from a path: messages[2].name → messages.name.
-func paramOf(path string) string {
+// ParamOf strips the indices from a path: messages[2].name →
+// messages.name, the parameter's name as Options.Drop and Bender.Refuse
+// take it. Every codec names parameters with it.
+func ParamOf(path string) string {
 	if !strings.Contains(path, "[") {
 		return path
 	}
@@ -194,7 +196,7 @@ func getString(o *object, key string) (string, bool, error) {
 	}
 	s, ok := decodeString(v)
 	if !ok {
-		return "", false, invalid(paramOf(o.at(key)), o.at(key), "must be a string")
+		return "", false, invalid(ParamOf(o.at(key)), o.at(key), "must be a string")
 	}
 	return s, true, nil
 }
@@ -221,7 +223,7 @@ func getBool(o *object, key string) (bool, bool, error) {
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, false, invalid(paramOf(o.at(key)), o.at(key), "must be a boolean")
+		return false, false, invalid(ParamOf(o.at(key)), o.at(key), "must be a boolean")
 	}
 	return b, true, nil
 }
@@ -235,11 +237,11 @@ func getNumber(o *object, key string) (float64, json.RawMessage, error) {
 	}
 	var n json.Number
 	if err := json.Unmarshal(v, &n); err != nil {
-		return 0, nil, invalid(paramOf(o.at(key)), o.at(key), "must be a number")
+		return 0, nil, invalid(ParamOf(o.at(key)), o.at(key), "must be a number")
 	}
 	f, err := n.Float64()
 	if err != nil {
-		return 0, nil, invalid(paramOf(o.at(key)), o.at(key), "must be a number")
+		return 0, nil, invalid(ParamOf(o.at(key)), o.at(key), "must be a number")
 	}
 	return f, json.RawMessage(n.String()), nil
 }
@@ -251,7 +253,7 @@ func getInt(o *object, key string) (int64, bool, error) {
 	}
 	var n int64
 	if err := json.Unmarshal(v, &n); err != nil {
-		return 0, false, invalid(paramOf(o.at(key)), o.at(key), "must be an integer")
+		return 0, false, invalid(ParamOf(o.at(key)), o.at(key), "must be an integer")
 	}
 	return n, true, nil
 }
@@ -267,7 +269,7 @@ func getArray(o *object, key string) ([]json.RawMessage, error) {
 func asArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' {
-		return nil, invalid(paramOf(path), path, "must be an array")
+		return nil, invalid(ParamOf(path), path, "must be an array")
 	}
 	// The elements are spans of v (valid JSON: see parseObject), not
 	// copies.

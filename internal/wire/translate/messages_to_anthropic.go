@@ -150,7 +150,7 @@ func (c *conv) textOnly(mo *object, key, what string) (blocks []anBlock, fromStr
 	if isString(v) {
 		s, ok := decodeString(v)
 		if !ok {
-			return nil, false, invalid(paramOf(mo.at(key)), mo.at(key), "must be a string or an array of parts")
+			return nil, false, invalid(ParamOf(mo.at(key)), mo.at(key), "must be a string or an array of parts")
 		}
 		return []anBlock{textBlock(s)}, true, nil
 	}
@@ -168,7 +168,7 @@ func (c *conv) textOnly(mo *object, key, what string) (blocks []anBlock, fromStr
 			return nil, false, err
 		}
 		if typ != "text" {
-			if err := c.refuse(paramOf(po.path)+"."+typ, po.path, "a "+what+" message can carry only text in Anthropic's API"); err != nil {
+			if err := c.refuse(ParamOf(po.path)+"."+typ, po.path, "a "+what+" message can carry only text in Anthropic's API"); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -347,11 +347,11 @@ func argumentsToInput(args, path string) (json.RawMessage, error) {
 	}
 	raw := json.RawMessage(args)
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
-		return nil, invalid(paramOf(path), path, "must be a JSON object for Anthropic's tool_use input")
+		return nil, invalid(ParamOf(path), path, "must be a JSON object for Anthropic's tool_use input")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, invalid(paramOf(path), path, "must be a JSON object for Anthropic's tool_use input")
+		return nil, invalid(ParamOf(path), path, "must be a JSON object for Anthropic's tool_use input")
 	}
 	return buf.Bytes(), nil
 }
