@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -18,9 +17,7 @@ import (
 //
 //	SLUICE_E2E_LONG=1 go test ./test/e2e -run AcrossClouds -v
 func TestBrownoutFailsOverAcrossCloudsInRealProcesses(t *testing.T) {
-	if os.Getenv("SLUICE_E2E_LONG") == "" {
-		t.Skip("runs real processes for about 35 s; set SLUICE_E2E_LONG=1 to run it (SLUICE_E2E_LONG=1 go test ./test/e2e -run AcrossClouds -v)")
-	}
+	needLong(t, "runs real processes for about 35 s")
 	// sluice serve inherits these: the Bedrock provider signs with the
 	// AWS credential chain, which reads the environment first and, here,
 	// no file of this machine; the Gemini provider sends its key.

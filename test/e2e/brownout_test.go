@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"testing"
 
 	"github.com/sluice-gw/sluice/internal/sim/report"
@@ -117,9 +118,7 @@ func TestBrownoutWithoutSecondaryInRealProcesses(t *testing.T) {
 // on the primary are rescued on the backup: at least 99% answered,
 // nothing shed, and agreement with the simulator.
 func TestPartialBrownoutInRealProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes for about 45 s")
-	}
+	needLong(t, "runs real processes for about 45 s")
 	simRow, real := both(t, "testdata/partial.yaml", "primary", "backup")
 	const total = 4800 // 120 req/s for 40 s
 	ok := real[report.OK.String()]
@@ -145,9 +144,7 @@ func TestPartialBrownoutInRealProcesses(t *testing.T) {
 // of that window at once instead of letting users wait out 2.5 s, and
 // serves everything else.
 func TestEverythingSlowShedsInRealProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes for about 55 s")
-	}
+	needLong(t, "runs real processes for about 55 s")
 	simRow, real := both(t, "testdata/all-slow.yaml", "primary", "backup")
 	const answerable, slowWindow = 3600, 2400 // 120 req/s outside and inside [10 s, 30 s)
 	ok, shed := real[report.OK.String()], real[report.Shed.String()]
@@ -190,9 +187,7 @@ func TestRateLimitBurstsRetriedInRealProcesses(t *testing.T) {
 // following every swing, and fails back once the flapping stops; its
 // transitions, read from the gateway's own /metrics, stay few.
 func TestFlappingDoesNotOscillateInRealProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes for about 55 s")
-	}
+	needLong(t, "runs real processes for about 55 s")
 	simRow, real, _, admin := bothWithSummary(t, "testdata/flapping.yaml", "primary", "backup")
 	if s, r := simRow.Counts[report.OK], real[report.OK.String()]; !within10pc(s, r) {
 		t.Errorf("ok: simulated %d, real %d", s, r)
@@ -217,5 +212,18 @@ func TestFlappingDoesNotOscillateInRealProcesses(t *testing.T) {
 	// 1.7 s, so 30 s of flapping allows about six opens.
 	if opens == 0 || opens > 7 || closes > 1 {
 		t.Errorf("opened %d times, failed back fully %d times; want tripped, at most one full fail-back, opens bounded by the backoff", opens, closes)
+	}
+}
+
+// longBrownouts are the real-time brownout runs kept out of the plain
+// test command (its ten minutes) and run by CI by name.
+const longBrownouts = "SLUICE_E2E_LONG=1 go test ./test/e2e -run 'PartialBrownout|EverythingSlow|Flapping|AcrossClouds' -v"
+
+// needLong skips t, saying why and how to run it, unless SLUICE_E2E_LONG
+// is set.
+func needLong(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("SLUICE_E2E_LONG") == "" {
+		t.Skipf("%s; set SLUICE_E2E_LONG=1 to run it (%s)", why, longBrownouts)
 	}
 }
