@@ -44,46 +44,18 @@ func StopReason(r string) string {
 	return "end_turn"
 }
 
-// hubBlock is a hub content block as the answer writes it.
-type hubBlock struct {
-	Type      string          `json:"type"`
-	Text      *string         `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Thinking  *string         `json:"thinking,omitempty"`
-	Signature *string         `json:"signature,omitempty"`
-	Data      *string         `json:"data,omitempty"`
-}
+// native.Block is a hub content block as the answer writes it.
 
-type hubUsage struct {
-	InputTokens              int64  `json:"input_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens,omitempty"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens,omitempty"`
-	OutputTokens             int64  `json:"output_tokens"`
-}
-
-func hubUsageOf(u *cvUsage) hubUsage {
+func hubUsageOf(u *cvUsage) native.Usage {
 	if u == nil {
-		return hubUsage{}
+		return native.Usage{}
 	}
-	return hubUsage{
+	return native.Usage{
 		InputTokens:              u.InputTokens,
 		OutputTokens:             u.OutputTokens,
 		CacheReadInputTokens:     u.CacheReadInputTokens,
 		CacheCreationInputTokens: u.CacheWriteInputTokens,
 	}
-}
-
-type hubAnswer struct {
-	ID           string     `json:"id"`
-	Type         string     `json:"type"`
-	Role         string     `json:"role"`
-	Model        string     `json:"model"`
-	Content      []hubBlock `json:"content"`
-	StopReason   *string    `json:"stop_reason"`
-	StopSequence *string    `json:"stop_sequence"`
-	Usage        hubUsage   `json:"usage"`
 }
 
 // Answer turns a whole Converse answer into a hub answer.
@@ -98,9 +70,9 @@ func (r *reply) Answer(body []byte) ([]byte, error) {
 	if cv.StopReason == "" {
 		return nil, badResponse("the answer has no stopReason")
 	}
-	out := hubAnswer{
+	out := native.Answer{
 		ID: "msg_bedrock_" + hashOf(body), Type: "message", Role: "assistant", Model: r.model,
-		Content: []hubBlock{}, Usage: hubUsageOf(cv.Usage),
+		Content: []native.Block{}, Usage: hubUsageOf(cv.Usage),
 	}
 	stop := StopReason(cv.StopReason)
 	forcedSeen := false
@@ -110,7 +82,7 @@ func (r *reply) Answer(body []byte) ([]byte, error) {
 			// A structured answer is the forced tool's input alone (see
 			// events.delta): text beside it is dropped.
 		case b.Text != nil:
-			out.Content = append(out.Content, hubBlock{Type: "text", Text: b.Text})
+			out.Content = append(out.Content, native.Block{Type: "text", Text: b.Text})
 		case b.ToolUse != nil:
 			input := b.ToolUse.Input
 			if isNull(input) {
@@ -123,21 +95,21 @@ func (r *reply) Answer(body []byte) ([]byte, error) {
 				var compact bytes.Buffer
 				_ = json.Compact(&compact, input)
 				text := compact.String()
-				out.Content = append(out.Content, hubBlock{Type: "text", Text: &text})
+				out.Content = append(out.Content, native.Block{Type: "text", Text: &text})
 				forcedSeen = true
 				continue
 			}
 			if b.ToolUse.ToolUseID == "" || b.ToolUse.Name == "" {
 				return nil, badResponse("content[%d].toolUse has no toolUseId or name", i)
 			}
-			out.Content = append(out.Content, hubBlock{Type: "tool_use", ID: b.ToolUse.ToolUseID, Name: b.ToolUse.Name, Input: input})
+			out.Content = append(out.Content, native.Block{Type: "tool_use", ID: b.ToolUse.ToolUseID, Name: b.ToolUse.Name, Input: input})
 		case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:
 			rt := b.ReasoningContent.ReasoningText
 			sig := rt.Signature
-			out.Content = append(out.Content, hubBlock{Type: "thinking", Thinking: &rt.Text, Signature: &sig})
+			out.Content = append(out.Content, native.Block{Type: "thinking", Thinking: &rt.Text, Signature: &sig})
 		case b.ReasoningContent != nil && b.ReasoningContent.RedactedContent != "":
 			data := b.ReasoningContent.RedactedContent
-			out.Content = append(out.Content, hubBlock{Type: "redacted_thinking", Data: &data})
+			out.Content = append(out.Content, native.Block{Type: "redacted_thinking", Data: &data})
 		default:
 			return nil, badResponse("content[%d] is a block Sluice has no hub form for", i)
 		}
@@ -321,9 +293,9 @@ func (e *events) event(typ string, payload []byte) error {
 			return badResponse("messageStart repeated")
 		}
 		e.started = true
-		e.emit("message_start", map[string]any{"message": hubAnswer{
+		e.emit("message_start", map[string]any{"message": native.Answer{
 			ID: "msg_bedrock_" + e.r.request, Type: "message", Role: "assistant", Model: e.r.model,
-			Content: []hubBlock{}, Usage: hubUsage{},
+			Content: []native.Block{}, Usage: native.Usage{},
 		}})
 		return nil
 	}

@@ -44,8 +44,8 @@ func stopReason(finish string, tool bool) string {
 // refused, and there is no candidate.
 const blocked = "\x00blocked"
 
-func usageOf(u *gmUsage) hubUsage {
-	var h hubUsage
+func usageOf(u *gmUsage) native.Usage {
+	h := native.Usage{CacheCreationInputTokens: ptr(int64(0)), CacheReadInputTokens: ptr(int64(0))}
 	if u == nil {
 		return h
 	}
@@ -58,7 +58,7 @@ func usageOf(u *gmUsage) hubUsage {
 	prompt, cached := get(u.PromptTokenCount), get(u.CachedContentTokenCount)
 	cached = min(cached, prompt)
 	h.InputTokens = prompt - cached
-	h.CacheReadInputTokens = cached
+	h.CacheReadInputTokens = ptr(cached)
 	h.OutputTokens = addSat(get(u.CandidatesTokenCount), get(u.ThoughtsTokenCount))
 	return h
 }
@@ -120,15 +120,15 @@ func (r Reply) Answer(body []byte) ([]byte, error) {
 	if g.Error != nil {
 		return nil, badResponse("a 2xx answer carries an error: %s", g.Error.Message)
 	}
-	out := hubAnswer{
+	out := native.Answer{
 		ID: msgID(g.ResponseID), Type: "message", Role: "assistant", Model: r.modelOf(g.ModelVersion),
-		Content: []hubBlock{}, Usage: usageOf(g.UsageMetadata),
+		Content: []native.Block{}, Usage: usageOf(g.UsageMetadata),
 	}
 	if len(g.Candidates) == 0 {
 		if g.PromptFeedback == nil || g.PromptFeedback.BlockReason == "" {
 			return nil, badResponse("the answer has neither a candidate nor a block reason")
 		}
-		out.StopReason = stopReason(blocked, false)
+		out.StopReason = ptr(stopReason(blocked, false))
 		return json.Marshal(out)
 	}
 	cand := g.Candidates[0]
@@ -144,7 +144,7 @@ func (r Reply) Answer(body []byte) ([]byte, error) {
 				if err != nil {
 					return nil, err
 				}
-				out.Content = append(out.Content, hubBlock{Type: "tool_use", ID: toolID(p.FunctionCall.ID, tools), Name: p.FunctionCall.Name, Input: a})
+				out.Content = append(out.Content, native.Block{Type: "tool_use", ID: toolID(p.FunctionCall.ID, tools), Name: p.FunctionCall.Name, Input: a})
 				tools++
 			case p.Thought:
 			case p.Text != nil && *p.Text != "":
@@ -152,13 +152,13 @@ func (r Reply) Answer(body []byte) ([]byte, error) {
 					out.Content[n-1].Text = ptr(*out.Content[n-1].Text + *p.Text)
 					continue
 				}
-				out.Content = append(out.Content, hubBlock{Type: "text", Text: ptr(*p.Text)})
+				out.Content = append(out.Content, native.Block{Type: "text", Text: ptr(*p.Text)})
 			case p.InlineData != nil, p.FileData != nil:
 				return nil, badResponse("the answer holds media, which the hub's answer has no block for")
 			}
 		}
 	}
-	out.StopReason = stopReason(cand.FinishReason, tools > 0)
+	out.StopReason = ptr(stopReason(cand.FinishReason, tools > 0))
 	return json.Marshal(out)
 }
 
@@ -285,7 +285,7 @@ func (e *events) end() ([]byte, error) {
 		} `json:"usage"`
 	}{Type: "message_delta"}
 	delta.Delta.StopReason = stopReason(e.finish, e.tools > 0)
-	delta.Usage.InputTokens, delta.Usage.CacheReadInputTokens, delta.Usage.OutputTokens = u.InputTokens, u.CacheReadInputTokens, u.OutputTokens
+	delta.Usage.InputTokens, delta.Usage.CacheReadInputTokens, delta.Usage.OutputTokens = u.InputTokens, *u.CacheReadInputTokens, u.OutputTokens
 	out = appendEvent(out, "message_delta", delta)
 	out = appendEvent(out, "message_stop", map[string]string{"type": "message_stop"})
 	e.done = true
@@ -335,9 +335,9 @@ func (e *events) chunk(out []byte, data []byte) []byte {
 		e.started = true
 		u := usageOf(g.UsageMetadata)
 		u.OutputTokens = 1
-		out = appendEvent(out, "message_start", map[string]any{"type": "message_start", "message": hubAnswer{
+		out = appendEvent(out, "message_start", map[string]any{"type": "message_start", "message": native.Answer{
 			ID: msgID(g.ResponseID), Type: "message", Role: "assistant", Model: Reply{Model: e.model}.modelOf(g.ModelVersion),
-			Content: []hubBlock{}, Usage: u,
+			Content: []native.Block{}, Usage: u,
 		}})
 	}
 	if len(g.Candidates) == 0 {
@@ -364,7 +364,7 @@ func (e *events) chunk(out []byte, data []byte) []byte {
 				i := e.next
 				e.next++
 				out = appendEvent(out, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-					"content_block": hubBlock{Type: "tool_use", ID: toolID(p.FunctionCall.ID, e.tools), Name: p.FunctionCall.Name, Input: json.RawMessage("{}")}})
+					"content_block": native.Block{Type: "tool_use", ID: toolID(p.FunctionCall.ID, e.tools), Name: p.FunctionCall.Name, Input: json.RawMessage("{}")}})
 				out = appendEvent(out, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]string{"type": "input_json_delta", "partial_json": string(a)}})
 				out = appendEvent(out, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
@@ -373,7 +373,7 @@ func (e *events) chunk(out []byte, data []byte) []byte {
 			case p.Text != nil && *p.Text != "":
 				if !e.open {
 					out = appendEvent(out, "content_block_start", map[string]any{"type": "content_block_start", "index": e.next,
-						"content_block": hubBlock{Type: "text", Text: ptr("")}})
+						"content_block": native.Block{Type: "text", Text: ptr("")}})
 					e.open = true
 					e.next++
 				}

@@ -50,7 +50,7 @@ func TestAnswer(t *testing.T) {
 			assertJSON(t, got, c.want)
 			// The gateway reads the answer's usage as Anthropic's.
 			n, found, valid, _, _ := protocol.AnswerUsage(got)
-			var h hubAnswer
+			var h native.Answer
 			json.Unmarshal(got, &h)
 			if !found || !valid || int64(n) != h.Usage.OutputTokens {
 				t.Fatalf("protocol.AnswerUsage = %d %v %v", n, found, valid)

@@ -125,33 +125,4 @@ type gmErrorInfo struct {
 	Details []json.RawMessage `json:"details,omitempty"`
 }
 
-// Hub (Anthropic Messages) shapes, as written.
-
-type hubAnswer struct {
-	ID           string     `json:"id"`
-	Type         string     `json:"type"`
-	Role         string     `json:"role"`
-	Model        string     `json:"model"`
-	Content      []hubBlock `json:"content"`
-	StopReason   string     `json:"stop_reason"`
-	StopSequence *string    `json:"stop_sequence"`
-	Usage        hubUsage   `json:"usage"`
-}
-
-type hubBlock struct {
-	Type     string          `json:"type"`
-	Text     *string         `json:"text,omitempty"`
-	Thinking *string         `json:"thinking,omitempty"`
-	ID       string          `json:"id,omitempty"`
-	Name     string          `json:"name,omitempty"`
-	Input    json.RawMessage `json:"input,omitempty"`
-}
-
-type hubUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-}
-
 func ptr[T any](v T) *T { return &v }
