@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/wire/native"
+
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 
 	"github.com/sluice-gw/sluice/internal/config"
@@ -73,6 +75,16 @@ type outgoing struct {
 	// unsupported is the model's on_unsupported, for native providers
 	// that set none of their own (nativeOptions).
 	unsupported translate.Unsupported
+	// nativeCalls are the native targets' requests, translated once by
+	// nativeCheck and sent as they are by every attempt (native.WithCall).
+	nativeCalls []nativeCall
+}
+
+// nativeCall is one native target's translated request.
+type nativeCall struct {
+	p     *provider
+	model string
+	call  *native.Call
 }
 
 // reader returns the body for a call to t.

@@ -53,9 +53,12 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 		path = chatPath(p.dialect) // a translated request (translate.go)
 	}
 	br := out.reader(t)
-	if p.native != nil && out.unsupported != p.native.opts.Unsupported {
-		// The model's on_unsupported, where the provider sets none.
-		if o := p.nativeOptions(out.unsupported); o.Unsupported != p.native.opts.Unsupported {
+	if p.native != nil {
+		if call := out.nativeCallFor(t); call != nil {
+			// Translated once, before routing, from this same body.
+			ctx = native.WithCall(ctx, call)
+		} else if o := p.nativeOptions(out.unsupported); o.Unsupported != p.native.opts.Unsupported {
+			// The model's on_unsupported, where the provider sets none.
 			ctx = native.WithOptions(ctx, o)
 		}
 	}

@@ -147,6 +147,17 @@ func (p *provider) nativeOptions(modelSays translate.Unsupported) translate.Opti
 	return o
 }
 
+// nativeCallFor is target t's request as nativeCheck translated it, nil
+// when it did not (another model of the same provider).
+func (o *outgoing) nativeCallFor(t target) *native.Call {
+	for _, c := range o.nativeCalls {
+		if c.p == t.provider && c.model == t.model {
+			return c.call
+		}
+	}
+	return nil
+}
+
 // roundTripper is what carries calls to provider p: its own transport
 // (a native provider's), or the gateway's.
 func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
@@ -178,9 +189,10 @@ func (g *Gateway) nativeCheck(w http.ResponseWriter, x *exchange, m *model, req 
 		br := out.reader(t)
 		raw := make([]byte, br.Len())
 		_, _ = io.ReadFull(br, raw)
-		_, err := p.native.codec.Request(raw, t.model, p.nativeOptions(out.unsupported))
+		call, err := p.native.codec.Request(raw, t.model, p.nativeOptions(out.unsupported))
 		if err == nil {
 			refused[p] = ""
+			out.nativeCalls = append(out.nativeCalls, nativeCall{p: p, model: t.model, call: call})
 			continue
 		}
 		var te *translate.Error

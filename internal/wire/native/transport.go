@@ -74,26 +74,35 @@ type Transport struct {
 
 // RoundTrip calls the vendor for hub request req.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	hub, err := readRequest(req)
-	if err != nil {
-		return nil, err
+	call, _ := req.Context().Value(callKey{}).(*Call)
+	if call != nil && req.Body != nil {
+		// Translated already, from this very body (WithCall).
+		req.Body.Close()
 	}
 	if !strings.HasSuffix(req.URL.Path, "/messages") || req.Method != http.MethodPost {
+		if call == nil && req.Body != nil {
+			req.Body.Close()
+		}
 		return hubError(req, http.StatusNotFound, "not_found_error", fmt.Sprintf("%s %s: a native provider serves only POST .../messages", req.Method, req.URL.Path), nil), nil
 	}
-	var head struct {
-		Model string `json:"model"`
-	}
-	if err := json.Unmarshal(hub, &head); err != nil || head.Model == "" {
-		return hubError(req, http.StatusBadRequest, "invalid_request_error", "the request body is not a Messages request with a model", nil), nil
-	}
-	opts := t.Options
-	if o, ok := req.Context().Value(optionsKey{}).(translate.Options); ok {
-		opts = o
-	}
-	call, err := t.Codec.Request(hub, head.Model, opts)
-	if err != nil {
-		return hubError(req, http.StatusBadRequest, "invalid_request_error", refusal(err), nil), nil
+	if call == nil {
+		hub, err := readRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		var head struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(hub, &head); err != nil || head.Model == "" {
+			return hubError(req, http.StatusBadRequest, "invalid_request_error", "the request body is not a Messages request with a model", nil), nil
+		}
+		opts := t.Options
+		if o, ok := req.Context().Value(optionsKey{}).(translate.Options); ok {
+			opts = o
+		}
+		if call, err = t.Codec.Request(hub, head.Model, opts); err != nil {
+			return hubError(req, http.StatusBadRequest, "invalid_request_error", refusal(err), nil), nil
+		}
 	}
 	root := *req.URL
 	root.RawQuery, root.Fragment = "", ""
@@ -196,6 +205,17 @@ func (t *Transport) answer(req *http.Request, resp *http.Response, call *Call) (
 }
 
 type optionsKey struct{}
+
+type callKey struct{}
+
+// WithCall returns a context whose request a Transport sends as call
+// instead of translating its body again: for a caller that has already
+// run the codec on that very body (the gateway, checking a request
+// before routing it), so a request is translated once, not once more per
+// attempt. The call's Reply reads each attempt's answer afresh.
+func WithCall(ctx context.Context, call *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, call)
+}
 
 // WithOptions returns a context whose requests a Transport translates
 // under opts instead of its own Options: for what one request's model

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -342,5 +343,49 @@ func TestTransportRequestOptions(t *testing.T) {
 	resp.Body.Close()
 	if n, _, _, _ := v.seen(); resp.StatusCode != 200 || n != 1 || resp.Header.Get("X-Sluice-Dropped") != "top_k" {
 		t.Fatalf("status %d, vendor calls %d, dropped %q", resp.StatusCode, n, resp.Header.Get("X-Sluice-Dropped"))
+	}
+}
+
+// countingCodec counts its Request calls.
+type countingCodec struct {
+	nativetest.Codec
+	requests atomic.Int32
+}
+
+func (c *countingCodec) Request(hub []byte, model string, opts translate.Options) (*native.Call, error) {
+	c.requests.Add(1)
+	return c.Codec.Request(hub, model, opts)
+}
+
+// A call made before (WithCall) is sent as it is, by every attempt: the
+// codec translates a request once, and each attempt reads its own answer.
+func TestTransportSendsAGivenCall(t *testing.T) {
+	v, base := start(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"text":"hello there","in":7,"out":2,"end":"done"}`)
+	})
+	c := &countingCodec{}
+	body := `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	call, err := c.Request([]byte(body), "m", translate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transport(c)
+	for range 2 {
+		req := hubRequest(t, base, body)
+		resp, err := tr.RoundTrip(req.WithContext(native.WithCall(req.Context(), call)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !bytes.Contains(got, []byte("hello there")) {
+			t.Fatalf("status %d: %s", resp.StatusCode, got)
+		}
+	}
+	if n, _, _, vb := v.seen(); n != 2 || !bytes.Contains(vb, []byte(`"limit":16`)) {
+		t.Errorf("the vendor saw %d calls, last %s", n, vb)
+	}
+	if n := c.requests.Load(); n != 1 {
+		t.Errorf("the codec translated the request %d times, want once", n)
 	}
 }
