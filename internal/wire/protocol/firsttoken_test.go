@@ -37,7 +37,8 @@ func TestStreamHead(t *testing.T) {
 		{"content filter results", OpenAI, filter, false},
 		{"legacy completions text", OpenAI, text, true},
 		{"done", OpenAI, done, true},
-		{"a cut chunk is not a token", OpenAI, "data: {\"choices\":[{\"delta\":{\"cont\n\n", false},
+		// Data that is not JSON is past the head: the stream check fails it.
+		{"a cut chunk is the client's to see", OpenAI, "data: {\"choices\":[{\"delta\":{\"cont\n\n", true},
 		{"not a chunk: the client should see it", OpenAI, "data: oops\n\n", true},
 		{"anthropic head", Anthropic, msgStart + blkStart + ping, false},
 		{"anthropic first delta", Anthropic, msgStart + blkStart + ping + delta, true},

@@ -1,17 +1,23 @@
 package protocol
 
-import "bytes"
+import "sync"
 
 // StreamCheck judges an SSE stream as it is relayed, in whatever chunks
-// it arrives: every event's data must be one JSON value (or OpenAI's
+// it arrives, and reads its meaning: it frames the events (any legal
+// SSE framing), reads each one's data once into an Event
+// (EventParser), and folds the records into the stream's facts
+// (StreamFacts). Every event's data must be one JSON value (or OpenAI's
 // [DONE]), and the stream must end with its dialect's terminator, [DONE]
-// for OpenAI and message_stop for Anthropic. A provider that closes the
-// stream early, or streams garbage under a 200, has failed, however
-// healthy its status line looked.
+// for OpenAI, message_stop for Anthropic, a final response event for
+// the Responses API. A provider that closes the stream early, or
+// streams garbage under a 200, has failed, however healthy its status
+// line looked.
 //
 // It also finds event boundaries, so a relay can pass on whole events
 // only: a client never sees half of an event that turns out to be
-// corrupt. It keeps a few fixed arrays and allocates nothing.
+// corrupt. An event's data is held, up to MaxEventData, in a pooled
+// buffer (Release returns it); past that the event is still judged, by
+// a JSONScanner as it streams, but not read (StreamFacts.Unread).
 type StreamCheck struct {
 	dialect   Dialect
 	responses bool // a Responses API stream (responses.go)
@@ -25,15 +31,60 @@ type StreamCheck struct {
 	begun   bool // a line of it has been seen
 	hasData bool
 	dataLen int
-	json    JSONScanner
-	head    [48]byte // the start of its data, to read its type
-	headN   uint8
-	name    [24]byte // its event: name
-	nameN   uint8
+	over    bool        // its data passed MaxEventData: json judges it
+	json    JSONScanner // for data past MaxEventData
+	name    [maxName]byte
+	nameN   int
+	r       *eventReader // the data and its parser, from readerPool
+
+	ev      Event
+	facts   StreamFacts
+	capture *[]byte
+	// lenient: a malformed event is passed over rather than ending the
+	// scan (a meter reads on whatever the verdict).
+	lenient bool
+	// head: StreamHead's scan, which stops at the first token.
+	head      bool
+	headToken bool        // it found the first token
+	onEvent   func(Event) // tests: each event as dispatched (a copy: the check does not escape)
 
 	terminated  bool // the dialect's terminator has been seen
 	upstreamErr bool // the provider sent an error event
 	bad         bool // an event was not well-formed
+}
+
+// MaxEventData bounds the data of an event that is read; a larger one
+// is judged well-formed or not, but its meaning is not read.
+const MaxEventData = 64 << 10
+
+// maxName bounds an event name kept; a longer one matches none.
+const maxName = 64
+
+// eventReader is a check's pooled part: an event's data, and the parser
+// that reads it.
+type eventReader struct {
+	data []byte
+	p    EventParser
+}
+
+var readerPool = sync.Pool{New: func() any { return new(eventReader) }}
+
+func (c *StreamCheck) reader() *eventReader {
+	if c.r == nil {
+		c.r = readerPool.Get().(*eventReader)
+		c.r.data = c.r.data[:0]
+	}
+	return c.r
+}
+
+// Release returns the check's pooled buffers. The check, its Last and
+// its captured slices must not be used after.
+func (c *StreamCheck) Release() {
+	if c.r != nil {
+		c.ev = Event{}
+		readerPool.Put(c.r)
+		c.r = nil
+	}
 }
 
 const (
@@ -53,6 +104,17 @@ const (
 
 // NewStreamCheck returns a check for a stream in dialect d.
 func NewStreamCheck(d Dialect) StreamCheck { return StreamCheck{dialect: d} }
+
+// Facts are what the stream has said so far.
+func (c *StreamCheck) Facts() *StreamFacts { return &c.facts }
+
+// Last is the last dispatched event's record (valid until the next
+// Feed, End or Release).
+func (c *StreamCheck) Last() *Event { return &c.ev }
+
+// CaptureText appends every text delta (choice 0, text blocks) to *buf
+// as its event is dispatched; nil stops it.
+func (c *StreamCheck) CaptureText(buf *[]byte) { c.capture = buf }
 
 // Stream verdicts, as End reports them (and log reasons use).
 const (
@@ -87,7 +149,17 @@ func (c *StreamCheck) Feed(p []byte) (boundary int, ok bool, badStart int) {
 			if b == '\n' || b == '\r' {
 				// A blank line dispatches the event.
 				if c.begun {
-					if !c.dispatch() {
+					if c.head && b == '\r' && i+1 == len(p) {
+						// Half of a CRLF, perhaps: where the event
+						// ends is not known yet.
+						return boundary, true, -1
+					}
+					ok := c.dispatch()
+					if c.head && c.ev.Token() {
+						c.headToken = true
+						return boundary, true, -1
+					}
+					if !ok && !c.lenient {
 						return boundary, false, evStart
 					}
 				}
@@ -115,8 +187,11 @@ func (c *StreamCheck) Feed(p []byte) (boundary int, ok bool, badStart int) {
 				if int(c.fieldN) <= len(c.field) {
 					c.kind = fieldKind(c.field[:c.fieldN])
 				}
-				if c.kind == fData {
+				switch c.kind {
+				case fData:
 					c.startData()
+				case fEvent:
+					c.nameN = 0 // the last event: line names the event
 				}
 				if b == ':' {
 					c.st = lnSpace
@@ -184,93 +259,78 @@ func fieldKind(name []byte) uint8 {
 // newline, which JSON reads as whitespace.
 func (c *StreamCheck) startData() {
 	if c.hasData {
-		c.json.Write(newline)
-		c.dataLen++
-		c.appendHead(newline)
+		c.appendData(newline)
 	}
 	c.hasData = true
 }
 
 var newline = []byte{'\n'}
 
-func (c *StreamCheck) appendHead(v []byte) {
-	n := copy(c.head[c.headN:], v)
-	c.headN += uint8(n)
-}
-
 func (c *StreamCheck) value(v []byte) {
 	switch c.kind {
 	case fData:
-		c.json.Write(v)
-		c.dataLen += len(v)
-		c.appendHead(v)
+		c.appendData(v)
 	case fEvent:
-		n := copy(c.name[c.nameN:], v)
-		c.nameN += uint8(n)
+		// A name longer than maxName is kept cut: none that means
+		// anything is that long.
+		c.nameN += copy(c.name[c.nameN:], v)
 	}
 }
 
-var (
-	doneData     = []byte("[DONE]")
-	stopType     = [][]byte{[]byte(`"type":"message_stop"`), []byte(`"type": "message_stop"`)}
-	errorType    = [][]byte{[]byte(`"type":"error"`), []byte(`"type": "error"`)}
-	openAIErrors = [][]byte{[]byte(`{"error":`), []byte(`{"error" :`), []byte(`{ "error":`)}
-)
+// appendData adds to the event's data.
+func (c *StreamCheck) appendData(v []byte) {
+	c.dataLen += len(v)
+	if c.over {
+		c.json.Write(v)
+		return
+	}
+	r := c.reader()
+	if len(r.data)+len(v) <= MaxEventData {
+		r.data = append(r.data, v...)
+		return
+	}
+	c.over = true
+	c.json.Write(r.data)
+	c.json.Write(v)
+}
 
-// dispatch judges the event a blank line just ended, and readies the
-// next. It reports false for a malformed event.
+// dispatch reads the event a blank line just ended, folds it into the
+// facts, and readies the next. It reports false for a malformed event.
 func (c *StreamCheck) dispatch() bool {
-	head, name := c.head[:c.headN], c.name[:c.nameN]
-	ok := true
-	if c.responses {
-		if c.hasData && c.dataLen > 0 && !(c.dataLen == len(doneData) && bytes.Equal(head, doneData)) && !c.json.Done() {
-			ok, c.bad = false, true
-		} else {
-			c.dispatchResponses(name, head)
-		}
-		c.begun, c.hasData, c.dataLen, c.headN, c.nameN = false, false, 0, 0, 0
-		c.json.Reset()
-		return ok
+	name := c.name[:c.nameN]
+	counted := c.hasData && c.dataLen > 0
+	switch {
+	case c.over:
+		// Read by its name only; its data was judged as it came.
+		c.r.p.Parse(c.dialect, c.responses, name, nil, &c.ev)
+		c.ev.Invalid, c.ev.other, c.ev.Head, c.ev.Keepalive = !c.json.Done(), true, false, false
+		c.facts.Unread = true
+	case c.hasData && c.dataLen > 0:
+		c.r.p.Parse(c.dialect, c.responses, name, c.r.data, &c.ev)
+	default:
+		c.reader().p.Parse(c.dialect, c.responses, name, nil, &c.ev)
 	}
-	if c.hasData && c.dataLen > 0 {
-		switch {
-		case c.dataLen == len(doneData) && bytes.Equal(head, doneData):
-			if c.dialect == OpenAI {
-				c.terminated = true
-			}
-		case !c.json.Done():
-			ok, c.bad = false, true
-		case c.dialect == Anthropic:
-			if containsAny(head, stopType) {
-				c.terminated = true
-			}
-			if containsAny(head, errorType) {
-				c.upstreamErr = true
-			}
-		default:
-			if containsAny(head, openAIErrors) {
-				c.upstreamErr = true
-			}
-		}
+	c.begun, c.hasData, c.dataLen, c.over, c.nameN = false, false, 0, false, 0
+	if c.r != nil {
+		c.r.data = c.r.data[:0]
 	}
-	switch string(name) {
-	case "message_stop":
-		c.terminated = c.terminated || c.dialect == Anthropic
-	case "error":
-		c.upstreamErr = true
-	}
-	c.begun, c.hasData, c.dataLen, c.headN, c.nameN = false, false, 0, 0, 0
 	c.json.Reset()
-	return ok
-}
-
-func containsAny(b []byte, subs [][]byte) bool {
-	for _, s := range subs {
-		if bytes.Contains(b, s) {
-			return true
+	if c.ev.Invalid {
+		if !c.lenient {
+			c.bad = true
 		}
+		return false
 	}
-	return false
+	c.facts.fold(&c.ev, counted)
+	c.terminated = c.terminated || c.ev.Done
+	c.upstreamErr = c.upstreamErr || c.ev.Error
+	if c.capture != nil && len(c.ev.Text) > 0 {
+		*c.capture = append(*c.capture, c.ev.Text...)
+	}
+	if c.onEvent != nil {
+		c.onEvent(c.ev)
+	}
+	return true
 }
 
 // End judges the stream at its end: StreamOK, or why it failed. An event
@@ -290,6 +350,27 @@ func (c *StreamCheck) End() string {
 		return StreamUnterminated
 	}
 	return StreamOK
+}
+
+// pendingFacts are the facts as End would leave them, with an event cut
+// short by the end read, without ending the check. It reuses the
+// parser, so Last is not valid after it.
+func (c *StreamCheck) pendingFacts() StreamFacts {
+	f := c.facts
+	if !c.begun || c.bad || c.over {
+		return f
+	}
+	var data []byte
+	r := c.reader()
+	if c.hasData {
+		data = r.data
+	}
+	var ev Event
+	r.p.Parse(c.dialect, c.responses, c.name[:c.nameN], data, &ev)
+	if !ev.Invalid {
+		f.fold(&ev, len(data) > 0)
+	}
+	return f
 }
 
 // Terminated reports whether the terminator has been seen.

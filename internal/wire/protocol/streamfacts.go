@@ -1,0 +1,161 @@
+package protocol
+
+// StreamFacts are what a stream has said so far, folded from its events'
+// records (Event): what a relay decides by, and bills by.
+type StreamFacts struct {
+	// Token: an event past the head was dispatched (the first token);
+	// TokenEvent is how many events with data came before it.
+	Token      bool
+	TokenEvent int
+	// Progress counts progress events (Event.Progress): a host that sees
+	// it unchanged across reads has seen nothing but keepalives.
+	Progress uint64
+	// Events counts the events with data.
+	Events int
+	// Deltas counts text events; TextBytes, ToolArgBytes,
+	// ReasoningBytes and OtherBytes (other choices' text, refusals)
+	// count what was generated, for billing a stream that is cut.
+	Deltas                                              int
+	TextBytes, ToolArgBytes, ReasoningBytes, OtherBytes int
+	// Tool: tool activity was seen. Unread: an event was too large to
+	// read (MaxEventData). OtherChoice: a choice other than 0 carried
+	// content. ErrorEvent: the provider sent an error event. Done: the
+	// terminator came.
+	Tool, Unread, OtherChoice, ErrorEvent, Done bool
+	// Created is the first created time an event carried.
+	Created int64
+	// Block is the last Anthropic content block an event named; Open
+	// says it has started and not stopped.
+	Block int
+	Open  bool
+
+	finish      [maxReason]byte
+	finishN     int
+	id, model   [maxIdent]byte
+	idN, modelN int
+	output      int
+	found       bool
+	provisional int
+	input       [3]int // input, cache writes, cache reads
+	haveInput   bool
+	cached      int
+	haveCached  bool
+}
+
+// maxIdent bounds an id or model name kept; a longer one is not kept.
+const maxIdent = 128
+
+// fold adds one event's record; data says the event had data.
+func (f *StreamFacts) fold(ev *Event, data bool) {
+	if data {
+		f.Events++
+	}
+	if !f.Token && ev.Token() {
+		f.Token, f.TokenEvent = true, max(0, f.Events-1)
+	}
+	if ev.Progress() {
+		f.Progress++
+	}
+	if len(ev.Text) > 0 {
+		f.Deltas++
+		f.TextBytes += len(ev.Text)
+	}
+	f.ToolArgBytes += ev.ToolArgs
+	f.ReasoningBytes += ev.Reasoning
+	f.OtherBytes += ev.OtherText + ev.Refusal
+	f.Tool = f.Tool || ev.Tool
+	f.OtherChoice = f.OtherChoice || ev.OtherChoice
+	f.ErrorEvent = f.ErrorEvent || ev.Error
+	f.Done = f.Done || ev.Done
+	if len(ev.Finish) > 0 && len(ev.Finish) <= maxReason {
+		f.finishN = copy(f.finish[:], ev.Finish)
+	}
+	if f.idN == 0 && len(ev.ID) <= maxIdent {
+		f.idN = copy(f.id[:], ev.ID)
+	}
+	if f.modelN == 0 && len(ev.Model) <= maxIdent {
+		f.modelN = copy(f.model[:], ev.Model)
+	}
+	if f.Created == 0 {
+		f.Created = ev.Created
+	}
+	switch {
+	case ev.BlockStart:
+		f.Block, f.Open = ev.Block, true
+	case ev.BlockStop:
+		f.Block, f.Open = ev.Block, false
+	case ev.Block >= 0:
+		f.Block = ev.Block
+	}
+	u := &ev.Usage
+	switch {
+	case !u.HaveOutput:
+	case u.Provisional:
+		f.provisional = u.Output
+	default:
+		f.output, f.found = u.Output, true
+	}
+	for i, have := range [3]bool{u.HaveInput, u.HaveCacheWrite, u.HaveCacheRead} {
+		if have {
+			f.input[i], f.haveInput = [3]int{u.Input, u.CacheWrite, u.CacheRead}[i], true
+		}
+	}
+	if u.HaveCached {
+		f.cached, f.haveCached = u.Cached, true
+	}
+}
+
+// FinishReason is the last finish_reason (OpenAI), stop_reason
+// (Anthropic) or final status (Responses, Event.Finish) the stream
+// carried, "" if none.
+func (f *StreamFacts) FinishReason() string { return string(f.finish[:f.finishN]) }
+
+// Finished reports whether the stream carried a finish reason.
+func (f *StreamFacts) Finished() bool { return f.finishN > 0 }
+
+// ID is the stream's id, as its first event to carry one said.
+func (f *StreamFacts) ID() string { return string(f.id[:f.idN]) }
+
+// Model is the model the stream's first event to name one said.
+func (f *StreamFacts) Model() string { return string(f.model[:f.modelN]) }
+
+// Tokens returns the output count, and whether the provider reported
+// it (not counting Anthropic's provisional count in message_start).
+// When it did not, the count is an estimate of what was relayed: the
+// provisional count, the text deltas (about one token each), or a
+// token per four bytes of text, tool arguments and reasoning, whichever
+// is most.
+func (f *StreamFacts) Tokens() (int, bool) {
+	if f.found {
+		return f.output, true
+	}
+	bytes := f.TextBytes + f.ToolArgBytes + f.ReasoningBytes + f.OtherBytes
+	return min(max(f.provisional, f.Deltas, (bytes+3)/4), MaxUsage), false
+}
+
+// InputTokens returns the input count the provider reported, and
+// whether it reported one: prompt_tokens, or input_tokens with
+// Anthropic's cache_creation_input_tokens and cache_read_input_tokens
+// added (its input_tokens leave them out; the prompt is all three).
+func (f *StreamFacts) InputTokens() (int64, bool) {
+	if !f.haveInput {
+		return 0, false
+	}
+	return min(int64(f.input[0])+int64(f.input[1])+int64(f.input[2]), MaxUsage), true
+}
+
+// CachedTokens returns how many of InputTokens' count the provider
+// served from its prompt cache: OpenAI's cached_tokens (part of
+// prompt_tokens), else Anthropic's cache_read_input_tokens. Never more
+// than InputTokens' count; 0 when the stream reported no input.
+func (f *StreamFacts) CachedTokens() int64 {
+	total, ok := f.InputTokens()
+	if !ok {
+		return 0
+	}
+	c := int64(f.input[2])
+	if f.haveCached {
+		c = int64(f.cached)
+	}
+	return min(c, total)
+}
