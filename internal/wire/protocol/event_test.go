@@ -11,11 +11,11 @@ import (
 // named are expected zero.
 type want struct {
 	head, keepalive, invalid, tool, other, errorEv, done, provisional bool
-	text, finish, id, model                                            string
-	reasoning, toolArgs, output, input, cacheW, cacheR, cached         int
-	haveOut, haveIn                                                    bool
-	block                                                              int
-	blockStart, blockStop                                              bool
+	text, finish, id, model                                           string
+	reasoning, toolArgs, output, input, cacheW, cacheR, cached        int
+	haveOut, haveIn                                                   bool
+	block                                                             int
+	blockStart, blockStop                                             bool
 }
 
 func checkEvent(t *testing.T, name string, ev *Event, w want) {
