@@ -24,7 +24,7 @@ func claudeStream(deltas int, final bool) string {
 }
 
 // A stream cut before its message_delta is charged what it relayed (20
-// text deltas of 5 bytes: a token per 4 bytes, 25), not message_start's
+// text deltas: a token each), not message_start's
 // placeholder 1; a whole one, its
 // message_delta's count. Either way the input is what Claude reported,
 // cache reads and writes included. However the stream is split.
@@ -36,7 +36,7 @@ func TestStreamUsageMessageStartIsProvisional(t *testing.T) {
 		reported  bool
 		wantInput int64
 	}{
-		{"cut", claudeStream(20, false), 25, false, 750},
+		{"cut", claudeStream(20, false), 20, false, 750},
 		{"whole", claudeStream(20, true), 23, true, 750},
 		{"cut before any text", claudeStream(0, false), 1, false, 750},
 	} {

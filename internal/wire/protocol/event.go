@@ -58,6 +58,9 @@ type Event struct {
 	Finish []byte
 	// Usage holds the counts this event reports.
 	Usage EventUsage
+	// UsageOnly: an OpenAI chunk whose choices are empty and that
+	// carries usage: the chunk stream_options.include_usage adds.
+	UsageOnly bool
 	// Error: the provider's own error event: OpenAI's top-level non-null
 	// "error", Anthropic's type or event name "error", the Responses
 	// API's error and response.failed.

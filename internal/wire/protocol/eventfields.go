@@ -287,11 +287,13 @@ func (p *EventParser) choices() error {
 	if !ok {
 		return err
 	}
+	f.choices = true
 	for pos := 0; ; pos++ {
 		more, err := p.more()
 		if !more || err != nil {
 			return err
 		}
+		f.nChoices++
 		var c choice
 		c.index = pos
 		if err := p.choice(&c); err != nil {

@@ -34,6 +34,7 @@ func (p *EventParser) openAI(ev *Event, noData bool) {
 	ev.Finish = p.str(f.finish)
 	ev.ID, ev.Model, ev.Created = p.str(f.id), p.str(f.model), f.created
 	ev.Usage = f.usage
+	ev.UsageOnly = f.choices && f.nChoices == 0 && ev.Usage.any() && !ev.Error
 	// Usage alone is not a token: some servers send it on every chunk,
 	// the head's too; an output count past zero is.
 	ev.Head = !(f.anyText || f.reasoning > 0 || f.refusal > 0 || f.tool || ev.Finish != nil ||

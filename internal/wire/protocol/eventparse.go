@@ -65,6 +65,9 @@ type fields struct {
 	finish     strSpan // choice 0's finish_reason, else another's
 	finishIdx0 bool
 	other      bool // a choice other than 0 carried content
+	// choices: /choices was an array; nChoices, how many it held.
+	choices  bool
+	nChoices int
 }
 
 // errNotJSON: the tokenizer stopped where a value should be.

@@ -48,6 +48,16 @@ type StreamCheck struct {
 	headToken bool        // it found the first token
 	onEvent   func(Event) // tests: each event as dispatched (a copy: the check does not escape)
 
+	// Marks (KeepMarks): every event dispatched since ClearMarks, for a
+	// relay that acts on events one by one; fed counts the bytes fed,
+	// marksFrom is where the first mark's event began, markText holds
+	// the marks' text.
+	keepMarks bool
+	marks     []EventMark
+	markText  []byte
+	fed       int64
+	marksFrom int64
+
 	terminated  bool // the dialect's terminator has been seen
 	upstreamErr bool // the provider sent an error event
 	bad         bool // an event was not well-formed
@@ -134,6 +144,8 @@ func (c *StreamCheck) Feed(p []byte) (boundary int, ok bool, badStart int) {
 	if c.bad {
 		return boundary, false, badStart
 	}
+	base := c.fed
+	c.fed += int64(len(p))
 	evStart := -1
 	for i := 0; i < len(p); i++ {
 		b := p[i]
@@ -169,6 +181,9 @@ func (c *StreamCheck) Feed(p []byte) (boundary int, ok bool, badStart int) {
 				boundary, evStart = i+1, -1
 				if b == '\r' && i+1 < len(p) && p[i+1] == '\n' {
 					boundary = i + 2
+				}
+				if n := len(c.marks); n > 0 && c.marks[n-1].End < 0 {
+					c.marks[n-1].End = base + int64(boundary)
 				}
 				continue
 			}
@@ -326,6 +341,9 @@ func (c *StreamCheck) dispatch() bool {
 	c.upstreamErr = c.upstreamErr || c.ev.Error
 	if c.capture != nil && len(c.ev.Text) > 0 {
 		*c.capture = append(*c.capture, c.ev.Text...)
+	}
+	if c.keepMarks {
+		c.mark()
 	}
 	if c.onEvent != nil {
 		c.onEvent(c.ev)

@@ -17,6 +17,10 @@ type StreamFacts struct {
 	// count what was generated, for billing a stream that is cut.
 	Deltas                                              int
 	TextBytes, ToolArgBytes, ReasoningBytes, OtherBytes int
+	// OtherDeltas counts the events that carried generated output
+	// other than text: tool arguments, reasoning, other choices' text,
+	// refusals.
+	OtherDeltas int
 	// Tool: tool activity was seen. Unread: an event was too large to
 	// read (MaxEventData). OtherChoice: a choice other than 0 carried
 	// content. ErrorEvent: the provider sent an error event. Done: the
@@ -59,6 +63,9 @@ func (f *StreamFacts) fold(ev *Event, data bool) {
 	if len(ev.Text) > 0 {
 		f.Deltas++
 		f.TextBytes += len(ev.Text)
+	}
+	if ev.ToolArgs > 0 || ev.Reasoning > 0 || ev.OtherText > 0 || ev.Refusal > 0 {
+		f.OtherDeltas++
 	}
 	f.ToolArgBytes += ev.ToolArgs
 	f.ReasoningBytes += ev.Reasoning
@@ -121,16 +128,20 @@ func (f *StreamFacts) Model() string { return string(f.model[:f.modelN]) }
 
 // Tokens returns the output count, and whether the provider reported
 // it (not counting Anthropic's provisional count in message_start).
-// When it did not, the count is an estimate of what was relayed: the
-// provisional count, the text deltas (about one token each), or a
-// token per four bytes of text, tool arguments and reasoning, whichever
-// is most.
+// When it did not (a stream cut short, by the provider or the client),
+// the count is what was relayed: a token for each delta of text, tool
+// arguments or reasoning (a provider streams about a token an event),
+// or the provisional count if that is more; a stream whose output came
+// in no delta at all is counted a token for four bytes.
 func (f *StreamFacts) Tokens() (int, bool) {
 	if f.found {
 		return f.output, true
 	}
-	bytes := f.TextBytes + f.ToolArgBytes + f.ReasoningBytes + f.OtherBytes
-	return min(max(f.provisional, f.Deltas, (bytes+3)/4), MaxUsage), false
+	n := f.Deltas + f.OtherDeltas
+	if n == 0 {
+		n = (f.TextBytes + f.ToolArgBytes + f.ReasoningBytes + f.OtherBytes + 3) / 4
+	}
+	return min(max(f.provisional, n), MaxUsage), false
 }
 
 // InputTokens returns the input count the provider reported, and
