@@ -34,3 +34,13 @@ func TestHostCases(t *testing.T) {
 		}
 	}
 }
+
+// A case's two targets, the first continuing nothing, decide as the
+// case says.
+func TestCapsCasesContinue(t *testing.T) {
+	for _, c := range lifecycletest.Caps {
+		if got := lifecycletest.ContinueOn([]lifecycle.ContinueCaps{{}, c.Want}); got != c.WantContinue() {
+			t.Errorf("%s: %+v, want %+v", c.Name, got, c.WantContinue())
+		}
+	}
+}

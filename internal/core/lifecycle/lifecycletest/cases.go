@@ -7,7 +7,8 @@
 // without a header, for one) says so, and that host skips it.
 //
 // The cases are data; the rules are lifecycle's (Classify, Answer,
-// Degrade, Ending), whose own tests check them against the same tables.
+// Degrade, Ending, Complete and Mend, Engine.Continue), whose own tests
+// check them against the same tables.
 package lifecycletest
 
 import (
@@ -252,11 +253,39 @@ var Mends = []MendCase{
 
 // CapsCase is a target's continuation setting and its provider's (""
 // for none: the kind's default), and what the target can do.
+//
+// A host runs a case as a model of two targets: first one on a provider
+// of kind openai whose continuation is none (the one whose stream
+// breaks), then the case's, on a provider of the case's kind and
+// setting. It reads what each target can do as it serves requests
+// (want: none, then Want), and asks where the stream goes on with those
+// caps (ContinueOn; want: WantContinue).
 type CapsCase struct {
 	Name             string
 	Kind             string
 	Provider, Target string
 	Want             lifecycle.ContinueCaps
+}
+
+// WantContinue is where the case's model's broken stream goes on: to
+// the case's target, in its mode, or nowhere when it continues nothing.
+func (c CapsCase) WantContinue() lifecycle.Continuation {
+	if c.Want.Mode() == lifecycle.ContinueNone {
+		return lifecycle.Continuation{Why: "no_capable_target"}
+	}
+	return lifecycle.Continuation{OK: true, Target: 1, Mode: c.Want.Mode()}
+}
+
+// ContinueOn is the engine's decision (Engine.Continue) for a request
+// of two targets, each with a provider of its own (RetryConfig), whose
+// stream broke on the first after its first token, given what each
+// target can do as a host holds it.
+func ContinueOn(caps []lifecycle.ContinueCaps) lifecycle.Continuation {
+	e := lifecycle.New(RetryConfig())
+	now := time.Unix(0, 0)
+	a, _ := e.Arrive(now, lifecycle.Request{Targets: []int{0, 1}, Deadline: now.Add(time.Minute)})
+	e.Commit(now, a.ID, 0)
+	return e.Continue(now, a.ID, lifecycle.BreakCut, caps, 0, false)
 }
 
 var (
