@@ -24,22 +24,11 @@ func Stall(cfg *config.Config) lifecycle.StallConfig {
 	return c.WithDefaults()
 }
 
-// ContinueCaps is what target (provider, model) of model mc can do to
-// continue a broken stream (config.ContinuationCaps).
-func ContinueCaps(cfg *config.Config, mc config.Model, provider, model string) lifecycle.ContinueCaps {
-	var pc config.Provider
-	for _, p := range cfg.Providers {
-		if p.Name == provider {
-			pc = p
-		}
-	}
-	tc := config.Target{Provider: provider, Model: model}
-	for _, t := range mc.Targets {
-		if t.Provider == provider && t.Model == model {
-			tc = t
-			break
-		}
-	}
-	prefill, prompt := config.ContinuationCaps(pc, tc)
+// continueCaps is what target t, on provider p, can do to continue a
+// broken stream: its own continuation setting, else its provider's,
+// else the kind's default (config.ContinuationCaps). Each target is
+// read as itself, so two targets of one provider and model may differ.
+func continueCaps(p config.Provider, t config.Target) lifecycle.ContinueCaps {
+	prefill, prompt := config.ContinuationCaps(p, t)
 	return lifecycle.ContinueCaps{Prefill: prefill, Prompt: prompt}
 }

@@ -96,8 +96,8 @@ func Limits(l config.Limits) quota.Limits {
 	}
 }
 
-// route resolves a model's targets to scopes and reads its timeout and
-// hedging.
+// route resolves a model's targets to scopes and reads its timeout,
+// hedging and what each target can do to continue a broken stream.
 func route(cfg *config.Config, m *config.Model, scopes []lifecycle.ScopeConfig) (lifecycle.Route, error) {
 	r := lifecycle.Route{Name: m.Name, Timeout: cfg.Timeout(m), HedgeAfter: m.HedgeAfter.Fixed.D(), HedgeAtP95: m.HedgeAfter.P95}
 	for j, t := range m.Targets {
@@ -112,6 +112,7 @@ func route(cfg *config.Config, m *config.Model, scopes []lifecycle.ScopeConfig) 
 		}
 		r.Targets = append(r.Targets, s)
 		r.Models = append(r.Models, t.Model)
+		r.Continue = append(r.Continue, continueCaps(cfg.Providers[s], t))
 		// A call on a target before the last may be rescued onto the next.
 		r.Races = r.Races || (scopes[s].Rescue && j < len(m.Targets)-1)
 	}

@@ -1,16 +1,19 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle/lifecycletest"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/sim/report"
+	"github.com/sluice-gw/sluice/internal/sim/scenario"
 )
 
 // The agreement tests feed lifecycletest's cases to the simulator's side
@@ -145,6 +148,100 @@ func TestAgreementRetry(t *testing.T) {
 					t.Fatalf("step %d: retry %+v, want target %d (%v)", i, rc, s.Target, s.Why)
 				}
 				e.End(now, a.ID, s.Attempt, o)
+			}
+		})
+	}
+}
+
+// TestAgreementMend: each case the simulator plans a stream for, as the
+// mock's failure that ends it so, through generate: whether the call is
+// continued, for which cause, and, for a complete stream, that it ends
+// answered.
+func TestAgreementMend(t *testing.T) {
+	for _, c := range lifecycletest.Mends {
+		if !c.SimExpresses() {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			var f *upmodel.Failure
+			switch c.Stop {
+			case lifecycle.StopCut:
+				f = &upmodel.Failure{Kind: upmodel.FailReset, AfterTokens: 8}
+			case lifecycle.StopUnterminated:
+				f = &upmodel.Failure{Kind: upmodel.FailEOF, AfterTokens: 8}
+				if c.Facts.Finished {
+					f = &upmodel.Failure{Kind: upmodel.FailNoDone}
+				}
+			case lifecycle.StopMalformed:
+				f = &upmodel.Failure{Kind: upmodel.FailMalformed, AfterTokens: 8}
+			case lifecycle.StopStalled:
+				f = &upmodel.Failure{Kind: upmodel.FailStall, AfterTokens: 8}
+			}
+			r := &run{cfg: config.Default("http://127.0.0.1:1"), sc: &scenario.Scenario{}}
+			r.sc.Clients.Stream = true
+			u := newUpstream(upmodel.Config{TTFT: 100 * time.Millisecond, TPOT: 10 * time.Millisecond}, false)
+			call := &upCall{u: u, q: &request{}, plan: upmodel.Plan{TTFT: 100 * time.Millisecond, TPOTScale: 1, Tokens: 32, Fail: f}}
+			r.generate(call)
+			if call.midStream != c.Mended || c.Mended && call.cause != c.Cause {
+				t.Fatalf("continued %v (cause %v); want %v (%v)", call.midStream, call.cause, c.Mended, c.Cause)
+			}
+			if answered := call.endKind == lifecycle.EndAnswered; answered != c.Complete {
+				t.Fatalf("ends %v; complete %v", call.endKind, c.Complete)
+			}
+		})
+	}
+}
+
+// TestAgreementContinue: each case's model, in a scenario's config, as
+// the simulator builds a request of it: what each target can do (the
+// caps its continuation hands the engine), and where a stream broken on
+// its first target goes on.
+func TestAgreementContinue(t *testing.T) {
+	opt := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return ", continuation: " + s
+	}
+	for _, c := range lifecycletest.Caps {
+		t.Run(c.Name, func(t *testing.T) {
+			y := fmt.Sprintf(`
+providers:
+  - {name: base, kind: openai, continuation: none, base_url: http://127.0.0.1:1/v1}
+  - {name: p, kind: %s, base_url: http://127.0.0.1:2/v1%s}
+models:
+  - name: m
+    targets: [{provider: base, model: x}, {provider: p, model: x%s}]
+scenario:
+  name: caps
+  seed: 1
+  duration: 1s
+  clients: {model: m, rate: [{at: 0s, rps: 1}], stream: true}
+  upstreams:
+    base: {ttft: 100ms, tpot: 10ms}
+    p: {ttft: 100ms, tpot: 10ms}
+`, c.Kind, opt(c.Provider), opt(c.Target))
+			f, err := scenario.Parse([]byte(y), "caps.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := f.Policies()[0]
+			cfg, err := f.PolicyConfig(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := newRun(f, p, cfg, Options{RPSScale: 1, SampleEvery: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &request{st: r.flows[0], pri: 1}
+			r.request(q, time.Minute)
+			caps := r.contCaps(q)
+			if len(caps) != 2 || caps[0] != (lifecycle.ContinueCaps{}) || caps[1] != c.Want {
+				t.Fatalf("caps %+v, want [{} %+v]", caps, c.Want)
+			}
+			if got := lifecycletest.ContinueOn(caps); got != c.WantContinue() {
+				t.Fatalf("continued %+v, want %+v", got, c.WantContinue())
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	upmodel "github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/policy"
@@ -12,10 +11,13 @@ import (
 )
 
 // Mid-stream continuation, played as the gateway plays it
-// (gateway/relay_continue.go), with the same core decision
-// (lifecycle.Engine.Continue): a streamed answer that breaks after its
-// first token (a reset after some tokens, a truncated answer) is not
-// restarted, it is continued on the target the engine names, which
+// (gateway/relay_continue.go), with the same core decisions: whether a
+// break is mended (lifecycle.Mend), when a quiet stream is cut
+// (lifecycle.StallDeadlineFor) and where it goes on
+// (lifecycle.Engine.Continue, with the route's caps). A streamed answer
+// that breaks after its first token (a reset after some tokens, a
+// truncated answer) is not restarted, it is continued on the target the
+// engine names, which
 // generates what was left of it. The broken call ends in the engine
 // then, as broken, with the tokens it generated; the continuation is
 // the host's own call, which loads its provider but holds no slot, and
@@ -35,23 +37,56 @@ type contState struct {
 }
 
 // midStream: c is a streamed answer that breaks after its first token
-// (a reset, an end, a truncation or a malformed event after some
-// tokens, or a stall the gateway cuts), which the gateway commits, and
-// continues when it breaks.
+// and that the gateway would continue, by the core's rule
+// (lifecycle.Mend) on the facts the simulator models (streamEnd). It
+// records the break's cause for Engine.Continue.
 func (r *run) midStream(c *upCall, first, end time.Duration) bool {
-	f := c.plan.Fail
-	if !r.sc.Clients.Stream || c.probe != 0 || c.q == nil || f == nil || first >= end || c.endKind == lifecycle.EndAnswered {
+	if !r.sc.Clients.Stream || c.probe != 0 || c.q == nil || c.endKind == lifecycle.EndAnswered {
 		return false
 	}
-	switch f.Kind {
-	case upmodel.FailReset:
-		return !f.Early()
-	case upmodel.FailStall:
-		return c.stallCut
-	case upmodel.FailEOF, upmodel.FailTruncate, upmodel.FailMalformed:
-		return f.AfterTokens > 0
+	f, stop, ok := streamEnd(c, first, end)
+	if !ok {
+		return false
 	}
-	return false
+	cause, mend := lifecycle.Mend(f, stop)
+	c.cause = cause
+	return mend
+}
+
+// streamEnd is what the gateway would have seen of c's stream when its
+// read loop ends, and how it ends, as planned: a simulated answer is
+// text (it plans no tool call), so the client has had text once a token
+// went out before the end (first < end), and it breaks without its
+// finish reason. ok is false for a plan that is not a break of a
+// streamed answer after its first token (those end as before).
+func streamEnd(c *upCall, first, end time.Duration) (lifecycle.StreamFacts, lifecycle.StreamStop, bool) {
+	p := c.plan.Fail
+	facts := lifecycle.StreamFacts{Text: first < end}
+	if p == nil {
+		return facts, 0, false
+	}
+	switch p.Kind {
+	case upmodel.FailReset:
+		return facts, lifecycle.StopCut, !p.Early()
+	case upmodel.FailStall:
+		if c.stallCut {
+			return facts, lifecycle.StopStalled, true
+		}
+		// It resumed in time, then ended as its then says.
+		switch p.Ending() {
+		case upmodel.ThenReset, upmodel.ThenTruncate:
+			return facts, lifecycle.StopCut, true
+		case upmodel.ThenEOF:
+			return facts, lifecycle.StopUnterminated, true
+		}
+	case upmodel.FailEOF:
+		return facts, lifecycle.StopUnterminated, p.AfterTokens > 0
+	case upmodel.FailTruncate:
+		return facts, lifecycle.StopCut, p.AfterTokens > 0
+	case upmodel.FailMalformed:
+		return facts, lifecycle.StopMalformed, p.AfterTokens > 0
+	}
+	return facts, 0, false
 }
 
 // cutAfter plays, on a stream, an end, a truncation or a malformed event
@@ -68,34 +103,24 @@ func (r *run) cutAfter(c *upCall, f *upmodel.Failure, stream bool, first time.Du
 
 // stallCut plays a stream that goes quiet after its first tokens as the
 // gateway's relay does: cut at the core's stall deadline for the
-// stream's gaps (stallCutAt), unless it resumes before that or no target
-// of its model could continue it (then the relay waits out the idle
-// timeout, and the stall plays as before). It reports whether the call
-// is cut.
+// stream's gaps (stallCutAt), unless it resumes before that. It is cut
+// whether or not anything can continue it: then the request fails there
+// (continueFrom), cleanly, instead of waiting out the idle timeout. It
+// reports whether the call is cut.
 func (r *run) stallCut(c *upCall, f *upmodel.Failure, stream bool, first time.Duration, end *time.Duration) bool {
 	at := min(f.AfterTokens, c.tokens)
-	if !stream || c.q == nil || at <= 0 || !r.continuable(c.q) {
+	if !stream || c.q == nil || at <= 0 {
 		return false
 	}
 	silentFrom := first + time.Duration(at-1)*c.tpot
-	cut := r.stallCutAt(silentFrom, c.tpot, at)
-	if f.For > 0 && silentFrom+f.For <= cut {
+	cut, watched := r.stallCutAt(silentFrom, c.tpot, at)
+	if !watched || f.For > 0 && silentFrom+f.For <= cut {
 		return false // it resumes in time
 	}
 	c.tokens, *end = at, cut
 	c.endKind, c.status = lifecycle.EndBroken, http.StatusOK
 	c.stallCut = true
 	return true
-}
-
-// continuable: some target of q's model can continue an answer.
-func (r *run) continuable(q *request) bool {
-	for _, k := range r.contCaps(q) {
-		if k.Mode() != lifecycle.ContinueNone {
-			return true
-		}
-	}
-	return false
 }
 
 // carryOn plays the end of a call that is part of a continuation: a
@@ -133,7 +158,7 @@ func (r *run) continueFrom(q *request, c *upCall) {
 	case c.cont:
 		left = c.contLeft // it failed before any token
 	}
-	d := q.rep.eng.Continue(r.clock(r.now), q.id, lifecycle.BreakCut, q.cont.caps, q.cont.done, false)
+	d := q.rep.eng.Continue(r.clock(r.now), q.id, c.cause, q.cont.caps, q.cont.done, false)
 	if !d.OK || left <= 0 {
 		r.endCont(q, nil)
 		return
@@ -164,28 +189,27 @@ func (r *run) endCont(q *request, u *upstream) {
 }
 
 // contCaps is what each of q's targets can do to continue an answer,
-// from the gateway's config (policy.ContinueCaps, by provider), in q's
-// targets' order.
+// in q's targets' order: its route's (lifecycle.Route.Continue, built by
+// policy.FromConfig as the gateway's is), copied, since a continuation
+// uses each target once.
 func (r *run) contCaps(q *request) []lifecycle.ContinueCaps {
-	caps := make([]lifecycle.ContinueCaps, len(q.targets))
-	for i, s := range q.targets {
-		if s < len(r.cfg.Providers) {
-			caps[i] = policy.ContinueCaps(r.cfg, config.Model{}, r.cfg.Providers[s].Name, "")
-		}
-	}
-	return caps
+	return append([]lifecycle.ContinueCaps(nil), q.caps...)
 }
 
 // stallCutAt is when the gateway cuts a stream that goes quiet after its
 // nth token, which came at last, its tokens tpot apart: at the stall
-// deadline the core derives from those gaps (lifecycle.StallDeadline,
+// deadline the core derives from those gaps (lifecycle.StallDeadlineFor,
 // the relay's own rule), never past the idle timeout. A stall fault of
 // the upstream model breaks a stream there, and the break is continued
-// like a cut (continueFrom).
-func (r *run) stallCutAt(last, tpot time.Duration, n int) time.Duration {
-	d := lifecycle.StallDeadline(policy.Stall(r.cfg), lifecycle.Gaps{N: max(0, n-1), Mean: tpot})
+// like a cut (continueFrom). watched is false when the stall is not
+// watched (then only the idle timeout ends it).
+func (r *run) stallCutAt(last, tpot time.Duration, n int) (at time.Duration, watched bool) {
+	d, watched := lifecycle.StallDeadlineFor(policy.Stall(r.cfg), lifecycle.Gaps{N: max(0, n-1), Mean: tpot}, n > 0)
+	if !watched {
+		return 0, false
+	}
 	if idle := r.cfg.Server.WithDefaults().StreamIdleTimeout.D(); idle > 0 {
 		d = min(d, idle)
 	}
-	return last + d
+	return last + d, true
 }

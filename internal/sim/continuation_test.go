@@ -36,11 +36,14 @@ func TestBrokenStreamsFailWithoutContinuation(t *testing.T) {
 func TestStallCutAt(t *testing.T) {
 	r := &run{cfg: config.Default("http://127.0.0.1:1")}
 	last := 2 * time.Second
-	if got, want := r.stallCutAt(last, 20*time.Millisecond, 40), last+lifecycle.DefaultStallFloor; got != want {
-		t.Errorf("a fast stream stalled after 40 tokens is cut at %v, want %v (the floor)", got, want)
+	if got, on := r.stallCutAt(last, 20*time.Millisecond, 40); !on || got != last+lifecycle.DefaultStallFloor {
+		t.Errorf("a fast stream stalled after 40 tokens is cut at %v (%v), want %v (the floor)", got, on, last+lifecycle.DefaultStallFloor)
 	}
-	if got, want := r.stallCutAt(last, 20*time.Millisecond, 2), last+lifecycle.DefaultStallCeiling; got != want {
-		t.Errorf("a stream stalled after 2 tokens is cut at %v, want %v (the ceiling)", got, want)
+	if got, on := r.stallCutAt(last, 20*time.Millisecond, 2); !on || got != last+lifecycle.DefaultStallCeiling {
+		t.Errorf("a stream stalled after 2 tokens is cut at %v (%v), want %v (the ceiling)", got, on, last+lifecycle.DefaultStallCeiling)
+	}
+	if _, on := r.stallCutAt(last, 20*time.Millisecond, 0); on {
+		t.Errorf("a stream silent before its first token is cut at the stall deadline; the first-token deadline is its watch")
 	}
 }
 
@@ -62,6 +65,19 @@ func TestStalledStreamsCutAndContinued(t *testing.T) {
 		}
 		if slowest < lifecycle.DefaultStallFloor || slowest > lifecycle.DefaultStallFloor+2*time.Second {
 			t.Errorf("%s: slowest answer %v; want the stall deadline (%v) and a continuation", r.Name, slowest, lifecycle.DefaultStallFloor)
+		}
+	}
+}
+
+// With nothing to continue them, stalled streams are still cut at the
+// stall deadline (lifecycle.StallDeadlineFor arms it from the first
+// token), and fail there with a clean error: none waits out the 8 s
+// deadline to time out.
+func TestStalledStreamsFailAtTheStallDeadline(t *testing.T) {
+	res := simulate(t, "testdata/midstream-stall-off.yaml", Options{})
+	for _, r := range res.Rows {
+		if c := r.Counts; c[report.Failed] == 0 || c[report.TimedOut] != 0 {
+			t.Errorf("%s: %d failed, %d timed out; want the stalled streams failed at the stall deadline", r.Name, c[report.Failed], c[report.TimedOut])
 		}
 	}
 }

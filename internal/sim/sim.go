@@ -106,8 +106,10 @@ type request struct {
 	// asks for (0: none), after degradation.
 	inTok, maxOut int64
 	// targets are this attempt's route's providers, in failover order:
-	// its model's, or those of the model it was degraded to.
+	// its model's, or those of the model it was degraded to; caps,
+	// what each can do to continue a broken stream (the route's).
 	targets  []int
+	caps     []lifecycle.ContinueCaps
 	degraded bool          // this attempt is served degraded
 	first    time.Duration // first attempt: patience counts from here
 	sent     time.Duration // this attempt

@@ -61,6 +61,7 @@ type upCall struct {
 	// to generate; cont, a continuation call, which generates contLeft.
 	midStream bool
 	stallCut  bool
+	cause     lifecycle.BreakCause // a midStream's (lifecycle.Mend)
 	want      int
 	cont      bool
 	contLeft  int

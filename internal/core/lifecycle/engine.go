@@ -137,6 +137,10 @@ type Route struct {
 	// model name at each.
 	Targets []int
 	Models  []string
+	// Continue is what each target can do to continue a broken stream,
+	// in Targets' order: the caps a host passes Engine.Continue. Both
+	// hosts read them here, so they cannot disagree about a target.
+	Continue []ContinueCaps
 	// Timeout is the request's deadline from its arrival.
 	Timeout    time.Duration
 	HedgeAfter time.Duration

@@ -221,7 +221,8 @@ type model struct {
 	// its request's declared structured output does (validation.go).
 	onInvalid string
 	// caps is what each target can do to continue a broken stream, in
-	// targets' order (config.ContinuationCaps).
+	// targets' order: the route's (lifecycle.Route.Continue), which the
+	// simulator reads too.
 	caps []lifecycle.ContinueCaps
 	// unsupported is on_unsupported: what translating its requests to
 	// another API does with a parameter that API cannot carry.
@@ -376,6 +377,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	ec.DynamicKeys = g.rt != nil
 	for _, mc := range cfg.Models {
 		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
+		m.caps = m.route.Continue
 		if m.unsupported, err = translate.ParseUnsupported(mc.OnUnsupported); err != nil {
 			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
 		}
@@ -384,7 +386,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			t := target{provider: p, model: m.route.Models[j]}
 			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
 			m.targets = append(m.targets, t)
-			m.caps = append(m.caps, policy.ContinueCaps(cfg, mc, p.name, t.model))
 			if p.probeModel == "" {
 				p.probeModel = m.route.Models[j] // the first target that names it
 			}

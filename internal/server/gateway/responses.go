@@ -54,14 +54,17 @@ func (m *model) keep(ok func(target) bool) *model {
 	// A copy keeps every setting of the model; only its targets narrow.
 	c := *m
 	kept := &c
-	kept.targets, kept.route.Targets, kept.route.Models = nil, nil, nil
+	kept.targets, kept.route.Targets, kept.route.Models, kept.route.Continue = nil, nil, nil, nil
 	for i, t := range m.targets {
 		if ok(t) {
 			kept.targets = append(kept.targets, t)
 			kept.route.Targets = append(kept.route.Targets, m.route.Targets[i])
 			kept.route.Models = append(kept.route.Models, m.route.Models[i])
+			kept.route.Continue = append(kept.route.Continue, m.route.Continue[i])
 		}
 	}
+	// The continuation caps are indexed as the request's targets are.
+	kept.caps = kept.route.Continue
 	return kept
 }
 

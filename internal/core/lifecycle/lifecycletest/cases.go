@@ -7,7 +7,8 @@
 // without a header, for one) says so, and that host skips it.
 //
 // The cases are data; the rules are lifecycle's (Classify, Answer,
-// Degrade, Ending), whose own tests check them against the same tables.
+// Degrade, Ending, Complete and Mend, Engine.Continue), whose own tests
+// check them against the same tables.
 package lifecycletest
 
 import (
@@ -189,4 +190,117 @@ func RetryConfig() lifecycle.Config {
 		Hedge:     lifecycle.HedgeConfig{Budget: 1, Burst: 10},
 		Retry:     lifecycle.RetryConfig{Budget: 1, Burst: 10},
 	}
+}
+
+// MendCase is how a committed stream ended: what the host saw of it and
+// how its read loop stopped; whether it is complete, and whether a
+// continuation is tried, for which cause (lifecycle.Complete, Mend).
+type MendCase struct {
+	Name     string
+	Facts    lifecycle.StreamFacts
+	Stop     lifecycle.StreamStop
+	Complete bool
+	Mended   bool
+	Cause    lifecycle.BreakCause
+}
+
+// SimExpresses reports whether the simulator plans a stream that ends
+// so: its answers are text, read whole, and break after their first
+// token by a reset, an end without a finish reason, a connection that
+// closes, a malformed event or a stall; or they finish, with or
+// without their end marker.
+func (c MendCase) SimExpresses() bool {
+	f := c.Facts
+	if !f.Text || f.Tool || f.Unread {
+		return false
+	}
+	switch c.Stop {
+	case lifecycle.StopCut, lifecycle.StopUnterminated, lifecycle.StopMalformed, lifecycle.StopStalled:
+		return !f.Finished || c.Stop == lifecycle.StopUnterminated
+	case lifecycle.StopClosed:
+		return f.Finished
+	}
+	return false
+}
+
+var (
+	text     = lifecycle.StreamFacts{Text: true}
+	finished = lifecycle.StreamFacts{Text: true, Finished: true}
+)
+
+// Mends are the stream-end cases.
+var Mends = []MendCase{
+	{"finished and closed", finished, lifecycle.StopClosed, true, false, 0},
+	{"finished, no end marker", finished, lifecycle.StopUnterminated, true, false, 0},
+	{"finished, then cut", finished, lifecycle.StopCut, true, false, 0},
+	{"finished, then stalled before its end marker", finished, lifecycle.StopStalled, true, false, 0},
+	{"finished, then a malformed event: not whole, not continued", finished, lifecycle.StopMalformed, false, false, 0},
+	{"finished, then an error event: not whole, not continued", finished, lifecycle.StopErrorEvent, false, false, 0},
+	{"closed after its end marker without a finish reason", text, lifecycle.StopClosed, false, true, lifecycle.BreakCut},
+	{"ends cleanly without a finish reason", text, lifecycle.StopUnterminated, false, true, lifecycle.BreakCut},
+	{"cut", text, lifecycle.StopCut, false, true, lifecycle.BreakCut},
+	{"a malformed event", text, lifecycle.StopMalformed, false, true, lifecycle.BreakMalformed},
+	{"an error event", text, lifecycle.StopErrorEvent, false, true, lifecycle.BreakErrorEvent},
+	{"stalled", text, lifecycle.StopStalled, false, true, lifecycle.BreakStall},
+	{"an untranslatable event", text, lifecycle.StopUntranslatable, false, false, 0},
+	{"the client left", text, lifecycle.StopClient, false, false, 0},
+	{"the deadline", text, lifecycle.StopDeadline, false, false, 0},
+	{"cut before any text was captured", lifecycle.StreamFacts{}, lifecycle.StopCut, false, false, 0},
+	{"cut inside a tool call", lifecycle.StreamFacts{Text: true, Tool: true}, lifecycle.StopCut, false, false, 0},
+	{"cut after an event that could not be read", lifecycle.StreamFacts{Text: true, Unread: true}, lifecycle.StopCut, false, false, 0},
+	{"stalled inside a tool call", lifecycle.StreamFacts{Text: true, Tool: true}, lifecycle.StopStalled, false, false, 0},
+}
+
+// CapsCase is a target's continuation setting and its provider's (""
+// for none: the kind's default), and what the target can do.
+//
+// A host runs a case as a model of two targets: first one on a provider
+// of kind openai whose continuation is none (the one whose stream
+// breaks), then the case's, on a provider of the case's kind and
+// setting. It reads what each target can do as it serves requests
+// (want: none, then Want), and asks where the stream goes on with those
+// caps (ContinueOn; want: WantContinue).
+type CapsCase struct {
+	Name             string
+	Kind             string
+	Provider, Target string
+	Want             lifecycle.ContinueCaps
+}
+
+// WantContinue is where the case's model's broken stream goes on: to
+// the case's target, in its mode, or nowhere when it continues nothing.
+func (c CapsCase) WantContinue() lifecycle.Continuation {
+	if c.Want.Mode() == lifecycle.ContinueNone {
+		return lifecycle.Continuation{Why: "no_capable_target"}
+	}
+	return lifecycle.Continuation{OK: true, Target: 1, Mode: c.Want.Mode()}
+}
+
+// ContinueOn is the engine's decision (Engine.Continue) for a request
+// of two targets, each with a provider of its own (RetryConfig), whose
+// stream broke on the first after its first token, given what each
+// target can do as a host holds it.
+func ContinueOn(caps []lifecycle.ContinueCaps) lifecycle.Continuation {
+	e := lifecycle.New(RetryConfig())
+	now := time.Unix(0, 0)
+	a, _ := e.Arrive(now, lifecycle.Request{Targets: []int{0, 1}, Deadline: now.Add(time.Minute)})
+	e.Commit(now, a.ID, 0)
+	return e.Continue(now, a.ID, lifecycle.BreakCut, caps, 0, false)
+}
+
+var (
+	prefillCaps = lifecycle.ContinueCaps{Prefill: true, Prompt: true}
+	promptCaps  = lifecycle.ContinueCaps{Prompt: true}
+)
+
+// Caps are the continuation-capability cases: a target's own setting
+// wins over its provider's, which wins over the kind's default.
+var Caps = []CapsCase{
+	{"anthropic by default: prefill", "anthropic", "", "", prefillCaps},
+	{"openai by default: prompt", "openai", "", "", promptCaps},
+	{"the provider's setting", "openai", "prefill", "", prefillCaps},
+	{"the provider says none", "anthropic", "none", "", lifecycle.ContinueCaps{}},
+	{"the target says none on a prefill provider", "openai", "prefill", "none", lifecycle.ContinueCaps{}},
+	{"the target says prompt on a prefill provider", "anthropic", "prefill", "prompt", promptCaps},
+	{"the target says prefill on a provider that says none", "openai", "none", "prefill", prefillCaps},
 }
