@@ -77,14 +77,17 @@ func (s StreamStop) String() string {
 	return "unknown"
 }
 
-// Complete reports whether the stream is a whole answer: it carried its
-// finish reason, whatever its terminator, and no malformed or error
-// event stopped it. A provider that leaves out its end marker, or a
-// connection that breaks after the finish reason, lost the client
-// nothing; an error event (or garbage) after it is the provider saying
-// the answer failed, which the client must hear.
+// Complete reports whether the stream is a whole answer: the provider
+// closed it after its terminator, or it carried its finish reason,
+// whatever its terminator, and no malformed or error event stopped it.
+// A provider that leaves out its end marker, or a connection that
+// breaks after the finish reason, lost the client nothing; an error
+// event (or garbage) after it is the provider saying the answer failed,
+// which the client must hear. A terminator is the provider's word that
+// the answer is whole, even from one that names no finish reason: going
+// on after it would write past the end the client already has.
 func Complete(f StreamFacts, s StreamStop) bool {
-	return f.Finished && s != StopMalformed && s != StopErrorEvent
+	return s == StopClosed || f.Finished && s != StopMalformed && s != StopErrorEvent
 }
 
 // Mend reports whether a continuation is tried for a stream that ended
@@ -102,7 +105,7 @@ func Mend(f StreamFacts, s StreamStop) (BreakCause, bool) {
 		return 0, false
 	}
 	switch s {
-	case StopClosed, StopUnterminated, StopCut:
+	case StopUnterminated, StopCut:
 		return BreakCut, true
 	case StopMalformed:
 		return BreakMalformed, true

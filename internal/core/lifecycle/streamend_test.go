@@ -42,8 +42,11 @@ func TestMendNeverAltersAnAnswer(t *testing.T) {
 			if mended && (f.Finished || !f.Text || f.Tool || f.Unread || Complete(f, s)) {
 				t.Errorf("%+v stopped %v: mended", f, s)
 			}
-			if Complete(f, s) && !f.Finished {
-				t.Errorf("%+v stopped %v: complete without its finish reason", f, s)
+			if Complete(f, s) && !f.Finished && s != StopClosed {
+				t.Errorf("%+v stopped %v: complete without its finish reason or terminator", f, s)
+			}
+			if s == StopClosed && !Complete(f, s) {
+				t.Errorf("%+v closed after its terminator: not complete", f)
 			}
 			switch s {
 			case StopClient, StopDeadline, StopUntranslatable:

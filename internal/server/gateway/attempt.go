@@ -54,8 +54,12 @@ type attempt struct {
 	first int
 	ready int
 	check protocol.StreamCheck
-	err   error
-	ep    protocol.Endpoint // the client's, which says how its streams end
+	// text is the text its check captures, from textPool, until the
+	// relay takes it; capture says a continuation could go on from it.
+	text    *[]byte
+	capture bool
+	err     error
+	ep      protocol.Endpoint // the client's, which says how its streams end
 	// span is the call's trace span; nil with tracing off (tracing.go).
 	span trace.Span
 	// checked: a whole answer read and checked against the request's
@@ -138,8 +142,14 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 func (g *Gateway) readHead(a *attempt) {
 	a.buf = relayBufPool.Get().(*[]byte)
 	a.check = protocol.NewStreamCheckFor(a.ep, a.t.provider.dialect)
+	a.check.KeepMarks()
+	if a.capture && a.t.provider.dialect == a.ep.Dialect {
+		// The text the client will have, for a continuation: read as the
+		// check reads each event, from the first.
+		a.text = textPool.Get().(*[]byte)
+		a.check.CaptureText(a.text)
+	}
 	buf := *a.buf
-	scanned := 0
 	for {
 		n, err := a.resp.Body.Read(buf[a.first:])
 		if n > 0 {
@@ -153,16 +163,13 @@ func (g *Gateway) readHead(a *attempt) {
 			}
 		}
 		a.first += n
-		head, token := protocol.StreamHeadFor(a.ep, a.t.provider.dialect, buf[scanned:a.first])
-		scanned += head
-		if token || a.first == len(buf) {
+		if a.check.Facts().Token || a.first == len(buf) {
 			a.firstAt = g.now()
 			return
 		}
 		if err == io.EOF && a.first > 0 {
-			// A whole stream that ended before any event looked like a
-			// token (a format the scan does not know) is an answer, if
-			// it ended properly.
+			// A whole stream that ended before any event was past the
+			// head is an answer, if it ended properly.
 			if a.check.End() != protocol.StreamOK {
 				g.failHead(a, errBadStream)
 				return
@@ -187,12 +194,18 @@ func (g *Gateway) failHead(a *attempt, err error) {
 	a.release()
 }
 
-// release returns the attempt's relay buffer.
+// release returns the attempt's relay buffer, and what its check held.
 func (a *attempt) release() {
 	if a.buf != nil {
 		relayBufPool.Put(a.buf)
 		a.buf = nil
 	}
+	if a.text != nil {
+		*a.text = (*a.text)[:0]
+		textPool.Put(a.text)
+		a.text = nil
+	}
+	a.check.Release()
 }
 
 func errOrEOF(err error) error {
@@ -259,7 +272,11 @@ func (g *Gateway) discard(call *runner.Call, a *attempt, o lifecycle.Outcome) {
 func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Request, x *exchange, m *model, ep protocol.Endpoint, body *outgoing, deadline time.Time) {
 	races := m.route.Races
 	x.cont = contState{call: call, m: m, out: body} // for a broken stream (relay_continue.go)
+	// The text a stream's client has had is kept only when the stream
+	// could be continued from it.
+	x.cont.capture = x.contract == nil && m.continuable() && (ep.Name == "chat_completions" || ep.Name == "messages")
 	first := g.newAttempt(call, 0, m.targets[call.Target])
+	first.capture = x.cont.capture
 	first.hold, x.spendHold = x.spendHold, nil
 	x.attempts = 1
 	if !races {
@@ -303,6 +320,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	live := 1
 	second := func(hs lifecycle.SecondCall) {
 		h := g.newAttempt(call, 1, m.targets[hs.Target])
+		h.capture = x.cont.capture
 		attempts[1] = h
 		if !g.holdSecond(x, h) {
 			// Not made: it reports back at once as failed, and the
@@ -404,6 +422,7 @@ func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
 	}
 	ti, delay := rc.Target, rc.Delay
 	next := g.newAttempt(call, 1, m.targets[ti])
+	next.capture = a.capture
 	// The failed call cost nothing (it failed before its first byte); its
 	// reservation goes with the retry.
 	next.hold, a.hold = a.hold, nil

@@ -20,8 +20,10 @@ import (
 //     be accepted, or the request ends as the client's, and the deferred
 //     cancel stops the upstream call (clientWriter).
 //   - A provider that goes quiet mid-answer: server.stream_idle_timeout
-//     with no bytes cancels the call (idleFilter), and a stream ends with
-//     an error event.
+//     with no bytes, or the stall deadline with no progress (text, tool
+//     input, a finish, usage: a keepalive comment or a ping is not
+//     progress), cancels the call (streamWatch), and a stream that cannot
+//     be continued ends with an error event.
 //   - A stream that ends without its terminator, or carries an event that
 //     is not well-formed: a failure for the provider's breaker, and the
 //     client gets an error event in its dialect instead of the rest
@@ -32,9 +34,14 @@ import (
 //     status went out: the connection is aborted, so the client sees a
 //     broken response rather than a short one that looks whole.
 //
-// Every stream, translated or not, takes one relay (relayStream): one
-// read loop, one end path, and a chain of filters that each own one
-// concern (relay_filter.go).
+// Every stream, translated or continued or not, takes one relay
+// (relayStream): one read loop (pump), one clock for idleness and
+// stalls, one end path, and a chain of filters that each own one concern
+// (relay_filter.go). A stream is read by its meaning: its source's
+// protocol.StreamCheck frames every event, parses it once and keeps one
+// record of what the stream said (protocol.StreamFacts), and every
+// decision here reads that record, never the bytes. A continuation is a
+// change of source inside the same loop (relay_continue.go).
 
 // relayBufPool recycles relay buffers between streams. A stream holds
 // its buffer for its whole life (the read that waits for the next event
@@ -84,6 +91,23 @@ const maxHeldEvent = 64 << 10
 
 var relayBigPool = sync.Pool{New: func() any { b := make([]byte, maxHeldEvent); return &b }}
 
+// source is where the relay's bytes come from: the committed call, or a
+// continuation of it. Its check frames, judges and reads its events in
+// its provider's dialect.
+type source struct {
+	p      *provider
+	body   io.ReadCloser
+	check  *protocol.StreamCheck
+	cancel context.CancelFunc
+	// off is the stream offset (the check's count of bytes fed) of the
+	// relay buffer's first byte; seen, how many of the check's marks
+	// the relay has looked at; base, where the first of them began.
+	off  int64
+	seen int
+	// splice, for a continuation: its events become the stream's own.
+	splice *splice
+}
+
 // streamRelay is one SSE answer on its way to the client.
 type streamRelay struct {
 	g   *Gateway
@@ -91,26 +115,35 @@ type streamRelay struct {
 	r   *http.Request
 	ctx context.Context // the call's: its deadline is the request's
 	x   *exchange
-	p   *provider
 	cw  clientWriter
-	// buf holds the provider's bytes read and not yet passed on: the
-	// first n, of which the first ready are whole events (as frame
+	src source
+	// buf holds the source's bytes read and not yet passed on: the
+	// first n, of which the first ready are whole events (as the check
 	// finds them). bp is buf's pool slot; big says it came from
 	// relayBigPool.
 	bp       *[]byte
 	big      bool
 	buf      []byte
 	n, ready int
-	// midEvent: part of an event that has not ended has gone out.
-	midEvent bool
-	frame    framer
-	chain    []streamFilter
+	// midEvent: part of an event that has not ended has gone out;
+	// parts: an event ever went out in parts (so it was not read);
+	// errHeld: what is held past ready is the provider's error event.
+	midEvent, parts, errHeld bool
+	// translated: the original source speaks another dialect than the
+	// client, and the chain translates it.
+	translated bool
+	chain      []streamFilter
+	// tail is the chain after translation: what the relay's own events
+	// (a continuation's, a stream's ending) go through; origChain, the
+	// committed call's chain, once a continuation's has taken its place.
+	tail, origChain []streamFilter
 	// filters holds the chain's filters, in the relay's own allocation.
 	filters streamFilters
-	// cancel ends the attempt's upstream call; contRes is how a
-	// continued stream ended (relay_continue.go).
-	cancel  context.CancelFunc
-	contRes contResult
+	watch   streamWatch
+	answer  answerState
+	// out is what the relay writes of its own (a continuation's events,
+	// the stream's ending), reused.
+	out []byte
 }
 
 // relayStream copies an SSE answer to the client as it arrives, whole
@@ -118,29 +151,31 @@ type streamRelay struct {
 // next one. The attempt's buffer holds the stream's head and first
 // token, already checked; the relay returns it to its pool. Once the
 // headers are out the status is committed: a failure after that ends the
-// stream with an error event in the client's dialect. A provider of the
-// other API is relayed the same way, with a translation filter in the
-// chain (newChain).
+// stream with an error event in the client's dialect, unless a
+// continuation mends it. A provider of the other API is relayed the same
+// way, with a translation filter in the chain (newChain).
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
-	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, p: a.t.provider, bp: a.buf, cancel: a.cancel}
-	a.buf = nil
+	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, bp: a.buf, translated: crossed(x, a)}
+	s.src = source{p: a.t.provider, body: a.resp.Body, check: &a.check, cancel: a.cancel}
+	text := a.text
+	a.buf, a.text = nil, nil
 	defer s.release()
-	resp := a.resp
-	defer resp.Body.Close()
-	copyResponseHeaders(w.Header(), resp.Header, s.p.scrub)
+	defer func() { s.src.body.Close() }()
+	copyResponseHeaders(w.Header(), a.resp.Header, s.src.p.scrub)
 	w.Header().Set("X-Accel-Buffering", "no")
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
+	x.wroteHeader, x.status = true, a.resp.StatusCode
+	w.WriteHeader(a.resp.StatusCode)
 	s.cw = g.clientWriter(w, x)
 
 	s.buf, s.n = *s.bp, a.first
-	s.newChain(a)
-	// The head was read before the relay began; the filters see it as
-	// read all the same.
-	for _, f := range s.chain {
-		f.read(s.buf[:s.n])
+	s.newChain(text)
+	// The head was read before the relay began: the watch starts from
+	// it, and the marks the check made of it are framed as any read's.
+	s.watch.start(g.now(), s.src.check.Facts().Progress, s.src.cancel)
+	err := s.framed(a.ready)
+	if err == nil {
+		err = s.pump()
 	}
-	err := s.pump(resp.Body)
 	if err == io.EOF {
 		err = s.last()
 	}
@@ -150,7 +185,8 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 }
 
 func (s *streamRelay) release() {
-	s.filters.text.release()
+	s.answer.release()
+	s.src.check.Release()
 	if s.big {
 		relayBigPool.Put(s.bp)
 	} else {
@@ -162,30 +198,21 @@ func (s *streamRelay) release() {
 var errClientWrite = errors.New("gateway: client write failed")
 
 // pump is the read loop. It passes on the whole events held, then reads
-// the provider's next bytes, until the stream ends or breaks: io.EOF,
-// the read's error, a *streamEnd a filter or the framer returned, or
-// errClientWrite. The events of the last read are still held when it
-// returns: the end path decides what becomes of them.
-func (s *streamRelay) pump(body io.Reader) error {
+// the source's next bytes, until the stream ends or breaks: io.EOF, the
+// read's error, a *streamEnd the check found (a malformed event, the
+// provider's error event) or a filter returned, or errClientWrite. The
+// events of the last read are still held when it returns: the end path
+// decides what becomes of them.
+func (s *streamRelay) pump() error {
 	for {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		for _, f := range s.chain {
-			f.wait()
-		}
-		m, err := body.Read(s.buf[s.n:])
-		chunk := s.buf[s.n : s.n+m]
-		for _, f := range s.chain {
-			f.read(chunk)
-		}
+		s.watch.wait(s.g.now())
+		m, err := s.src.body.Read(s.buf[s.n:])
+		s.watch.read(m)
 		if m > 0 {
-			end, bad := s.frame.scan(s.buf[:s.n+m], m)
-			if end >= 0 {
-				s.ready = end
-			}
-			s.n += m
-			if bad != nil {
+			if bad := s.scan(m); bad != nil {
 				return bad
 			}
 		}
@@ -193,6 +220,54 @@ func (s *streamRelay) pump(body io.Reader) error {
 			return err
 		}
 	}
+}
+
+// scan has the check read the m bytes the last read added to what is
+// held, and frames what it found.
+func (s *streamRelay) scan(m int) error {
+	base := s.n
+	end, ok, badAt := s.src.check.Feed(s.buf[base : base+m])
+	s.n += m
+	s.watch.progressed(s.g.now(), s.src.check.Facts().Progress)
+	if !ok {
+		// The events before the malformed one go on; it does not.
+		if badAt >= 0 {
+			s.ready = max(s.ready, base+badAt)
+		}
+		return malformedEvent(s.src.p.name)
+	}
+	if end < 0 {
+		return nil
+	}
+	return s.framed(base + end)
+}
+
+// framed takes the whole events the check found, up to ready: they are
+// ready to go, except a provider's error event, which is held back, with
+// what follows it, so that a continuation can take its place
+// (relay_continue.go); the events before it go on.
+func (s *streamRelay) framed(ready int) error {
+	marks := s.src.check.Marks()
+	for i := s.src.seen; i < len(marks); i++ {
+		if !marks[i].Error {
+			continue
+		}
+		start := s.markStart(marks, i)
+		s.ready = max(s.ready, start)
+		s.errHeld = true
+		s.answer.heldError(marks, i)
+		return upstreamEnd(protocol.StreamErrorEvent, "")
+	}
+	s.ready = max(s.ready, ready)
+	return nil
+}
+
+// markStart is where the event of marks[i] begins in buf.
+func (s *streamRelay) markStart(marks []protocol.EventMark, i int) int {
+	if i == 0 {
+		return max(0, int(s.src.check.MarksFrom()-s.src.off))
+	}
+	return max(0, int(marks[i-1].End-s.src.off))
 }
 
 // flush passes on the whole events held. When one event fills the
@@ -219,8 +294,9 @@ func (s *streamRelay) flush() error {
 		part = min(part, s.n-f.holdBack(s.buf[:s.n]))
 	}
 	if part <= 0 {
-		return malformedEvent(s.p.name)
+		return malformedEvent(s.src.p.name)
 	}
+	s.parts = true
 	return s.send(part, false)
 }
 
@@ -230,24 +306,29 @@ func (s *streamRelay) send(k int, whole bool) error {
 	err := s.pass(s.buf[:k], whole)
 	s.n = copy(s.buf, s.buf[k:s.n])
 	s.ready = max(0, s.ready-k)
+	s.src.off += int64(k)
 	return err
 }
 
-// pass takes p through the filters, in order, and writes what comes out
-// of the last to the client. A filter that fails may pass on what came
-// before the failure: that goes on down the chain and out first, and a
-// later failure (a filter's further down, or the client's) is the one
-// that ends the stream.
+// pass takes p through the source's events stage (what the relay
+// itself does with each event: a continuation's become the stream's
+// own, an injected usage chunk is dropped) and the filters, in order,
+// and writes what comes out of the last to the client. A filter that
+// fails may pass on what came before the failure: that goes on down the
+// chain and out first, and a later failure (a filter's further down, or
+// the client's) is the one that ends the stream.
 func (s *streamRelay) pass(p []byte, whole bool) error {
 	var failed error
+	p, failed = s.events(p, whole)
 	for _, f := range s.chain {
+		if len(p) == 0 {
+			break
+		}
 		out, err := f.events(p, whole)
 		if err != nil {
 			failed = err
 		}
-		if p = out; len(p) == 0 {
-			break
-		}
+		p = out
 	}
 	s.midEvent = !whole
 	if len(p) > 0 {
@@ -258,39 +339,135 @@ func (s *streamRelay) pass(p []byte, whole bool) error {
 	return failed
 }
 
-// last passes on what is held when the provider has closed the stream,
-// if the framer says it goes: the stream's last event, completed with
-// the blank line it may lack. The error is the framer's verdict on the
-// stream, or a failure while the last event went.
-func (s *streamRelay) last() error {
-	send, verdict := s.frame.last(s.buf[:s.n])
-	if !send || s.n == 0 {
-		return verdict
+// events is the relay's own stage over the whole events p (or, when
+// whole is false, a part of one too long to hold), as the check's marks
+// describe them: it lets every mark that ends in p go, and returns what
+// goes on down the chain: a continuation's events become the stream's
+// own (splice), and an injected usage chunk is dropped.
+func (s *streamRelay) events(p []byte, whole bool) ([]byte, error) {
+	if !whole {
+		return p, nil
 	}
-	held := s.buf[:s.n]
-	switch nl := blankLineFor(held); {
-	case nl == nil:
-	case s.n+len(nl) <= len(s.buf):
-		held = s.buf[:s.n+copy(s.buf[s.n:], nl)]
-	default: // a full buffer: rare enough to copy
-		held = append(held[:s.n:s.n], nl...)
+	marks := s.src.check.Marks()
+	end := s.src.off + int64(len(p))
+	i := s.src.seen
+	for i < len(marks) && marks[i].End >= 0 && marks[i].End <= end {
+		i++
 	}
-	s.n, s.ready = 0, 0
-	if err := s.pass(held, true); err != nil {
-		return err
+	if i < len(marks) && marks[i].End < 0 {
+		i++ // the stream's last event, closed without its blank line
 	}
-	return verdict
+	in := marks[s.src.seen:i]
+	s.src.seen = i
+	if i == len(marks) {
+		defer s.clearMarks()
+	}
+	if s.src.splice != nil {
+		return s.src.splice.events(s, p, in)
+	}
+	if s.filters.dropUsage {
+		p = dropInjectedUsage(p, s.src.off, in)
+	}
+	return p, nil
 }
 
-// blankLineFor is what ends b with a blank line.
-func blankLineFor(b []byte) []byte {
-	switch {
-	case len(b) >= 2 && b[len(b)-1] == '\n' && b[len(b)-2] == '\n':
-		return nil
-	case len(b) >= 1 && b[len(b)-1] == '\n':
-		return newline
+// clearMarks lets the check forget the marks the relay has taken.
+func (s *streamRelay) clearMarks() {
+	s.src.check.ClearMarks()
+	s.src.seen = 0
+}
+
+// dropInjectedUsage removes, in place, the usage-only chunks among the
+// events p holds (p begins at stream offset off; the first mark's event
+// where the one before it ended): the chunk an OpenAI-style stream ends with when Sluice, not
+// the client, asked for stream_options.include_usage
+// (exchange.injectedUsage). Every other event is kept as it came.
+func dropInjectedUsage(p []byte, off int64, marks []protocol.EventMark) []byte {
+	drop := false
+	for _, m := range marks {
+		drop = drop || m.UsageOnly
 	}
-	return blankLine
+	if !drop {
+		return p
+	}
+	out := p[:0]
+	start := 0
+	for _, m := range marks {
+		end := len(p)
+		if m.End >= 0 {
+			end = min(len(p), int(m.End-off))
+		}
+		if end < start {
+			continue
+		}
+		if !m.UsageOnly {
+			out = append(out, p[start:end]...) // never ahead of what is read: in place is safe
+		}
+		start = end
+	}
+	return append(out, p[start:]...)
+}
+
+// last passes on what is held when the source has closed the stream, if
+// the check says it goes: the stream's last event, completed with the
+// blank line it may lack, unless it was cut short inside its JSON. The
+// error is the check's verdict on the stream, or a failure while the
+// last event went.
+func (s *streamRelay) last() error {
+	verdict := s.src.check.End()
+	s.watch.progressed(s.g.now(), s.src.check.Facts().Progress)
+	var err error
+	switch verdict {
+	case protocol.StreamOK:
+	case protocol.StreamErrorEvent:
+		err = upstreamEnd(verdict, "")
+	default:
+		err = upstreamEnd(verdict, fmt.Sprintf("provider %s ended the stream before it was complete", s.src.p.name))
+	}
+	if verdict == protocol.StreamMalformed || s.n == 0 {
+		return err
+	}
+	nl := blankLineFor(s.buf[:s.n])
+	if s.n+len(nl) <= len(s.buf) {
+		s.n += copy(s.buf[s.n:], nl)
+		nl = nil
+	}
+	if ferr := s.framed(s.n); ferr != nil {
+		return ferr // the provider's error event, held back
+	}
+	held := s.buf[:s.n]
+	if nl != nil { // a full buffer: rare enough to copy
+		held = append(held[:s.n:s.n], nl...)
+	}
+	k := s.n
+	s.n, s.ready = 0, 0
+	perr := s.pass(held, true)
+	s.src.off += int64(k)
+	if perr != nil {
+		return perr
+	}
+	return err
+}
+
+// blankLineFor is what ends b with a blank line: nothing, a line ending
+// or two, counting CRLF, a lone CR and a lone LF each as one.
+func blankLineFor(b []byte) []byte {
+	ends := 0
+	for ends < 2 && len(b) > 0 {
+		switch {
+		case len(b) >= 2 && b[len(b)-2] == '\r' && b[len(b)-1] == '\n':
+			b = b[:len(b)-2]
+		case b[len(b)-1] == '\n' || b[len(b)-1] == '\r':
+			b = b[:len(b)-1]
+		default:
+			return blankLine[ends:]
+		}
+		ends++
+	}
+	if ends >= 2 {
+		return nil
+	}
+	return blankLine[ends:]
 }
 
 var (
@@ -303,25 +480,21 @@ var (
 var errClientGone = errors.New("gateway: client gone")
 
 // end is the relay's one end path, however the stream ended: err is
-// what ended pump. In order:
+// what the read loop and the continuation stage ended with. In order:
 //
-//   - a stream the provider closed (io.EOF) passes on its last event,
-//     if the framer lets it go;
 //   - a read that failed because the client left is the client's;
 //   - on any other failure, the whole events already read go out first:
 //     every event parsed before a failure reaches the client before
 //     anything Sluice adds;
 //   - every filter's end, in chain order, judges or explains the end
-//     (the translator's and the check's verdicts, the idle watch's
-//     firing), and may add bytes after the stream's own (the validation
-//     trailer), which go out only when it ended well;
+//     (the translator's and the check's verdicts), and may add bytes
+//     after the stream's own, which go out only when it ended well;
+//   - a stream that carried its finish reason is complete whatever its
+//     terminator: it gets the terminator its client expects;
 //   - a read error no filter explained is the request's deadline, or a
 //     cut.
 func (s *streamRelay) end(err error) {
-	switch {
-	case err == io.EOF:
-		err = s.last()
-	case unexplained(err) && s.r.Context().Err() != nil:
+	if unexplained(err) && s.r.Context().Err() != nil {
 		err = errClientGone
 	}
 	if err != nil && err != errClientWrite && err != errClientGone && s.ready > 0 {
@@ -339,6 +512,16 @@ func (s *streamRelay) end(err error) {
 			tail = append(tail, t...)
 		}
 	}
+	if e, ok := err.(*streamEnd); ok && e.reason == protocol.StreamUnterminated && s.complete(err) {
+		// Complete by content: the finish reason came, the terminator
+		// did not; the client gets the one it expects.
+		if werr := s.passOwn(s.answer.terminator(s)); werr != nil {
+			err = werr
+		} else {
+			err = nil
+		}
+	}
+	s.record()
 
 	x := s.x
 	e, _ := err.(*streamEnd) // never wrapped
@@ -348,10 +531,6 @@ func (s *streamRelay) end(err error) {
 		if len(tail) > 0 {
 			s.cw.write(tail)
 		}
-		return
-	case err == errContinued:
-		x.outcome = outcomeOK
-		x.outputTokens, x.usageKnown, x.finish = s.contRes.tokens, s.contRes.known, s.contRes.finish
 		return
 	case err == errClientWrite:
 		s.g.clientGone(s.w, s.r, x)
@@ -367,7 +546,7 @@ func (s *streamRelay) end(err error) {
 		e = &streamEnd{outcome: outcomeTimeout, reason: "stream_deadline", kind: protocol.Timeout,
 			msg: "the request's deadline passed mid-stream"}
 	default:
-		e = upstreamEnd("stream_cut", fmt.Sprintf("provider %s broke off the stream", s.p.name))
+		e = upstreamEnd("stream_cut", fmt.Sprintf("provider %s broke off the stream", s.src.p.name))
 	}
 	x.outcome, x.reason = e.outcome, e.reason
 	switch {
@@ -382,7 +561,7 @@ func (s *streamRelay) end(err error) {
 }
 
 // unexplained: err is a read's own error, which neither a filter nor
-// the framer has given a reason.
+// the check has given a reason.
 func unexplained(err error) bool {
 	_, explained := err.(*streamEnd)
 	return err != nil && err != errClientWrite && err != errClientGone && !explained

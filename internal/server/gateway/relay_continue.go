@@ -4,38 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
-	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // Mid-stream continuation: a stream that breaks after its first token
 // has gone to the client (a cut, a stall, a malformed event, an error
 // event) is continued on another target, and the client gets one stream
-// with the whole answer exactly once. The core decides whether and
-// where (lifecycle.Engine.Continue, through runner.Call.Continue); the
-// relay carries it out as a stage after its read loop (carryOn), before
-// its one end path:
+// with the whole answer exactly once. The core decides whether a break
+// can be mended, from the stream's facts (lifecycle.Mend), and where
+// (lifecycle.Engine.Continue, through runner.Call.Continue); the relay
+// carries it out as a change of source inside its one read loop:
 //
 //   - the whole events read before the break go out first, as on any
-//     failure; an error event from the provider is held back
-//     (textFilter), and goes out only if nothing can continue;
-//   - the continuation call asks the target to go on from the text the
-//     client has had (textFilter's), with an assistant prefill where the
-//     target takes one, else a continuation prompt, whose answer may
-//     repeat the last words: the repeat is trimmed
-//     (lifecycle.Overlap);
-//   - the continuation's events, in its provider's dialect, are read for
-//     their text, finish reason and usage, and written as the stream's
-//     own events in the client's dialect, so no translation is needed;
+//     failure; an error event from the provider is held back (framed),
+//     and goes out only if nothing can continue;
+//   - the continuation call asks the target to go on from the exact text
+//     the client has had (answerState), with an assistant prefill where
+//     the target takes one, else a continuation prompt; with no text
+//     captured there is nothing to go on from, and nothing is continued;
+//   - the continuation's stream becomes the relay's source: the same
+//     loop, clock and filters (scrubbing, the stall watch) see it, and
+//     its events, read by its own check in its provider's dialect, are
+//     written as the stream's own events in the client's dialect
+//     (splice): its head, finish and terminator are dropped, and its
+//     text is held until it is known whether it repeats the answer so
+//     far (all of it, or its tail), which is trimmed
+//     (lifecycle.SpliceOverlap);
 //   - it ends with the last attempt's finish reason, the attempts'
 //     summed usage, the client's terminator, and a trailer,
 //     X-Sluice-Continuation, naming the continuation;
@@ -55,15 +57,18 @@ type contState struct {
 	m         *model
 	out       *outgoing
 	continued string
+	// caps is what each target can still do for this answer; done, the
+	// continuations made.
+	caps []lifecycle.ContinueCaps
+	done int
+	// capture: the text the client has had is kept, since a continuation
+	// could go on from it.
+	capture bool
 }
 
-// capable: the request's model has a target that can continue an
-// answer (config), so a stall is worth cutting.
-func (c *contState) capable() bool {
-	if c.m == nil {
-		return false
-	}
-	for _, k := range c.m.caps {
+// continuable: some target of m can continue a broken stream.
+func (m *model) continuable() bool {
+	for _, k := range m.caps {
 		if k.Mode() != lifecycle.ContinueNone {
 			return true
 		}
@@ -71,376 +76,374 @@ func (c *contState) capable() bool {
 	return false
 }
 
-// contResult is how a continued stream ended, for the end path.
-type contResult struct {
-	tokens int
-	known  bool
-	finish string
-}
-
-// errContinued: the stream broke and was continued to its end.
-var errContinued = &streamEnd{outcome: outcomeOK, reason: "continued"}
-
-// breakOf says whether err, the end of the read loop, is a break that a
-// continuation may mend, and its cause.
-func (s *streamRelay) breakOf(err error) (lifecycle.BreakCause, bool) {
-	t := &s.filters.text
-	if !t.on || err == errClientWrite || err == errClientGone || s.r.Context().Err() != nil || timedOut(s.ctx) {
-		return 0, false
-	}
-	complete := t.finished || s.filters.usage.u.FinishReason() != ""
-	if s.filters.idle.fired.Load() {
-		return lifecycle.BreakStall, true
-	}
+// stopOf is how the read loop of the current source ended, in the
+// core's terms.
+func (s *streamRelay) stopOf(err error) lifecycle.StreamStop {
 	switch e, _ := err.(*streamEnd); {
+	case err == errClientWrite || err == errClientGone || s.r.Context().Err() != nil:
+		return lifecycle.StopClient
+	case timedOut(s.ctx):
+		return lifecycle.StopDeadline
 	case err == nil:
-		return lifecycle.BreakCut, !complete
+		return lifecycle.StopClosed
 	case e == nil:
-		// A cut after the finish reason lost nothing a continuation
-		// could add: it fails as before.
-		return lifecycle.BreakCut, !complete
+		return lifecycle.StopCut
+	case e.reason == "stream_stall":
+		return lifecycle.StopStalled
+	case e.reason == "stream_idle":
+		return lifecycle.StopCut
 	case e.reason == protocol.StreamErrorEvent:
-		return lifecycle.BreakErrorEvent, true
+		return lifecycle.StopErrorEvent
 	case e.reason == protocol.StreamUnterminated:
-		return lifecycle.BreakCut, !complete
+		return lifecycle.StopUnterminated
+	case e.reason == "stream_untranslatable":
+		return lifecycle.StopUntranslatable
 	}
-	return lifecycle.BreakMalformed, true
+	return lifecycle.StopMalformed
 }
 
-// carryOn is the continuation stage: err ended the read loop; it
-// returns what the end path gets, errContinued when the stream was
-// continued to its end.
+// facts is what the stream has shown, as the core reads it.
+func (s *streamRelay) facts() lifecycle.StreamFacts {
+	f := s.src.check.Facts()
+	tool := f.Tool
+	if s.answer.origKept {
+		tool = tool || s.answer.orig.Tool
+	}
+	return lifecycle.StreamFacts{
+		Text:     s.answer.on && len(s.answer.soFar()) > 0,
+		Tool:     tool,
+		Unread:   s.parts || f.Unread,
+		Finished: f.FinishReason() != "",
+	}
+}
+
+// complete: the current source's stream ended whole, by its terminator
+// or by its finish reason.
+func (s *streamRelay) complete(err error) bool {
+	return lifecycle.Complete(s.facts(), s.stopOf(err))
+}
+
+// carryOn is the continuation stage: err ended the read loop; it returns
+// what the end path gets: nil for a stream continued to its end.
 func (s *streamRelay) carryOn(err error) error {
-	cause, broken := s.breakOf(err)
-	if !broken {
-		return err
-	}
-	t := &s.filters.text
-	// Every whole event read before the break goes out first.
-	if err != errClientWrite && s.ready > 0 {
-		if s.send(s.ready, true) == errClientWrite {
-			return errClientWrite
-		}
-	}
-	cs := &s.x.cont
-	if s.midEvent || t.parts || cs.call == nil || cs.m == nil {
+	err = s.watch.explain(err, s.src.p.name)
+	if !s.answer.on {
 		return s.giveUp(err)
 	}
-	// The broken call is done with: cancel it at its provider now.
-	s.cancel()
-	caps := append([]lifecycle.ContinueCaps(nil), cs.m.caps...)
-	orig, from := err, s.p.name
-	done := 0
-	var res contResult
-	// What the broken call generated: the text events the client got (a
-	// broken stream's usage, if any, is message_start's opening count,
-	// or comes at the end it never reached), or the provider's count
-	// when it said more.
-	first, firstKnown := s.filters.usage.u.Tokens()
-	if !firstKnown || first < t.deltas {
-		first, firstKnown = t.deltas, false
-	}
-	res.tokens = first
+	orig := err
 	for {
-		d := cs.call.Continue(cause, caps, done, t.tool)
-		if !d.OK {
-			s.g.log.Debug("stream not continued", "provider", from, "cause", cause.String(), "why", d.Why)
+		if sp := s.src.splice; sp != nil {
+			if s.complete(err) {
+				return s.finishContinued()
+			}
+			if e, ok := err.(*streamEnd); ok && e.reason == "continuation_unspliceable" {
+				err = e
+			}
+		}
+		cause, ok := lifecycle.Mend(s.facts(), s.stopOf(err))
+		if !ok {
 			break
 		}
-		tg := cs.m.targets[d.Target]
-		caps[d.Target] = lifecycle.ContinueCaps{} // once per answer
-		done++
-		c := s.continueOn(tg, d.Mode, res.tokens)
-		if c.called {
-			// Billed on its own: the prompt again, with the answer so far.
-			s.x.contUses = append(s.x.contUses, contUse{model: tg.model, input: s.x.inputTokens + int64(res.tokens), output: int64(c.tokens)})
-		}
-		res.tokens += c.tokens
-		if c.wrote {
-			from = tg.provider.name
-		}
-		if c.clientErr {
-			return errClientWrite
-		}
-		if c.finish != "" {
-			res.finish, res.known = c.finish, c.known && firstKnown
-			s.contRes = res
-			cs.continued = strconv.Itoa(done) + "; cause=" + cause.String() + "; to=" + tg.provider.name + "; mode=" + d.Mode.String()
-			s.w.Header().Set(http.TrailerPrefix+"X-Sluice-Continuation", cs.continued)
-			if _, err := s.cw.write(s.ending(res)); err != nil {
+		// Every whole event read before the break goes out first.
+		if err != errClientWrite && s.ready > 0 {
+			if s.send(s.ready, true) == errClientWrite {
 				return errClientWrite
 			}
-			return errContinued
 		}
-		if c.wrote {
-			cause = c.cause // it broke too: continue from there
+		if s.midEvent || s.x.cont.call == nil || s.x.cont.m == nil {
+			break
 		}
+		if !s.openContinuation(cause) {
+			break
+		}
+		err = s.pump()
+		if err == io.EOF {
+			err = s.last()
+		}
+		err = s.watch.explain(err, s.src.p.name)
 	}
-	return s.giveUp(orig)
+	if s.src.splice != nil {
+		// The continuation broke too, and nothing can go on: the
+		// original cause ends the stream: the provider's own error
+		// event, held back when it broke, or an error event of Sluice's.
+		s.src.splice.flushPending(s)
+		if held := s.answer.heldErr; held != nil {
+			if perr := s.passThrough(s.origChain, held); perr == errClientWrite {
+				return perr
+			}
+			return upstreamEnd(protocol.StreamErrorEvent, "")
+		}
+		if e, ok := orig.(*streamEnd); ok && e.msg == "" {
+			return upstreamEnd(e.reason, fmt.Sprintf("provider %s broke off the stream and no target could continue it", s.answer.origProvider))
+		}
+		if err == errClientWrite {
+			return err
+		}
+		return orig
+	}
+	return s.giveUp(err)
 }
 
 // giveUp ends a stream that could not be continued: with the provider's
-// own error event when it sent one, else with err's.
+// own error event when it sent one (held back in what the relay holds),
+// else with err.
 func (s *streamRelay) giveUp(err error) error {
-	if ev := s.filters.text.errEvent; ev != nil {
-		s.filters.text.errEvent = nil
-		// Held back before the scrub filter saw it: it is scrubbed
-		// here, as every provider byte is on its way to the client.
-		s.p.scrub.scrub(ev)
-		if _, werr := s.cw.write(ev); werr != nil {
-			return errClientWrite
-		}
-		return upstreamEnd(protocol.StreamErrorEvent, "")
+	e, ok := err.(*streamEnd)
+	if !ok || !s.errHeld || e.reason != protocol.StreamErrorEvent || e.msg != "" || s.n == 0 {
+		return err
+	}
+	// The held error event, and anything after it, goes on as it came,
+	// through the filters (translation, scrubbing).
+	held := s.n
+	s.ready = 0
+	if perr := s.send(held, true); perr == errClientWrite {
+		return errClientWrite
 	}
 	return err
 }
 
-// contCall is one continuation call's result: wrote, its text reached
-// the client; finish, its finish reason ("": it did not finish); cause,
-// how it broke; tokens its output.
-type contCall struct {
-	// called: the provider answered the call with a stream.
-	called                  bool
-	wrote, known, clientErr bool
-	finish                  string
-	cause                   lifecycle.BreakCause
-	tokens                  int
+// openContinuation asks the core where the answer goes on, and makes
+// the call there; a target that does not answer with a stream is never
+// shown, and the next is asked. It reports whether a continuation's
+// stream is now the relay's source.
+func (s *streamRelay) openContinuation(cause lifecycle.BreakCause) bool {
+	cs := &s.x.cont
+	if cs.caps == nil {
+		cs.caps = append([]lifecycle.ContinueCaps(nil), cs.m.caps...)
+	}
+	tool := s.facts().Tool
+	for {
+		d := cs.call.Continue(cause, cs.caps, cs.done, tool)
+		if !d.OK {
+			s.g.log.Debug("stream not continued", "provider", s.src.p.name, "cause", cause.String(), "why", d.Why)
+			return false
+		}
+		tg := cs.m.targets[d.Target]
+		cs.caps[d.Target] = lifecycle.ContinueCaps{} // once per answer
+		cs.done++
+		if s.dial(tg, d.Mode, cause) {
+			return true
+		}
+	}
 }
 
-// continuePrompt asks a model without prefill to go on from its own
-// message.
-const continuePrompt = "Your previous message was cut off. Continue it exactly from where it stopped: write only the rest of it, without repeating any of it, without any preamble, as if no interruption had happened."
-
-// overlapWindow is how much of a prompted continuation's text is held
-// before its repeat of the text so far is judged: a model that repeats
-// its last words repeats fewer bytes than this.
-const overlapWindow = 256
-
-// continueOn makes one continuation call to t and relays its text.
-func (s *streamRelay) continueOn(t target, mode lifecycle.ContinueMode, sofarTokens int) (r contCall) {
-	x, tf := s.x, &s.filters.text
-	sofar := string(tf.soFar())
+// dial makes one continuation call to t and, when it answers with a
+// stream, makes it the relay's source.
+func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycle.BreakCause) bool {
+	x := s.x
+	sofar := string(s.answer.soFar())
+	sofarTokens := s.outputSoFar()
 	body, trimmed, err := contBody(x.cont.out, t, mode, sofar, sofarTokens)
 	if err != nil {
-		return r
+		return false
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	dl, ok := s.ctx.Deadline()
-	if !ok {
-		dl = time.Now().Add(t.provider.timeout)
-	}
+	dl, _ := s.ctx.Deadline()
 	req, err := s.g.upstreamRequest(ctx, s.r, t, t.provider.baseURL, x.endpoint, x.cont.out, dl)
 	if err != nil {
-		return r
+		cancel()
+		return false
 	}
 	req.Body, req.ContentLength, req.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	x.attempts++
 	resp, err := s.g.roundTripper(t.provider).RoundTrip(req)
 	if err != nil {
-		return r
+		cancel()
+		return false
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header) {
 		// A refused prefill, an overload: never shown to the client.
 		io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
-		return r
+		resp.Body.Close()
+		cancel()
+		return false
 	}
-	r.called = true
-	var stalled atomic.Bool
-	var gaps lifecycle.Gaps
-	deadline := func() time.Duration { return min(lifecycle.StallDeadline(s.g.stall, gaps), s.g.streamIdle) }
-	timer := time.AfterFunc(deadline(), func() { stalled.Store(true); cancel() })
-	defer timer.Stop()
+	// The broken source is done with: cancel its call at its provider,
+	// keep what it said, and let the continuation take its place.
+	s.retire()
+	check := protocol.NewStreamCheck(t.provider.dialect)
+	check.KeepMarks()
+	s.src = source{p: t.provider, body: resp.Body, check: &check, cancel: cancel,
+		splice: &splice{mode: mode, trimmed: trimmed, to: t, cause: cause, input: int64(len(sofar))}}
+	s.n, s.ready = 0, 0
+	s.chain = s.tail
+	s.watch.restart(s.g.now(), 0, cancel)
+	return true
+}
 
-	pending := []byte(nil)
-	decided := false
-	emit := func(txt []byte, final bool) bool {
-		if !decided {
-			pending = append(pending, txt...)
-			if mode == lifecycle.ContinuePrompt && len(pending) < overlapWindow && !final {
-				return true
-			}
-			decided = true
-			k := 0
-			if mode == lifecycle.ContinuePrompt {
-				tail := tf.soFar()
-				if len(tail) > 4*overlapWindow {
-					tail = tail[len(tail)-4*overlapWindow:]
-				}
-				k = lifecycle.Overlap(string(tail), string(pending))
-			} else if trimmed != "" && bytes.HasPrefix(pending, []byte(trimmed)) {
-				k = len(trimmed) // the whitespace the prefill could not end with
-			}
-			txt = pending[k:]
+// retire ends the current source: its call is cancelled and its body
+// closed; the committed call's facts are kept, a continuation's counted.
+func (s *streamRelay) retire() {
+	s.src.cancel()
+	if s.src.splice == nil {
+		if s.errHeld && s.n > s.ready {
+			// The provider's error event, held back: it goes out if
+			// nothing can continue.
+			s.answer.heldErr = append([]byte(nil), s.buf[s.ready:s.n]...)
 		}
-		if len(txt) == 0 {
-			return true
-		}
-		ev := s.textEvent(txt)
-		t.provider.scrub.scrub(ev)
-		if _, err := s.cw.write(ev); err != nil {
-			r.clientErr = true
-			return false
-		}
-		tf.addText(txt)
-		r.wrote = true
-		return true
+		s.origChain = s.chain
+		s.answer.takeIdentity()
+		s.answer.keepOrig(s.src.check.Facts())
+		s.answer.origProvider = s.src.p.name
+	} else {
+		s.src.splice.settle(s)
 	}
+	s.src.body.Close()
+	s.src.check.Release()
+}
 
-	var held []byte
-	buf := make([]byte, 4<<10)
-	last := time.Now()
-	usage, deltas := -1, 0
-	ended := false
-	for !ended {
-		n, rerr := resp.Body.Read(buf)
-		timer.Stop()
-		if now := time.Now(); n > 0 {
-			gaps.Add(now.Sub(last))
-			last = now
-		}
-		held = append(held, buf[:n]...)
-		evs, used := translate.ParseEvents(held)
-		held = held[:copy(held, held[used:])]
-		for _, ev := range evs {
-			e := readContEvent(t.provider.dialect, ev)
-			switch {
-			case e.bad:
-				r.cause = lifecycle.BreakMalformed
-				ended = true
-			case e.err:
-				r.cause = lifecycle.BreakErrorEvent
-				ended = true
-			}
-			if ended {
-				break
-			}
-			if len(e.text) > 0 {
-				deltas++
-				if !emit(e.text, false) {
-					return r
-				}
-			}
-			if e.finish != "" {
-				r.finish = e.finish
-			}
-			if e.usage >= 0 {
-				usage = e.usage
-			}
-			if e.done {
-				ended = true
-				break
-			}
-		}
-		if rerr != nil {
-			if stalled.Load() {
-				r.cause = lifecycle.BreakStall
-			}
+// outputSoFar is the answer's output so far: what the committed call
+// and the continuations generated.
+func (s *streamRelay) outputSoFar() int {
+	f := s.src.check.Facts()
+	if s.answer.origKept {
+		f = &s.answer.orig
+	}
+	n, _ := f.Tokens()
+	return n + s.answer.contTokens
+}
+
+// finishContinued ends a continued stream whose last continuation
+// finished: its held text goes out, then the ending (the last finish
+// reason, the summed usage, the terminator), through the filters.
+func (s *streamRelay) finishContinued() error {
+	sp := s.src.splice
+	sp.flushPending(s)
+	sp.settle(s)
+	a := &s.answer
+	a.finish = s.src.check.Facts().FinishReason()
+	cs := &s.x.cont
+	cs.continued = strconv.Itoa(cs.done) + "; cause=" + sp.cause.String() + "; to=" + sp.to.provider.name + "; mode=" + sp.mode.String()
+	s.w.Header().Set(http.TrailerPrefix+"X-Sluice-Continuation", cs.continued)
+	in, _ := a.orig.InputTokens()
+	if in == 0 {
+		in = s.x.inputTokens
+	}
+	u := answerUsage{input: in + a.contInput, output: int64(s.outputSoFar())}
+	s.out = a.appendEnding(s.out[:0], a.finish, false, u, a.dialect == protocol.OpenAI && s.wantsUsage())
+	if err := s.passOwn(s.out); err != nil {
+		return err
+	}
+	return nil
+}
+
+// passOwn takes bytes the relay wrote itself (whole events in the
+// client's dialect) through the filters after translation, to the
+// client.
+func (s *streamRelay) passOwn(p []byte) error { return s.passThrough(s.tail, p) }
+
+// passThrough takes whole events p through chain, to the client.
+func (s *streamRelay) passThrough(chain []streamFilter, p []byte) error {
+	for _, f := range chain {
+		if len(p) == 0 {
 			break
 		}
-		timer.Reset(deadline())
+		out, err := f.events(p, true)
+		if err != nil {
+			return err
+		}
+		p = out
 	}
-	if !decided && len(pending) > 0 && !emit(nil, true) {
-		return r
+	if len(p) > 0 {
+		if _, err := s.cw.write(p); err != nil {
+			return errClientWrite
+		}
 	}
-	if stalled.Load() {
-		r.cause = lifecycle.BreakStall
-	}
-	if r.cause != lifecycle.BreakCut {
-		r.finish = "" // broken: what it said of its finish does not hold
-	}
-	r.tokens, r.known = deltas, false
-	if usage >= 0 {
-		r.tokens, r.known = usage, true
-	}
-	if !r.wrote && r.finish != "" && len(pending) == 0 && deltas == 0 {
-		// It finished at once, with nothing to add: the answer was whole.
-		r.wrote = true
-	}
-	return r
+	return nil
 }
 
-// contEvent is what one of a continuation's events carries.
-type contEvent struct {
-	text      []byte
-	finish    string
-	usage     int // -1: none
-	done, err bool
-	bad       bool
+// splice makes a continuation's events the stream's own: its text, as
+// text events in the client's dialect, once it is known not to repeat
+// the answer so far; everything else it sends (its head, its finish,
+// its usage, its terminator) is read, not relayed.
+type splice struct {
+	mode    lifecycle.ContinueMode
+	trimmed string // the whitespace an Anthropic prefill could not end with
+	to      target
+	cause   lifecycle.BreakCause
+	input   int64 // an estimate of its prompt's growth: the answer so far
+	// pending is its text held until the overlap is decided.
+	pending []byte
+	decided bool
+	settled bool
 }
 
-// readContEvent reads an event of a continuation stream, in dialect d.
-func readContEvent(d protocol.Dialect, ev translate.Event) (e contEvent) {
-	e.usage = -1
-	data := bytes.TrimSpace(ev.Data)
-	if d == protocol.OpenAI && bytes.Equal(data, []byte("[DONE]")) {
-		e.done = true
-		return e
-	}
-	if len(data) == 0 {
-		return e
-	}
-	if !json.Valid(data) {
-		e.bad = true
-		return e
-	}
-	if d == protocol.Anthropic {
-		var v struct {
-			Type  string `json:"type"`
-			Delta struct {
-				Type       string `json:"type"`
-				Text       string `json:"text"`
-				StopReason string `json:"stop_reason"`
-			} `json:"delta"`
-			Usage *struct {
-				OutputTokens *int `json:"output_tokens"`
-			} `json:"usage"`
+// events turns the continuation's whole events p, described by marks,
+// into the stream's own.
+func (sp *splice) events(s *streamRelay, p []byte, marks []protocol.EventMark) ([]byte, error) {
+	out := s.out[:0]
+	for _, m := range marks {
+		if m.Tool {
+			// The continuation began a tool call: no text splices it.
+			s.out = out
+			return out, upstreamEnd("continuation_unspliceable", fmt.Sprintf("provider %s began a tool call in a continuation", sp.to.provider.name))
 		}
-		_ = json.Unmarshal(data, &v)
-		switch {
-		case ev.Name == "error" || v.Type == "error":
-			e.err = true
-		case v.Type == "content_block_delta" && v.Delta.Type == "text_delta":
-			e.text = []byte(v.Delta.Text)
-		case v.Type == "message_delta":
-			e.finish = v.Delta.StopReason
-			if v.Usage != nil && v.Usage.OutputTokens != nil {
-				e.usage = *v.Usage.OutputTokens
-			}
-		case v.Type == "message_stop":
-			e.done = true
-		}
-		return e
-	}
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *struct {
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-	_ = json.Unmarshal(data, &v)
-	if len(v.Error) > 0 && string(v.Error) != "null" {
-		e.err = true
-		return e
-	}
-	if len(v.Choices) > 0 {
-		e.text = []byte(v.Choices[0].Delta.Content)
-		if f := v.Choices[0].FinishReason; f != nil {
-			e.finish = *f
+		if len(m.Text) > 0 {
+			out = sp.text(s, out, m.Text, false)
 		}
 	}
-	if v.Usage != nil {
-		e.usage = v.Usage.CompletionTokens
-	}
-	return e
+	s.out = out
+	return out, nil
 }
+
+// text passes on the continuation's text t, held at first until the
+// overlap with the answer so far is decided (final: no more is coming).
+func (sp *splice) text(s *streamRelay, out, t []byte, final bool) []byte {
+	if !sp.decided {
+		sp.pending = append(sp.pending, t...)
+		sofar := string(s.answer.soFar())
+		k, decided := lifecycle.SpliceOverlap(sofar, string(sp.pending), final)
+		if !decided {
+			return out
+		}
+		if k == 0 && sp.mode == lifecycle.ContinuePrefill && sp.trimmed != "" && bytes.HasPrefix(sp.pending, []byte(sp.trimmed)) {
+			k = len(sp.trimmed) // the whitespace the prefill could not end with
+		}
+		sp.decided = true
+		t = sp.pending[k:]
+	}
+	if len(t) == 0 {
+		return out
+	}
+	out = s.answer.appendTextEvent(out, t)
+	s.answer.addText(t)
+	return out
+}
+
+// flushPending sends the text still held, the continuation having
+// ended.
+func (sp *splice) flushPending(s *streamRelay) {
+	if sp.decided || len(sp.pending) == 0 {
+		return
+	}
+	s.out = sp.text(s, s.out[:0], nil, true)
+	_ = s.passOwn(s.out)
+}
+
+// settle counts the continuation's usage, once: its output and input,
+// as its provider reported them or as relayed.
+func (sp *splice) settle(s *streamRelay) {
+	if sp.settled {
+		return
+	}
+	sp.settled = true
+	f := s.src.check.Facts()
+	out, known := f.Tokens()
+	in, inKnown := f.InputTokens()
+	if !inKnown {
+		in = s.x.inputTokens + sp.input/4
+	}
+	a := &s.answer
+	a.contTokens += out
+	a.contKnown = a.contKnown && known
+	a.contInput += in
+	// Billed on its own: the prompt again, with the answer so far.
+	s.x.contUses = append(s.x.contUses, contUse{model: sp.to.model, input: in, output: int64(out)})
+}
+
+// continuePrompt asks a model without prefill to go on from its own
+// message.
+const continuePrompt = "Your previous message was cut off. Continue it exactly from where it stopped: write only the rest of it, without repeating any of it, without any preamble, as if no interruption had happened."
 
 // contBody is the continuation call's body for t: the request as t
 // would get it, with the text so far as the assistant's message (a
@@ -496,85 +499,14 @@ func contBody(out *outgoing, t target, mode lifecycle.ContinueMode, sofar string
 	return body, trimmed, err
 }
 
-// textEvent is one text delta as the stream's own event, in the client's
-// dialect.
-func (s *streamRelay) textEvent(txt []byte) []byte {
-	tf := &s.filters.text
-	q, _ := json.Marshal(string(txt))
-	if tf.dialect == protocol.Anthropic {
-		var b []byte
-		if !tf.open {
-			if tf.deltas > 0 || tf.block > 0 {
-				tf.block++
-			}
-			b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-			b = strconv.AppendInt(b, int64(tf.block), 10)
-			b = append(b, ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"...)
-			tf.open = true
-		}
-		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(tf.block), 10)
-		b = append(b, ",\"delta\":{\"type\":\"text_delta\",\"text\":"...)
-		b = append(b, q...)
-		return append(b, "}}\n\n"...)
-	}
-	b := s.chunkHead()
-	b = append(b, `"choices":[{"index":0,"delta":{"content":`...)
-	b = append(b, q...)
-	return append(b, "},\"finish_reason\":null}]}\n\n"...)
-}
-
-// chunkHead begins an OpenAI chunk as the stream's own: its id, created
-// and model.
-func (s *streamRelay) chunkHead() []byte {
-	h := s.filters.text.head[:s.filters.text.headN]
-	b := []byte(`data: {"id":`)
-	b = strconv.AppendQuote(b, jsonString(h, "id"))
-	b = append(b, `,"object":"chat.completion.chunk","created":`...)
-	b = strconv.AppendInt(b, int64(jsonInt(h, []byte(`"created":`))), 10)
-	b = append(b, `,"model":`...)
-	b = strconv.AppendQuote(b, jsonString(h, "model"))
-	return append(b, ',')
-}
-
-// ending ends a continued stream in the client's dialect: the last
-// attempt's finish reason, the summed usage, the terminator.
-func (s *streamRelay) ending(res contResult) []byte {
-	tf := &s.filters.text
-	if tf.dialect == protocol.Anthropic {
-		var b []byte
-		if tf.open {
-			b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-			b = strconv.AppendInt(b, int64(tf.block), 10)
-			b = append(b, "}\n\n"...)
-		}
-		b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-		b = strconv.AppendQuote(b, translate.StopReason(res.finish))
-		b = append(b, ",\"stop_sequence\":null},\"usage\":{\"output_tokens\":"...)
-		b = strconv.AppendInt(b, int64(res.tokens), 10)
-		return append(b, "}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
-	}
-	b := s.chunkHead()
-	b = append(b, `"choices":[{"index":0,"delta":{},"finish_reason":`...)
-	b = strconv.AppendQuote(b, translate.FinishReason(res.finish))
-	b = append(b, "}]}\n\n"...)
-	if s.x.cont.wantsUsage() {
-		b = append(b, s.chunkHead()...)
-		b = append(b, `"choices":[],"usage":{"prompt_tokens":`...)
-		b = strconv.AppendInt(b, s.x.inputTokens, 10)
-		b = append(b, `,"completion_tokens":`...)
-		b = strconv.AppendInt(b, int64(res.tokens), 10)
-		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, s.x.inputTokens+int64(res.tokens), 10)
-		b = append(b, "}}\n\n"...)
-	}
-	return append(b, "data: [DONE]\n\n"...)
-}
-
 // wantsUsage: the OpenAI client asked for the usage chunk itself.
-func (c *contState) wantsUsage() bool {
+func (s *streamRelay) wantsUsage() bool {
+	if s.x.cross != nil && s.translated {
+		return s.x.cross.includeUsage
+	}
+	c := &s.x.cont
 	if c.out == nil || c.out.body == nil {
-		return false
+		return !s.x.injectedUsage
 	}
 	raw, err := io.ReadAll(c.out.body.Reader(protocol.Edit{Model: c.out.body.Model}))
 	if err != nil {
@@ -586,4 +518,29 @@ func (c *contState) wantsUsage() bool {
 		} `json:"stream_options"`
 	}
 	return json.Unmarshal(raw, &v) == nil && v.StreamOptions.IncludeUsage
+}
+
+// record sets what the stream generated on the exchange, for the key's
+// budget and the log, however it ended: the committed call's usage as
+// its provider reported it or as relayed, plus the continuations'.
+func (s *streamRelay) record() {
+	x, a := s.x, &s.answer
+	if s.src.splice != nil {
+		s.src.splice.settle(s)
+	}
+	f := s.src.check.Facts()
+	if a.origKept {
+		f = &a.orig
+	}
+	x.outputTokens, x.usageKnown = f.Tokens()
+	x.reportedInput, _ = f.InputTokens()
+	x.reportedCached = f.CachedTokens()
+	x.finish = f.FinishReason()
+	if a.origKept {
+		x.outputTokens += a.contTokens
+		x.usageKnown = x.usageKnown && a.contKnown
+		if a.finish != "" {
+			x.finish = a.finish
+		}
+	}
 }

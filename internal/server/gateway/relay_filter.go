@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/sluice-gw/sluice/internal/wire/contract"
@@ -13,39 +12,25 @@ import (
 // encoder filters: each concern is one filter that sees every event on
 // its way to the client, and may pass it, rewrite it, hold it back or end
 // the stream. The relay (relay.go) owns the one read loop, the buffer,
-// the client and the one end path; the filters own everything else:
+// the clock (streamWatch), the client and the one end path; the source's
+// check frames and reads every event once (protocol.StreamCheck), and the
+// filters own everything else:
 //
-//	provider ─read─▶ usage meter, idle watch     (the provider's bytes, as read)
-//	         ─framer─▶ whole events
-//	         ─▶ translation ─▶ stream check       (only when the dialects differ)
-//	         ─▶ answer text                        (chat streams: the text so far and
-//	                                                the finish reason, relay_contfilter.go)
-//	         ─▶ validation collector              (when the request declared a contract)
-//	         ─▶ usage-chunk drop                  (when Sluice asked for the usage chunk)
-//	         ─▶ scrub ─▶ client
+//	source ─read─▶ check: frames, validates, parses each event once
+//	       ─▶ the relay's events stage (a continuation's events become
+//	          the stream's own; an injected usage chunk is dropped)
+//	       ─▶ translation ─▶ client check     (only when the dialects differ)
+//	       ─▶ validation collector            (when the request declared a contract)
+//	       ─▶ scrub ─▶ client
 //
 // Translated and untranslated streams take the same loop and the same
-// end path; only their chains differ. A stream that breaks after its
-// first token is continued by a stage between the loop and the end path
-// (carryOn, relay_continue.go), from the answer text filter's text.
-//
-// The framer is not a filter: it says where whole events end in what the
-// relay holds. On an untranslated stream it is the stream check itself,
-// which finds boundaries as it judges events, in one scan of the bytes
-// the client will get; on a translated one the check judges the
-// translator's output instead, as a filter, and a plain SSE framer cuts
-// the provider's bytes.
+// end path; only their chains differ. A continuation's events are
+// already in the client's dialect: they skip translation.
 
 // A streamFilter is one concern of a relayed stream. The relay calls it
 // from its one goroutine, in chain order. Embed passThrough for the
 // hooks a filter does not need.
 type streamFilter interface {
-	// wait is called before each read from the provider.
-	wait()
-	// read sees what each read from the provider returned (possibly
-	// nothing), before it is framed: the provider's own bytes, which
-	// it must not change or keep.
-	read(chunk []byte)
 	// events sees whole events on their way to the client, or, when
 	// whole is false, a part of one too long to hold. It returns what
 	// goes on: p, p changed in place, bytes of its own (valid until its
@@ -70,34 +55,28 @@ type streamFilter interface {
 // passThrough is a filter that passes everything on and does nothing.
 type passThrough struct{}
 
-func (passThrough) wait()                                   {}
-func (passThrough) read([]byte)                             {}
 func (passThrough) events(p []byte, _ bool) ([]byte, error) { return p, nil }
 func (passThrough) holdBack([]byte) int                     { return 0 }
 func (passThrough) end(err error) ([]byte, error)           { return nil, err }
 
 var (
-	_ streamFilter = (*usageMeter)(nil)
-	_ streamFilter = (*idleFilter)(nil)
 	_ streamFilter = (*translateFilter)(nil)
 	_ streamFilter = (*checkFilter)(nil)
 	_ streamFilter = (*collectorFilter)(nil)
-	_ streamFilter = usageChunkDrop{}
 	_ streamFilter = (*scrubFilter)(nil)
-	_ streamFilter = (*textFilter)(nil)
 )
 
 // streamFilters holds one stream's filters, so that the chain costs no
 // allocation of its own. Those only a translated stream uses are held
 // apart, so that the others do not carry their space.
 type streamFilters struct {
-	usage    usageMeter
-	idle     idleFilter
-	answer   collectorFilter
-	scrub    scrubFilter
-	checkCut checkFramer
-	text     textFilter
-	chain    [8]streamFilter
+	answer collectorFilter
+	scrub  scrubFilter
+	chain  [4]streamFilter
+	// dropUsage: the relay drops the usage-only chunk Sluice asked for
+	// and the client did not (exchange.injectedUsage).
+	dropUsage bool
+	cross     *crossFilters
 }
 
 // crossFilters are the filters only a translated stream has.
@@ -106,16 +85,20 @@ type crossFilters struct {
 	check     checkFilter
 }
 
-// newChain builds attempt a's framer and filter chain, and finds the
-// whole events in the head the attempt read.
-func (s *streamRelay) newChain(a *attempt) {
-	f, x, p := &s.filters, s.x, s.p
+// newChain builds the stream's filter chain and the relay's view of the
+// answer (answerState); text is what the committed call's check
+// captured of its text while its head was read, when it reads the
+// client's dialect.
+func (s *streamRelay) newChain(text *[]byte) {
+	f, x, p := &s.filters, s.x, s.src.p
 	s.chain = f.chain[:0]
-	f.usage = usageMeter{x: x}
-	f.idle = idleFilter{d: s.g.streamIdle, stall: s.g.stall, cancel: a.cancel, provider: p.name, text: &f.text, capable: x.cont.capable()}
-	s.chain = append(s.chain, &f.usage, &f.idle)
-	if crossed(x, a) {
-		// The provider's events are cut whole by a plain framer,
+	s.watch = streamWatch{idle: s.g.streamIdle, stall: s.g.stall}
+	// client is the check that reads the stream in the client's
+	// dialect: the source's own, or the translation's.
+	client := s.src.check
+	cross := 0
+	if s.translated {
+		// The provider's events are framed and read by its check,
 		// translated, and the translation checked in the client's
 		// dialect, so a translator slip is caught like a provider's.
 		includeUsage := x.cross != nil && x.cross.includeUsage
@@ -126,119 +109,21 @@ func (s *streamRelay) newChain(a *attempt) {
 			},
 			check: checkFilter{check: protocol.NewStreamCheck(x.endpoint.Dialect), provider: p.name, dialect: x.endpoint.Dialect},
 		}
+		f.cross = c
 		s.chain = append(s.chain, &c.translate, &c.check)
-		s.frame = sseFramer{}
-		s.ready = lastEventEnd(s.buf[:s.n])
-	} else {
-		// The attempt's check has judged the head; it frames and
-		// judges the rest.
-		f.checkCut = checkFramer{check: &a.check, provider: p.name}
-		s.frame = &f.checkCut
-		s.ready = a.ready
+		client, cross, text = &c.check.check, 2, nil
 	}
-	if x.endpoint.Name == "chat_completions" || x.endpoint.Name == "messages" {
-		// The answer's text and finish, as the client gets them
-		// (relay_contfilter.go).
-		f.text = textFilter{dialect: x.endpoint.Dialect, usage: &f.usage, on: x.cont.call != nil && x.contract == nil}
-		s.chain = append(s.chain, &f.text)
-	}
+	s.answer.start(client, x.endpoint.Dialect, x.cont.call != nil && x.cont.capture, text)
 	if x.contract != nil {
 		f.answer = collectorFilter{g: s.g, x: x, p: p, k: contract.NewCollector(x.endpoint.Dialect)}
 		s.chain = append(s.chain, &f.answer)
 	}
-	if x.injectedUsage && !crossed(x, a) {
-		// A translated stream's usage chunk is the translator's to leave
-		// out (translate.StreamConfig.IncludeUsage).
-		s.chain = append(s.chain, usageChunkDrop{})
-	}
+	// A translated stream's usage chunk is the translator's to leave out
+	// (translate.StreamConfig.IncludeUsage).
+	f.dropUsage = x.injectedUsage && !s.translated
 	f.scrub = scrubFilter{k: p.scrub}
 	s.chain = append(s.chain, &f.scrub)
-}
-
-// A framer says where whole events end in the provider's bytes the
-// relay holds.
-type framer interface {
-	// scan reads the last m bytes of held, which the last read added.
-	// It returns the end of the last whole event in held, or -1 when no
-	// event ended in them; or, when an event proved malformed, where the
-	// events before it end (-1: it began before these bytes) and why
-	// (a *streamEnd).
-	scan(held []byte, m int) (end int, bad error)
-	// last says, when the provider has closed the stream, whether what
-	// is held goes on as its last event, and its verdict on the stream
-	// (a *streamEnd, or nil).
-	last(held []byte) (send bool, verdict error)
-}
-
-// checkFramer frames an untranslated stream with its stream check
-// (protocol.StreamCheck), which judges each event as it finds its end:
-// the first malformed one ends the stream, and at the end the stream
-// must have had its terminator, or the provider's own error event.
-type checkFramer struct {
-	check    *protocol.StreamCheck
-	provider string
-}
-
-func (c *checkFramer) scan(held []byte, m int) (int, error) {
-	base := len(held) - m
-	end, ok, bad := c.check.Feed(held[base:])
-	var err error
-	if !ok {
-		end, err = bad, malformedEvent(c.provider)
-	}
-	if end < 0 {
-		return -1, err
-	}
-	return base + end, err
-}
-
-// last: the terminator, or the provider's own error event, may have come
-// without its blank line, and goes out with one.
-func (c *checkFramer) last([]byte) (bool, error) {
-	switch v := c.check.End(); v {
-	case protocol.StreamOK:
-		return true, nil
-	case protocol.StreamErrorEvent:
-		return true, upstreamEnd(v, "")
-	default:
-		return false, upstreamEnd(v, fmt.Sprintf("provider %s ended the stream before it was complete", c.provider))
-	}
-}
-
-// sseFramer frames a translated stream's upstream bytes as
-// translate.ParseEvents reads them; the check judges the translation.
-type sseFramer struct{}
-
-func (sseFramer) scan(held []byte, _ int) (int, error) {
-	if n := lastEventEnd(held); n > 0 {
-		return n, nil
-	}
-	return -1, nil
-}
-
-// last: a last event may come without its blank line.
-func (sseFramer) last(held []byte) (bool, error) { return len(bytes.TrimSpace(held)) > 0, nil }
-
-// lastEventEnd is where the last whole event in p ends, past its blank
-// line (0: none has), reading lines as translate.ParseEvents does: a line
-// ends at CR, LF or CRLF, and a CR at the very end of p ends its line.
-func lastEventEnd(p []byte) int {
-	n := 0
-	for i := 0; i < len(p); {
-		end := bytes.IndexAny(p[i:], "\r\n")
-		if end < 0 {
-			break
-		}
-		next := i + end + 1
-		if p[i+end] == '\r' && next < len(p) && p[next] == '\n' {
-			next++
-		}
-		if end == 0 {
-			n = next
-		}
-		i = next
-	}
-	return n
+	s.tail = s.chain[cross:]
 }
 
 // streamEnd is why a committed stream failed: the request log's outcome

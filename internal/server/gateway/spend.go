@@ -348,7 +348,7 @@ func (g *Gateway) answerCost(x *exchange) price.Micros {
 		in, cached = x.reportedInput, min(x.reportedCached, x.reportedInput)
 	}
 	out := int64(x.outputTokens)
-	if x.cont.continued != "" {
+	if len(x.contUses) > 0 {
 		out = max(out-contOut, 0) // the summed output counts the continuations too
 	}
 	return cost + g.spend.prices[x.upstreamModel].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})

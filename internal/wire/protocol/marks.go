@@ -31,7 +31,7 @@ func (c *StreamCheck) KeepMarks() { c.keepMarks = true }
 func (c *StreamCheck) Marks() []EventMark {
 	for i := range c.marks {
 		m := &c.marks[i]
-		m.Text = c.markText[m.textAt:m.textEnd:m.textEnd]
+		m.Text = c.r.markText[m.textAt:m.textEnd:m.textEnd]
 	}
 	return c.marks
 }
@@ -45,7 +45,10 @@ func (c *StreamCheck) ClearMarks() {
 	if n := len(c.marks); n > 0 && c.marks[n-1].End >= 0 {
 		c.marksFrom = c.marks[n-1].End
 	}
-	c.marks, c.markText = c.marks[:0], c.markText[:0]
+	c.marks = c.marks[:0]
+	if c.r != nil {
+		c.r.markText = c.r.markText[:0]
+	}
 }
 
 // mark keeps the mark of the event just dispatched; its end is set
@@ -56,8 +59,12 @@ func (c *StreamCheck) mark() {
 	if c.capture != nil {
 		m.Captured = len(*c.capture)
 	}
-	m.textAt = len(c.markText)
-	c.markText = append(c.markText, ev.Text...)
-	m.textEnd = len(c.markText)
+	r := c.reader()
+	if c.marks == nil {
+		c.marks = r.marks[:0]
+	}
+	m.textAt = len(r.markText)
+	r.markText = append(r.markText, ev.Text...)
+	m.textEnd = len(r.markText)
 	c.marks = append(c.marks, m)
 }

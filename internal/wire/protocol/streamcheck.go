@@ -53,8 +53,7 @@ type StreamCheck struct {
 	// marksFrom is where the first mark's event began, markText holds
 	// the marks' text.
 	keepMarks bool
-	marks     []EventMark
-	markText  []byte
+	marks     []EventMark // in r, so that they are pooled
 	fed       int64
 	marksFrom int64
 
@@ -75,6 +74,9 @@ const maxName = 64
 type eventReader struct {
 	data []byte
 	p    EventParser
+	// A relay's marks (KeepMarks), kept here to be pooled.
+	marks    []EventMark
+	markText []byte
 }
 
 var readerPool = sync.Pool{New: func() any { return new(eventReader) }}
@@ -82,7 +84,7 @@ var readerPool = sync.Pool{New: func() any { return new(eventReader) }}
 func (c *StreamCheck) reader() *eventReader {
 	if c.r == nil {
 		c.r = readerPool.Get().(*eventReader)
-		c.r.data = c.r.data[:0]
+		c.r.data, c.r.marks, c.r.markText = c.r.data[:0], c.r.marks[:0], c.r.markText[:0]
 	}
 	return c.r
 }
@@ -92,6 +94,8 @@ func (c *StreamCheck) reader() *eventReader {
 func (c *StreamCheck) Release() {
 	if c.r != nil {
 		c.ev = Event{}
+		c.r.marks = c.marks[:0]
+		c.marks = nil
 		readerPool.Put(c.r)
 		c.r = nil
 	}

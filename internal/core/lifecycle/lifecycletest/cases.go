@@ -236,7 +236,7 @@ var Mends = []MendCase{
 	{"finished, then stalled before its end marker", finished, lifecycle.StopStalled, true, false, 0},
 	{"finished, then a malformed event: not whole, not continued", finished, lifecycle.StopMalformed, false, false, 0},
 	{"finished, then an error event: not whole, not continued", finished, lifecycle.StopErrorEvent, false, false, 0},
-	{"closed after its end marker without a finish reason", text, lifecycle.StopClosed, false, true, lifecycle.BreakCut},
+	{"closed after its end marker without a finish reason: the provider says it is whole", text, lifecycle.StopClosed, true, false, 0},
 	{"ends cleanly without a finish reason", text, lifecycle.StopUnterminated, false, true, lifecycle.BreakCut},
 	{"cut", text, lifecycle.StopCut, false, true, lifecycle.BreakCut},
 	{"a malformed event", text, lifecycle.StopMalformed, false, true, lifecycle.BreakMalformed},
