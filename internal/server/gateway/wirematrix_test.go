@@ -1,0 +1,479 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-gw/sluice/internal/config"
+	"github.com/sluice-gw/sluice/internal/server/gateway"
+)
+
+// The wire matrix of the stream-encodings review, rebuilt in process: a
+// fake provider writes one 60-delta answer (é, 😀, /ok, "q" and
+// <b>&amp; in words 2-10) in an encoding, as an OpenAI or an Anthropic
+// stream, whole or broken as the case says; a healthy OpenAI-dialect
+// fallback continues from a prefill. Each cell is one request on its
+// own gateway (a cut or a stall is an upstream error, and the breaker
+// must not carry from one cell to the next), and must come out as the
+// compact baseline does:
+//
+//   - the client gets the 60 deltas' text exactly once, the right
+//     finish (stop or end_turn), usage 60, one terminator, no error;
+//   - the log says outcome ok, output_tokens 60, and a TTFT no shorter
+//     than the fake's delay before its first delta (the head is not a
+//     token);
+//   - a cut (C), a stall (S) or a malformed event (M) after delta 20 is
+//     continued on the fallback, from exactly the text the client had,
+//     with its cause in the log, a stall at the stall deadline even
+//     when keepalives or pings come during it; a whole stream (N, U) is
+//     never continued, whatever its terminator;
+//   - an OpenAI client that did not ask for usage (U) gets no usage
+//     chunk;
+//   - text that mentions the protocol is text: "data: [DONE]" in a
+//     stream then cut is continued (C-done), "event: error" in a whole
+//     answer goes out untouched (N-error);
+//   - a stream the client leaves after 20 deltas, with no usage ever
+//     sent, is logged as 20 output tokens within 5 %, text (K) or tool
+//     call arguments (KT).
+//
+// Subtests are named encoding/dialect/case. -v prints the matrix as the
+// review's table (t.Log). The cells run concurrently, each with its
+// own sockets, so the whole matrix takes seconds, not the minutes its
+// sleeps add up to.
+
+type wireCase string
+
+const (
+	caseNormal        wireCase = "N"
+	caseCut           wireCase = "C"
+	caseStall         wireCase = "S"
+	caseNoUsage       wireCase = "U"
+	caseMalformed     wireCase = "M"
+	caseDoneText      wireCase = "C-done"
+	caseErrorText     wireCase = "N-error"
+	caseClientCut     wireCase = "K"
+	caseClientCutTool wireCase = "KT"
+)
+
+// base is what the fake does: a hostile case is its plain one with other
+// text.
+func (c wireCase) base() wireCase {
+	switch c {
+	case caseDoneText:
+		return caseCut
+	case caseErrorText:
+		return caseNormal
+	}
+	return c
+}
+
+func (c wireCase) hostile() string {
+	switch c {
+	case caseDoneText:
+		return "\n\ndata: [DONE]\n\n"
+	case caseErrorText:
+		return "\nevent: error\ndata: {\"type\":\"error\"}\n\n"
+	}
+	return ""
+}
+
+// A dialect is a column group: the client's API, the provider's kind.
+type wireDialect struct {
+	name, model      string
+	client, provider bool // Anthropic?
+	head             string
+}
+
+var wireDialects = []wireDialect{
+	{"oai", "chat", false, false, "OpenAI→openai"},
+	{"ant", "chatant", true, true, "Anthropic→anthropic"},
+	{"oai2ant", "chatx", false, true, "OpenAI→anthropic (translated)"},
+	{"ant2oai", "chatantx", true, false, "Anthropic→openai (translated)"},
+}
+
+// A row is an encoding (a name sseenc parses) and the provider kinds it
+// applies to ("" both).
+type wireRow struct {
+	enc, only string
+}
+
+var wireRows = []wireRow{
+	{"compact", ""}, {"spaced", ""}, {"pydefault", ""}, {"starlette", ""},
+	{"pydefault+no-done", ""}, {"spaced+no-done", ""}, {"nospace+pydefault", ""},
+	{"pretty", ""}, {"no-event-lines+pretty", "anthropic"},
+	{"sortkeys", ""}, {"shuffle", ""}, {"escaped", ""}, {"slashes", ""},
+	{"crlf", ""}, {"cr", ""}, {"nospace", ""},
+	{"comments", ""}, {"pings", "anthropic"}, {"idretry", ""},
+	{"oai-event", "openai"}, {"no-event-lines", "anthropic"}, {"no-ping", "anthropic"},
+	{"no-done", ""}, {"usage-always", "openai"}, {"usage-inline", "openai"},
+	{"bytewise", ""},
+}
+
+// The second table: hostile text, a malformed event and the client's
+// own cut, in the encodings that matter most.
+var wireExtraRows = []wireRow{{"compact", ""}, {"spaced", ""}, {"shuffle", ""}}
+
+var wireExtraCases = []wireCase{caseDoneText, caseErrorText, caseMalformed, caseClientCut, caseClientCutTool}
+
+func (r wireRow) applies(d wireDialect) bool {
+	return r.only == "" || (r.only == "anthropic") == d.provider
+}
+
+func mainCases(d wireDialect) []wireCase {
+	if d.client {
+		return []wireCase{caseNormal, caseCut, caseStall}
+	}
+	return []wireCase{caseNormal, caseCut, caseStall, caseNoUsage}
+}
+
+type wireCell struct {
+	enc string
+	d   wireDialect
+	c   wireCase
+}
+
+func (c wireCell) name() string { return c.enc + "/" + c.d.name + "/" + string(c.c) }
+
+// wireResult is a cell's verdict: codes for the table, problems for the
+// test's log.
+type wireResult struct {
+	codes, problems []string
+}
+
+func (r *wireResult) fail(code, format string, args ...any) {
+	r.codes = append(r.codes, code)
+	r.problems = append(r.problems, code+": "+fmt.Sprintf(format, args...))
+}
+
+func (r wireResult) verdict() string {
+	if len(r.codes) == 0 {
+		return "ok"
+	}
+	return strings.Join(r.codes, ",")
+}
+
+func TestWireMatrix(t *testing.T) {
+	start := time.Now()
+	sem := make(chan struct{}, 32)
+	var mu sync.Mutex
+	got := map[string]string{}
+	cell := func(c wireCell) {
+		t.Run(c.name(), func(t *testing.T) {
+			done := make(chan wireResult, 1)
+			go func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				done <- runWireCell(c)
+			}()
+			t.Parallel()
+			r := <-done
+			mu.Lock()
+			got[c.name()] = r.verdict()
+			mu.Unlock()
+			for _, p := range r.problems {
+				t.Error(p)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("wire matrix, %d cells in %s\n%s\n%s", len(got), time.Since(start).Round(100*time.Millisecond),
+			wireTable(got, wireRows, mainCases), wireTable(got, wireExtraRows, func(wireDialect) []wireCase { return wireExtraCases }))
+	})
+	for _, r := range wireRows {
+		for _, d := range wireDialects {
+			if r.applies(d) {
+				for _, c := range mainCases(d) {
+					cell(wireCell{r.enc, d, c})
+				}
+			}
+		}
+	}
+	for _, r := range wireExtraRows {
+		for _, d := range wireDialects {
+			for _, c := range wireExtraCases {
+				cell(wireCell{r.enc, d, c})
+			}
+		}
+	}
+}
+
+// wireTable is the verdicts as a markdown table, a row per encoding and
+// a column per dialect; "–" not applicable, "·" not run.
+func wireTable(got map[string]string, rows []wireRow, cases func(wireDialect) []wireCase) string {
+	var b strings.Builder
+	b.WriteString("| encoding |")
+	for _, d := range wireDialects {
+		var names []string
+		for _, c := range cases(d) {
+			names = append(names, string(c))
+		}
+		fmt.Fprintf(&b, " %s %s |", d.head, strings.Join(names, " / "))
+	}
+	b.WriteString("\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s |", r.enc)
+		for _, d := range wireDialects {
+			var vs []string
+			for _, c := range cases(d) {
+				v, ok := got[wireCell{r.enc, d, c}.name()]
+				switch {
+				case !r.applies(d):
+					v = "–"
+				case !ok:
+					v = "·"
+				}
+				vs = append(vs, v)
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(vs, " / "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func wireGateway(fake, fallback string, logs io.Writer) (*gateway.Gateway, error) {
+	y := fmt.Sprintf(`
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+log: {format: json}
+server:
+  stream_stall_timeout: %[3]s
+  stream_stall_floor: %[3]s
+providers:
+  - {name: wireoai, kind: openai, base_url: %[1]s}
+  - {name: wireant, kind: anthropic, base_url: %[1]s}
+  - {name: fallback, kind: openai, base_url: %[2]s, continuation: prefill}
+models:
+  - name: chat
+    targets: [{provider: wireoai, model: up-model}, {provider: fallback, model: fb-model}]
+  - name: chatant
+    targets: [{provider: wireant, model: up-model}, {provider: fallback, model: fb-model}]
+  - name: chatx
+    targets: [{provider: wireant, model: up-model}, {provider: fallback, model: fb-model}]
+  - name: chatantx
+    targets: [{provider: wireoai, model: up-model}, {provider: fallback, model: fb-model}]
+`, fake, fallback, wireStall)
+	cfg, err := config.Parse([]byte(y), "wirematrix.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(logs, cfg.Log)})
+}
+
+// runWireCell runs one cell on its own gateway and judges it.
+func runWireCell(c wireCell) (res wireResult) {
+	base := c.c.base()
+	tool := base == caseClientCutTool
+	deltas := wireAnswer(c.c.hostile())
+	if tool {
+		deltas = wireToolArgs()
+	}
+	fake := newWireFake(c.enc, base, deltas)
+	fb := newWireFallback(deltas)
+	defer fb.close()
+	defer fake.close()
+	var logs strings.Builder
+	lw := &syncWriter{w: &logs}
+	g, err := wireGateway(fake.srv.URL, fb.srv.URL, lw)
+	if err != nil {
+		res.fail("SETUP", "%v", err)
+		return res
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer g.Close()
+	defer srv.Close()
+	stopAfter := 0
+	if base == caseClientCut || base == caseClientCutTool {
+		stopAfter = wireBreakAt
+	}
+	got := wireRequest(srv.URL, c.d.model, c.d.client, base != caseNoUsage, tool, stopAfter)
+	var lg wireLog
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		lw.mu.Lock()
+		lg = readWireLog(logs.String())
+		lw.mu.Unlock()
+		if lg.found {
+			break
+		}
+	}
+	if stopAfter > 0 {
+		judgeClientCut(&res, got, lg, fake)
+	} else {
+		judgeWhole(&res, c, got, lg, fake, fb)
+	}
+	if len(res.problems) > 0 {
+		res.problems = append(res.problems, fmt.Sprintf("took %s; %s\nclient got:\n%s", got.took.Round(time.Millisecond), lg, clip(got.raw)))
+	}
+	return res
+}
+
+func clip(b []byte) string {
+	const most = 2400
+	if len(b) > most {
+		return string(b[:most/2]) + "\n[…]\n" + string(b[len(b)-most/2:])
+	}
+	return string(b)
+}
+
+var wordNum = regexp.MustCompile(`w(\d+)`)
+
+// duplicates counts the answer's words in text: repeated, missing.
+func duplicates(text, hostile string) (dup, miss int) {
+	seen := make([]int, wireDeltas+1)
+	for _, m := range wordNum.FindAllStringSubmatch(text, -1) {
+		if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= wireDeltas {
+			seen[n]++
+		}
+	}
+	if hostile != "" {
+		seen[wireHostileAt+1] = strings.Count(text, hostile)
+	}
+	for _, n := range seen[1:] {
+		dup += max(0, n-1)
+		if n == 0 {
+			miss++
+		}
+	}
+	return dup, miss
+}
+
+func judgeWhole(res *wireResult, c wireCell, got wireRead, lg wireLog, fake *wireFake, fb *wireFallback) {
+	want := strings.Join(wireAnswer(c.c.hostile()), "")
+	base := c.c.base()
+	broken := base == caseCut || base == caseStall || base == caseMalformed
+	_, _, stallStart, resumed, _ := fake.snapshot()
+	prefills, at := fb.snapshot()
+	if got.status != 200 {
+		res.fail("STATUS", "status %d", got.status)
+		return
+	}
+	if got.text != want {
+		dup, miss := duplicates(got.text, c.c.hostile())
+		switch {
+		case dup > 0 || miss > 0:
+			if dup > 0 {
+				res.fail(fmt.Sprintf("DUP+%d", dup), "%d words duplicated", dup)
+			}
+			if miss > 0 {
+				res.fail(fmt.Sprintf("MISS-%d", miss), "%d words missing", miss)
+			}
+		default:
+			res.fail("TEXT", "text %q, want %q", got.text, want)
+		}
+	}
+	if (base == caseNormal || base == caseNoUsage) && (lg.continued != "" || len(at) > 0) {
+		res.fail("FALSECUT", "a whole stream was continued (%q, %d fallback calls)", lg.continued, len(at))
+	}
+	if base == caseStall && resumed {
+		res.fail(fmt.Sprintf("NOSTALL(%.1fs)", got.took.Seconds()), "the stall was waited out, not cut at the %s stall deadline", wireStall)
+	}
+	if broken && !resumed && len(at) == 0 {
+		code := "NOCONT"
+		if len(got.errors) > 0 {
+			code += "+err"
+		}
+		res.fail(code, "the break was not continued")
+	}
+	if base == caseStall && resumed && len(at) > 0 {
+		res.fail("FALSECUT", "the stream, whole after its stall, was continued (%q)", lg.continued)
+	}
+	if broken && !resumed && len(at) > 0 {
+		want := map[wireCase]string{caseCut: "cause=cut", caseStall: "cause=stall", caseMalformed: "cause=malformed"}[base]
+		if !strings.Contains(lg.continued, want) {
+			res.fail("CAUSE", "log continued=%q, want %s", lg.continued, want)
+		}
+		if sofar := strings.Join(fake.deltas[:wireBreakAt], ""); len(prefills) == 0 || prefills[0] != sofar {
+			res.fail("PREFILL", "the fallback was asked to continue from %q, want exactly the text the client had, %q", prefills, sofar)
+		}
+		if base == caseStall && !stallStart.IsZero() {
+			if d := at[0].Sub(stallStart); d > wireStall+time.Second || d < wireStall*8/10 {
+				res.fail(fmt.Sprintf("STALLAT(%dms)", d.Milliseconds()), "the stall was cut %s after it began, want at the %s stall deadline", d, wireStall)
+			}
+		}
+	}
+	if len(at) > 1 {
+		res.fail(fmt.Sprintf("%dxFALLBACK", len(at)), "the fallback was called %d times", len(at))
+	}
+	if base == caseStall && !resumed && len(at) > 0 {
+		if !waitUntil(2*time.Second, func() bool { _, _, _, _, x := fake.snapshot(); return x }) {
+			res.fail("NOCANCEL", "the stalled call was not cancelled upstream")
+		}
+	}
+	if len(got.errors) > 0 && !strings.HasPrefix(strings.Join(res.codes, ","), "NOCONT") {
+		res.fail("ERR", "error events %q", got.errors)
+	}
+	if len(got.badJSON) > 0 {
+		res.fail("BADJSON", "the client got data that is not JSON: %q", got.badJSON)
+	}
+	wantFinish := map[bool]string{false: "stop", true: "end_turn"}[c.d.client]
+	if got.finish != wantFinish {
+		res.fail("FINISH", "finish %q, want %q", got.finish, wantFinish)
+	}
+	clientUsage := got.usage
+	if base == caseNoUsage {
+		clientUsage = wireDeltas // not asked for: not judged
+	}
+	if clientUsage != wireDeltas || lg.outputTokens != wireDeltas {
+		res.fail(fmt.Sprintf("USAGE(%d/%d)", got.usage, lg.outputTokens), "usage %d in the client, output_tokens %d in the log; want %d", got.usage, lg.outputTokens, wireDeltas)
+	}
+	if base == caseNoUsage && got.usageChunks > 0 {
+		res.fail("UCHUNK", "a client that did not ask for usage got %d usage chunks", got.usageChunks)
+	}
+	switch {
+	case got.terminators == 0:
+		res.fail("NOEND", "no terminator")
+	case got.terminators > 1:
+		res.fail(fmt.Sprintf("%dxEND", got.terminators), "%d terminators", got.terminators)
+	}
+	if !lg.found {
+		res.fail("NOLOG", "no request log line")
+		return
+	}
+	if lg.outcome != "ok" {
+		res.fail("OUTCOME", "log outcome %s reason %s, want ok", lg.outcome, lg.reason)
+	}
+	if lg.ttft < wireFirstToken {
+		res.fail("TTFT", "log ttft %s, below the %s before the first delta: the head was counted as a token", lg.ttft, wireFirstToken)
+	}
+}
+
+// judgeClientCut: a stream the client left after 20 deltas, with no
+// usage from the provider, is logged as what was relayed, within 5 %.
+func judgeClientCut(res *wireResult, got wireRead, lg wireLog, fake *wireFake) {
+	relayed := got.deltas + got.argDeltas
+	_, sent, _, _, _ := fake.snapshot()
+	if got.status != 200 {
+		res.fail("STATUS", "status %d", got.status)
+		return
+	}
+	if relayed != wireBreakAt || sent != wireBreakAt {
+		res.fail(fmt.Sprintf("SHORT(%d)", relayed), "the client got %d deltas of the %d sent, want %d", relayed, sent, wireBreakAt)
+	}
+	if !lg.found {
+		res.fail("NOLOG", "no request log line")
+		return
+	}
+	if abs(lg.outputTokens-relayed) > max(1, relayed*5/100) {
+		res.fail(fmt.Sprintf("BILL(%d/%d)", lg.outputTokens, relayed), "log output_tokens %d for %d deltas relayed; want within 5 %%", lg.outputTokens, relayed)
+	}
+}
+
+func abs(n int) int { return max(n, -n) }
+
+func waitUntil(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
