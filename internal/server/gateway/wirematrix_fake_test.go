@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 )
 
 // The wire matrix's providers: a fake that writes one 60-delta answer
@@ -27,12 +29,15 @@ const (
 	wireFirstToken = 100 * time.Millisecond
 	wireGap        = 3 * time.Millisecond
 	// wireStall is the gateway's stall deadline (floor and ceiling alike,
-	// so it does not depend on the gaps); wireStallHold how long a
-	// stalled fake stays silent before it sends the rest, so a stall not
-	// cut shows as an answer after wireStallHold; wireKeepalive the
-	// interval of comments or pings during the stall.
-	wireStall     = 500 * time.Millisecond
-	wireStallHold = 2500 * time.Millisecond
+	// so it does not depend on the gaps): long enough that a busy
+	// two-core box does not stall a healthy stream, short enough that a
+	// stall cell costs about a second. wireStallHold is how long a stalled
+	// fake stays silent before it sends the rest, so a stall not cut
+	// shows as an answer after it; wireKeepalive the interval of comments
+	// or pings during the stall when the encoding names none, under
+	// wireStall as the rows' 300 ms are.
+	wireStall     = 800 * time.Millisecond
+	wireStallHold = 4 * time.Second
 	wireKeepalive = 300 * time.Millisecond
 	// wireHostileAt is the delta whose text a hostile row replaces.
 	wireHostileAt = 14
@@ -72,7 +77,7 @@ func wireToolArgs() []string {
 // /chat/completions and the Anthropic one on /messages.
 type wireFake struct {
 	srv    *httptest.Server
-	enc    string
+	row    wireRow
 	cs     wireCase
 	deltas []string
 
@@ -90,8 +95,8 @@ func (f *wireFake) snapshot() (calls, sent int, stallStart time.Time, resumed, c
 	return f.calls, f.sent, f.stallStart, f.resumed, f.cancelled
 }
 
-func newWireFake(enc string, cs wireCase, deltas []string) *wireFake {
-	f := &wireFake{enc: enc, cs: cs, deltas: deltas}
+func newWireFake(row wireRow, cs wireCase, deltas []string) *wireFake {
+	f := &wireFake{row: row, cs: cs, deltas: deltas}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -132,18 +137,18 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 	f.calls++
 	f.mu.Unlock()
 	ant := strings.HasSuffix(r.URL.Path, "/messages")
-	enc, err := sseencParse(f.enc)
+	enc, err := sseenc.Parse(f.row.enc)
 	if err != nil {
 		http.Error(w, err.Error(), 500)
 		return
 	}
-	rnd := rand.New(rand.NewPCG(seedOf(f.enc), seedOf(string(f.cs))))
+	st := enc.Stream(rand.New(rand.NewPCG(seedOf(f.row.name), seedOf(string(f.cs)))))
 	ctx := r.Context()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	var buf []byte
 	put := func(b []byte) bool {
-		if enc.Bytewise {
+		if f.row.bytewise {
 			for i := range b {
 				w.Write(b[i : i+1])
 				w.(http.Flusher).Flush()
@@ -155,7 +160,7 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 		return ctx.Err() == nil
 	}
 	emit := func(name, data string) bool {
-		buf = enc.AppendEvent(buf[:0], name, []byte(data), rnd)
+		buf = st.AppendEvent(buf[:0], name, []byte(data))
 		return put(buf)
 	}
 	tool := f.cs == caseClientCutTool
@@ -167,7 +172,7 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 		} else {
 			emit("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 		}
-		if !enc.NoPing {
+		if !enc.NoPing() {
 			emit("ping", `{"type":"ping"}`)
 		}
 	} else {
@@ -187,10 +192,10 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 			case caseCut:
 				return // the stream ends with no finish
 			case caseMalformed:
-				put(enc.AppendEvent(nil, map[bool]string{true: "content_block_delta"}[ant], []byte(`{"choices":[{"delta":{"content":"oops`), rnd))
+				put(st.AppendEvent(nil, map[bool]string{true: "content_block_delta"}[ant], []byte(`{"choices":[{"delta":{"content":"oops`)))
 				return
 			case caseStall:
-				if !f.stall(ctx, enc, ant, put, emit) {
+				if !f.stall(ctx, st, ant, put, emit) {
 					return
 				}
 			case caseClientCut, caseClientCutTool:
@@ -223,20 +228,20 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 	if ant {
 		emit("content_block_stop", `{"type":"content_block_stop","index":0}`)
 		emit("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":%d}}`, len(f.deltas)))
-		if !enc.NoDone {
+		if !enc.NoDone() {
 			emit("message_stop", `{"type":"message_stop"}`)
 		}
 		return
 	}
-	if enc.UsageInline {
+	if f.row.inline {
 		emit("", ev.chunk(`{}`, `"stop"`, usage))
 	} else {
 		emit("", ev.chunk(`{}`, `"stop"`, ""))
-		if req.StreamOptions.IncludeUsage || enc.UsageAlways {
+		if req.StreamOptions.IncludeUsage || enc.UsageLast() {
 			emit("", ev.usage(usage))
 		}
 	}
-	if !enc.NoDone {
+	if !enc.NoDone() {
 		emit("", "[DONE]")
 	}
 }
@@ -249,7 +254,12 @@ func (f *wireFake) cancel() {
 
 // stall is wireStallHold of silence, or of keepalives if the encoding
 // sends them; false if the gateway gave up on the call first.
-func (f *wireFake) stall(ctx context.Context, enc *wireEnc, ant bool, put func([]byte) bool, emit func(string, string) bool) bool {
+func (f *wireFake) stall(ctx context.Context, st *sseenc.Stream, ant bool, put func([]byte) bool, emit func(string, string) bool) bool {
+	comment, ping := st.Encoding().Keepalive()
+	every := st.Encoding().KeepaliveEvery()
+	if every == 0 {
+		every = wireKeepalive
+	}
 	f.mu.Lock()
 	f.stallStart = time.Now()
 	f.mu.Unlock()
@@ -259,16 +269,16 @@ func (f *wireFake) stall(ctx context.Context, enc *wireEnc, ant bool, put func([
 		if left <= 0 {
 			break
 		}
-		if !sleep(ctx, min(left, wireKeepalive)) {
+		if !sleep(ctx, min(left, every)) {
 			f.cancel()
 			return false
 		}
 		switch {
 		case time.Until(end) <= 0:
-		case enc.Keepalive:
-			put(enc.AppendComment(nil, "keepalive"))
-		case enc.Pings && ant:
+		case ping && ant:
 			emit("ping", `{"type":"ping"}`)
+		case comment || ping:
+			put(st.AppendComment(nil))
 		}
 	}
 	f.mu.Lock()
