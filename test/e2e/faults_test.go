@@ -32,6 +32,28 @@ import (
 //
 // A row whose feature is not merged yet names it in pending and is
 // skipped; SLUICE_E2E_PENDING=1 runs it anyway.
+//
+// Every streamed row also runs under other encodings: both mocks write
+// their streams in a legal form other than compact JSON (sluice mock
+// --encoding, package sseenc), and the client must get the same whole
+// answer. A whole (unstreamed) row is the same bytes under every
+// encoding, so it runs once, compact. Which encodings, where:
+//
+//   - TestFaultsQuick (the normal suite): the quick rows under three
+//     hostile encodings, spaced (json.dumps), shuffle+crlf (random key
+//     order, CRLF) and pretty (multi-line data:), instead of compact:
+//     every encoding there would make the test command minutes longer,
+//     and compact is what every other test already writes.
+//   - TestFaultsOneAtATime (SLUICE_E2E_LONG): every row's single run
+//     under compact, pydefault (spaced with \u escapes), shuffle,
+//     pretty+crlf and comments+keepalive (comment lines, and keepalive
+//     comments every second while a stream stalls, under the 5 s stall
+//     floor);
+//   - TestFaultsAtBrownoutRate (SLUICE_E2E_LONG): compact only. The
+//     brownout run is about load, not spelling, and 100 requests per row
+//     per encoding would take the long suite past twelve minutes.
+//
+// A subtest is row/encoding: -run 'Fault/cut-eof-40/pretty' runs one.
 type faultRow struct {
 	name   string
 	fault  string // how it is caused, for the log and the docs
@@ -73,6 +95,35 @@ const (
 	longSuiteMessage     = "the fault suite runs real processes for several minutes; set SLUICE_E2E_LONG=1 to run it (SLUICE_E2E_LONG=1 go test ./test/e2e -run Fault -v)"
 	pendingRowsEnvToggle = "SLUICE_E2E_PENDING"
 )
+
+// The encodings of the doc comment above, as sluice mock --encoding
+// words.
+var (
+	quickEncodings = []string{"spaced", "shuffle+crlf", "pretty"}
+	longEncodings  = []string{"compact", "pydefault", "shuffle", "pretty+crlf", "comments+keepalive"}
+)
+
+// faultRun is one row under one encoding.
+type faultRun struct {
+	faultRow
+	encoding string // sluice mock --encoding; "compact" writes as the mock always did
+}
+
+// underEncodings: each streamed row under every encoding, each whole
+// row once, compact.
+func underEncodings(rows []faultRow, encodings []string) []faultRun {
+	var out []faultRun
+	for _, r := range rows {
+		if !r.stream {
+			out = append(out, faultRun{r, "compact"})
+			continue
+		}
+		for _, e := range encodings {
+			out = append(out, faultRun{r, e})
+		}
+	}
+	return out
+}
 
 func fail(k string) map[string]string { return map[string]string{"X-Mock-Fail": k} }
 
@@ -299,7 +350,7 @@ func faultRows() []faultRow {
 					return fmt.Errorf("status %d, %v: %.200s", a.status, a.transport, a.body)
 				}
 				if a.text != want {
-					return fmt.Errorf("got %d words before the failure's event, want all %d (events lost)", len(strings.Fields(a.text)), 60)
+					return fmt.Errorf("got %d words before the failure's event, want all %d exactly once (fewer: events lost; more: a whole answer continued)", len(strings.Fields(a.text)), 60)
 				}
 				if a.errEvent == "" {
 					return a.complete(want)
@@ -361,12 +412,12 @@ func prefillRefusal(a faultAnswer, want string) error {
 	return nil
 }
 
-// runRows runs each selected row as a subtest, at most faultsParallel
-// at once (two cores are shared with the processes).
-func runRows(t *testing.T, rows []faultRow, run func(t *testing.T, r faultRow)) {
+// runRows runs each selected row as a subtest, row/encoding, at most
+// faultsParallel at once (two cores are shared with the processes).
+func runRows(t *testing.T, rows []faultRun, run func(t *testing.T, r faultRun)) {
 	sem := make(chan struct{}, faultsParallel)
 	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
+		t.Run(r.name+"/"+r.encoding, func(t *testing.T) {
 			if r.pending != "" && os.Getenv(pendingRowsEnvToggle) == "" {
 				t.Skipf("pending: %s (not merged yet); set %s=1 to run it anyway, or clear the row's pending field once merged", r.pending, pendingRowsEnvToggle)
 			}
@@ -379,7 +430,7 @@ func runRows(t *testing.T, rows []faultRow, run func(t *testing.T, r faultRow)) 
 }
 
 // singleRun: r.n requests r.gap apart.
-func singleRun(t *testing.T, r faultRow) faultFigures {
+func singleRun(t *testing.T, r faultRun) faultFigures {
 	s := startFaultStack(t, r, "single")
 	if r.warm {
 		warmUp(t, s, r)
@@ -395,7 +446,7 @@ func singleRun(t *testing.T, r faultRow) faultFigures {
 }
 
 // brownoutRun: 20 req/s for 5 s, every request meeting the fault.
-func brownoutRun(t *testing.T, r faultRow) faultFigures {
+func brownoutRun(t *testing.T, r faultRun) faultFigures {
 	s := startFaultStack(t, r, "brownout")
 	if r.warm {
 		warmUp(t, s, r)
@@ -404,14 +455,15 @@ func brownoutRun(t *testing.T, r faultRow) faultFigures {
 	return judge(t, r, "brownout", sendAll(t, s, r, "brownout", n, time.Second/brownoutRate, clientTimeout), s)
 }
 
-// TestFaultsOneAtATime: every row, single requests a few seconds apart.
+// TestFaultsOneAtATime: every row, single requests a few seconds apart,
+// each streamed row under every long encoding.
 //
 //	SLUICE_E2E_LONG=1 go test ./test/e2e -run FaultsOneAtATime -v
 func TestFaultsOneAtATime(t *testing.T) {
 	if os.Getenv("SLUICE_E2E_LONG") == "" {
 		t.Skip(longSuiteMessage)
 	}
-	runRows(t, faultRows(), func(t *testing.T, r faultRow) { singleRun(t, r) })
+	runRows(t, underEncodings(faultRows(), longEncodings), func(t *testing.T, r faultRun) { singleRun(t, r) })
 }
 
 // TestFaultsAtBrownoutRate: every row at seed 000's 20 req/s for 5 s.
@@ -421,14 +473,14 @@ func TestFaultsAtBrownoutRate(t *testing.T) {
 	if os.Getenv("SLUICE_E2E_LONG") == "" {
 		t.Skip(longSuiteMessage)
 	}
-	runRows(t, faultRows(), func(t *testing.T, r faultRow) { brownoutRun(t, r) })
+	runRows(t, underEncodings(faultRows(), []string{"compact"}), func(t *testing.T, r faultRun) { brownoutRun(t, r) })
 }
 
-// TestFaultsQuick: the quick rows, two single requests each, in the
-// normal suite (about 15 s).
+// TestFaultsQuick: the quick rows, two single requests each, streamed
+// ones under the quick encodings, in the normal suite (about 30 s).
 func TestFaultsQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs real processes for about 15 s")
+		t.Skip("runs real processes for about 30 s")
 	}
 	var quick []faultRow
 	for _, r := range faultRows() {
@@ -437,5 +489,5 @@ func TestFaultsQuick(t *testing.T) {
 			quick = append(quick, r)
 		}
 	}
-	runRows(t, quick, func(t *testing.T, r faultRow) { singleRun(t, r) })
+	runRows(t, underEncodings(quick, quickEncodings), func(t *testing.T, r faultRun) { singleRun(t, r) })
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 )
 
 // faultAnswer is what one client request got from the gateway, read in
@@ -163,29 +164,24 @@ func (a *faultAnswer) readWhole(raw []byte) {
 // readStream reads server-sent events to the end of the body: the text
 // deltas, the finish reason, the end marker and any error event. Text
 // after an error event still counts: an event must never be lost, nor
-// an answer go on after its error.
+// an answer go on after its error. An untranslated stream reaches the
+// client as its provider wrote it, so the events are read by the SSE
+// specification (sseenc.Decode: CRLF or lone CR, data: with or without
+// its space, multi-line data, comments), not line by line.
 func (a *faultAnswer) readStream(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	event := ""
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "event: "):
-			event = strings.TrimPrefix(l, "event: ")
-			if event == "message_stop" {
-				a.done = true
-			}
-		case strings.HasPrefix(l, "data: "):
-			data := strings.TrimPrefix(l, "data: ")
-			if a.anthropic {
-				a.anthropicEvent(event, data)
-			} else {
-				a.openAIEvent(data)
-			}
+	raw, err := io.ReadAll(r)
+	events, _ := sseenc.Decode(string(raw))
+	for _, ev := range events {
+		if ev.Name == "message_stop" {
+			a.done = true
+		}
+		if a.anthropic {
+			a.anthropicEvent(ev.Name, ev.Data)
+		} else {
+			a.openAIEvent(ev.Data)
 		}
 	}
-	return sc.Err()
+	return err
 }
 
 func (a *faultAnswer) openAIEvent(data string) {
@@ -235,5 +231,7 @@ func (a *faultAnswer) anthropicEvent(event, data string) {
 		a.text += v.Delta.Text
 	case v.Type == "message_delta" && v.Delta.StopReason != "":
 		a.finish = v.Delta.StopReason
+	case v.Type == "message_stop":
+		a.done = true
 	}
 }

@@ -28,7 +28,7 @@ type faultStack struct {
 // startFaultStack writes the row's config and scripts into a temporary
 // directory (their ${...} filled in) and starts the processes: the
 // mocks first, then the gateway on a config naming their addresses.
-func startFaultStack(t *testing.T, r faultRow, run string) faultStack {
+func startFaultStack(t *testing.T, r faultRun, run string) faultStack {
 	t.Helper()
 	bin := buildSluice(t)
 	var s faultStack
@@ -51,11 +51,17 @@ func startFaultStack(t *testing.T, r faultRow, run string) faultStack {
 	}
 	pScript := fill("primary", or(r.primary, "mock.yaml"), vars...)
 	fScript := fill("fallback", or(r.fallback, "mock.yaml"))
+	// Both mocks write in the run's encoding: a provider's fallback is
+	// often the same kind of server, and a continuation's bytes must be
+	// read as well as the broken call's.
+	mockArgs := func(script, addr string) []string {
+		return []string{"mock", "--script", script, "--listen", addr, "--grace", "1s", "--encoding", or(r.encoding, "compact")}
+	}
 	s.primary = startOnFreePort(t, func(addr string) procs.Spec {
-		return procs.Spec{Path: bin, Args: []string{"mock", "--script", pScript, "--listen", addr, "--grace", "1s"}, Ready: ready("http://" + addr + "/stats")}
+		return procs.Spec{Path: bin, Args: mockArgs(pScript, addr), Ready: ready("http://" + addr + "/stats")}
 	})
 	s.fallback = startOnFreePort(t, func(addr string) procs.Spec {
-		return procs.Spec{Path: bin, Args: []string{"mock", "--script", fScript, "--listen", addr, "--grace", "1s"}, Ready: ready("http://" + addr + "/stats")}
+		return procs.Spec{Path: bin, Args: mockArgs(fScript, addr), Ready: ready("http://" + addr + "/stats")}
 	})
 	s.admin = startOnFreePort(t, func(admin string) procs.Spec {
 		s.listen, s.admin = freeAddr(t), admin
@@ -130,8 +136,8 @@ type faultRequest struct {
 	anthropic bool
 }
 
-func (r faultRow) request(run string, i int) faultRequest {
-	return faultRequest{i: i, prompt: fmt.Sprintf("fault %s, %s run, request %d: tell me a story", r.name, run, i), anthropic: i%2 == 1}
+func (r faultRun) request(run string, i int) faultRequest {
+	return faultRequest{i: i, prompt: fmt.Sprintf("fault %s, %s run in %s, request %d: tell me a story", r.name, run, r.encoding, i), anthropic: i%2 == 1}
 }
 
 // faultResult is a request's answer and the verdict on it.
@@ -147,7 +153,7 @@ type faultResult struct {
 // first-token ceiling, 10 s, rather than 4x its recent TTFT, at least
 // 2 s) and the 10 healthy calls its breaker's slow threshold rests on
 // (before them it is 10 s). The mocks' counters are reset after.
-func warmUp(t *testing.T, s faultStack, r faultRow) {
+func warmUp(t *testing.T, s faultStack, r faultRun) {
 	t.Helper()
 	const n = 12
 	errs := make([]error, n)
@@ -176,7 +182,7 @@ func warmUp(t *testing.T, s faultStack, r faultRow) {
 // sendAll sends n requests, the i-th at i*gap from now, each in its own
 // goroutine and bounded by timeout, and returns them in order once all
 // have answered.
-func sendAll(t *testing.T, s faultStack, r faultRow, run string, n int, gap, timeout time.Duration) []faultResult {
+func sendAll(t *testing.T, s faultStack, r faultRun, run string, n int, gap, timeout time.Duration) []faultResult {
 	t.Helper()
 	out := make([]faultResult, n)
 	var wg sync.WaitGroup
@@ -242,7 +248,7 @@ func (f faultFigures) String() string {
 
 // judge fails the test for every request the row's client check
 // refused (the first few in detail) and for the providers' counts.
-func judge(t *testing.T, r faultRow, run string, res []faultResult, s faultStack) faultFigures {
+func judge(t *testing.T, r faultRun, run string, res []faultResult, s faultStack) faultFigures {
 	t.Helper()
 	// A mock counts a call when its handler returns, which can be just
 	// after the gateway has answered from what the call sent.
@@ -253,7 +259,7 @@ func judge(t *testing.T, r faultRow, run string, res []faultResult, s faultStack
 		t.Fatal(err)
 	}
 	f.trips = int(trips)
-	t.Logf("FAULTS %s %s: %s", r.name, run, f)
+	t.Logf("FAULTS %s %s %s: %s", r.name, r.encoding, run, f)
 	bad := 0
 	for _, x := range res {
 		if x.err == nil {

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 )
 
 // ParseScript parses a YAML behaviour script (format in the package
@@ -34,6 +35,9 @@ func ParseScript(data []byte) (upstream.Config, error) {
 		return upstream.Config{}, err
 	}
 	if err := cfg.Validate(); err != nil {
+		return upstream.Config{}, err
+	}
+	if _, err := sseenc.Parse(cfg.Encoding); err != nil {
 		return upstream.Config{}, err
 	}
 	return cfg, nil

@@ -62,7 +62,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		c.structured(body)
 		c.setPrompt(q.System, q.Messages, true)
 		c.enc = func(p *plan) encoder {
-			e := &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool, thinking: c.thinking}
+			e := &messagesEnc{id: "msg_" + p.id, model: s.modelName(q.Model), prompt: prompt, tool: c.tool, thinking: c.thinking, w: p.sse}
 			if e.thinking {
 				e.text = 1
 			}
@@ -101,6 +101,9 @@ type messagesEnc struct {
 	// index is text (1; else 0).
 	thinking bool
 	text     int
+	// w writes the events; the type is repeated in an event line (unless
+	// the encoding drops them), which some clients dispatch on.
+	w *sseWriter
 }
 
 func (e *messagesEnc) toolBlock(input string) toolUseBlock {
@@ -153,13 +156,6 @@ func (e *messagesEnc) body(text string, tokens int, capped bool) []byte {
 	return b
 }
 
-// sseEvent is one Anthropic-style event: the type is repeated in an
-// event line, which some clients dispatch on.
-func sseEvent(name string, v any) []byte {
-	b, _ := json.Marshal(v)
-	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, b)
-}
-
 // blockEvent is a content_block_* event; type leads, as in Anthropic's.
 type blockEvent struct {
 	Type         string `json:"type"`
@@ -169,7 +165,7 @@ type blockEvent struct {
 }
 
 func (e *messagesEnc) streamHead() []byte {
-	b := sseEvent("message_start", struct {
+	b := e.w.event("message_start", struct {
 		Type    string        `json:"type"`
 		Message messageObject `json:"message"`
 	}{"message_start", messageObject{
@@ -178,17 +174,26 @@ func (e *messagesEnc) streamHead() []byte {
 		Usage:   anthropicUsage{e.prompt, 1},
 	}})
 	if e.thinking {
-		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &thinkingBlock{Type: "thinking"}})...)
-		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "thinking_delta", "thinking": mockThinking}})...)
-		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "signature_delta", "signature": mockSignature}})...)
-		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop"})...)
+		b = append(b, e.w.event("content_block_start", blockEvent{Type: "content_block_start", ContentBlock: &thinkingBlock{Type: "thinking"}})...)
+		b = append(b, e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "thinking_delta", "thinking": mockThinking}})...)
+		b = append(b, e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Delta: map[string]string{"type": "signature_delta", "signature": mockSignature}})...)
+		b = append(b, e.w.event("content_block_stop", blockEvent{Type: "content_block_stop"})...)
 	}
-	b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: e.text, ContentBlock: &textBlock{"text", ""}})...)
-	return append(b, sseEvent("ping", map[string]string{"type": "ping"})...)
+	b = append(b, e.w.event("content_block_start", blockEvent{Type: "content_block_start", Index: e.text, ContentBlock: &textBlock{"text", ""}})...)
+	if e.w.enc().NoPing() {
+		return b
+	}
+	return append(b, e.ping()...)
+}
+
+// ping is Anthropic's ping event, sent after the head and, with the
+// pings encoding, while a stream stalls.
+func (e *messagesEnc) ping() []byte {
+	return e.w.event("ping", map[string]string{"type": "ping"})
 }
 
 func (e *messagesEnc) streamToken(tok string) []byte {
-	return sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: e.text, Delta: &textBlock{"text_delta", tok}})
+	return e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: e.text, Delta: &textBlock{"text_delta", tok}})
 }
 
 func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
@@ -199,19 +204,19 @@ func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
 	type usage struct {
 		OutputTokens int `json:"output_tokens"`
 	}
-	b := sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: e.text})
+	b := e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: e.text})
 	reason := stopReason(capped)
 	if e.tool != nil && !capped {
 		at := e.text + 1
-		b = append(b, sseEvent("content_block_start", blockEvent{Type: "content_block_start", Index: at, ContentBlock: e.toolBlock("{}")})...)
-		b = append(b, sseEvent("content_block_delta", blockEvent{Type: "content_block_delta", Index: at, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
-		b = append(b, sseEvent("content_block_stop", blockEvent{Type: "content_block_stop", Index: at})...)
+		b = append(b, e.w.event("content_block_start", blockEvent{Type: "content_block_start", Index: at, ContentBlock: e.toolBlock("{}")})...)
+		b = append(b, e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: at, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
+		b = append(b, e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: at})...)
 		reason = "tool_use"
 	}
-	b = append(b, sseEvent("message_delta", struct {
+	b = append(b, e.w.event("message_delta", struct {
 		Type  string `json:"type"`
 		Delta delta  `json:"delta"`
 		Usage usage  `json:"usage"`
 	}{"message_delta", delta{StopReason: reason}, usage{tokens}})...)
-	return append(b, sseEvent("message_stop", map[string]string{"type": "message_stop"})...)
+	return append(b, e.w.end("message_stop", map[string]string{"type": "message_stop"})...)
 }

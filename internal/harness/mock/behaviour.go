@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 )
 
 // plan is every decision about one call, made when it arrives by the
@@ -29,6 +31,13 @@ type plan struct {
 	contextWindow int
 	prefill       string
 	words         string
+	// encoding is how the call's stream is written (encoding.go), with
+	// its keepalive interval and the seed its shuffle draws from; sse
+	// writes it.
+	encoding  sseenc.Encoding
+	keepEvery time.Duration
+	encSeed   [2]uint64
+	sse       *sseWriter
 }
 
 // Header names a test can set on one request to steer it.
@@ -43,6 +52,8 @@ const (
 	HeaderContextWindow = "X-Mock-Context-Window"
 	HeaderPrefill       = "X-Mock-Prefill"
 	HeaderWords         = "X-Mock-Words"
+	// HeaderEncoding (encoding.go) picks how this call's stream is
+	// written.
 )
 
 func (s *Server) newPlan(r *http.Request) (*plan, error) {
@@ -56,8 +67,16 @@ func (s *Server) newPlan(r *http.Request) (*plan, error) {
 		seq: seq, id: fmt.Sprintf("%016x%08x", up.IDHi, up.IDLo), rng: rng, created: now,
 		ttft: up.TTFT, tpotScale: up.TPOTScale, tokens: up.Tokens, fail: up.Fail,
 		contextWindow: s.cfg.ContextWindow, prefill: s.cfg.AssistantPrefill, words: s.cfg.Words,
+		encSeed: [2]uint64{a ^ 0x5ee5ee5ee5ee5ee5, b},
 	}
-	return p, p.applyHeaders(r.Header)
+	if err := p.applyHeaders(r.Header); err != nil {
+		return p, err
+	}
+	if err := p.applyEncoding(r, s.encoding, s.TimeScale()); err != nil {
+		return p, err
+	}
+	p.sse = newSSEWriter(p)
+	return p, nil
 }
 
 // applyHeaders lets a test override this call's plan. Bad values are the

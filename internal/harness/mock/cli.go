@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/model/upstream"
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 )
 
 // Main is `sluice mock [flags]`: it serves a mock provider until SIGINT or
@@ -122,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	fs.DurationVar(&flagCfg.TTFT, "ttft", def.TTFT, "base time to first token")
 	fs.DurationVar(&flagCfg.TPOT, "tpot", def.TPOT, "time per output token")
 	fs.BoolVar(&flagCfg.EarlyHead, "early-head", false, "send a stream's headers and head at once, its first token after the TTFT")
+	fs.StringVar(&flagCfg.Encoding, "encoding", "", "write streams in this legal form: `words` joined by '+' from "+strings.Join(sseenc.Words(), ", ")+" (e.g. spaced+crlf, pretty+noevent, pydefault+keepalive:250ms; default compact)")
 	fs.Var(tokenRangeFlag{&flagCfg.OutputTokens}, "output-tokens", "reply length: `N` or MIN-MAX")
 	fs.IntVar(&flagCfg.MaxRunning, "max-running", 0, "concurrent generating calls (0 = unlimited)")
 	fs.IntVar(&flagCfg.MaxWaiting, "max-waiting", 0, "queued calls beyond max-running before 503/529 (0 = unlimited, -1 = none)")
@@ -157,6 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 		"ttft":           func() { cfg.TTFT = flagCfg.TTFT },
 		"tpot":           func() { cfg.TPOT = flagCfg.TPOT },
 		"early-head":     func() { cfg.EarlyHead = flagCfg.EarlyHead },
+		"encoding":       func() { cfg.Encoding = flagCfg.Encoding },
 		"output-tokens":  func() { cfg.OutputTokens = flagCfg.OutputTokens },
 		"max-running":    func() { cfg.MaxRunning = flagCfg.MaxRunning },
 		"max-waiting":    func() { cfg.MaxWaiting = flagCfg.MaxWaiting },
@@ -184,6 +187,9 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, listen string, gra
 	cfg = cfg.Scaled(*timeScale)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, "", 0, fmt.Errorf("invalid settings: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if _, err := sseenc.Parse(cfg.Encoding); err != nil {
+		return Config{}, "", 0, fmt.Errorf("--encoding: %v", err)
 	}
 	return cfg, listen, grace, nil
 }

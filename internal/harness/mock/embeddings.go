@@ -127,3 +127,4 @@ func vector(seed uint64, input json.RawMessage, dim int) []float32 {
 func (e *embedEnc) streamHead() []byte          { return nil }
 func (e *embedEnc) streamToken(string) []byte   { return nil }
 func (e *embedEnc) streamTail(int, bool) []byte { return nil }
+func (e *embedEnc) ping() []byte                { return nil }

@@ -168,23 +168,6 @@ func scriptedContextError(proto protocol, p *plan, c *call) []byte {
 	return proto.contextError(c.promptTokens, window)
 }
 
-// End markers no_done leaves out: OpenAI's [DONE] and Anthropic's
-// message_stop. Anthropic's message_delta, before it, carries the
-// stop_reason and usage, as OpenAI's last chunks carry finish_reason
-// and usage before [DONE]: what is missing is the marker and nothing
-// else. The Responses API has no marker apart from response.completed,
-// which carries the status and usage, so its streams are unchanged.
-var endMarkers = [][]byte{done, sseEvent("message_stop", map[string]string{"type": "message_stop"})}
-
-func withoutEndMarker(tail []byte) []byte {
-	for _, m := range endMarkers {
-		if t, ok := bytes.CutSuffix(tail, m); ok {
-			return t
-		}
-	}
-	return tail
-}
-
 // bodyCut is where to cut a whole answer's body so that it ends just
 // after text, the first part of the answer's text: after the JSON
 // encoding of text where it starts the body's text field. It falls back

@@ -62,6 +62,9 @@ type encoder interface {
 	streamHead() []byte // SSE bytes due before the first token
 	streamToken(tok string) []byte
 	streamTail(tokens int, capped bool) []byte
+	// ping is the dialect's keepalive event (Anthropic's ping), nil
+	// where it has none.
+	ping() []byte
 }
 
 // serveCall runs one generation request start to finish and counts it.
@@ -183,6 +186,7 @@ type gen struct {
 	n      int
 	capped bool
 	opened bool   // the stream's headers and head are sent
+	head   bool   // the stream's head is sent: a ping may follow it
 	echo   string // text before the generated tokens (tools.go)
 	// reply is a scripted answer's words (answers.go); nil: generated.
 	reply []string
@@ -267,7 +271,7 @@ func (g *gen) whole() outcome {
 				if !g.flush() {
 					return outCancelled
 				}
-				if o, over := g.stall(f); over {
+				if o, over := g.stall(f, false); over {
 					return o
 				}
 				if ending = f.Ending(); ending != upstream.ThenResume {
@@ -331,9 +335,16 @@ func (g *gen) wholeHead(length int) {
 }
 
 // stall is a stall's silence: for its for, or until the client leaves.
-// over reports that the call ended in it.
-func (g *gen) stall(f *Failure) (o outcome, over bool) {
+// A stream whose encoding asks for keepalives sends them through it
+// (stallStream). over reports that the call ended in it.
+func (g *gen) stall(f *Failure, stream bool) (o outcome, over bool) {
 	g.faulted = true
+	if comment, ping := g.p.encoding.Keepalive(); stream && (comment || ping) {
+		if !g.stallStream(f.For, comment, ping) {
+			return outInjectedCancelled, true
+		}
+		return 0, false
+	}
 	if f.For == 0 {
 		<-g.ctx.Done()
 		return outInjectedCancelled, true
@@ -344,10 +355,39 @@ func (g *gen) stall(f *Failure) (o outcome, over bool) {
 	return 0, false
 }
 
+// stallStream is a stream's stall of d (0: until the client leaves) that
+// is not silent: every keepEvery a comment, a ping, or both, and never a
+// token, so a gateway can be tested on keepalives not being progress.
+// Before the head a ping would break the dialect's order, so a comment
+// goes in its place, as it does where the dialect has no ping. false:
+// the client left.
+func (g *gen) stallStream(d time.Duration, comment, ping bool) bool {
+	every := max(g.p.keepEvery, time.Millisecond)
+	var slept time.Duration
+	for d == 0 || slept+every < d {
+		if !wait.Sleep(g.ctx, every) {
+			return false
+		}
+		slept += every
+		var b []byte
+		p := g.enc.ping()
+		if ping && g.head && p != nil {
+			b = p
+		}
+		if comment || b == nil {
+			b = append(g.p.sse.comment(), b...)
+		}
+		if !g.send(b) {
+			return false
+		}
+	}
+	return wait.Sleep(g.ctx, d-slept)
+}
+
 // open sends a stream's headers and head.
 func (g *gen) open() bool {
 	g.headers()
-	g.opened = true
+	g.opened, g.head = true, true
 	return g.send(g.enc.streamHead())
 }
 
@@ -364,7 +404,7 @@ func (g *gen) stream() outcome {
 	}
 	f, kind := g.p.fail, g.failKind()
 	if kind == FailMalformed && f.AfterTokens == 0 && f.Then == "" {
-		g.send(garbageEvent(g.enc.streamToken(word(g.p.rng))))
+		g.send(g.garbageEvent(g.enc.streamToken(word(g.p.rng))))
 		return outInjected
 	}
 	at := g.faultAt()
@@ -381,6 +421,7 @@ func (g *gen) stream() outcome {
 	if !g.opened && !g.send(g.enc.streamHead()) {
 		return outCancelled
 	}
+	g.head = true
 	if g.echo != "" && !g.send(g.enc.streamToken(g.echo)) {
 		return outCancelled
 	}
@@ -400,11 +441,8 @@ func (g *gen) stream() outcome {
 			return outCancelled
 		}
 	}
-	tail := g.enc.streamTail(g.n, g.capped)
-	if kind == FailNoDone {
-		tail = withoutEndMarker(tail)
-	}
-	if !g.send(tail) {
+	// The writer leaves out the end marker for no_done (newSSEWriter).
+	if !g.send(g.enc.streamTail(g.n, g.capped)) {
 		return outCancelled
 	}
 	return g.done()
@@ -417,13 +455,13 @@ func (g *gen) fault(f *Failure) (o outcome, over bool) {
 	ending := f.Kind
 	switch f.Kind {
 	case FailStall:
-		if o, over := g.stall(f); over {
+		if o, over := g.stall(f, true); over {
 			return o, true
 		}
 		ending = f.Ending()
 	case FailMalformed:
 		g.faulted = true
-		if !g.send(garbageEvent(g.enc.streamToken(" malformed"))) {
+		if !g.send(g.garbageEvent(g.enc.streamToken(" malformed"))) {
 			return outCancelled, true
 		}
 		ending = f.Ending()
@@ -462,7 +500,9 @@ func garbageBody(body []byte) []byte {
 	return append(body[:len(body)/2:len(body)/2], "\n<!-- upstream error -->"...)
 }
 
-// garbageEvent is one SSE event whose data is cut mid-JSON.
-func garbageEvent(ev []byte) []byte {
-	return append(bytes.TrimRight(ev[:len(ev)/2:len(ev)/2], "\n"), "\n\n"...)
+// garbageEvent is one SSE event whose data is cut mid-JSON, ended as
+// the encoding ends an event.
+func (g *gen) garbageEvent(ev []byte) []byte {
+	eol := g.p.encoding.LineEnd()
+	return append(bytes.TrimRight(ev[:len(ev)/2:len(ev)/2], "\r\n"), eol+eol...)
 }

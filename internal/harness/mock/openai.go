@@ -55,12 +55,6 @@ func finishReason(capped bool) *string {
 	return &r
 }
 
-// sseData is one OpenAI-style event: a data line only.
-func sseData(v any) []byte {
-	b, _ := json.Marshal(v)
-	return fmt.Appendf(nil, "data: %s\n\n", b)
-}
-
 // openAIRequest holds the fields both OpenAI generation endpoints read.
 type openAIRequest struct {
 	Model         string `json:"model"`
@@ -107,7 +101,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		c.structured(body)
 		c.setPrompt(nil, q.Messages, openAIContinues(body))
 		c.enc = func(p *plan) encoder {
-			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage()}, c.tool}
+			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage(), p.sse}, c.tool}
 		}
 		return c, nil
 	})
@@ -125,7 +119,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		c := q.call(promptBytes(q.Prompt))
 		c.prompt = string(q.Prompt)
 		c.enc = func(p *plan) encoder {
-			return &completionEnc{oaiCommon{"cmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage()}}
+			return &completionEnc{oaiCommon{"cmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage(), p.sse}}
 		}
 		return c, nil
 	})
@@ -168,9 +162,13 @@ type oaiCommon struct {
 	created      int64
 	prompt       int
 	includeUsage bool
+	w            *sseWriter
 }
 
-var done = []byte("data: [DONE]\n\n")
+// usageChunk: the stream ends with a usage chunk, because the request
+// asked (stream_options.include_usage) or the encoding sends it anyway
+// (usagelast), as some compatible servers do.
+func (e *oaiCommon) usageChunk() bool { return e.includeUsage || e.w.enc().UsageLast() }
 
 type chatEnc struct {
 	oaiCommon
@@ -228,11 +226,11 @@ func (e *chatEnc) body(text string, tokens int, capped bool) []byte {
 // streamHead is the role-only chunk OpenAI sends before any content.
 func (e *chatEnc) streamHead() []byte {
 	empty := ""
-	return sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{Role: "assistant", Content: &empty}}))
+	return e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{Role: "assistant", Content: &empty}}))
 }
 
 func (e *chatEnc) streamToken(tok string) []byte {
-	return sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{Content: &tok}}))
+	return e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{Content: &tok}}))
 }
 
 func (e *chatEnc) streamTail(tokens int, capped bool) []byte {
@@ -244,20 +242,20 @@ func (e *chatEnc) streamTail(tokens int, capped bool) []byte {
 		head := e.toolCall(new(int))
 		args := head.Function.Arguments
 		head.Function.Arguments = ""
-		b = sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{head}}}))
+		b = e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{head}}}))
 		more := openAIToolCall{Index: new(int)}
 		more.Function.Arguments = args
-		b = append(b, sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{more}}}))...)
+		b = append(b, e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{more}}}))...)
 		*finish = "tool_calls"
 	}
-	b = append(b, sseData(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finish}))...)
-	if e.includeUsage {
+	b = append(b, e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finish}))...)
+	if e.usageChunk() {
 		// The extra chunk stream_options.include_usage asks for.
 		u := e.object("chat.completion.chunk", chatChoice{})
 		u.Choices, u.Usage = []chatChoice{}, newUsage(e.prompt, tokens)
-		b = append(b, sseData(u)...)
+		b = append(b, e.w.data(u)...)
 	}
-	return append(b, done...)
+	return append(b, e.w.done()...)
 }
 
 type completionEnc struct{ oaiCommon }
@@ -291,14 +289,17 @@ func (e *completionEnc) body(text string, tokens int, capped bool) []byte {
 
 func (e *completionEnc) streamHead() []byte { return nil }
 
-func (e *completionEnc) streamToken(tok string) []byte { return sseData(e.object(tok, nil)) }
+func (e *completionEnc) streamToken(tok string) []byte { return e.w.data(e.object(tok, nil)) }
 
 func (e *completionEnc) streamTail(tokens int, capped bool) []byte {
-	b := sseData(e.object("", finishReason(capped)))
-	if e.includeUsage {
+	b := e.w.data(e.object("", finishReason(capped)))
+	if e.usageChunk() {
 		u := e.object("", nil)
 		u.Choices, u.Usage = []completionChoice{}, newUsage(e.prompt, tokens)
-		b = append(b, sseData(u)...)
+		b = append(b, e.w.data(u)...)
 	}
-	return append(b, done...)
+	return append(b, e.w.done()...)
 }
+
+// OpenAI's APIs have no ping event: a stall's keepalives are comments.
+func (e *oaiCommon) ping() []byte { return nil }

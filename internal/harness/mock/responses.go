@@ -39,7 +39,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			c.maxTokens = *q.MaxOutputTokens
 		}
 		c.enc = func(p *plan) encoder {
-			return &responsesEnc{id: p.id, model: s.modelName(q.Model), created: p.created.Unix(), prompt: c.promptTokens}
+			return &responsesEnc{id: p.id, model: s.modelName(q.Model), created: p.created.Unix(), prompt: c.promptTokens, w: p.sse}
 		}
 		return c, nil
 	})
@@ -51,6 +51,7 @@ type responsesEnc struct {
 	prompt    int
 	seq       int
 	text      strings.Builder // the streamed text so far
+	w         *sseWriter
 }
 
 type responseText struct {
@@ -119,7 +120,7 @@ func (e *responsesEnc) event(typ string, fields map[string]any) []byte {
 	b, _ := json.Marshal(fields)
 	// "type" first, as OpenAI sends it (encoding/json sorts map keys).
 	data := append([]byte(`{"type":"`+typ+`",`), b[1:]...)
-	return append(append([]byte("event: "+typ+"\ndata: "), data...), "\n\n"...)
+	return e.w.raw(typ, data)
 }
 
 func (e *responsesEnc) part(text string) responseText {
@@ -149,3 +150,5 @@ func (e *responsesEnc) streamTail(tokens int, capped bool) []byte {
 	}
 	return append(b, e.event(final, map[string]any{"response": e.object(true, text, tokens, capped)})...)
 }
+
+func (e *responsesEnc) ping() []byte { return nil }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/model/upstream"
 	"github.com/sluice-gw/sluice/internal/wire/native"
+	"github.com/sluice-gw/sluice/internal/wire/sseenc"
 	"github.com/sluice-gw/sluice/internal/wire/vendors"
 )
 
@@ -21,6 +22,8 @@ type Server struct {
 	start time.Time
 	mux   *http.ServeMux
 	sched *scheduler
+	// encoding is Config.Encoding, parsed.
+	encoding sseenc.Encoding
 
 	rngMu   sync.Mutex // guards planner and answers
 	planner *upstream.Planner
@@ -77,6 +80,10 @@ func NewWithClock(cfg Config, now func() time.Time) *Server {
 	if err := cfg.Validate(); err != nil {
 		panic("mock.New: " + err.Error())
 	}
+	enc, err := sseenc.Parse(cfg.Encoding)
+	if err != nil {
+		panic("mock.New: " + err.Error())
+	}
 	if cfg.OutputTokens == (TokenRange{}) {
 		cfg.OutputTokens = upstream.DefaultOutputTokens
 	}
@@ -95,6 +102,8 @@ func NewWithClock(cfg Config, now func() time.Time) *Server {
 		planner: upstream.NewPlanner(cfg),
 		answers: newAnswers(cfg),
 		sched:   newScheduler(cfg),
+
+		encoding: enc,
 	}
 	m := http.NewServeMux()
 	m.HandleFunc("/v1/chat/completions", post(openAI{}, s.handleChat))

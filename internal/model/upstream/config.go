@@ -11,7 +11,7 @@ import (
 // test. The zero value is an instant provider (no latency, no failures,
 // unlimited capacity) with the default output length; DefaultConfig
 // gives the demo latencies. EarlyHead, EmbeddingDim, Models, Answers,
-// AssistantPrefill and Words describe what the HTTP mock sends and are
+// AssistantPrefill, Words and Encoding describe what the HTTP mock sends and are
 // not simulated (the simulator sends no prefill).
 type Config struct {
 	// Seed drives every random decision, so equal seeds replay equal
@@ -75,6 +75,12 @@ type Config struct {
 	// word. Either way a prefilled call continues its answer after the
 	// prefill's words.
 	Words string `yaml:"words"`
+
+	// Encoding is how the HTTP mock writes its streams: words of
+	// package sseenc joined by '+' ("spaced+crlf"; empty: compact, the
+	// bytes OpenAI's and Anthropic's APIs write). Its keepalive
+	// interval, when the stream stalls, scales with the time scale.
+	Encoding string `yaml:"encoding"`
 
 	// Answers script the replies to prompts that contain a given text;
 	// other prompts get pseudo-latin words.
