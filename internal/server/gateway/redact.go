@@ -317,7 +317,7 @@ func hexRune(s []byte, i int) (r rune, ok, short bool) {
 		case c >= '0' && c <= '9':
 			c -= '0'
 		case c|0x20 >= 'a' && c|0x20 <= 'f':
-			c = c|0x20 - 'a' + 10
+			c = (c | 0x20) - 'a' + 10
 		default:
 			return 0, false, false
 		}
