@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -57,13 +58,21 @@ type eventScrub struct {
 	held    []byte
 	heldStr []span
 	heldBl  []blank
+	out     []byte // what events returns when it is not p itself
+	// r reads events and follows their text: taken from eventReaders
+	// when an event must be read, given back when nothing is followed.
+	r *eventReader
+}
+
+// eventReader is what reading an event takes, and the text followed
+// from the last one: pooled, so that a stream whose events are read
+// costs no allocation for it, per event or per stream.
+type eventReader struct {
 	// tails is the text each string of the last event ended with that
 	// could begin a secret, by the string's place; next, the current
 	// event's, being built.
 	tails, next []tail
-	out         []byte // what events returns when it is not p itself
 
-	// One event's reading, kept for its buffers.
 	dec   *jsontext.Decoder
 	rd    bytes.Reader
 	data  []byte
@@ -75,6 +84,27 @@ type eventScrub struct {
 	refs  []int   // the event's string i is held as heldStr[refs[i]], or -1
 	cont  []byte
 	name  []byte
+}
+
+var eventReaders = sync.Pool{New: func() any { return new(eventReader) }}
+
+// following reports whether text is followed from an event before.
+func (s *eventScrub) following() bool { return s.r != nil && len(s.r.tails) > 0 }
+
+// release gives the reader back when nothing is followed.
+func (s *eventScrub) release() {
+	if s.r != nil && len(s.r.tails) == 0 {
+		eventReaders.Put(s.r)
+		s.r = nil
+	}
+}
+
+// unfollow stops following text, and gives the reader back.
+func (s *eventScrub) unfollow() {
+	if s.r != nil {
+		s.r.tails = s.r.tails[:0]
+		s.release()
+	}
 }
 
 // span is where a JSON string is, quotes included: b[s:e].
@@ -120,7 +150,7 @@ type dataLine struct{ data, ev, n int }
 // and returns what goes on: p, or its own bytes when events are held,
 // released or rewritten.
 func (s *eventScrub) events(k keyScrub, p []byte) []byte {
-	if len(k.keys) == 0 || len(s.tails) == 0 && !k.mayBegin(p) {
+	if len(k.keys) == 0 || !s.following() && !k.mayBegin(p) {
 		return p
 	}
 	own := len(s.held) > 0
@@ -131,7 +161,7 @@ func (s *eventScrub) events(k keyScrub, p []byte) []byte {
 	for off := 0; off < len(p); {
 		n := sseEventEnd(p[off:], cr)
 		e := p[off : off+n]
-		if len(s.tails) == 0 && !k.mayBegin(e) {
+		if !s.following() && !k.mayBegin(e) {
 			if own {
 				s.out = append(s.out, e...)
 			}
@@ -140,6 +170,7 @@ func (s *eventScrub) events(k keyScrub, p []byte) []byte {
 		}
 		off += n
 	}
+	s.release()
 	if !own {
 		return p
 	}
@@ -157,6 +188,9 @@ func (s *eventScrub) own(own *bool, prefix []byte) {
 
 // event scrubs event e, held or not, and decides what goes on.
 func (s *eventScrub) event(k keyScrub, e []byte, own *bool, prefix []byte) {
+	if s.r == nil {
+		s.r = eventReaders.Get().(*eventReader)
+	}
 	if !s.read(k, e) {
 		// No data: nothing said, no text ended; it keeps its place.
 		k.scrub(e)
@@ -168,7 +202,7 @@ func (s *eventScrub) event(k keyScrub, e []byte, own *bool, prefix []byte) {
 		return
 	}
 	hold, refHeld := false, false
-	for _, t := range s.next {
+	for _, t := range s.r.next {
 		hold = hold || len(t.text) >= minHeld
 		for _, q := range t.pos {
 			refHeld = refHeld || q.str >= 0
@@ -184,40 +218,40 @@ func (s *eventScrub) event(k keyScrub, e []byte, own *bool, prefix []byte) {
 		s.own(own, prefix)
 		base := len(s.held)
 		s.held = append(s.held, e...)
-		s.refs = s.refs[:0]
-		for range s.spans {
-			s.refs = append(s.refs, -1)
+		s.r.refs = s.r.refs[:0]
+		for range s.r.spans {
+			s.r.refs = append(s.r.refs, -1)
 		}
-		for _, b := range s.bl {
+		for _, b := range s.r.bl {
 			b.str = s.heldRef(b.str, base)
 			s.heldBl = append(s.heldBl, b)
 		}
-		for i := range s.next {
-			for j, q := range s.next[i].pos {
+		for i := range s.r.next {
+			for j, q := range s.r.next[i].pos {
 				if q.str <= -2 {
-					s.next[i].pos[j].str = s.heldRef(-2-q.str, base)
+					s.r.next[i].pos[j].str = s.heldRef(-2-q.str, base)
 				}
 			}
 		}
 	} else {
-		if len(s.bl) > 0 {
+		if len(s.r.bl) > 0 {
 			s.own(own, prefix)
-			s.out = emit(s.out, e, s.spans, s.bl)
+			s.out = emit(s.out, e, s.r.spans, s.r.bl)
 		} else if *own {
 			s.out = append(s.out, e...)
 		}
 		s.forget(func(q bytePos) bool { return q.str <= -2 })
 	}
-	s.tails, s.next = s.next, s.tails
+	s.r.tails, s.r.next = s.r.next, s.r.tails
 }
 
 // forget marks the bytes of the new tails that gone says have gone to
 // the client.
 func (s *eventScrub) forget(gone func(bytePos) bool) {
-	for i := range s.next {
-		for j, q := range s.next[i].pos {
+	for i := range s.r.next {
+		for j, q := range s.r.next[i].pos {
 			if gone(q) {
-				s.next[i].pos[j].str = -1
+				s.r.next[i].pos[j].str = -1
 			}
 		}
 	}
@@ -226,39 +260,39 @@ func (s *eventScrub) forget(gone func(bytePos) bool) {
 // heldRef is the heldStr index of the current event's string i, now held
 // at base.
 func (s *eventScrub) heldRef(i, base int) int {
-	if s.refs[i] < 0 {
-		s.refs[i] = len(s.heldStr)
-		s.heldStr = append(s.heldStr, span{base + s.spans[i].s, base + s.spans[i].e})
+	if s.r.refs[i] < 0 {
+		s.r.refs[i] = len(s.heldStr)
+		s.heldStr = append(s.heldStr, span{base + s.r.spans[i].s, base + s.r.spans[i].e})
 	}
-	return s.refs[i]
+	return s.r.refs[i]
 }
 
-// read reads event e: its data's strings and their blanks (s.spans,
-// s.meta, s.bl, and heldBl for secrets that began in held text), and
-// the text they end with that could begin a secret (s.next). Bytes of e
+// read reads event e: its data's strings and their blanks (s.r.spans,
+// s.r.meta, s.r.bl, and heldBl for secrets that began in held text), and
+// the text they end with that could begin a secret (s.r.next). Bytes of e
 // outside the data's strings lose whole secrets in place. It reports
 // false when e has no data.
 func (s *eventScrub) read(k keyScrub, e []byte) bool {
-	s.spans, s.meta, s.bl, s.next = s.spans[:0], s.meta[:0], s.bl[:0], s.next[:0]
-	for i := range s.tails {
-		s.tails[i].used = false
+	s.r.spans, s.r.meta, s.r.bl, s.r.next = s.r.spans[:0], s.r.meta[:0], s.r.bl[:0], s.r.next[:0]
+	for i := range s.r.tails {
+		s.r.tails[i].used = false
 	}
 	data, ok := s.dataOf(e)
 	if !ok {
 		return false
 	}
 	if !s.parse(data) {
-		s.spans, s.meta = s.spans[:0], s.meta[:0]
+		s.r.spans, s.r.meta = s.r.spans[:0], s.r.meta[:0]
 	}
 	last := 0
-	for i, sp := range s.spans {
+	for i, sp := range s.r.spans {
 		sp = s.toEvent(sp)
-		s.spans[i] = sp
+		s.r.spans[i] = sp
 		k.scrub(e[last:sp.s])
 		last = sp.e
 	}
 	k.scrub(e[last:])
-	for i := range s.spans {
+	for i := range s.r.spans {
 		s.str(k, e, i)
 	}
 	return true
@@ -267,23 +301,23 @@ func (s *eventScrub) read(k keyScrub, e []byte) bool {
 // str scrubs the event's string i: the secrets in it, with the text
 // before it at its place, and the tail it leaves.
 func (s *eventScrub) str(k keyScrub, e []byte, i int) {
-	sp, m := s.spans[i], s.meta[i]
+	sp, m := s.r.spans[i], s.r.meta[i]
 	var old *tail
 	if !m.name {
-		for j := range s.tails {
-			if t := &s.tails[j]; !t.used && t.path == m.path {
+		for j := range s.r.tails {
+			if t := &s.r.tails[j]; !t.used && t.path == m.path {
 				t.used, old = true, t
 				break
 			}
 		}
 	}
-	cont := s.cont[:0]
+	cont := s.r.cont[:0]
 	if old != nil {
 		cont = append(cont, old.text...)
 	}
 	base := len(cont)
 	cont = appendDecoded(cont, e[sp.s+1:sp.e-1])
-	s.cont = cont
+	s.r.cont = cont
 	// Every secret that ends in the string: those in the text before it
 	// were blanked when it came.
 	for a, b := nextPlain(k.keys, cont, 0); a >= 0; {
@@ -298,7 +332,7 @@ func (s *eventScrub) str(k keyScrub, e []byte, i int) {
 					s.heldBl = append(s.heldBl, blank{at.str, at.off, at.off + 1})
 				}
 			}
-			s.bl = append(s.bl, blank{i, max(a, base) - base, b - base})
+			s.r.bl = append(s.r.bl, blank{i, max(a, base) - base, b - base})
 			for q := a; q < b; q++ {
 				cont[q] = '*'
 			}
@@ -326,17 +360,17 @@ func (s *eventScrub) str(k keyScrub, e []byte, i int) {
 
 // newTail is the current event's tail at path, reusing a slot.
 func (s *eventScrub) newTail(path uint64) *tail {
-	for i := range s.next {
-		if s.next[i].path == path {
-			return &s.next[i]
+	for i := range s.r.next {
+		if s.r.next[i].path == path {
+			return &s.r.next[i]
 		}
 	}
-	if len(s.next) < cap(s.next) {
-		s.next = s.next[:len(s.next)+1]
+	if len(s.r.next) < cap(s.r.next) {
+		s.r.next = s.r.next[:len(s.r.next)+1]
 	} else {
-		s.next = append(s.next, tail{})
+		s.r.next = append(s.r.next, tail{})
 	}
-	t := &s.next[len(s.next)-1]
+	t := &s.r.next[len(s.r.next)-1]
 	t.path, t.used = path, false
 	return t
 }
@@ -347,7 +381,7 @@ func (s *eventScrub) newTail(path uint64) *tail {
 // filter before adds at the end (a trailer) comes before the events it
 // follows.
 func (s *eventScrub) flush() []byte {
-	s.tails = s.tails[:0]
+	s.unfollow()
 	if len(s.held) == 0 {
 		return nil
 	}
@@ -362,7 +396,7 @@ func (s *eventScrub) flush() []byte {
 // followed across.
 func (s *eventScrub) part(k keyScrub, p []byte) []byte {
 	k.scrub(p)
-	s.tails = s.tails[:0]
+	s.unfollow()
 	if len(s.held) == 0 {
 		return p
 	}

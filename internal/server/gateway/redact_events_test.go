@@ -252,3 +252,20 @@ func FuzzEventScrub(f *testing.F) {
 		}
 	})
 }
+
+// What the scrub costs a stream of 20 events: plain text (passed
+// unread), and text it must read (escapes, words ending as the key
+// begins).
+func BenchmarkEventScrub(b *testing.B) {
+	k := newKeyScrub(wireKey)
+	for _, c := range []struct{ name, content string }{{"plain", "word "}, {"read", `a\nbs`}} {
+		p := []byte(strings.Repeat(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`+c.content+`"}}]}`+"\n\n", 20))
+		b.Run(c.name, func(b *testing.B) {
+			var s eventScrub
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				s.events(k, p)
+			}
+		})
+	}
+}

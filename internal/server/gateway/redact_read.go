@@ -99,10 +99,10 @@ func sseEventEnd(b []byte, cr bool) int {
 }
 
 // dataOf is event e's data: its data lines' values joined by "\n" (a
-// line "data:v" or "data: v"), with s.lines saying where each is in e.
+// line "data:v" or "data: v"), with s.r.lines saying where each is in e.
 // ok is false when e has no data line.
 func (s *eventScrub) dataOf(e []byte) (data []byte, ok bool) {
-	s.lines = s.lines[:0]
+	s.r.lines = s.r.lines[:0]
 	n := 0
 	for i := 0; i < len(e); {
 		end := i
@@ -118,7 +118,7 @@ func (s *eventScrub) dataOf(e []byte) (data []byte, ok bool) {
 					at++
 				}
 			}
-			s.lines = append(s.lines, dataLine{data: n, ev: at, n: end - at})
+			s.r.lines = append(s.r.lines, dataLine{data: n, ev: at, n: end - at})
 			n += end - at + 1
 		}
 		i = end + 1
@@ -126,28 +126,28 @@ func (s *eventScrub) dataOf(e []byte) (data []byte, ok bool) {
 			i++
 		}
 	}
-	switch len(s.lines) {
+	switch len(s.r.lines) {
 	case 0:
 		return nil, false
 	case 1:
-		l := s.lines[0]
+		l := s.r.lines[0]
 		return e[l.ev : l.ev+l.n], true
 	}
-	s.data = s.data[:0]
-	for i, l := range s.lines {
+	s.r.data = s.r.data[:0]
+	for i, l := range s.r.lines {
 		if i > 0 {
-			s.data = append(s.data, '\n')
+			s.r.data = append(s.r.data, '\n')
 		}
-		s.data = append(s.data, e[l.ev:l.ev+l.n]...)
+		s.r.data = append(s.r.data, e[l.ev:l.ev+l.n]...)
 	}
-	return s.data, true
+	return s.r.data, true
 }
 
 // toEvent is where span sp of the data is in the event. A JSON string
 // holds no line break, so it is within one data line.
 func (s *eventScrub) toEvent(sp span) span {
-	l := s.lines[0]
-	for _, m := range s.lines[1:] {
+	l := s.r.lines[0]
+	for _, m := range s.r.lines[1:] {
 		if m.data > sp.s {
 			break
 		}
@@ -157,8 +157,8 @@ func (s *eventScrub) toEvent(sp span) span {
 	return span{sp.s + d, sp.e + d}
 }
 
-// parse reads data's JSON: every string in it goes to s.spans (where it
-// is in data) and s.meta (its path, or that it is a name). It reports
+// parse reads data's JSON: every string in it goes to s.r.spans (where it
+// is in data) and s.r.meta (its path, or that it is a name). It reports
 // false when data is not JSON, or not an object or array: the strings
 // read before a fault are dropped by the caller, and the event is then
 // scrubbed by its bytes.
@@ -167,54 +167,54 @@ func (s *eventScrub) parse(data []byte) bool {
 	if len(t) == 0 || t[0] != '{' && t[0] != '[' || bytes.HasPrefix(t, doneData) {
 		return false
 	}
-	s.rd.Reset(data)
-	if s.dec == nil {
-		s.dec = jsontext.NewDecoder(&s.rd, scrubDecodeOpts...)
+	s.r.rd.Reset(data)
+	if s.r.dec == nil {
+		s.r.dec = jsontext.NewDecoder(&s.r.rd, scrubDecodeOpts...)
 	} else {
-		s.dec.Reset(&s.rd, scrubDecodeOpts...)
+		s.r.dec.Reset(&s.r.rd, scrubDecodeOpts...)
 	}
-	s.stack = s.stack[:0]
-	for started := false; !started || len(s.stack) > 0; started = true {
+	s.r.stack = s.r.stack[:0]
+	for started := false; !started || len(s.r.stack) > 0; started = true {
 		var top *frame
-		if len(s.stack) > 0 {
-			top = &s.stack[len(s.stack)-1]
+		if len(s.r.stack) > 0 {
+			top = &s.r.stack[len(s.r.stack)-1]
 		}
-		switch kind := s.dec.PeekKind(); kind {
+		switch kind := s.r.dec.PeekKind(); kind {
 		case '{', '[':
 			path := valuePath(top)
-			if _, err := s.dec.ReadToken(); err != nil {
+			if _, err := s.r.dec.ReadToken(); err != nil {
 				return false
 			}
-			s.stack = append(s.stack, frame{h: path, arr: kind == '[', wantName: kind == '{'})
+			s.r.stack = append(s.r.stack, frame{h: path, arr: kind == '[', wantName: kind == '{'})
 		case '}', ']':
-			if _, err := s.dec.ReadToken(); err != nil {
+			if _, err := s.r.dec.ReadToken(); err != nil {
 				return false
 			}
-			s.stack = s.stack[:len(s.stack)-1]
-			afterValue(s.stack)
+			s.r.stack = s.r.stack[:len(s.r.stack)-1]
+			afterValue(s.r.stack)
 		case '"':
-			v, err := s.dec.ReadValue()
+			v, err := s.r.dec.ReadValue()
 			if err != nil {
 				return false
 			}
-			end := int(s.dec.InputOffset())
-			s.spans = append(s.spans, span{end - len(v), end})
+			end := int(s.r.dec.InputOffset())
+			s.r.spans = append(s.r.spans, span{end - len(v), end})
 			if top != nil && !top.arr && top.wantName {
-				s.name = appendDecoded(s.name[:0], v[1:len(v)-1])
-				top.member = mixBytes(mixByte(top.h, '.'), s.name)
+				s.r.name = appendDecoded(s.r.name[:0], v[1:len(v)-1])
+				top.member = mixBytes(mixByte(top.h, '.'), s.r.name)
 				top.wantName = false
-				s.meta = append(s.meta, strMeta{name: true})
+				s.r.meta = append(s.r.meta, strMeta{name: true})
 				continue
 			}
-			s.meta = append(s.meta, strMeta{path: valuePath(top)})
-			afterValue(s.stack)
+			s.r.meta = append(s.r.meta, strMeta{path: valuePath(top)})
+			afterValue(s.r.stack)
 		case 0:
 			return false
 		default:
-			if err := s.dec.SkipValue(); err != nil {
+			if err := s.r.dec.SkipValue(); err != nil {
 				return false
 			}
-			afterValue(s.stack)
+			afterValue(s.r.stack)
 		}
 	}
 	return true
