@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // No configured key, and nothing shaped like a bearer token, reaches a
@@ -18,9 +20,17 @@ import (
 //     (keyScrub.text);
 //   - success bodies, streamed or whole, lose the provider's secrets
 //     wherever they appear, even split across reads (keyScrub.scrub and
-//     partial). They are not searched for other bearer-shaped text: a
-//     model's answer may quote "Bearer abc123" in code it was asked to
-//     write.
+//     partial) or across a stream's events (eventScrub,
+//     redact_events.go). They are not searched for other bearer-shaped
+//     text: a model's answer may quote "Bearer abc123" in code it was
+//     asked to write.
+//
+// A secret is found by what the client will read, not by its bytes: a
+// provider's JSON may write any character of it as an escape (`\/` for
+// '/', `\u0063` for 'c'), and the client decodes those. keyScrub reads
+// the escapes as it matches (it sees bytes with no grammar: a whole
+// body, a part of one); eventScrub reads each event's JSON with a
+// tokenizer.
 //
 // A provider's secrets are its key and the values of any credential
 // header the operator sets for it (providers[].headers: api-key, say).
@@ -32,7 +42,19 @@ var bearerLike = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A
 var redacted = []byte("[redacted]")
 
 // keyScrub blanks a provider's secrets out of what it sends back.
-type keyScrub struct{ keys [][]byte }
+type keyScrub struct {
+	keys [][]byte
+	// risky are the letters c of the JSON escapes \c that can stand for
+	// a byte of a secret: u always, the others (/, n, ", ...) when a
+	// secret holds the byte they stand for. An event whose escapes are
+	// all others reads the same escaped as not.
+	risky string
+	// longest is the longest secret's length.
+	longest int
+}
+
+// shortEscapes are JSON's two-byte escapes and the bytes they stand for.
+const shortEscapes = "\"\"\\\\//b\bf\fn\nr\rt\t"
 
 // newKeyScrub scrubs the given secrets; those too short to mistake for
 // anything else (under 8 bytes, or empty for a keyless provider) are left
@@ -42,6 +64,16 @@ func newKeyScrub(secrets ...string) keyScrub {
 	for _, s := range secrets {
 		if len(s) >= 8 {
 			k.keys = append(k.keys, []byte(s))
+			k.longest = max(k.longest, len(s))
+		}
+	}
+	k.risky = "u"
+	for i := 0; i < len(shortEscapes); i += 2 {
+		for _, key := range k.keys {
+			if bytes.IndexByte(key, shortEscapes[i+1]) >= 0 {
+				k.risky += shortEscapes[i : i+1]
+				break
+			}
 		}
 	}
 	return k
@@ -49,45 +81,249 @@ func newKeyScrub(secrets ...string) keyScrub {
 
 // text removes the secrets and bearer-shaped tokens from b.
 func (k keyScrub) text(b []byte) []byte {
-	for _, key := range k.keys {
-		if bytes.Contains(b, key) {
-			b = bytes.ReplaceAll(b, key, redacted)
+	if s, e := k.next(b, 0); s >= 0 {
+		out := make([]byte, 0, len(b))
+		last := 0
+		for s >= 0 {
+			ns, ne := k.joined(b, s, &e)
+			out = append(append(out, b[last:s]...), redacted...)
+			last, s, e = e, ns, ne
 		}
+		b = append(out, b[last:]...)
 	}
 	return bearerLike.ReplaceAll(b, redacted)
 }
 
 // scrub blanks every whole occurrence of a secret in p, in place, with
-// asterisks of the same length, so a Content-Length stays true.
+// asterisks: each byte that spells it, an escape's bytes included, so a
+// Content-Length stays true (and a client decoding an escaped secret
+// reads more asterisks than it has characters).
 func (k keyScrub) scrub(p []byte) {
-	for _, key := range k.keys {
-		for i := 0; ; {
-			j := bytes.Index(p[i:], key)
-			if j < 0 {
-				break
-			}
-			for n := range key {
-				p[i+j+n] = '*'
-			}
-			i += j + len(key)
+	if len(k.keys) == 0 {
+		return
+	}
+	s, e := k.next(p, 0)
+	for s >= 0 {
+		ns, ne := k.joined(p, s, &e)
+		for i := s; i < e; i++ {
+			p[i] = '*'
 		}
+		s, e = ns, ne
 	}
 }
 
-// partial is how many bytes at the end of p could be the start of a
-// secret: a relay holds them back until the next read shows whether
-// they are.
-func (k keyScrub) partial(p []byte) int {
-	hold := 0
+// joined extends the occurrence of a secret at b[s:*e] over every one
+// that begins inside it (two secrets that overlap), and returns the next
+// occurrence after it, both found in b as it was.
+func (k keyScrub) joined(b []byte, s int, e *int) (int, int) {
+	ns, ne := k.next(b, s+1)
+	for ns >= 0 && ns < *e {
+		*e = max(*e, ne)
+		ns, ne = k.next(b, ns+1)
+	}
+	return ns, ne
+}
+
+// next is where the first secret at or after b[from] is, written
+// plainly or with JSON escapes: b[s:e], or -1s.
+func (k keyScrub) next(b []byte, from int) (s, e int) {
+	s, e = -1, -1
+	if from >= len(b) {
+		return
+	}
+	if bytes.IndexByte(b[from:], '\\') < 0 {
+		return nextPlain(k.keys, b, from)
+	}
+	for i := from; i < len(b); i++ {
+		if c := b[i]; c != '\\' && !k.begins(c) {
+			continue
+		}
+		for _, key := range k.keys {
+			if end, _ := follow(b, i, key); end > e || end >= 0 && s < 0 {
+				s, e = i, end
+			}
+		}
+		if s >= 0 && !escapedAt(b, s) {
+			return
+		}
+		s, e = -1, -1
+	}
+	return
+}
+
+// nextPlain is where the first of keys at or after b[from] is, byte for
+// byte: b[s:e], or -1s.
+func nextPlain(keys [][]byte, b []byte, from int) (s, e int) {
+	s, e = -1, -1
+	if from > len(b) {
+		return
+	}
+	for _, key := range keys {
+		if i := bytes.Index(b[from:], key); i >= 0 && (s < 0 || from+i < s || from+i == s && from+i+len(key) > e) {
+			s, e = from+i, from+i+len(key)
+		}
+	}
+	return
+}
+
+func (k keyScrub) begins(c byte) bool {
 	for _, key := range k.keys {
-		for n := min(len(key)-1, len(p)); n > hold; n-- {
-			if bytes.HasPrefix(key, p[len(p)-n:]) {
-				hold = n
-				break
+		if key[0] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// partial is how many bytes at the end of p could be the start of a
+// secret, plainly or with JSON escapes (an escape cut short included):
+// a relay holds them back until the next read shows whether they are.
+// A whole secret that ends among them is not held: its bytes go on,
+// blanked, with what comes before.
+func (k keyScrub) partial(p []byte) int {
+	if len(k.keys) == 0 || len(p) == 0 {
+		return 0
+	}
+	// Six bytes (\u0063) is the most a byte of a secret takes.
+	lo := max(0, len(p)-6*k.longest)
+	for s, e := k.next(p, max(0, lo-6*k.longest)); s >= 0; s, e = k.next(p, s+1) {
+		lo = max(lo, e)
+	}
+	for i := lo; i < len(p); i++ {
+		if c := p[i]; c != '\\' && !k.begins(c) || escapedAt(p, i) {
+			continue
+		}
+		for _, key := range k.keys {
+			if _, cut := follow(p, i, key); cut {
+				return len(p) - i
 			}
 		}
 	}
-	return hold
+	return 0
+}
+
+// follow reads key in b from b[i], each of its bytes plain or in a JSON
+// escape: end is where key ends in b, or -1 when b does not spell it
+// there; cut, whether b ended first, having spelt the start of key
+// (an escape cut short counts as one that might).
+func follow(b []byte, i int, key []byte) (end int, cut bool) {
+	var buf [4]byte
+	for m := 0; m < len(key); {
+		if i >= len(b) {
+			return -1, true
+		}
+		if c := b[i]; c != '\\' {
+			if c != key[m] {
+				return -1, false
+			}
+			m, i = m+1, i+1
+			continue
+		}
+		d, n := unescape(buf[:0], b, i, false)
+		switch {
+		case n < 0:
+			return -1, true
+		case n == 0:
+			return -1, false
+		}
+		l := min(len(d), len(key)-m)
+		if !bytes.Equal(d[:l], key[m:m+l]) {
+			return -1, false
+		}
+		m, i = m+l, i+n
+	}
+	return i, false
+}
+
+// escapedAt reports whether b[i] is inside a JSON escape, not its
+// backslash: the byte after an unescaped backslash, or one of the four
+// hex digits of \uXXXX. Bytes before b are not known, so what begins a
+// part of a body is taken as it reads.
+func escapedAt(b []byte, i int) bool {
+	if i > 0 && b[i-1] == '\\' && !escapedBackslash(b, i-1) {
+		return true
+	}
+	for d := 2; d <= 5 && i-d >= 0; d++ {
+		j := i - d
+		if b[j] == '\\' && b[j+1] == 'u' && !escapedBackslash(b, j) {
+			return true
+		}
+	}
+	return false
+}
+
+// escapedBackslash reports whether the backslash at b[j] is itself
+// escaped: an odd run of backslashes comes before it.
+func escapedBackslash(b []byte, j int) bool {
+	n := 0
+	for j-1-n >= 0 && b[j-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+// unescape appends the bytes the JSON string character at s[i] stands
+// for to dst, and says how many bytes of s it took: 0 for a malformed
+// escape, -1 for one that s ends inside of. final says that s ends where
+// the string does, so an escaped high surrogate at its end stands alone
+// (U+FFFD, as a lone low one does).
+func unescape(dst, s []byte, i int, final bool) ([]byte, int) {
+	if s[i] != '\\' {
+		return append(dst, s[i]), 1
+	}
+	if i+1 >= len(s) {
+		return dst, -1
+	}
+	c := s[i+1]
+	if c != 'u' {
+		for j := 0; j < len(shortEscapes); j += 2 {
+			if shortEscapes[j] == c {
+				return append(dst, shortEscapes[j+1]), 2
+			}
+		}
+		return dst, 0
+	}
+	r, ok, short := hexRune(s, i+2)
+	switch {
+	case short:
+		return dst, -1
+	case !ok:
+		return dst, 0
+	case utf16.IsSurrogate(r) && r < 0xdc00:
+		// A high surrogate: with the low one after it, one character.
+		if !final && len(s) < i+12 {
+			return dst, -1
+		}
+		if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+			if r2, ok, _ := hexRune(s, i+8); ok {
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					return utf8.AppendRune(dst, d), 12
+				}
+			}
+		}
+		return utf8.AppendRune(dst, utf8.RuneError), 6
+	}
+	return utf8.AppendRune(dst, r), 6
+}
+
+// hexRune reads four hex digits at s[i].
+func hexRune(s []byte, i int) (r rune, ok, short bool) {
+	for j := i; j < i+4; j++ {
+		if j >= len(s) {
+			return 0, false, true
+		}
+		c := s[j]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c|0x20 >= 'a' && c|0x20 <= 'f':
+			c = (c | 0x20) - 'a' + 10
+		default:
+			return 0, false, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true, false
 }
 
 // headers redacts the secrets and bearer-shaped tokens from every value
@@ -147,220 +383,4 @@ func (k keyScrub) logSafe(v string) string {
 
 func notIDChar(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:[]", r))
-}
-
-// A stream's answer comes a few characters an event, so a secret a
-// provider echoes (a model made to repeat its key) is split across
-// events, with JSON between the parts: no one event holds it whole.
-// eventScrub follows the answer's text from event to event: when the
-// text at an event's end could begin a secret (minHeld bytes of one or
-// more), the event is held back until the text that follows shows whether
-// it does; if it does, every part of the secret is blanked, in the held
-// events and the new one, before any of them goes on. Text that cannot
-// begin a secret costs nothing; text that could is late by an event.
-// The answer's text is the string values of the fields that carry it in
-// OpenAI's and Anthropic's streams (textFields); a secret split across
-// two choices of one stream (n > 1) is not followed.
-
-// minHeld is the shortest start of a secret an event is held back for.
-// Shorter ones ("sk") begin too much ordinary text to hold every such
-// event; the rest of the secret, in the events after, is blanked all
-// the same when it follows held text, and what a client could see is at
-// most minHeld-1 bytes of its start.
-const minHeld = 3
-
-// textFields are the JSON fields whose string values carry a streamed
-// answer's text: chat and completion deltas, tool-call arguments,
-// Anthropic's text, thinking and partial_json deltas, and the Responses
-// API's delta events.
-var textFields = [][]byte{
-	[]byte(`"content"`), []byte(`"text"`), []byte(`"arguments"`), []byte(`"refusal"`),
-	[]byte(`"partial_json"`), []byte(`"thinking"`), []byte(`"delta"`),
-}
-
-// eventScrub is one stream's cross-event scrubbing state.
-type eventScrub struct {
-	held []byte // events held back, whole, in order
-	// text is the answer's text so far, at most a secret's length less
-	// one, that could begin a secret; pos, where each of its bytes is in
-	// held, or -1 for one that has gone out.
-	text    []byte
-	pos     []int
-	out     []byte // what events returns when it is not p itself
-	scratch []byte
-}
-
-// events scrubs whole events p, in place and across events (see above),
-// and returns what goes on: p, or its own bytes when events are held or
-// released.
-func (s *eventScrub) events(k keyScrub, p []byte) []byte {
-	if len(k.keys) == 0 {
-		return p
-	}
-	k.scrub(p)
-	own := len(s.held) > 0
-	s.out = s.out[:0]
-	for off := 0; off < len(p); {
-		e := p[off : off+eventEnd(p[off:])]
-		fs, fe, ls, le := textPieces(e)
-		// The text so far, and the event's first piece after it.
-		cont := s.scratch[:0]
-		if len(s.text) > 0 && fs >= 0 {
-			cont = append(append(cont, s.text...), e[fs:fe]...)
-			s.blankAcross(k, cont, e, fs)
-		}
-		s.scratch = cont
-		// The text at the event's end that could begin a secret, and how
-		// many of its bytes came before the event.
-		var tail []byte
-		before := 0
-		switch {
-		case fs < 0:
-			// No text (a role, a finish, a block's end, the
-			// terminator): the answer's text has ended, and what is
-			// held goes on before it, so nothing is held at the end.
-		case ls == fs && len(s.text) > 0:
-			n := k.partial(cont)
-			tail, before = cont[len(cont)-n:], max(0, len(s.text)-(len(cont)-n))
-		default:
-			tail = e[ls:le]
-			tail = tail[len(tail)-k.partial(tail):]
-		}
-		keepHeld := false // the tail begins in held events, still held
-		for _, q := range s.pos[len(s.pos)-before:] {
-			keepHeld = keepHeld || q >= 0
-		}
-		hold := len(tail) >= minHeld
-		keepHeld = keepHeld && hold
-		if hold && !own {
-			s.out, own = append(s.out, p[:off]...), true
-		}
-		if own && !keepHeld {
-			s.out = append(s.out, s.held...)
-		}
-		// The new text's positions: those from before (-1 once gone
-		// out), then the event's own, at their place in held.
-		pos := append(s.pos[:0], s.pos[len(s.pos)-before:]...)
-		if !keepHeld {
-			s.held = s.held[:0]
-			for i := range pos {
-				pos[i] = -1
-			}
-		}
-		base := len(s.held)
-		if !hold {
-			base = -1 // e goes on now
-		}
-		for i := le - (len(tail) - before); i < le; i++ {
-			if base < 0 {
-				pos = append(pos, -1)
-			} else {
-				pos = append(pos, base+i)
-			}
-		}
-		if hold {
-			s.held = append(s.held, e...)
-		} else if own {
-			s.out = append(s.out, e...)
-		}
-		s.text = append(s.text[:0], tail...)
-		s.pos = pos
-		off += len(e)
-	}
-	if !own {
-		return p
-	}
-	return s.out
-}
-
-// blankAcross blanks every secret in cont (the held text, then piece
-// e[at:] of event e) that begins in the held text: its bytes in held and
-// in e become asterisks.
-func (s *eventScrub) blankAcross(k keyScrub, cont, e []byte, at int) {
-	for _, key := range k.keys {
-		for i := 0; i < len(s.text); i++ {
-			if !bytes.HasPrefix(cont[i:], key) {
-				continue
-			}
-			for j := i; j < i+len(key); j++ {
-				if j < len(s.text) {
-					if s.pos[j] >= 0 {
-						s.held[s.pos[j]] = '*'
-					}
-				} else {
-					e[at+j-len(s.text)] = '*'
-				}
-			}
-		}
-	}
-}
-
-// flush is what is still held when the stream ends: it goes out, since
-// nothing followed to complete a secret. Only a stream whose last event
-// ends in text holds anything then (an event without text releases what
-// is held), so nothing a filter before adds at the end (a trailer) comes
-// before the events it follows.
-func (s *eventScrub) flush() []byte {
-	out := s.held
-	s.held, s.text, s.pos = nil, nil, nil
-	return out
-}
-
-// part passes on part of an event too long to hold, after the events
-// held before it: a part is not followed across.
-func (s *eventScrub) part(k keyScrub, p []byte) []byte {
-	k.scrub(p)
-	if len(s.held) == 0 {
-		return p
-	}
-	s.out = append(append(s.out[:0], s.held...), p...)
-	s.held, s.text, s.pos = s.held[:0], s.text[:0], s.pos[:0]
-	return s.out
-}
-
-// textPieces finds the answer text in event e: the first and last string
-// values of textFields, as [fs:fe] and [ls:le] (raw, escapes and all);
-// -1s when there are none.
-func textPieces(e []byte) (fs, fe, ls, le int) {
-	fs, fe, ls, le = -1, -1, -1, -1
-	for _, f := range textFields {
-		for from := 0; ; {
-			i := bytes.Index(e[from:], f)
-			if i < 0 {
-				break
-			}
-			i += from + len(f)
-			from = i
-			// : and the opening quote, with any spaces between.
-			for i < len(e) && (e[i] == ' ' || e[i] == '\t') {
-				i++
-			}
-			if i >= len(e) || e[i] != ':' {
-				continue
-			}
-			i++
-			for i < len(e) && (e[i] == ' ' || e[i] == '\t') {
-				i++
-			}
-			if i >= len(e) || e[i] != '"' {
-				continue
-			}
-			start := i + 1
-			end := start
-			for end < len(e) && e[end] != '"' {
-				if e[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			end = min(end, len(e))
-			if fs < 0 || start < fs {
-				fs, fe = start, end
-			}
-			if start > ls {
-				ls, le = start, end
-			}
-		}
-	}
-	return
 }

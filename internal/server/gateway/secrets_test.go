@@ -181,3 +181,91 @@ func (idTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Header.Set("X-Echo", key)
 	return resp, nil
 }
+
+const escapedKey = "sk-proj-escaped/Secret+0123456789ab"
+
+// escapeEcho echoes the key it received the way encoders that escape
+// more than they must write it: '/' as \/, letters as \u escapes, in a
+// whole answer, an error body and a spaced, CRLF-framed stream that
+// splits it across three events.
+type escapeEcho struct{}
+
+func (escapeEcho) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, _ := io.ReadAll(r.Body)
+	var q struct{ Model string }
+	json.Unmarshal(body, &q)
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	esc := func(s string) string {
+		var b strings.Builder
+		for i, c := range []byte(s) {
+			switch {
+			case c == '/':
+				b.WriteString(`\/`)
+			case i%3 == 0 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'):
+				fmt.Fprintf(&b, `\u%04x`, c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	switch q.Model {
+	case "esc-200":
+		return jsonResponse(r, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"your key is `+esc(key)+`"},"finish_reason":"stop"}],"usage":{"completion_tokens":5}}`), nil
+	case "esc-400":
+		return jsonResponse(r, 400, `{"error":{"message":"bad key `+esc(key)+`","type":"invalid_request_error"}}`), nil
+	}
+	chunk := func(content string) string {
+		return `data: {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "` + content + `"}, "finish_reason": null}]}` + "\r\n\r\n"
+	}
+	stream := chunk("key: "+esc(key[:6])) + chunk(esc(key[6:17])) + chunk(esc(key[17:])+" end") +
+		`data: {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}` + "\r\n\r\ndata: [DONE]\r\n\r\n"
+	return &http.Response{StatusCode: 200, Request: r, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(stream)), ContentLength: -1}, nil
+}
+
+// jsonStrings is every JSON string in text, decoded, one a line: what a
+// client reads, whatever escapes the bytes used.
+func jsonStrings(text string) string {
+	var b strings.Builder
+	for _, lit := range regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).FindAllString(text, -1) {
+		var s string
+		if json.Unmarshal([]byte(lit), &s) == nil {
+			b.WriteString(s + "\n")
+		}
+	}
+	return b.String()
+}
+
+// A key the provider writes with JSON escapes is blanked by what the
+// client decodes: in a whole answer, an error body and a stream that
+// splits it across events, spaced and CRLF-framed.
+func TestEscapedKeyComesOutBlank(t *testing.T) {
+	t.Setenv("SLUICE_TEST_ESCAPED_KEY", escapedKey)
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Providers[0].APIKeyEnv = "SLUICE_TEST_ESCAPED_KEY"
+		for _, m := range []string{"esc-200", "esc-400", "esc-stream"} {
+			c.Models = append(c.Models, config.Model{Name: m, Targets: []config.Target{{Provider: "mock-openai", Model: m}}})
+		}
+	}, func(o *gateway.Options) { o.Transport = escapeEcho{} })
+	for _, m := range []string{"esc-200", "esc-400", "esc-stream"} {
+		status, _, body := s.do("/v1/chat/completions", `{"model":"`+m+`","stream":`+fmt.Sprint(m == "esc-stream")+`,"messages":[{"role":"user","content":"hi"}]}`, nil)
+		read := jsonStrings(string(body))
+		for i := 0; i+8 <= len(escapedKey); i++ {
+			if strings.Contains(read, escapedKey[i:i+8]) {
+				t.Errorf("%s: status %d; the client decodes %q of the key:\n%s", m, status, escapedKey[i:i+8], read)
+				break
+			}
+		}
+		if m != "esc-stream" {
+			continue
+		}
+		var text strings.Builder
+		for _, c := range regexp.MustCompile(`"content": ?("(?:[^"\\]|\\.)*")`).FindAllStringSubmatch(string(body), -1) {
+			text.WriteString(strings.TrimSuffix(jsonStrings(c[1]), "\n"))
+		}
+		if want := "key: " + strings.Repeat("*", len(escapedKey)) + " end"; text.String() != want {
+			t.Errorf("the client read %q, want %q", text.String(), want)
+		}
+	}
+}
