@@ -107,6 +107,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	case err == nil:
 		// Whole and well-formed: the held bytes complete it.
 		b.commit()
+		b.scrub.scrub(b.buf[:b.n])
 		if b.send(b.buf[:b.n]) != nil {
 			g.clientGone(w, r, x)
 			x.abort = true
@@ -139,9 +140,10 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 var answerDecoding = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // maxAnswerToken bounds one token (a string, most likely) of a large
-// answer: the decoder holds a token whole, so this is what a provider
-// can make the relay hold. A real one is far smaller (an image's base64
-// is a few MiB); an answer with a longer one is aborted.
+// answer: the decoder holds a token whole, so this (and one read more)
+// is what a provider can make the relay hold. A real one is far smaller
+// (an image's base64 is a few MiB); an answer with a longer one is
+// aborted.
 const maxAnswerToken = 16 << 20
 
 var (
@@ -194,8 +196,12 @@ func (b *largeBody) fill() error {
 		return b.next
 	}
 	b.commit()
-	// Hold back what could begin the key, and always the last byte.
-	if hold := max(b.scrub.partial(b.buf[:b.n]), 1); b.n > hold {
+	// Hold back what could begin the key, and always the last byte. The
+	// held bytes are scrubbed with the rest: a key that ends the read
+	// would otherwise go out but for its last byte.
+	hold := max(b.scrub.partial(b.buf[:b.n]), 1)
+	b.scrub.scrub(b.buf[:b.n]) // the decoder has had them as they came
+	if b.n > hold {
 		if err := b.send(b.buf[:b.n-hold]); err != nil {
 			return errClientLeft
 		}
@@ -229,7 +235,6 @@ func (b *largeBody) commit() {
 }
 
 func (b *largeBody) send(p []byte) error {
-	b.scrub.scrub(p)
 	b.idle.t.Stop() // a slow client is not a quiet provider
 	_, err := b.cw.write(p)
 	b.idle.kick()
