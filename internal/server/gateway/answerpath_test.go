@@ -68,10 +68,10 @@ func readAnswerUsage(answer []byte) answerRead {
 // pathAnswers are whole answers of every dialect, small enough to hold,
 // with the decoys and odd shapes AnswerUsage has rules for.
 var pathAnswers = map[string]string{
-	"openai": `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \"there\""},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":4}}}`,
+	"openai":                 `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi \"there\""},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":4}}}`,
 	"openai tool call decoy": `{"choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"completion_tokens\":999,\"finish_reason\":\"x\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":11}}`,
-	"openai usage first": `{"usage":{"completion_tokens":3,"prompt_tokens":2},"choices":[{"finish_reason":"length","message":{"content":"usage"}}]}`,
-	"openai two choices":  `{"choices":[{"finish_reason":"stop"},{"finish_reason":"length","usage":{"completion_tokens":1}}],"usage":{"completion_tokens":9}}`,
+	"openai usage first":     `{"usage":{"completion_tokens":3,"prompt_tokens":2},"choices":[{"finish_reason":"length","message":{"content":"usage"}}]}`,
+	"openai two choices":     `{"choices":[{"finish_reason":"stop"},{"finish_reason":"length","usage":{"completion_tokens":1}}],"usage":{"completion_tokens":9}}`,
 	"anthropic tool_use decoy": `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"t","name":"f","input":{"output_tokens":999,"usage":{"output_tokens":5,"input_tokens":77},"stop_reason":"bogus","choices":[{"finish_reason":"no"}]}}],` +
 		`"stop_reason":"tool_use","usage":{"input_tokens":10,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"output_tokens":42}}`,
 	"anthropic usage first": `{"usage":{"output_tokens":8,"input_tokens":1},"stop_reason":"end_turn","content":[{"type":"tool_use","input":{"usage":{"output_tokens":1}}}]}`,
