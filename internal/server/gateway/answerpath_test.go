@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -279,10 +280,7 @@ func parseNode(dec *jsontext.Decoder) (*jnode, error) {
 	case '"':
 		n.str = tok.String()
 	default:
-		n.raw = []byte(tok.String())
-		if n.kind == '0' {
-			n.raw = []byte(tok.String()) // numbers as written
-		}
+		n.raw = []byte(tok.String()) // a number as written
 	}
 	return n, err
 }
@@ -366,4 +364,36 @@ func writeString(b *strings.Builder, s, form string) {
 		}
 	}
 	b.WriteByte('"')
+}
+
+// TestAnswerPathHoldsOneToken: reading a large answer by path allocates
+// what the decoder's buffer needs for the longest token, never the
+// answer, and nothing a token.
+func TestAnswerPathHoldsOneToken(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range 4000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"object":"embedding","index":%d,"embedding":[%s0.5]}`, i, strings.Repeat("-0.012345678,", 200))
+	}
+	b.WriteString(`],"usage":{"prompt_tokens":4096,"total_tokens":4096}}`)
+	answer := b.Bytes()
+	var got answerRead
+	allocs := testing.AllocsPerRun(3, func() {
+		got = readByPath(answer, false)
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	readByPath(answer, false)
+	runtime.ReadMemStats(&after)
+	held := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d MiB answer of %d tokens: %.0f allocations, %d KiB", len(answer)>>20, 4000*205, allocs, held>>10)
+	if want := (answerRead{Valid: true, Input: protocol.Input{Tokens: 4096, Found: true}}); got != want {
+		t.Fatalf("read %+v, want %+v", got, want)
+	}
+	if allocs > 50 || held > 256<<10 {
+		t.Errorf("%.0f allocations, %d KiB for a %d KiB answer; want the decoder's buffer only", allocs, held>>10, len(answer)>>10)
+	}
 }
