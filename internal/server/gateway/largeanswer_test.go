@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
@@ -211,7 +212,9 @@ func TestLargeAnswerThatFails(t *testing.T) {
 	bad[mid] = 0x01 // a control character inside a string
 	early := bytes.Clone(answer)
 	early[100] = 0x01
-	huge := []byte(`{"choices":[{"message":{"content":"` + strings.Repeat("x", gateway.MaxAnswerToken+64<<10) + `"}}]}`)
+	// The limit is 16 MiB; one of 1 MiB keeps the test quick.
+	const limit = 1 << 20
+	huge := []byte(`{"choices":[{"message":{"content":"` + strings.Repeat("x", limit+64<<10) + `"}}]}`)
 	for _, c := range []struct {
 		name     string
 		answer   []byte
@@ -228,6 +231,7 @@ func TestLargeAnswerThatFails(t *testing.T) {
 		{"one token too large", huge, 0, 200, "upstream_too_large", len(huge) - 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			gateway.LimitAnswerToken(t, limit)
 			tr := &pieceTransport{}
 			tr.set(c.answer, 8000, c.cut)
 			s := newStack(t, mock.Config{}, func(c *config.Config) { c.Log.Format = "json" },
@@ -249,5 +253,47 @@ func TestLargeAnswerThatFails(t *testing.T) {
 				t.Errorf("logged %+v, want upstream_error/%s", l, c.reason)
 			}
 		})
+	}
+}
+
+// quietTransport sends part of a large answer and then nothing, until
+// the call is cancelled.
+type quietTransport struct{ head []byte }
+
+func (q quietTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body := io.MultiReader(bytes.NewReader(q.head), ctxReader{r})
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(body), Request: r, ContentLength: -1}, nil
+}
+
+type ctxReader struct{ r *http.Request }
+
+func (c ctxReader) Read([]byte) (int, error) {
+	<-c.r.Context().Done()
+	return 0, c.r.Context().Err()
+}
+
+// A large answer whose provider goes quiet partway is ended at
+// stream_idle_timeout, aborted short of whole, with the client given
+// what came before.
+func TestLargeAnswerGoingQuiet(t *testing.T) {
+	answer := []byte(largeOpenAI(false))
+	s := newStack(t, mock.Config{}, func(c *config.Config) {
+		c.Log.Format = "json"
+		c.Server.StreamIdleTimeout = config.Duration(300 * time.Millisecond)
+	}, func(o *gateway.Options) { o.Transport = quietTransport{answer[:80_000]} })
+	resp, err := s.post(t.Context(), "/v1/chat/completions", chatBody, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || rerr == nil || len(got) >= 80_000 || !bytes.Equal(got, answer[:len(got)]) {
+		t.Fatalf("status %d, read %d bytes (a prefix: %v), err %v; want a broken answer short of 80,000 bytes",
+			resp.StatusCode, len(got), bytes.Equal(got, answer[:len(got)]), rerr)
+	}
+	waitFor(t, "the log line", func() bool { return len(s.usageLines()) == 1 })
+	if l := s.usageLines()[0]; l.Outcome != "upstream_error" || l.Reason != "stream_idle" {
+		t.Errorf("logged %+v, want upstream_error/stream_idle", l)
 	}
 }

@@ -143,8 +143,8 @@ var answerDecoding = []jsontext.Options{jsontext.AllowDuplicateNames(true), json
 // answer: the decoder holds a token whole, so this (and one read more)
 // is what a provider can make the relay hold. A real one is far smaller
 // (an image's base64 is a few MiB); an answer with a longer one is
-// aborted.
-const maxAnswerToken = 16 << 20
+// aborted. (A variable so that tests can make it small.)
+var maxAnswerToken int64 = 16 << 20
 
 var (
 	errClientLeft  = errors.New("gateway: the client is gone")
