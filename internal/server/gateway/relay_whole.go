@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -76,77 +78,49 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 // relayLarge relays a success answer too large to hold, whose first
-// wholeBodyLimit+1 bytes are in head: checked as it passes
-// (protocol.JSONScanner), its usage read from wherever it comes (usually
-// the tail), and scrubbed of the key even across reads. Its last byte is
-// held back until the answer has ended well-formed, so that an answer
-// that turns out malformed, or breaks off, never reaches the client
-// whole: the connection is aborted short of it (exchange.abort).
+// wholeBodyLimit+1 bytes are in head, as it arrives. One JSON decoder
+// reads it, checking it and reading its usage by path (answerPath), and
+// every read the decoder makes is the relay's read too (largeBody): what
+// the decoder has had goes on to the client, scrubbed of the key even
+// across reads. Its last byte is held back until the answer has ended
+// well-formed, so that an answer that turns out malformed, or breaks
+// off, never reaches the client whole: the connection is aborted short
+// of it (exchange.abort). A head the decoder refuses is a 502, before
+// the client has a byte.
 func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *idleWatch) {
-	resp, p := a.resp, a.t.provider
-	var js protocol.JSONScanner
-	var usage protocol.StreamUsage
-	if !js.Write(head) {
+	b := &largeBody{w: w, x: x, resp: a.resp, scrub: a.t.provider.scrub, idle: idle, cw: g.clientWriter(w, x)}
+	b.buf = make([]byte, max(relayChunk, len(head)+1))
+	b.n = copy(b.buf, head)
+	b.dec = jsontext.NewDecoder(b, answerDecoding...)
+	var u answerPath
+	err := u.read(b.dec)
+	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	if err != nil && !x.wroteHeader {
 		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
-			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
+			fmt.Sprintf("provider %s sent a malformed response", a.t.provider.name), 0)
 		return
 	}
-	usage.Write(head)
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
-	markVerdict(w.Header(), x)
-	if resp.ContentLength >= 0 {
-		// Scrubbing keeps lengths, so the provider's length is true.
-		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	x.wroteHeader, x.status = true, resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	cw := g.clientWriter(w, x)
-
-	buf := make([]byte, max(relayChunk, len(head)+1))
-	n := copy(buf, head)
-	var readErr error
-	for readErr == nil && !js.Failed() {
-		// Hold back what could begin the key, and always the last byte.
-		hold := max(p.scrub.partial(buf[:n]), 1)
-		if n > hold {
-			p.scrub.scrub(buf[:n-hold])
-			idle.t.Stop() // a slow client is not a quiet provider
-			_, err := cw.write(buf[:n-hold])
-			idle.kick()
-			if err != nil {
-				x.upstreamDur = g.now().Sub(x.upstreamStart)
-				g.clientGone(w, r, x)
-				x.abort = true
-				return
-			}
-			n = copy(buf, buf[n-hold:n])
-		}
-		m, err := resp.Body.Read(buf[n:])
-		if m > 0 {
-			idle.kick()
-			js.Write(buf[n : n+m])
-			usage.Write(buf[n : n+m])
-			n += m
-		}
-		readErr = err
-	}
-	x.upstreamDur = g.now().Sub(x.upstreamStart)
-	x.outputTokens, x.usageKnown = usage.Tokens()
-	x.reportedInput, _ = usage.InputTokens()
-	x.reportedCached = usage.CachedTokens()
-	x.finish = usage.FinishReason()
+	var in protocol.Input
+	x.outputTokens, x.usageKnown, x.finish, in = u.result()
+	x.reportedInput, x.reportedCached = in.Tokens, in.Cached
 	switch {
-	case errors.Is(readErr, io.EOF) && js.Done():
+	case err == nil:
 		// Whole and well-formed: the held bytes complete it.
-		p.scrub.scrub(buf[:n])
-		if _, err := cw.write(buf[:n]); err != nil {
+		b.commit()
+		b.scrub.scrub(b.buf[:b.n])
+		if b.send(b.buf[:b.n]) != nil {
 			g.clientGone(w, r, x)
 			x.abort = true
 			return
 		}
 		x.outcome = outcomeOK
 		return
-	case js.Failed(), errors.Is(readErr, io.EOF):
+	case b.err == errClientLeft:
+		g.clientGone(w, r, x)
+	case b.err == errAnswerToken:
+		x.outcome, x.reason = outcomeUpstreamError, "upstream_too_large"
+	case b.err == nil, errors.Is(b.err, io.EOF):
+		// The decoder refused what it read, or the answer ended early.
 		x.outcome, x.reason = outcomeUpstreamError, "upstream_malformed"
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
@@ -158,6 +132,113 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 		x.outcome, x.reason = outcomeUpstreamError, "stream_cut"
 	}
 	x.abort = true // the held bytes stay held
+}
+
+// answerDecoding accepts what encoding/json accepts (repeated keys,
+// invalid UTF-8 in strings), as a small answer is checked; not tracking
+// keys also keeps the decoder's memory to one token.
+var answerDecoding = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// maxAnswerToken bounds one token (a string, most likely) of a large
+// answer: the decoder holds a token whole, so this (and one read more)
+// is what a provider can make the relay hold. A real one is far smaller
+// (an image's base64 is a few MiB); an answer with a longer one is
+// aborted. (A variable so that tests can make it small.)
+var maxAnswerToken int64 = 16 << 20
+
+var (
+	errClientLeft  = errors.New("gateway: the client is gone")
+	errAnswerToken = errors.New("gateway: an answer's JSON token is too large")
+)
+
+// largeBody is a large answer's body as its decoder reads it. buf[:n]
+// has come from the provider and not yet gone to the client, and of it
+// buf[:given] has gone to the decoder: when the decoder has had it all,
+// its next read sends what it has had (but for what could begin a secret,
+// and the last byte) and reads the provider's next bytes into buf.
+type largeBody struct {
+	w     http.ResponseWriter
+	x     *exchange
+	resp  *http.Response
+	scrub keyScrub
+	idle  *idleWatch
+	cw    clientWriter
+	dec   *jsontext.Decoder
+
+	buf      []byte
+	n, given int
+	// handed counts what the decoder has had in all.
+	handed int64
+	// next is the provider's error that came with the last bytes read,
+	// for once the decoder has had them; err is the error Read returned.
+	next, err error
+}
+
+func (b *largeBody) Read(p []byte) (int, error) {
+	if b.given == b.n {
+		if err := b.fill(); err != nil {
+			b.err = err
+			return 0, err
+		}
+	}
+	m := copy(p, b.buf[b.given:b.n])
+	b.given += m
+	b.handed += int64(m)
+	return m, nil
+}
+
+// fill sends on what the decoder has had and reads more into buf.
+func (b *largeBody) fill() error {
+	if b.handed-b.dec.InputOffset() > maxAnswerToken {
+		return errAnswerToken
+	}
+	if b.next != nil {
+		return b.next
+	}
+	b.commit()
+	// Hold back what could begin the key, and always the last byte. The
+	// held bytes are scrubbed with the rest: a key that ends the read
+	// would otherwise go out but for its last byte.
+	hold := max(b.scrub.partial(b.buf[:b.n]), 1)
+	b.scrub.scrub(b.buf[:b.n]) // the decoder has had them as they came
+	if b.n > hold {
+		if err := b.send(b.buf[:b.n-hold]); err != nil {
+			return errClientLeft
+		}
+		b.n = copy(b.buf, b.buf[b.n-hold:b.n])
+		b.given = b.n
+	}
+	m, err := b.resp.Body.Read(b.buf[b.n:])
+	if m > 0 {
+		b.idle.kick()
+		b.n += m
+		b.next = err
+		return nil
+	}
+	return err // (0, nil) reads again
+}
+
+// commit sends the status and headers, once: the decoder has had the
+// head and not refused it.
+func (b *largeBody) commit() {
+	if b.x.wroteHeader {
+		return
+	}
+	copyResponseHeaders(b.w.Header(), b.resp.Header, b.scrub)
+	markVerdict(b.w.Header(), b.x)
+	if b.resp.ContentLength >= 0 {
+		// Scrubbing keeps lengths, so the provider's length is true.
+		b.w.Header().Set("Content-Length", strconv.FormatInt(b.resp.ContentLength, 10))
+	}
+	b.x.wroteHeader, b.x.status = true, b.resp.StatusCode
+	b.w.WriteHeader(b.resp.StatusCode)
+}
+
+func (b *largeBody) send(p []byte) error {
+	b.idle.t.Stop() // a slow client is not a quiet provider
+	_, err := b.cw.write(p)
+	b.idle.kick()
+	return err
 }
 
 // idleWatch cancels an upstream call that sends nothing for a while.
