@@ -32,7 +32,8 @@ func spacedStream(s []byte) []byte {
 func countEvents(s []byte) int { return bytes.Count(s, []byte("\n\n")) }
 
 // The benchmarks feed a whole stream in 4 KiB reads and report the cost
-// per event beside the byte scanners they replace (oldreaders_test.go).
+// per event (BenchmarkStreamRead runs on the tree before the event reader
+// too, for the figures beside it in docs/BENCHMARKS.md).
 func benchStreams(b *testing.B, run func(b *testing.B, d Dialect, stream []byte)) {
 	for _, c := range []struct {
 		name string
@@ -79,30 +80,6 @@ func BenchmarkEventParseStreamUsage(b *testing.B) {
 			feedChunks(s, u.Write)
 			u.Tokens()
 			u.Release()
-		}
-		perEvent(b, s)
-	})
-}
-
-func BenchmarkOldStreamCheckFeed(b *testing.B) {
-	benchStreams(b, func(b *testing.B, d Dialect, s []byte) {
-		b.ReportAllocs()
-		for b.Loop() {
-			c := oldStreamCheck{dialect: d}
-			feedChunks(s, func(p []byte) { c.Feed(p) })
-			c.End()
-		}
-		perEvent(b, s)
-	})
-}
-
-func BenchmarkOldStreamUsageWrite(b *testing.B) {
-	benchStreams(b, func(b *testing.B, d Dialect, s []byte) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var u oldStreamUsage
-			feedChunks(s, u.Write)
-			u.Tokens()
 		}
 		perEvent(b, s)
 	})
