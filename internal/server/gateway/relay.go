@@ -208,7 +208,7 @@ func (s *streamRelay) pump() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		s.watch.wait(s.g.now())
+		s.watch.wait(s.g.now(), s.src.splice != nil || s.src.check.Facts().Token)
 		m, err := s.src.body.Read(s.buf[s.n:])
 		s.watch.read(m)
 		if m > 0 {

@@ -60,12 +60,14 @@ func (w *streamWatch) restart(now time.Time, progress uint64, cancel context.Can
 	w.lastProgress, w.progress = now, progress
 }
 
-// wait arms the clock before a read from the source.
-func (w *streamWatch) wait(now time.Time) {
+// wait arms the clock before a read from the source; token says the
+// answer's first token has come (the core arms the stall deadline from
+// it, lifecycle.StallDeadlineFor).
+func (w *streamWatch) wait(now time.Time, token bool) {
 	d, stall := w.idle, false
-	if w.stall.Ceiling > 0 {
-		w.armed = lifecycle.StallDeadline(w.stall, w.gaps)
-		if left := w.lastProgress.Add(w.armed).Sub(now); left < d {
+	if armed, ok := lifecycle.StallDeadlineFor(w.stall, w.gaps, token); ok {
+		w.armed = armed
+		if left := w.lastProgress.Add(armed).Sub(now); left < d {
 			d, stall = max(left, 0), true
 		}
 	}
