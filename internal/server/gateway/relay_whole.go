@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -51,7 +50,10 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		}
 	}
 	if len(data) > wholeBodyLimit && !crossed(x, a) {
-		idle := g.watchIdle(a.cancel)
+		// The stream relay's clock, with no stall deadline: a whole answer
+		// has no progress to judge, only bytes.
+		idle := &streamWatch{idle: g.streamIdle}
+		idle.start(g.now(), 0, a.cancel)
 		defer idle.stop()
 		g.relayLarge(ctx, w, r, x, a, data, idle)
 		return
@@ -87,7 +89,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 // off, never reaches the client whole: the connection is aborted short
 // of it (exchange.abort). A head the decoder refuses is a 502, before
 // the client has a byte.
-func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *idleWatch) {
+func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *streamWatch) {
 	b := &largeBody{w: w, x: x, resp: a.resp, scrub: a.t.provider.scrub, idle: idle, cw: g.clientWriter(w, x)}
 	b.buf = make([]byte, max(relayChunk, len(head)+1))
 	b.n = copy(b.buf, head)
@@ -161,7 +163,7 @@ type largeBody struct {
 	x     *exchange
 	resp  *http.Response
 	scrub keyScrub
-	idle  *idleWatch
+	idle  *streamWatch
 	cw    clientWriter
 	dec   *jsontext.Decoder
 
@@ -208,9 +210,10 @@ func (b *largeBody) fill() error {
 		b.n = copy(b.buf, b.buf[b.n-hold:b.n])
 		b.given = b.n
 	}
+	b.idle.wait(time.Now(), false)
 	m, err := b.resp.Body.Read(b.buf[b.n:])
+	b.idle.read(m)
 	if m > 0 {
-		b.idle.kick()
 		b.n += m
 		b.next = err
 		return nil
@@ -234,30 +237,12 @@ func (b *largeBody) commit() {
 	b.w.WriteHeader(b.resp.StatusCode)
 }
 
+// send writes p to the client; the idle clock runs only while the
+// provider is waited on, so a slow client is not a quiet provider.
 func (b *largeBody) send(p []byte) error {
-	b.idle.t.Stop() // a slow client is not a quiet provider
 	_, err := b.cw.write(p)
-	b.idle.kick()
 	return err
 }
-
-// idleWatch cancels an upstream call that sends nothing for a while.
-type idleWatch struct {
-	t     *time.Timer
-	d     time.Duration
-	fired atomic.Bool
-}
-
-func (g *Gateway) watchIdle(cancel context.CancelFunc) *idleWatch {
-	iw := &idleWatch{d: g.streamIdle}
-	iw.t = time.AfterFunc(iw.d, func() { iw.fired.Store(true); cancel() })
-	return iw
-}
-
-// kick restarts the wait after bytes arrived.
-func (iw *idleWatch) kick() { iw.t.Reset(iw.d) }
-
-func (iw *idleWatch) stop() { iw.t.Stop() }
 
 // errBadAnswer marks a whole answer that broke off, or proved malformed,
 // before the client saw any of it: a failed call, safe to retry.
