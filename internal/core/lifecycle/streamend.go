@@ -117,6 +117,14 @@ func Mend(f StreamFacts, s StreamStop) (BreakCause, bool) {
 	return 0, false
 }
 
+// Watched reports whether a committed stream is watched for stalls
+// (StallDeadlineFor's token): from its first token on, until a tool call
+// or any other block a text continuation cannot splice begins. Such a
+// block may pause by design (a provider's own tool, a web search, runs
+// between its events, with pings at most), and no continuation could
+// mend it anyway; the idle timeout still bounds it.
+func Watched(f StreamFacts, token bool) bool { return token && !f.Tool }
+
 // StallDeadlineFor is how long a committed stream whose gaps are g may
 // go quiet before it is stopped as stalled (StallDeadline), and whether
 // it is watched at all: from the first token on (token), whether or not

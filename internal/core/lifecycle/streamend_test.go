@@ -57,3 +57,25 @@ func TestMendNeverAltersAnAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A stream is watched for stalls from its first token, and no longer
+// once a tool call has begun: a provider's own tool may pause between
+// its events by design.
+func TestWatched(t *testing.T) {
+	cases := []struct {
+		f     StreamFacts
+		token bool
+		want  bool
+	}{
+		{StreamFacts{}, false, false},
+		{StreamFacts{}, true, true},
+		{StreamFacts{Text: true}, true, true},
+		{StreamFacts{Text: true, Tool: true}, true, false},
+		{StreamFacts{Finished: true}, true, true},
+	}
+	for _, c := range cases {
+		if got := Watched(c.f, c.token); got != c.want {
+			t.Errorf("Watched(%+v, %v) = %v, want %v", c.f, c.token, got, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -208,7 +209,7 @@ func (s *streamRelay) pump() error {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		s.watch.wait(s.g.now(), s.src.splice != nil || s.src.check.Facts().Token)
+		s.watch.wait(s.g.now(), lifecycle.Watched(s.facts(), s.src.splice != nil || s.src.check.Facts().Token))
 		m, err := s.src.body.Read(s.buf[s.n:])
 		s.watch.read(m)
 		if m > 0 {

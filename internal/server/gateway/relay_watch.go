@@ -18,7 +18,9 @@ import (
 // that pings is still cut. The stall deadline is armed from the first
 // token (the relay starts after it), whether or not the answer could be
 // continued: one that cannot ends with a clean error at the stall
-// deadline instead of waiting out the idle timeout. Its length is the
+// deadline instead of waiting out the idle timeout. Once a tool call
+// begins it is disarmed (lifecycle.Watched): a provider's own tool, a
+// web search, pauses between events by design. Its length is the
 // core's, learned from the gaps between the stream's own progress
 // (lifecycle.StallDeadline), so a slow but steady stream is not cut.
 //
@@ -60,12 +62,13 @@ func (w *streamWatch) restart(now time.Time, progress uint64, cancel context.Can
 	w.lastProgress, w.progress = now, progress
 }
 
-// wait arms the clock before a read from the source; token says the
-// answer's first token has come (the core arms the stall deadline from
-// it, lifecycle.StallDeadlineFor).
-func (w *streamWatch) wait(now time.Time, token bool) {
+// wait arms the clock before a read from the source; watched says the
+// stream is watched for stalls now (lifecycle.Watched: from its first
+// token, until a tool call begins), and the core says how long a stall
+// is (lifecycle.StallDeadlineFor).
+func (w *streamWatch) wait(now time.Time, watched bool) {
 	d, stall := w.idle, false
-	if armed, ok := lifecycle.StallDeadlineFor(w.stall, w.gaps, token); ok {
+	if armed, ok := lifecycle.StallDeadlineFor(w.stall, w.gaps, watched); ok {
 		w.armed = armed
 		if left := w.lastProgress.Add(armed).Sub(now); left < d {
 			d, stall = max(left, 0), true
