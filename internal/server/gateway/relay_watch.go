@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
 // streamWatch is a stream's one clock: it cancels the source's call
@@ -111,7 +112,12 @@ func (w *streamWatch) stop() {
 // explain gives a read that failed because the clock fired its reason:
 // stream_stall or stream_idle.
 func (w *streamWatch) explain(err error, provider string) error {
-	if !unexplained(err) || !w.fired.Load() {
+	if !w.fired.Load() {
+		return err
+	}
+	// A call cancelled mid-read ends in an error, or, through a body
+	// that ends on its context, in a close without the terminator.
+	if e, ok := err.(*streamEnd); !unexplained(err) && !(ok && e.reason == protocol.StreamUnterminated) {
 		return err
 	}
 	if w.stalled.Load() {
