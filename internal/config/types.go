@@ -542,8 +542,17 @@ type Validation struct {
 	// more than an error, and a retry here comes sooner than the
 	// client's, and may reach another backend). A stream is checked at
 	// its end, after its answer went out, so for a stream every action
-	// is annotate, sent as a trailing event.
+	// is annotate, sent in HTTP trailers (X-Sluice-Validation and
+	// X-Sluice-Validation-Reason).
 	OnInvalid string `yaml:"on_invalid"`
+	// StreamEvent (default false) also sends a stream's verdict as a
+	// trailing event of Sluice's own, "event: sluice.validation", after
+	// the stream's last event. Off by default because a client that
+	// parses every event as its vendor's fails on one its vendor never
+	// sends (the Vercel AI SDK does: its structured-output and tool
+	// streams end in an error); turn it on for clients that read the
+	// raw stream and cannot see HTTP trailers.
+	StreamEvent bool `yaml:"stream_event"`
 	// CountInBreaker (default false) counts an invalid answer as a
 	// failure of the provider that made it, in its circuit breaker, so a
 	// backend that keeps breaking schemas is taken out of rotation like

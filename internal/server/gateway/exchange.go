@@ -123,8 +123,11 @@ type exchange struct {
 	cross *crossRequest
 	// contract is the structured output the request declared (nil:
 	// none), onInvalid its model's action; verdict, invalid and
-	// invalidReason the answer's verdict (validation.go).
+	// invalidReason the answer's verdict (validation.go); verdictEvent:
+	// the model sends a stream's verdict as a trailing event too
+	// (validation.stream_event).
 	contract      *contract.Contract
+	verdictEvent  bool
 	onInvalid     string
 	verdict       uint8
 	invalid       bool

@@ -218,8 +218,11 @@ type model struct {
 	route   lifecycle.Route
 	targets []target
 	// onInvalid is validation.on_invalid: what an answer that breaks
-	// its request's declared structured output does (validation.go).
-	onInvalid string
+	// its request's declared structured output does (validation.go);
+	// verdictEvent, validation.stream_event: a stream's verdict is a
+	// trailing event as well as trailers.
+	onInvalid    string
+	verdictEvent bool
 	// caps is what each target can do to continue a broken stream, in
 	// targets' order: the route's (lifecycle.Route.Continue), which the
 	// simulator reads too.
@@ -376,7 +379,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	ec.DynamicKeys = g.rt != nil
 	for _, mc := range cfg.Models {
-		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation)}
+		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation), verdictEvent: mc.Validation.StreamEvent}
 		m.caps = m.route.Continue
 		if m.unsupported, err = translate.ParseUnsupported(mc.OnUnsupported); err != nil {
 			return nil, fmt.Errorf("model %s: %w", mc.Name, err)

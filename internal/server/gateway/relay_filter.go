@@ -115,7 +115,7 @@ func (s *streamRelay) newChain(text *[]byte) {
 	}
 	s.answer.start(client, x.endpoint.Dialect, x.cont.call != nil && x.cont.capture, text)
 	if x.contract != nil {
-		f.answer = collectorFilter{g: s.g, x: x, p: p, k: contract.NewCollector(x.endpoint.Dialect)}
+		f.answer = collectorFilter{g: s.g, x: x, p: p, k: contract.NewCollector(x.endpoint.Dialect), h: s.w.Header()}
 		s.chain = append(s.chain, &f.answer)
 	}
 	// A translated stream's usage chunk is the translator's to leave out

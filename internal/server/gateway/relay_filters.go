@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -90,14 +91,15 @@ func (f *checkFilter) end(err error) ([]byte, error) {
 // collectorFilter collects the text and tool-call arguments of a stream
 // whose request declared structured output (contract.Collector), as the
 // client gets them; at the end of a stream that ended well it judges
-// them and adds the verdict as the stream's trailing event
-// (streamVerdict).
+// them and sets the verdict in the response's trailers, and as a
+// trailing event where the model asks for one (streamVerdict).
 type collectorFilter struct {
 	passThrough
 	g *Gateway
 	x *exchange
 	p *provider
 	k *contract.Collector
+	h http.Header // the response's, for its trailers
 }
 
 func (f *collectorFilter) events(p []byte, _ bool) ([]byte, error) {
@@ -109,7 +111,7 @@ func (f *collectorFilter) end(err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.g.streamVerdict(f.x, f.p, f.k), nil
+	return f.g.streamVerdict(f.h, f.x, f.p, f.k), nil
 }
 
 // scrubFilter blanks the provider's secrets out of what goes to the

@@ -33,10 +33,14 @@ import (
 //   - A stream is checked at its end, from the text and tool-call
 //     arguments collected as it passed (validate.Collector, bounded);
 //     its answer has gone out by then, so it cannot be retried or
-//     refused, and its verdict is sent as a trailing event,
-//     "event: sluice.validation" after the stream's own last event
-//     (after [DONE] on the OpenAI API, after message_stop on
-//     Anthropic's), which the official SDKs pass over.
+//     refused, and its verdict goes in HTTP trailers,
+//     X-Sluice-Validation and X-Sluice-Validation-Reason. Nothing is
+//     added to the stream itself: a client that parses every event as
+//     its vendor's (the Vercel AI SDK does) fails on one its vendor
+//     never sends. A model whose operator opts in
+//     (validation.stream_event) also gets the verdict as a trailing
+//     event, "event: sluice.validation" after the stream's own last
+//     event.
 //
 // Every verdict is counted in sluice_validation_total against the
 // provider that made the answer, and is an error in its breaker when the
@@ -82,7 +86,7 @@ func (g *Gateway) contractOf(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	if c != nil {
 		out.contract, out.onInvalid, out.model = c, m.onInvalid, m.name
-		x.contract, x.onInvalid = c, m.onInvalid
+		x.contract, x.onInvalid, x.verdictEvent = c, m.onInvalid, m.verdictEvent
 	}
 	return true
 }
@@ -227,8 +231,11 @@ func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) 
 }
 
 // streamVerdict judges a stream that ended well, from what its collector
-// gathered, counts it, and returns it as the stream's trailing event.
-func (g *Gateway) streamVerdict(x *exchange, p *provider, k *contract.Collector) []byte {
+// gathered, counts it, and sets it in the response's trailers (h, the
+// response's header map, whose http.TrailerPrefix keys net/http sends
+// after the body). It returns the verdict as the stream's trailing
+// event only when the model asks for one (validation.stream_event).
+func (g *Gateway) streamVerdict(h http.Header, x *exchange, p *provider, k *contract.Collector) []byte {
 	ans, err := k.Answer()
 	if err == nil {
 		err = x.contract.Check(ans)
@@ -245,6 +252,14 @@ func (g *Gateway) streamVerdict(x *exchange, p *provider, k *contract.Collector)
 		x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, t.Reason
 	}
 	g.countVerdict(p.name, x.model, resultOf(valid, t.Valid == nil), true)
+	trailers := http.Header{}
+	markVerdict(trailers, x)
+	for k, v := range trailers {
+		h[http.TrailerPrefix+k] = v
+	}
+	if !x.verdictEvent {
+		return nil
+	}
 	data, _ := json.Marshal(t)
 	ev := make([]byte, 0, len(data)+40)
 	ev = append(ev, "event: "+trailerEvent+"\ndata: "...)

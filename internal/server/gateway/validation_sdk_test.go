@@ -17,11 +17,12 @@ import (
 )
 
 // trailerSeen wraps a transport: it reads each response whole before
-// the SDK gets it, so the SDK's stream reader is handed every byte, the
-// trailer included, and the test knows the trailer was there.
+// the SDK gets it, with its HTTP trailers, so the SDK's stream reader is
+// handed every byte and the test knows what the trailers said.
 type trailerSeen struct {
-	rt   http.RoundTripper
-	body bytes.Buffer
+	rt      http.RoundTripper
+	body    bytes.Buffer
+	trailer http.Header
 }
 
 func (s *trailerSeen) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -33,21 +34,27 @@ func (s *trailerSeen) RoundTrip(r *http.Request) (*http.Response, error) {
 	if _, err := s.body.ReadFrom(resp.Body); err != nil {
 		return nil, err
 	}
+	s.trailer = resp.Trailer.Clone()
 	resp.Body = io.NopCloser(bytes.NewReader(s.body.Bytes()))
 	return resp, nil
 }
 
-func (s *trailerSeen) trailer(t *testing.T) {
+// verdict checks the stream's verdict came in its HTTP trailers, and
+// that nothing of Sluice's own was added to the stream.
+func (s *trailerSeen) verdict(t *testing.T) {
 	t.Helper()
-	if !bytes.Contains(s.body.Bytes(), []byte("event: sluice.validation\ndata: ")) {
-		t.Fatalf("the stream carried no validation trailer:\n%s", s.body.String())
+	if v := s.trailer.Get("X-Sluice-Validation"); v != "valid" && v != "invalid" {
+		t.Fatalf("the stream's trailers carried no verdict: %v", s.trailer)
+	}
+	if bytes.Contains(s.body.Bytes(), []byte("sluice.validation")) {
+		t.Fatalf("an event of Sluice's own in the stream:\n%s", s.body.String())
 	}
 }
 
 // The official OpenAI SDK's stream reader, unchanged, reads a stream
-// with the verdict trailer to its end without error, and its accumulator
-// holds the whole answer: the trailer comes after [DONE], which the SDK
-// stops at.
+// with its verdict in HTTP trailers to its end without error, and its
+// accumulator holds the whole answer: the stream is the vendor's own,
+// nothing added.
 func TestValidationTrailerOpenAISDK(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -80,14 +87,14 @@ func TestValidationTrailerOpenAISDK(t *testing.T) {
 				acc.Choices[0].Message.ToolCalls[0].Function.Arguments != tc.rp.toolArgs {
 				t.Fatalf("accumulated %+v; want the tool call %s", acc.Choices, tc.rp.toolArgs)
 			}
-			seen.trailer(t)
+			seen.verdict(t)
 		})
 	}
 }
 
 // The official Anthropic SDK's stream reader, unchanged, reads a stream
-// with the trailer without error; it yields the trailer as an event of
-// a type it does not know, which its accumulator passes over.
+// whose verdict is in its HTTP trailers without error, and meets no
+// event its vendor would not send.
 func TestValidationTrailerAnthropicSDK(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -122,7 +129,7 @@ func TestValidationTrailerAnthropicSDK(t *testing.T) {
 			if len(msg.Content) != 1 || msg.Content[0].Name != "get_weather" || string(msg.Content[0].Input) != tc.rp.toolArgs {
 				t.Fatalf("accumulated %+v; want the tool call %s", msg.Content, tc.rp.toolArgs)
 			}
-			seen.trailer(t)
+			seen.verdict(t)
 		})
 	}
 }

@@ -173,12 +173,19 @@ func anthropicStream(rp reply) []string {
 // kind, both at up), with on_invalid action.
 func validationStack(t *testing.T, up *scripted, action string, targets ...string) (*stack, *gateway.Gateway) {
 	t.Helper()
+	return validationStackWith(t, up, config.Validation{OnInvalid: action}, targets...)
+}
+
+// validationStackWith is validationStack with the model's validation
+// settings v.
+func validationStackWith(t *testing.T, up *scripted, v config.Validation, targets ...string) (*stack, *gateway.Gateway) {
+	t.Helper()
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Providers = []config.Provider{
 			{Name: "oa", Kind: "openai", BaseURL: up.url + "/v1", Timeout: config.Duration(10e9), MaxInFlight: 16},
 			{Name: "an", Kind: "anthropic", BaseURL: up.url + "/v1", Timeout: config.Duration(10e9), MaxInFlight: 16},
 		}
-		m := config.Model{Name: "gpt", Validation: config.Validation{OnInvalid: action}}
+		m := config.Model{Name: "gpt", Validation: v}
 		for _, p := range targets {
 			m.Targets = append(m.Targets, config.Target{Provider: p, Model: p + "-model"})
 		}
@@ -413,9 +420,9 @@ func TestValidationBadSchema(t *testing.T) {
 	}
 }
 
-// streamVerdict reads a stream to its end and returns its data lines and
-// the trailer's data, if one came.
-func streamVerdict(t *testing.T, s *stack, path, body string) (events []string, trailer map[string]any) {
+// streamVerdict reads a stream to its end and returns its events, the
+// verdict event's data, if one came, and the response's HTTP trailers.
+func streamVerdict(t *testing.T, s *stack, path, body string) (events []string, trailer map[string]any, trailers http.Header) {
 	t.Helper()
 	resp, err := s.post(t.Context(), path, body, nil)
 	if err != nil {
@@ -427,6 +434,7 @@ func streamVerdict(t *testing.T, s *stack, path, body string) (events []string, 
 	}
 	var buf bytes.Buffer
 	buf.ReadFrom(resp.Body)
+	trailers = resp.Trailer
 	for _, ev := range strings.Split(buf.String(), "\n\n") {
 		if strings.HasPrefix(ev, "event: sluice.validation\n") {
 			if trailer != nil {
@@ -445,11 +453,14 @@ func streamVerdict(t *testing.T, s *stack, path, body string) (events []string, 
 			events = append(events, ev)
 		}
 	}
-	return events, trailer
+	return events, trailer, trailers
 }
 
-// Streams are judged at their end, the verdict sent as a trailing event
-// after the stream's own last one, and counted.
+// Streams are judged at their end, the verdict sent in the response's
+// HTTP trailers (X-Sluice-Validation, and -Reason when it is not
+// valid), and counted. Nothing is added to the stream itself unless the
+// model asks for the verdict event (validation.stream_event), which
+// then follows the stream's own last event.
 func TestValidationStreams(t *testing.T) {
 	cases := []struct {
 		name, path, body, target string
@@ -467,28 +478,35 @@ func TestValidationStreams(t *testing.T) {
 		{"anthropic client, openai stream, tool invalid", "/v1/messages", anthropicToolsBody(true), "oa", invalidCall, false, "event: message_stop"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			up := newScripted(t, tc.rp, validPerson)
-			// refuse and retry cannot apply once the stream went out.
-			s, g := validationStack(t, up, config.OnInvalidRefuse, tc.target, tc.target)
-			events, tr := streamVerdict(t, s, tc.path, tc.body)
-			if tr == nil {
-				t.Fatalf("no trailer after %d events", len(events))
-			}
-			if tr["type"] != "sluice.validation" || tr["valid"] != tc.valid || (tc.valid != (tr["reason"] == nil)) {
-				t.Fatalf("trailer %v, want valid %v", tr, tc.valid)
-			}
-			if last := events[len(events)-1]; !strings.HasPrefix(last, tc.last) {
-				t.Fatalf("last event before the trailer %q, want %q", last, tc.last)
-			}
-			if up.calls.Load() != 1 {
-				t.Fatalf("%d upstream calls: a stream is never retried", up.calls.Load())
-			}
-			result := map[bool]string{true: "valid", false: "invalid"}[tc.valid]
-			if n := verdicts(g, tc.target, result, "true"); n != 1 {
-				t.Fatalf("stream verdicts %s = %v, want 1", result, n)
-			}
-		})
+		for _, withEvent := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream_event=%v", tc.name, withEvent), func(t *testing.T) {
+				up := newScripted(t, tc.rp, validPerson)
+				// refuse and retry cannot apply once the stream went out.
+				s, g := validationStackWith(t, up, config.Validation{OnInvalid: config.OnInvalidRefuse, StreamEvent: withEvent}, tc.target, tc.target)
+				events, tr, trailers := streamVerdict(t, s, tc.path, tc.body)
+				want := map[bool]string{true: "valid", false: "invalid"}[tc.valid]
+				if got := trailers.Get("X-Sluice-Validation"); got != want || tc.valid != (trailers.Get("X-Sluice-Validation-Reason") == "") {
+					t.Fatalf("trailers %v, want X-Sluice-Validation %s", trailers, want)
+				}
+				switch {
+				case !withEvent && tr != nil:
+					t.Fatalf("a verdict event in the stream, not asked for: %v", tr)
+				case withEvent && tr == nil:
+					t.Fatalf("no verdict event after %d events", len(events))
+				case withEvent && (tr["type"] != "sluice.validation" || tr["valid"] != tc.valid || (tc.valid != (tr["reason"] == nil))):
+					t.Fatalf("verdict event %v, want valid %v", tr, tc.valid)
+				}
+				if last := events[len(events)-1]; !strings.HasPrefix(last, tc.last) {
+					t.Fatalf("the stream's last event %q, want %q", last, tc.last)
+				}
+				if up.calls.Load() != 1 {
+					t.Fatalf("%d upstream calls: a stream is never retried", up.calls.Load())
+				}
+				if n := verdicts(g, tc.target, want, "true"); n != 1 {
+					t.Fatalf("stream verdicts %s = %v, want 1", want, n)
+				}
+			})
+		}
 	}
 }
 
