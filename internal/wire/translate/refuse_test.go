@@ -64,6 +64,9 @@ var refusals = []struct {
 	{"metadata key", anthropicWith(`,"metadata":{"user_id":"u","team":"t"}`), "metadata.team", false, true},
 	{"system cache_control", anthropicWith(`,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]`), "system.cache_control", false, true},
 	{"tool cache_control", anthropicWith(`,"tools":[{"name":"x","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]`), "tools.cache_control", false, true},
+	// @ai-sdk/anthropic sends it on every streamed request with tools: it
+	// changes only how a tool's input is cut into events.
+	{"tool eager_input_streaming", anthropicWith(`,"tools":[{"name":"x","input_schema":{"type":"object"},"eager_input_streaming":true}]`), "tools.eager_input_streaming", false, true},
 	{"server tool", anthropicWith(`,"tools":[{"type":"web_search_20250305","name":"web_search"}]`), "tools.type", false, false},
 	{"document block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`, "messages.content.document", false, false},
 	{"thinking block", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"ok"}]}]}`, "messages.content.thinking", false, true},

@@ -100,7 +100,8 @@ func (b *Bender) Dropped() []string { return b.dropped }
 // the caller, or asks for extras a client can do without (a seed, the
 // penalties, top_k, temperature above Anthropic's 1, logprobs, store,
 // service tiers, metadata, cache hints, an image's detail level, a
-// message's name, a reasoning budget, past thinking blocks). Not
+// message's name, a reasoning budget, past thinking blocks, how a tool's
+// input is cut into stream events). Not
 // neutral: what changes how many answers come, what they are made of or
 // where they end (n, audio and modalities, logit_bias, stop sequences,
 // a late system message, tools and content blocks the target lacks),
@@ -114,6 +115,7 @@ func Neutral(param string) bool {
 		"temperature", "top_k", "store", "service_tier", "metadata", "prediction",
 		"safety_identifier", "prompt_cache_key", "prompt_cache_retention",
 		"parallel_tool_calls", "reasoning_effort", "thinking", "output_config.effort",
+		"tools.eager_input_streaming",
 		"stream_options.include_obfuscation", "messages.name",
 		"messages.content.image_url.detail",
 		"messages.content.thinking", "messages.content.redacted_thinking":
