@@ -2,7 +2,6 @@ package mock
 
 import (
 	"encoding/json"
-	"sort"
 )
 
 // Tools. A request that offers tools gets an answer that calls one, so a
@@ -83,36 +82,6 @@ func (q *toolRequest) pick() *toolUse {
 		}
 	}
 	return nil
-}
-
-// argsFor fills every property of a JSON schema with a plain value.
-func argsFor(schema json.RawMessage) string {
-	var s struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-	}
-	json.Unmarshal(schema, &s)
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	args := make(map[string]any, len(names))
-	for _, n := range names {
-		switch s.Properties[n].Type {
-		case "string":
-			args[n] = "mock"
-		case "number", "integer":
-			args[n] = 1
-		case "boolean":
-			args[n] = true
-		default:
-			args[n] = nil
-		}
-	}
-	b, _ := json.Marshal(args) // keys sorted: the same call every time
-	return string(b)
 }
 
 // toolResult is the text of the tool result a message list ends with,
