@@ -246,4 +246,17 @@ func TestEncodingSettings(t *testing.T) {
 	if strings.Contains(raw, `": "`) {
 		t.Errorf("X-Mock-Encoding compact over a spaced Config:\n%s", raw)
 	}
+	// A script step's encoding is that of the calls the step hits.
+	cfg, err = ParseScript([]byte("seed: 1\nttft: 0s\ntpot: 0s\nfailures:\n  - {kind: stall, after_tokens: 2, for: 120ms, encoding: 'pings:20ms+pydefault'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url = startMock(t, cfg)
+	m, raw, _ := streamOf(t, url, wireDialects[2], "")
+	if m.Pings < 3 || !strings.Contains(raw, `"type": "ping"`) {
+		t.Errorf("a stall step with encoding pings:20ms+pydefault: %d pings:\n%s", m.Pings, raw)
+	}
+	if _, err := ParseScript([]byte("failures:\n  - {kind: no_done, encoding: tabs}\n")); err == nil || !strings.Contains(err.Error(), "failures[0]") {
+		t.Errorf("a step's bad encoding: %v", err)
+	}
 }
