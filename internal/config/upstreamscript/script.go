@@ -40,6 +40,11 @@ func ParseScript(data []byte) (upstream.Config, error) {
 	if _, err := sseenc.Parse(cfg.Encoding); err != nil {
 		return upstream.Config{}, err
 	}
+	for i, f := range cfg.Failures {
+		if _, err := sseenc.Parse(f.Encoding); err != nil {
+			return upstream.Config{}, fmt.Errorf("failures[%d]: %w", i, err)
+		}
+	}
 	return cfg, nil
 }
 

@@ -165,10 +165,44 @@
 //	X-Mock-Context-Window: 8192    context_window for this call
 //	X-Mock-Prefill: refuse         or allow: prefill for this call
 //	X-Mock-Words: prompt           or seed: words for this call
+//	X-Mock-Encoding: spaced+crlf   how this call's stream is written (below)
 //
 // Responses carry x-request-id (OpenAI) or request-id (Anthropic) derived
 // from the seed, and plausible x-ratelimit-* / anthropic-ratelimit-*
 // headers, so a gateway's header passthrough can be tested.
+//
+// # Encodings
+//
+// Real providers write legal SSE and JSON in many ways; a reader that
+// matches compact bytes fails on them. `sluice mock --encoding WORDS`,
+// a script's encoding: (every call) or a failure rule's encoding: (the
+// calls it hits), and X-Mock-Encoding (this call; it wins) pick how the
+// OpenAI chat and completions, Anthropic Messages and Responses streams
+// are written: words of package sseenc joined by '+'. The default,
+// compact, is the bytes the vendors' APIs write. Every encoding carries
+// the same values, so the text, finish and usage read from the stream do
+// not change.
+//
+//	spaced, pydefault, pretty       JSON layout (json.dumps; with \u
+//	                                escapes; indent 2 over several data: lines)
+//	sortkeys, shuffle               key order (shuffle from the call's seed)
+//	escaped, slashes                \u00XX letters, \/
+//	crlf, cr, nospace, idretry,     SSE framing: line ends, "data:{", id:
+//	comments, noevent, oaievent     and retry:, comment lines, no event:
+//	                                lines, "event: message" on OpenAI chunks
+//	nodone                          no [DONE] / message_stop
+//	noping                          no ping after Anthropic's head
+//	usagelast                       an OpenAI usage chunk after the finish,
+//	                                asked for or not
+//	keepalive[:250ms], pings[:...]  during a stall (stall:N:FOR), a comment
+//	                                or an Anthropic ping every interval
+//	                                (default 1s, times the time scale unless
+//	                                set by the header); a ping before the
+//	                                head, or in a dialect without pings, is
+//	                                a comment
+//
+// Whole answers, embeddings and the native APIs (whose codecs read the
+// Messages stream) are written as before.
 //
 // # Scripts
 //

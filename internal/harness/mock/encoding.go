@@ -19,9 +19,16 @@ const HeaderEncoding = "X-Mock-Encoding"
 const defaultKeepalive = time.Second
 
 // applyEncoding sets the call's encoding: the header's, else the
-// Config's. A native API's call keeps the compact default: its codec
+// failure rule's that hit the call, else the Config's. A native API's call keeps the compact default: its codec
 // reads the Messages stream and writes its own vendor's bytes.
 func (p *plan) applyEncoding(r *http.Request, cfg sseenc.Encoding, scale float64) error {
+	if p.fail != nil && p.fail.Encoding != "" {
+		e, err := sseenc.Parse(p.fail.Encoding)
+		if err != nil {
+			return fmt.Errorf("failure rule: %v", err)
+		}
+		cfg = e
+	}
 	p.encoding, p.keepEvery = cfg, cfg.KeepaliveEvery()
 	if p.keepEvery == 0 {
 		p.keepEvery = defaultKeepalive

@@ -84,6 +84,11 @@ func NewWithClock(cfg Config, now func() time.Time) *Server {
 	if err != nil {
 		panic("mock.New: " + err.Error())
 	}
+	for _, f := range cfg.Failures {
+		if _, err := sseenc.Parse(f.Encoding); err != nil {
+			panic("mock.New: failure rule: " + err.Error())
+		}
+	}
 	if cfg.OutputTokens == (TokenRange{}) {
 		cfg.OutputTokens = upstream.DefaultOutputTokens
 	}

@@ -96,6 +96,8 @@
 //	context_window: 8192          # prompts longer than this get a context-length 400
 //	prefill: allow                # or refuse: a prefilled request gets a 400
 //	words: seed                   # or prompt: the answer is a function of the prompt
+//	encoding: compact             # how the HTTP mock writes streams: spaced+crlf, ...
+//	                              # (package sseenc); a failure rule may set its own
 //
 // Failure kinds, each a single-request fault a gateway must survive
 // (rate, start, end and delay apply to all; N is after_tokens; for is
@@ -126,6 +128,7 @@
 //	  - {kind: stall, after_tokens: 40, for: 30s, then: reset}
 //	  - {kind: truncate, after_tokens: 40}
 //	  - {kind: malformed, after_tokens: 40, then: resume}
+//	  - {kind: stall, after_tokens: 20, for: 30s, encoding: pydefault+keepalive}
 //
 // On a whole (non-streaming) answer a stall holds back the body (the
 // headers go out first), and reset, truncate and eof cut the body after

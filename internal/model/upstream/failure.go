@@ -71,6 +71,11 @@ type Failure struct {
 	// Then is what follows a stall (default resume) or a malformed event
 	// (default eof): resume, eof, truncate or reset.
 	Then string `yaml:"then"`
+	// Encoding, if set, is how the HTTP mock writes the streams of the
+	// calls this rule hits, in place of Config.Encoding ("spaced",
+	// "pydefault+keepalive": a stall that sends keepalives). Not
+	// simulated.
+	Encoding string `yaml:"encoding"`
 }
 
 // StatusCode is the HTTP code a status failure answers with: its
