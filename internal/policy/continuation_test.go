@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/lifecycle/lifecycletest"
 )
 
-// The review's case: a provider that takes a prefill, and a target of it
+// A provider that takes a prefill, and a target of it
 // that says none. The target's own setting holds on the route both
 // hosts build from (the simulator once read the provider's alone and
 // continued there). A second target of the same provider and model,

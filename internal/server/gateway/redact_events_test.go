@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// wireKey is the review's key: a '/' a PHP or Java encoder writes as \/,
+// wireKey is a key with a '/', which a PHP or Java encoder writes as \/,
 // and a '+'.
 const wireKey = "sk-wire/TESTKEY+0123456789abcdef"
 
@@ -67,7 +67,7 @@ func TestEventScrubReadsEncodings(t *testing.T) {
 	}
 }
 
-// One event at a time, the shapes the review and the providers write:
+// One event at a time, the shapes providers write:
 // each case's events go through as one batch and one at a time, and the
 // client reads the key blanked in full (every case's key starts in an
 // event of its own at least minHeld bytes long, or is whole).

@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// The wire matrix's verdicts. A cell that is not "ok" lists codes, as
-// the review's table did:
+// The wire matrix's verdicts. A cell that is not "ok" lists codes:
 //
 //	DUP+k, MISS-k   k of the 60 words repeated, or missing
 //	TEXT            every word once, but the text altered

@@ -41,8 +41,8 @@ import (
 //     sent, is logged as 20 output tokens within 5 %, text (K) or tool
 //     call arguments (KT).
 //
-// Subtests are named encoding/dialect/case. -v prints the matrix as the
-// review's table (t.Log). The cells run concurrently, each with its
+// Subtests are named encoding/dialect/case. -v prints the matrix as a
+// markdown table (t.Log). The cells run concurrently, each with its
 // own sockets, so the whole matrix takes seconds, not the minutes its
 // sleeps add up to.
 
@@ -99,8 +99,8 @@ var wireDialects = []wireDialect{
 // A row is an encoding: sseenc's words (enc), and what the fake does
 // beyond them: every byte written and flushed on its own (bytewise), or
 // usage on the finish chunk whatever was asked (inline). name is the
-// row's in the subtests, review its name in the review's table if it
-// differs; only the provider kind it applies to ("" both).
+// row's in the subtests, review the name the printed table gives it if
+// it differs; only the provider kind it applies to ("" both).
 type wireRow struct {
 	name, enc, review, only string
 	bytewise, inline        bool
