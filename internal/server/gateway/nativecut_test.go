@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func TestNativeCutStreamBilledAsRelayed(t *testing.T) {
 		for k, v := range hdr {
 			h[k] = v
 		}
-		before := len(outputTokensLogged(s))
+		before := len(s.usageLines())
 		status, _, body := s.do(c.path, c.body, h)
 		if status != 200 {
 			t.Fatalf("%s: %d %s", c.path, status, body)
@@ -47,25 +46,10 @@ func TestNativeCutStreamBilledAsRelayed(t *testing.T) {
 		if c.path == "/v1/chat/completions" {
 			relayed-- // the role chunk's empty content
 		}
-		waitFor(t, "the log line", func() bool { return len(outputTokensLogged(s)) > before })
-		got := outputTokensLogged(s)[before]
+		waitFor(t, "the log line", func() bool { return len(s.usageLines()) > before })
+		got := s.usageLines()[before].OutputTokens
 		if relayed < 15 || got < relayed*95/100 || got > relayed*105/100+1 {
 			t.Errorf("%s: logged %d output tokens for %d text deltas relayed; want within 5 %%\n%s", c.path, got, relayed, body)
 		}
 	}
-}
-
-// outputTokensLogged is every request log line's output_tokens, in order.
-func outputTokensLogged(s *stack) []int {
-	var out []int
-	for _, l := range strings.Split(s.logText(), "\n") {
-		var ll struct {
-			Msg          string `json:"msg"`
-			OutputTokens int    `json:"output_tokens"`
-		}
-		if json.Unmarshal([]byte(l), &ll) == nil && ll.Msg == "request" {
-			out = append(out, ll.OutputTokens)
-		}
-	}
-	return out
 }

@@ -102,7 +102,7 @@ type source struct {
 	cancel context.CancelFunc
 	// off is the stream offset (the check's count of bytes fed) of the
 	// relay buffer's first byte; seen, how many of the check's marks
-	// the relay has looked at; base, where the first of them began.
+	// have gone down the chain.
 	off  int64
 	seen int
 	// splice, for a continuation: its events become the stream's own.
