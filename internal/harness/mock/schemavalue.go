@@ -63,6 +63,9 @@ func (g schemaValue) of(s map[string]any, depth int) any {
 	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
 		return e[0]
 	}
+	if v, ok := describedChoice(s); ok {
+		return v
+	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if bs, ok := s[k].([]any); ok && len(bs) > 0 {
 			for _, b := range bs {
@@ -101,6 +104,43 @@ func (g schemaValue) of(s map[string]any, depth int) any {
 		return nil
 	}
 	return "mock"
+}
+
+// describedChoice reads a const or an enum that a client moved into the
+// schema's description. The official Anthropic SDKs' strict-schema helper
+// (transformJSONSchema, which LangChain's ChatAnthropic uses for its
+// structured outputs too) keeps only the keywords it trusts and writes
+// the others after the description as "{enum: ["a","b"], ...}"; a model
+// reads them there, so the mock does.
+func describedChoice(s map[string]any) (any, bool) {
+	d, _ := s["description"].(string)
+	if i := strings.LastIndex(d, "\n\n{"); i >= 0 {
+		d = d[i+2:]
+	}
+	if !strings.HasPrefix(d, "{") || !strings.HasSuffix(d, "}") {
+		return nil, false
+	}
+	for _, key := range []string{"const", "enum"} {
+		i := strings.Index(d, "{"+key+": ")
+		if i < 0 {
+			i = strings.Index(d, ", "+key+": ")
+		}
+		if i < 0 {
+			continue
+		}
+		var v any
+		if json.NewDecoder(strings.NewReader(d[strings.Index(d[i:], ": ")+i+2:])).Decode(&v) != nil {
+			continue
+		}
+		if e, ok := v.([]any); key == "enum" {
+			if !ok || len(e) == 0 {
+				continue
+			}
+			v = e[0]
+		}
+		return v, true
+	}
+	return nil, false
 }
 
 // typeOf is a schema's type: its type, the first of a list that is not

@@ -44,3 +44,20 @@ func TestArgsForMeetsTheSchema(t *testing.T) {
 		})
 	}
 }
+
+// The Anthropic SDKs' strict-schema helper moves enum and const into the
+// description ("{enum: [...]}"); the mock reads them there, as a model
+// does, so a client that validates the answer against its own schema
+// (LangChain's ChatAnthropic with Zod) gets a value it accepts.
+func TestArgsForReadsChoicesFromTheDescription(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"type":"object","properties":{"mood":{"type":"string","description":"{enum: [\"calm\",\"stormy\"]}"}}}`:                    `{"mood":"calm"}`,
+		`{"type":"object","properties":{"mood":{"type":"string","description":"How it feels\n\n{enum: [\"calm\"], minLength: 3}"}}}`: `{"mood":"calm"}`,
+		`{"type":"object","properties":{"kind":{"type":"string","description":"{pattern: \"x\", const: \"person\"}"}}}`:              `{"kind":"person"}`,
+		`{"type":"object","properties":{"n":{"type":"string","description":"say {enum: [1]} or not"}}}`:                              `{"n":"mock"}`,
+	} {
+		if got := argsFor([]byte(raw)); got != want {
+			t.Errorf("%s: got %s, want %s", raw, got, want)
+		}
+	}
+}
