@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,6 +109,27 @@ func checkWeather(t *testing.T, text string) {
 // nodeSDK runs one of e2e/sdk's scripts against the gateway. Without the
 // packages installed it skips, or fails under CI=true.
 func nodeSDK(t *testing.T, script, base, model string) {
+	needNode(t)
+	b, err := runNode(t, script, []string{"SLUICE_URL=" + base, "SLUICE_MODEL=" + model}, 60*time.Second)
+	t.Logf("node %s:\n%s", script, b)
+	if err != nil {
+		t.Fatalf("node %s: %v", script, err)
+	}
+	n := 0
+	for _, line := range strings.Split(b, "\n") {
+		if strings.HasPrefix(line, "ok ") {
+			n++
+		}
+	}
+	if n != 7 {
+		t.Errorf("node %s passed %d steps, want 7 (chat, stream, tools, tools streamed, json schema, reasoning, errors)", script, n)
+	}
+}
+
+// needNode skips t unless node and e2e/sdk's packages are installed, or
+// fails it under CI=true, saying what to install.
+func needNode(t *testing.T) {
+	t.Helper()
 	const install = "run npm ci --prefix test/e2e/sdk to install the pinned Node SDKs"
 	missing := ""
 	if _, err := exec.LookPath("node"); err != nil {
@@ -121,25 +143,23 @@ func nodeSDK(t *testing.T, script, base, model string) {
 		}
 		t.Skip(missing)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+}
+
+// runNode runs one of e2e/sdk's scripts with env added to the test's
+// environment, for at most timeout, and returns its output (standard
+// output and error, interleaved).
+func runNode(t *testing.T, script string, env []string, timeout time.Duration) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = "sdk"
-	cmd.Env = append(os.Environ(), "SLUICE_URL="+base, "SLUICE_MODEL="+model)
+	cmd.Env = append(os.Environ(), env...)
 	b, err := cmd.CombinedOutput()
-	t.Logf("node %s:\n%s", script, b)
-	if err != nil {
-		t.Fatalf("node %s: %v", script, err)
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w: still running after %v", err, timeout)
 	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "ok ") {
-			n++
-		}
-	}
-	if n != 6 {
-		t.Errorf("node %s passed %d steps, want 6 (chat, stream, tools, tools streamed, json schema, errors)", script, n)
-	}
+	return string(b), err
 }
 
 func openAIGo(t *testing.T, base, model string) {

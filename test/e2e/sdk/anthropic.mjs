@@ -1,10 +1,11 @@
 // The official Anthropic Node SDK, unchanged, against Sluice: a message,
-// a stream, a tool round trip (whole and streamed), a JSON-schema answer
-// and typed errors.
+// a stream, a tool round trip (whole and streamed), a JSON-schema answer,
+// reasoning and typed errors.
 // SLUICE_URL is the gateway, SLUICE_MODEL a model served by a provider
 // of the other API (Sluice translates). Run by go test ./e2e -run SDK.
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { step } from './lib.mjs';
 
 const client = new Anthropic({ baseURL: process.env.SLUICE_URL, apiKey: 'sk-client', maxRetries: 0 });
 const model = process.env.SLUICE_MODEL;
@@ -17,11 +18,6 @@ const tools = [{
 const question = { role: 'user', content: 'What is the weather in Paris?' };
 
 const weather = { type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'] };
-
-async function step(name, fn) {
-  await fn();
-  console.log('ok', name);
-}
 
 await step('chat', async () => {
   const r = await client.messages.create(ask);
@@ -81,6 +77,14 @@ await step('json schema', async () => {
   assert.equal(r.stop_reason, 'end_turn');
   assert.equal(r.content[0].type, 'text');
   assert.deepEqual(JSON.parse(r.content[0].text), { city: 'mock', temp: 1 });
+});
+
+await step('reasoning', async () => {
+  // Extended thinking; a thinking block may come before the text.
+  const r = await client.messages.create({ ...ask, max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } });
+  assert.equal(r.stop_reason, 'end_turn');
+  const text = r.content.filter((b) => b.type === 'text');
+  assert.ok(text.length === 1 && text[0].text.length > 0, JSON.stringify(r.content));
 });
 
 await step('errors', async () => {

@@ -1,10 +1,11 @@
 // The official OpenAI Node SDK, unchanged, against Sluice: chat, a
-// stream, a tool round trip (whole and streamed), a JSON-schema answer
-// and typed errors.
+// stream, a tool round trip (whole and streamed), a JSON-schema answer,
+// reasoning and typed errors.
 // SLUICE_URL is the gateway, SLUICE_MODEL a model served by a provider
 // of the other API (Sluice translates). Run by go test ./e2e -run SDK.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { step } from './lib.mjs';
 
 const client = new OpenAI({ baseURL: process.env.SLUICE_URL + '/v1', apiKey: 'sk-client', maxRetries: 0 });
 const model = process.env.SLUICE_MODEL;
@@ -19,11 +20,6 @@ const tools = [{
 }];
 
 const weather = { type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'] };
-
-async function step(name, fn) {
-  await fn();
-  console.log('ok', name);
-}
 
 await step('chat', async () => {
   const r = await client.chat.completions.create({ model, messages: ask, max_tokens: 50 });
@@ -88,6 +84,12 @@ await step('json schema', async () => {
   });
   assert.equal(r.choices[0].finish_reason, 'stop');
   assert.deepEqual(JSON.parse(r.choices[0].message.content), { city: 'mock', temp: 1 });
+});
+
+await step('reasoning', async () => {
+  const r = await client.chat.completions.create({ model, messages: ask, reasoning_effort: 'low' });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.ok(r.choices[0].message.content.length > 0, 'empty answer');
 });
 
 await step('errors', async () => {
