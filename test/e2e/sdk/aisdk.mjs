@@ -22,7 +22,7 @@ import {
 import { createOpenAI } from '@ai-sdk/openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { z } from 'zod';
-import { model as modelName, moods, question, step, structured, toolResult, url, wanted } from './lib.mjs';
+import { model as modelName, moods, question, step, structured, toolResult, url } from './lib.mjs';
 
 const kind = process.env.SLUICE_PROVIDER;
 const openai = createOpenAI({ baseURL: `${url}/v1`, apiKey: 'sk-client' });
@@ -40,10 +40,6 @@ const weatherInput = z.object({ city: z.string().describe('The city') });
 const weatherCall = tool({ description: 'The weather in a city', inputSchema: weatherInput });
 const weatherTool = tool({ description: 'The weather in a city', inputSchema: weatherInput, execute: async () => toolResult });
 const answer = z.object({ title: z.string(), tags: z.array(z.string()), mood: z.enum(moods) });
-
-async function run(name, fn) {
-  if (wanted(name)) await step(name, fn);
-}
 
 // drain reads a fullStream to its end and returns its parts' types and
 // text; an error part fails the step with the error the SDK met.
@@ -66,7 +62,7 @@ function checkUsage(usage) {
 // young: the gateway's Retry-After is the time until a slot frees, and
 // a call running past every recent one is expected to run as long again.
 if (process.env.SLUICE_SHED_MODEL) {
-  await run('shed', async () => {
+  await step('shed', async () => {
     // The gateway sheds every try, with Retry-After, which the SDK waits
     // out (under a minute; its default is two retries) before it gives up.
     const status = kind === 'anthropic' ? 529 : 503;
@@ -79,7 +75,7 @@ if (process.env.SLUICE_SHED_MODEL) {
   });
 }
 
-await run('generate', async () => {
+await step('generate', async () => {
   const r = await generateText({ model, system: 'Be brief.', prompt: 'hello' });
   assert.ok(r.text.length > 0, 'empty answer');
   assert.equal(r.finishReason, 'stop');
@@ -87,7 +83,7 @@ await run('generate', async () => {
   assert.ok(r.response.modelId, 'no model id');
 });
 
-await run('stream', async () => {
+await step('stream', async () => {
   const s = streamText({ model, system: 'Be brief.', prompt: 'hello' });
   const { types, text } = await drain(s.fullStream);
   assert.ok(text.length > 0, 'no text streamed');
@@ -115,13 +111,13 @@ async function roundTrip(first, again) {
   assert.ok(final.text.startsWith(`tool result: ${toolResult}`), final.text);
 }
 
-await run('tools', async () => {
+await step('tools', async () => {
   const tools = { get_weather: weatherCall };
   const first = await generateText({ model, tools, prompt: question });
   await roundTrip(first, (messages) => generateText({ model, tools, messages }));
 });
 
-await run('tools streamed', async () => {
+await step('tools streamed', async () => {
   const tools = { get_weather: weatherCall };
   const settle = async (s) => {
     const { types } = await drain(s.fullStream);
@@ -143,11 +139,11 @@ function checkAgent(r) {
   assert.ok(r.text.startsWith(`tool result: ${toolResult}`), r.text);
 }
 
-await run('agent', async () => {
+await step('agent', async () => {
   checkAgent(await generateText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question }));
 });
 
-await run('agent streamed', async () => {
+await step('agent streamed', async () => {
   const s = streamText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question });
   const { types } = await drain(s.fullStream);
   assert.equal(types.filter((t) => t === 'finish-step').length, 2, `${types}`);
@@ -155,12 +151,12 @@ await run('agent streamed', async () => {
   checkAgent({ steps: await s.steps, finishReason: await s.finishReason, text: await s.text });
 });
 
-await run('structured', async () => {
+await step('structured', async () => {
   const r = await generateText({ model, output: Output.object({ schema: answer }), prompt: 'Describe the weather.' });
   assert.deepEqual(r.output, structured);
 });
 
-await run('structured streamed', async () => {
+await step('structured streamed', async () => {
   const s = streamText({ model, output: Output.object({ schema: answer }), prompt: 'Describe the weather.' });
   let partials = 0;
   for await (const p of s.partialOutputStream) {
@@ -171,12 +167,12 @@ await run('structured streamed', async () => {
   assert.deepEqual(await s.output, structured);
 });
 
-await run('object', async () => {
+await step('object', async () => {
   const r = await generateObject({ model, schema: answer, prompt: 'Describe the weather.' });
   assert.deepEqual(r.object, structured);
 });
 
-await run('object streamed', async () => {
+await step('object streamed', async () => {
   // A JSON schema written out, as a caller without zod gives it.
   const schema = jsonSchema({
     type: 'object',
@@ -189,7 +185,7 @@ await run('object streamed', async () => {
   assert.deepEqual(await s.object, structured);
 });
 
-await run('reasoning', async () => {
+await step('reasoning', async () => {
   const providerOptions = kind === 'anthropic'
     ? { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } }
     : { openai: { reasoningEffort: 'low' } };
@@ -201,7 +197,7 @@ await run('reasoning', async () => {
 });
 
 if (process.env.SLUICE_EMBED_MODEL) {
-  await run('embeddings', async () => {
+  await step('embeddings', async () => {
     const em = openai.embedding(process.env.SLUICE_EMBED_MODEL);
     const one = await embed({ model: em, value: 'hello' });
     assert.ok(one.embedding.length > 0 && one.embedding.every(Number.isFinite), 'no embedding');
@@ -211,7 +207,7 @@ if (process.env.SLUICE_EMBED_MODEL) {
   });
 }
 
-await run('errors', async () => {
+await step('errors', async () => {
   // An unknown model is not retried: the provider's own APICallError.
   await assert.rejects(
     generateText({ model: languageModel('no-such-model'), prompt: 'hello' }),

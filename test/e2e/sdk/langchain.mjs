@@ -20,7 +20,7 @@ import { AIMessageChunk, HumanMessage, SystemMessage, ToolMessage } from '@langc
 import { tool } from '@langchain/core/tools';
 import { concat } from '@langchain/core/utils/stream';
 import { z } from 'zod';
-import { model as modelName, moods, question, step, structured, toolResult, url, wanted } from './lib.mjs';
+import { model as modelName, moods, question, step, structured, toolResult, url } from './lib.mjs';
 
 const kind = process.env.SLUICE_PROVIDER;
 const chat = {
@@ -37,10 +37,6 @@ const weather = tool(async () => toolResult, {
 });
 const answer = z.object({ title: z.string(), tags: z.array(z.string()), mood: z.enum(moods) });
 const hello = [new SystemMessage('Be brief.'), new HumanMessage('hello')];
-
-async function run(name, fn) {
-  if (wanted(name)) await step(name, fn);
-}
 
 // The stop reason, in each provider's words.
 const stopped = kind === 'openai' ? ['finish_reason', 'stop'] : ['stop_reason', 'end_turn'];
@@ -81,7 +77,7 @@ async function streamed(runnable, input) {
 // young (the gateway's Retry-After grows with its age, though LangChain
 // does not read it on a 503 or 529).
 if (process.env.SLUICE_SHED_MODEL) {
-  await run('shed', async () => {
+  await step('shed', async () => {
     // LangChain retries six times by default, backing off 1 s doubling
     // (times 1 to 2) whatever the Retry-After, then throws the SDK's error.
     const status = kind === 'openai' ? 503 : 529;
@@ -94,11 +90,11 @@ if (process.env.SLUICE_SHED_MODEL) {
   });
 }
 
-await run('generate', async () => {
+await step('generate', async () => {
   checkAnswer(await llm.invoke(hello));
 });
 
-await run('stream', async () => {
+await step('stream', async () => {
   checkAnswer(await streamed(llm, hello));
 });
 
@@ -115,12 +111,12 @@ async function roundTrip(first, again) {
   assert.ok(final.text.startsWith(`tool result: ${toolResult}`), final.text);
 }
 
-await run('tools', async () => {
+await step('tools', async () => {
   const bound = llm.bindTools([weather]);
   await roundTrip(await bound.invoke([new HumanMessage(question)]), (m) => bound.invoke(m));
 });
 
-await run('tools streamed', async () => {
+await step('tools streamed', async () => {
   const bound = llm.bindTools([weather], { tool_choice: 'any' });
   const free = llm.bindTools([weather]);
   await roundTrip(await streamed(bound, [new HumanMessage(question)]), (m) => streamed(free, m));
@@ -144,19 +140,19 @@ async function agent(call) {
   assert.ok(final.text.startsWith(`tool result: ${toolResult}`), final.text);
 }
 
-await run('agent', async () => {
+await step('agent', async () => {
   await agent((bound, messages) => bound.invoke(messages));
 });
 
-await run('agent streamed', async () => {
+await step('agent streamed', async () => {
   await agent((bound, messages) => streamed(bound, messages));
 });
 
-await run('structured', async () => {
+await step('structured', async () => {
   assert.deepEqual(await llm.withStructuredOutput(answer).invoke('Describe the weather.'), structured);
 });
 
-await run('structured streamed', async () => {
+await step('structured streamed', async () => {
   // ChatAnthropic's default method, a forced tool call, cannot be
   // streamed: LangChain's concat keeps the tool_use block (input "") and
   // its input_json_delta blocks apart, and its parser reads the former,
@@ -172,7 +168,7 @@ await run('structured streamed', async () => {
   assert.deepEqual(last, structured);
 });
 
-await run('reasoning', async () => {
+await step('reasoning', async () => {
   const fields = kind === 'openai'
     ? { reasoning: { effort: 'low' } }
     : { thinking: { type: 'enabled', budget_tokens: 1024 } };
@@ -181,7 +177,7 @@ await run('reasoning', async () => {
 });
 
 if (process.env.SLUICE_EMBED_MODEL) {
-  await run('embeddings', async () => {
+  await step('embeddings', async () => {
     const em = new OpenAIEmbeddings({ model: process.env.SLUICE_EMBED_MODEL, apiKey: 'sk-client', configuration: { baseURL: `${url}/v1` } });
     const one = await em.embedQuery('hello');
     assert.ok(one.length > 0 && one.every(Number.isFinite), 'no embedding');
@@ -191,7 +187,7 @@ if (process.env.SLUICE_EMBED_MODEL) {
   });
 }
 
-await run('errors', async () => {
+await step('errors', async () => {
   // An unknown model is not retried: the SDK's own NotFoundError.
   await assert.rejects(
     chat('no-such-model').invoke(hello),

@@ -12,6 +12,7 @@ export const model = process.env.SLUICE_MODEL;
 // error's details; a failed case fails the process but not the cases
 // after it, so that one run says which of them a target serves.
 export async function step(name, fn) {
+  if (!wanted(name)) return;
   try {
     if (process.env.SLUICE_RECORD) {
       const r = await fetch(`${url}/__record`, { method: 'POST', body: name });
@@ -26,10 +27,10 @@ export async function step(name, fn) {
   }
 }
 
-// cases lists the steps a run may take: all of them, or those named in
-// SLUICE_CASES (comma-separated), for a target that can serve only some.
+// wanted says whether a step runs: every step, or those SLUICE_CASES
+// names (comma-separated).
 const only = process.env.SLUICE_CASES ? process.env.SLUICE_CASES.split(',') : null;
-export function wanted(name) {
+function wanted(name) {
   return only === null || only.includes(name);
 }
 
