@@ -1,6 +1,5 @@
 package gateway
 
-
 // OpenAI's Responses API (POST /v1/responses) is passed through as it is
 // to a model whose targets all serve it (providers[].responses, on by
 // default for kind openai), and bridged through chat completions for
