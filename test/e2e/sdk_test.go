@@ -82,7 +82,9 @@ func TestSDKs(t *testing.T) {
 		t.Run("anthropic-sdk-go/"+model, func(t *testing.T) { anthropicGo(t, base, model) })
 		t.Run("node/anthropic/"+model, func(t *testing.T) { nodeSDK(t, "anthropic.mjs", base, model) })
 	}
-	t.Run("openai-go/responses", func(t *testing.T) { responsesGo(t, base, "gpt-behind", "claude-behind") })
+	for _, model := range []string{"gpt-behind", "claude-behind", "gemini-behind"} {
+		t.Run("openai-go/responses/"+model, func(t *testing.T) { responsesGo(t, base, model) })
+	}
 }
 
 // weatherSchema is the JSON-schema answer every SDK asks for; the mock
@@ -347,7 +349,10 @@ func anthropicGo(t *testing.T, base, model string) {
 // through to an OpenAI-kind provider (model), whole and streamed, and
 // refused, naming model, for one only an Anthropic provider serves
 // (refused).
-func responsesGo(t *testing.T, base, model, refused string) {
+// responsesGo runs the Responses API through openai-go: passed through
+// to gpt-behind's provider, which serves it, and bridged through chat
+// completions to the others.
+func responsesGo(t *testing.T, base, model string) {
 	ctx := context.Background()
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-client"), option.WithMaxRetries(0))
 	p := responses.ResponseNewParams{Model: model, Instructions: openai.String("Be brief."),
@@ -376,10 +381,14 @@ func responsesGo(t *testing.T, base, model, refused string) {
 	if text == "" || text != final {
 		t.Errorf("stream: deltas %q, completed %q", text, final)
 	}
-	p.Model = refused
+	if model == "gpt-behind" {
+		return
+	}
+	// What only the API's own server can do is refused, naming it.
+	p.PreviousResponseID = openai.String("resp_123")
 	_, err = c.Responses.New(ctx, p)
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "model" {
-		t.Errorf("Responses on an Anthropic-only model: want a 400 naming model, got %#v", err)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "previous_response_id" {
+		t.Errorf("previous_response_id on a bridged model: want a 400 naming it, got %#v", err)
 	}
 }

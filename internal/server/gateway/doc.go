@@ -32,8 +32,10 @@
 //     a target whose provider speaks the other API gets the request
 //     translated (package translate), on its own API's path, and a
 //     request that cannot be translated skips such targets (translate.go);
-//     a Responses API request goes only to targets that serve it, and is
-//     never translated (responses.go);
+//     a Responses API request is passed through when every target
+//     serves the API (responses.go), and otherwise bridged: served as a
+//     chat request, its answer put back in the API's shape on the way
+//     out (responses_bridge.go);
 //  7. relay: SSE is flushed as it arrives, whole events at a time, by one
 //     stream relay whose concerns (usage, idle watch, translation, stream
 //     check, validation, scrubbing) are a chain of filters

@@ -137,6 +137,9 @@ type exchange struct {
 	// to instead (contextroute.go).
 	contextRoute *lifecycle.Route
 	contextNext  *model
+	// bridge is set when a Responses API request is served as a chat
+	// one (responses_bridge.go); endpoint is then chat_completions.
+	bridge *responsesBridge
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState
@@ -155,8 +158,8 @@ func (g *Gateway) finish(x *exchange) {
 		provider = "-"
 	}
 	m := g.metrics
-	m.Requests.WithLabelValues(x.endpoint.Name, model, provider, x.priority.String(), x.outcome, x.reason).Inc()
-	m.Duration.WithLabelValues(x.endpoint.Name, model, x.outcome).Observe(dur.Seconds())
+	m.Requests.WithLabelValues(x.endpointName(), model, provider, x.priority.String(), x.outcome, x.reason).Inc()
+	m.Duration.WithLabelValues(x.endpointName(), model, x.outcome).Observe(dur.Seconds())
 	if x.upstreamStatus != 0 {
 		m.Upstream.WithLabelValues(provider, model).Observe(x.upstreamDur.Seconds())
 		if x.ttft > 0 {
@@ -173,7 +176,7 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
-		slog.String("endpoint", x.endpoint.Name),
+		slog.String("endpoint", x.endpointName()),
 		slog.String("model", model),
 		slog.String("provider", provider),
 		slog.String("priority", x.priority.String()),

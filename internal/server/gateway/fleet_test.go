@@ -275,7 +275,7 @@ func newFleet(t *testing.T, mc mock.Config, mutate func(*config.Config)) []*stac
 			c.Store = "redis://" + addr + "/0"
 			c.Fleet.Prefix = prefix
 			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond) // a busy test machine, not a fleet's budget
+			c.Fleet.Timeout = config.Duration(time.Second) // a busy 2-core test machine stalls a round trip for hundreds of milliseconds; not a fleet's budget
 			if mutate != nil {
 				mutate(c)
 			}

@@ -154,13 +154,21 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if !ok {
 		return
 	}
-	// A model's targets of the other API are served by translating
-	// (translate.go), which only chat requests can be.
+	// A Responses API request is passed through to targets that serve
+	// the API, or bridged: served as a chat request from here on, its
+	// answer put back in the Responses API's shape (responses_bridge.go).
 	if ep.IsResponses() {
-		if m, ok = g.responsesTargets(w, x, m); !ok {
+		var bw http.ResponseWriter
+		if m, body, bw, ok = g.bridgeResponses(w, x, m, body); !ok {
 			return
 		}
+		if rw, bridged := bw.(*responsesWriter); bridged {
+			defer rw.finish()
+			w, ep, d = rw, x.endpoint, x.endpoint.Dialect
+		}
 	}
+	// A model's targets of the other API are served by translating
+	// (translate.go), which only chat requests can be.
 	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
 		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)

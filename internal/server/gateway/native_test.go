@@ -189,7 +189,7 @@ func TestNativeDroppedAndRefused(t *testing.T) {
 		t.Fatalf("count_tokens: status %d, count %q, vendor calls %d→%d: %s", status, hdr.Get("X-Sluice-Token-Count"), calls, s.mock.Stats().Total, body)
 	}
 	status, _, body = s.get("/v1/models/mock-claude", nil)
-	if status != 200 || !strings.Contains(string(body), `"native":["gemini/gem"]`) || !strings.Contains(string(body), `"translated":["/v1/chat/completions","/v1/messages"]`) {
+	if status != 200 || !strings.Contains(string(body), `"native":["gemini/gem"]`) || !strings.Contains(string(body), `"translated":["/v1/chat/completions","/v1/responses","/v1/messages"]`) {
 		t.Errorf("/v1/models/mock-claude: %d %s", status, body)
 	}
 }

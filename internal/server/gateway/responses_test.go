@@ -48,32 +48,6 @@ func TestResponsesPassedThrough(t *testing.T) {
 	s.waitLog(t, "endpoint=responses", "stream=true", "outcome=ok", "output_tokens=5")
 }
 
-// A model with no target that serves the Responses API (an Anthropic
-// one, or a provider configured without it) gets a 400 in OpenAI's
-// shape naming model; a mixed chain is served by the target that has it.
-func TestResponsesRefusedWithoutTarget(t *testing.T) {
-	off := false
-	s := newStack(t, mock.Config{}, func(c *config.Config) {
-		c.Models[1].Targets = []config.Target{{Provider: "mock-anthropic", Model: "claude-x"}, {Provider: "mock-openai", Model: "mock-gpt-4o"}} // mock-embed: mixed
-		c.Providers = append(c.Providers, config.Provider{Name: "no-responses", Kind: config.KindOpenAI, BaseURL: c.Providers[0].BaseURL,
-			Timeout: config.Duration(config.DefaultProviderTimeout), Responses: &off})
-		c.Models[0].Targets = []config.Target{{Provider: "no-responses", Model: "m"}} // mock-gpt
-	})
-	for _, model := range []string{"mock-claude", "mock-gpt"} {
-		status, _, body := s.do("/v1/responses", `{"model":"`+model+`","input":"hi"}`, nil)
-		if status != 400 || errorType(t, body) != "invalid_request_error" || errorParam(t, body) != "model" || !strings.Contains(string(body), "/v1/chat/completions") {
-			t.Errorf("%s: %d %s; want a 400 naming model and pointing at chat", model, status, body)
-		}
-	}
-	if st := s.mock.Stats(); st.Total != 0 {
-		t.Fatalf("%d provider calls for refused requests", st.Total)
-	}
-	status, _, body := s.do("/v1/responses", `{"model":"mock-embed","input":"hi"}`, nil)
-	if status != 200 || s.mock.LastRequest().Path != "/v1/responses" {
-		t.Fatalf("mixed chain: %d %s", status, body)
-	}
-}
-
 // A provider that answers 404 to /v1/responses lacks the endpoint: the
 // 404 reaches the client, the operator is told once, and its breaker
 // does not count it, so its chat traffic goes on.

@@ -154,12 +154,13 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 // reach no target in their own API, only ones served by translation:
 // chat in both APIs (translated when no target speaks it), legacy
 // completions and embeddings when a target speaks OpenAI's API (they are
-// never translated), the Responses API when a target serves it, and
-// count_tokens, which Sluice answers itself.
+// never translated), the Responses API (bridged through chat unless
+// every target serves it: responses_bridge.go), and count_tokens, which
+// Sluice answers itself.
 func (m *model) endpoints() (all, translated []string) {
-	oai, ant, responses := m.speaks(protocol.OpenAI), false, false
+	oai, ant, responses := m.speaks(protocol.OpenAI), false, true
 	for _, t := range m.targets {
-		responses = responses || t.provider.responses.Load()
+		responses = responses && t.provider.responses.Load()
 		// A native provider speaks Anthropic's API only through its
 		// codec: translated too.
 		ant = ant || t.provider.dialect == protocol.Anthropic && t.provider.native == nil
@@ -172,8 +173,9 @@ func (m *model) endpoints() (all, translated []string) {
 	if oai {
 		all = append(all, "/v1/completions", "/v1/embeddings")
 	}
-	if responses {
-		all = append(all, protocol.Responses.Path)
+	all = append(all, protocol.Responses.Path)
+	if !responses {
+		translated = append(translated, protocol.Responses.Path)
 	}
 	all = append(all, "/v1/messages")
 	if !ant {

@@ -276,7 +276,7 @@ func TestUntranslatableSkipsOtherKindTargets(t *testing.T) {
 
 // Every model is listed under both APIs, with the endpoints that serve
 // it and those that only reach it through translation; a mixed chain
-// needs none. GET /v1/models/{id} answers the same entry.
+// needs none for chat. GET /v1/models/{id} answers the same entry.
 func TestModelListShowsEveryModelUnderBoth(t *testing.T) {
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Models[0].Targets = append(c.Models[0].Targets, config.Target{Provider: "mock-anthropic", Model: "claude-backup"})
@@ -311,9 +311,10 @@ func TestModelListShowsEveryModelUnderBoth(t *testing.T) {
 	for _, c := range []struct {
 		model, endpoints, translated string
 	}{
-		{"mock-gpt", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", ""},
+		// A mixed chain is bridged for the Responses API (responses_bridge.go).
+		{"mock-gpt", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", "/v1/responses"},
 		{"mock-embed", "/v1/chat/completions /v1/completions /v1/embeddings /v1/responses /v1/messages /v1/messages/count_tokens", "/v1/messages"},
-		{"mock-claude", "/v1/chat/completions /v1/messages /v1/messages/count_tokens", "/v1/chat/completions"},
+		{"mock-claude", "/v1/chat/completions /v1/responses /v1/messages /v1/messages/count_tokens", "/v1/chat/completions /v1/responses"},
 	} {
 		for _, e := range []entry{openai[c.model], anthropic[c.model]} {
 			if got := strings.Join(e.Sluice.Endpoints, " "); got != c.endpoints {
@@ -325,7 +326,7 @@ func TestModelListShowsEveryModelUnderBoth(t *testing.T) {
 		}
 	}
 	status, _, body := s.get("/v1/models/mock-claude", nil)
-	if status != 200 || !strings.Contains(string(body), `"translated":["/v1/chat/completions"]`) || !strings.Contains(string(body), `"object":"model"`) {
+	if status != 200 || !strings.Contains(string(body), `"translated":["/v1/chat/completions","/v1/responses"]`) || !strings.Contains(string(body), `"object":"model"`) {
 		t.Errorf("GET /v1/models/mock-claude from an OpenAI client: %d %s", status, body)
 	}
 }

@@ -1,7 +1,7 @@
 package protocol
 
-// OpenAI's Responses API (POST /v1/responses) is passed through, never
-// translated, but its streams are not Chat Completions': each event
+// OpenAI's Responses API (POST /v1/responses), when passed through to a
+// provider that serves it, streams not as Chat Completions do: each event
 // names its type ("event: response.output_text.delta", and "type" in the
 // data), and a stream ends with response.completed, response.incomplete
 // or response.failed instead of [DONE]. Its errors and statuses are

@@ -35,8 +35,10 @@ type oaResponseFormat struct {
 }
 
 type oaJSONSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // AnswerSchemaName names the schema of an Anthropic output_config.format

@@ -2,7 +2,9 @@
 // (/v1/chat/completions) and Anthropic's Messages (/v1/messages):
 // requests, whole answers, streamed answers and error answers, in both
 // directions, so that a client of either dialect can be served by a
-// provider of either.
+// provider of either. It also carries OpenAI's Responses API
+// (/v1/responses) over Chat Completions, for targets that have no
+// Responses API (see "Responses API" below).
 //
 // # Goals
 //
@@ -21,6 +23,9 @@
 //     silently.
 //   - Stream without buffering. A stream translator holds ids, the open
 //     content block, the stop reason and usage counts, never the answer.
+//     The one exception is the Responses API's (StreamToResponses),
+//     whose grammar repeats every item's text and arguments in its .done
+//     events and in the final response: it holds the answer.
 //   - Never dress up a failure. A stream cut short gets no made-up
 //     terminator; an upstream error event becomes the client dialect's
 //     error event, and nothing follows it.
@@ -55,6 +60,10 @@
 //     look like the gateway's own.
 //   - Request, Response, ErrorBody, NewStream (dialect.go): the same,
 //     chosen by protocol.Dialect; the identity when the dialects match.
+//   - ResponsesToChat, ChatToResponse, NewStreamToResponses: the
+//     Responses API over Chat Completions (responses_*.go). They are not
+//     chosen by dialect: the Responses API is an endpoint of OpenAI's,
+//     and the host calls them for /v1/responses.
 //
 // Errors: *Error wraps ErrUntranslatable or ErrInvalid (both 400 to the
 // client); answers that cannot be translated wrap ErrResponse (the
@@ -251,6 +260,153 @@
 // xhigh effort (low and high). Anthropic → OpenAI → Anthropic folds
 // cache_creation_input_tokens into input_tokens and stop_sequence into
 // end_turn.
+//
+// # Responses API
+//
+// A Responses API request is translated into a Chat Completions one
+// (which RequestToAnthropic or a native codec can take on), and the chat
+// answer back into a response object or response.* events. Usage:
+//
+//	tr, err := translate.ResponsesToChat(body, translate.Options{Drop: cfg.Drop})
+//	// ... tr.Body to the target as a chat request (translated on if need be);
+//	// a whole answer:
+//	out, err := translate.ChatToResponse(chatAnswer, now.Unix())
+//	// a stream (tr.IncludeUsage is true: the chat stream must end with usage):
+//	s := translate.NewStreamToResponses(translate.StreamConfig{Created: now.Unix()})
+//
+// Requests (Responses on the left, chat on the right):
+//
+//	Responses request                    Chat Completions request
+//	-----------------------------------  ------------------------------------
+//	model                                model
+//	instructions                         a leading system message ("" is
+//	                                       nothing)
+//	input string                         one user message
+//	input items {role, content} or       messages of that role: user,
+//	  {type message, role, content}        assistant, system, developer;
+//	                                       their id, and status completed,
+//	                                       ask nothing
+//	  input_text {text}                    text part
+//	  input_image {image_url, detail}      image_url part {url, detail}; a URL
+//	                                       or a data: URL
+//	  input_file {file_data | file_id,     file part {file_data | file_id,
+//	    filename}                            filename}
+//	  assistant output_text {text}         assistant text (one part: a
+//	                                       string; more: text parts)
+//	  assistant refusal {refusal}          assistant text: what it said
+//	{type function_call, call_id, name,  assistant tool_calls[] {id, function
+//	  arguments, id?}                      {name, arguments}}; consecutive
+//	                                       calls, and the assistant message
+//	                                       just before them, are one message
+//	{type function_call_output,          tool message {tool_call_id,
+//	  call_id, output}                     content: a string | text parts}
+//	tools[] {type function, name,        tools[] {type function, function
+//	  description, parameters, strict}     {name, description, parameters,
+//	                                       strict}}
+//	tool_choice auto|none|required       tool_choice auto|none|required
+//	tool_choice {type function, name}    tool_choice {type function,
+//	                                       function {name}}
+//	text.format json_schema {name,       response_format {type json_schema,
+//	  schema, strict, description}         json_schema {name, description,
+//	                                       schema, strict}}
+//	text.format json_object              response_format {type json_object}
+//	text.format text                     (nothing)
+//	reasoning.effort                     reasoning_effort
+//	max_output_tokens                    max_completion_tokens (max_tokens
+//	                                       under Options.LegacyMaxTokens)
+//	temperature, top_p,                  the same
+//	  parallel_tool_calls, user
+//	stream                               stream, stream_options.include_usage
+//	                                       (always: the Responses API always
+//	                                       reports usage); Translated.
+//	                                       IncludeUsage is true
+//	store false, background false,       (nothing: they ask for what a
+//	  truncation disabled, include [],     translated answer is)
+//	  metadata {}, service_tier auto,
+//	  top_logprobs 0, text.verbosity
+//	  medium, include_obfuscation false
+//
+// A function tool's absent strict is strict at OpenAI's Responses API,
+// which rewrites the schema into strict form (every property required,
+// no additional properties); chat's absent strict is not strict. The
+// schema is the client's and is sent as written, without strict: only
+// strict: true asks for strict tool calls.
+//
+// Neutral, dropped by default (and named in Dropped): store true,
+// metadata, service_tier, prompt_cache_key, prompt_cache_retention,
+// safety_identifier, top_logprobs, truncation auto, include,
+// stream_options.include_obfuscation true, text.verbosity,
+// reasoning.summary and generate_summary, and in input reasoning items
+// (chat completions take no reasoning back), an item's status other
+// than completed, an assistant message's phase, and an earlier answer's
+// annotations and logprobs. Refused, having no counterpart: the stored
+// state the Responses API keeps at OpenAI (previous_response_id,
+// conversation, prompt, input item_reference), background true,
+// max_tool_calls, every tool but function tools (web_search,
+// file_search, code_interpreter, computer_use_preview,
+// image_generation, mcp, local_shell, shell, custom, ...: tools[i].type)
+// and a tool_choice naming one (or allowed_tools), the built-in tools'
+// items in input (web_search_call, file_search_call, computer_call,
+// their outputs, ...), content chat completions lack (an image by file
+// id, a file by URL, images or files in a system message or a tool
+// output, audio), text formats other than text, json_object and
+// json_schema, and any key this package does not know. Both lines move
+// with Options.Unsupported and Options.Drop, as for the other
+// translations.
+//
+// Answers (chat on the left):
+//
+//	chat.completion                      response
+//	-----------------------------------  ------------------------------------
+//	id                                   id resp_<id>; items msg_<id>_<n>,
+//	                                       fc_<id>_<n> (n: the output index),
+//	                                       the same for one answer every time
+//	created (else the host's)            created_at
+//	model                                model
+//	message.content                      a message item, output_text part
+//	                                       {text, annotations [], logprobs []}
+//	message.refusal                      a refusal part {refusal} in it
+//	(neither, and no tool calls)         a message with an empty output_text
+//	tool_calls[] {id, function {name,    function_call items {call_id, name,
+//	  arguments}}                          arguments}, after the message
+//	finish_reason stop, tool_calls       status completed
+//	finish_reason length                 status incomplete, incomplete_details
+//	                                       {reason max_output_tokens}; the last
+//	                                       item's status incomplete
+//	finish_reason content_filter         status incomplete, reason
+//	                                       content_filter
+//	usage prompt_tokens,                 usage input_tokens,
+//	  prompt_tokens_details.               input_tokens_details.cached_tokens,
+//	  cached_tokens, completion_tokens,    output_tokens, output_tokens_details.
+//	  completion_tokens_details.           reasoning_tokens, total_tokens
+//	  reasoning_tokens, total_tokens       (null when the answer has none)
+//
+// The response object's fields that echo the request (instructions,
+// temperature, top_p, tools, tool_choice, ...) are the API's defaults or
+// null: the answer's translation does not see the request. An answer
+// with other than one choice, or a tool call other than a function,
+// fails with ErrResponse.
+//
+// Streams: response.created and response.in_progress at the first chunk
+// (status in_progress, output []); each run of text is a message item
+// (response.output_item.added, response.content_part.added with an empty
+// output_text part, response.output_text.delta per chunk, and when the
+// item ends response.output_text.done with the whole text,
+// response.content_part.done and response.output_item.done); a refusal
+// is a refusal part (response.refusal.delta, .done); each tool call is a
+// function_call item (response.output_item.added with arguments "",
+// response.function_call_arguments.delta, .done with the whole
+// arguments and the name, response.output_item.done). An item ends when
+// the next begins, or at finish_reason; at [DONE] (the usage chunk comes
+// between the two) response.completed, or response.incomplete for
+// length or content_filter, carries the whole response with its output
+// and usage. Every event is named by its type and carries a
+// sequence_number from 0. A chat error chunk becomes an error event
+// {type error, code (the chat error's code, else its type), message,
+// param}, and nothing follows it. A tool call resumed after another item
+// began, a second choice, content after the finish, or [DONE] before any
+// finish_reason fail with ErrResponse; a stream cut short gets no
+// terminal event (Close: ErrTruncated).
 //
 // # Where Sluice decides differently from LiteLLM and Portkey
 //

@@ -157,3 +157,100 @@ func FuzzStreamSequence(f *testing.F) {
 		checkStream(t, NewStreamToAnthropic(), protocol.Anthropic, events)
 	})
 }
+
+// FuzzResponsesToChat: any body is refused with an *Error, or translated
+// into a chat request that re-parses, keeps the model, holds a message,
+// streams when asked to (with usage), and goes on to the chat →
+// Anthropic translation, which takes it or refuses it with an *Error.
+func FuzzResponsesToChat(f *testing.F) {
+	seeds(f, "responsesapi/requests/*.in.json", func(b []byte) { f.Add(b) })
+	for _, tc := range responsesRefusals {
+		f.Add([]byte(tc.body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var opts Options
+		if len(body) > 0 {
+			opts.Unsupported = Unsupported(body[len(body)-1] % 3)
+		}
+		res, err := ResponsesToChat(body, opts)
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || !(errors.Is(err, ErrInvalid) || errors.Is(err, ErrUntranslatable)) {
+				t.Fatalf("error %v is not a translate *Error", err)
+			}
+			return
+		}
+		var in map[string]json.RawMessage
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatalf("translated a body that is not a JSON object: %v", err)
+		}
+		var chat struct {
+			Model         string            `json:"model"`
+			Messages      []json.RawMessage `json:"messages"`
+			Stream        bool              `json:"stream"`
+			StreamOptions *oaStreamOptions  `json:"stream_options"`
+		}
+		if err := json.Unmarshal(res.Body, &chat); err != nil {
+			t.Fatalf("output does not re-parse: %v\n%s", err, res.Body)
+		}
+		if model, _ := decodeString(in["model"]); chat.Model != model {
+			t.Fatalf("model %q became %q", model, chat.Model)
+		}
+		if len(chat.Messages) == 0 {
+			t.Fatalf("no messages: %s", res.Body)
+		}
+		if chat.Stream != res.Stream || res.Stream && (chat.StreamOptions == nil || !chat.StreamOptions.IncludeUsage || !res.IncludeUsage) {
+			t.Fatalf("stream %v, stream_options %+v, Translated %+v", chat.Stream, chat.StreamOptions, res)
+		}
+		if _, err := RequestToAnthropic(res.Body, Options{Drop: []string{"*"}}); err != nil {
+			var te *Error
+			if !errors.As(err, &te) {
+				t.Fatalf("the chat → Anthropic translation failed with %v", err)
+			}
+		}
+	})
+}
+
+// FuzzStreamToResponses feeds arbitrary events to the Responses stream
+// translator: every event it emits parses with the OpenAI SDK in the
+// grammar's order (readSDKStream), and the stream ends with a final
+// response only if Close says it ended whole, with an error event only
+// if Close says so.
+func FuzzStreamToResponses(f *testing.F) {
+	seeds(f, "responsesapi/streams/*.in.sse", func(b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		events, _ := ParseEvents(data)
+		s := NewStreamToResponses(StreamConfig{Created: 1})
+		var out []Event
+		var feedErr error
+		for _, ev := range events {
+			o, err := s.Feed(ev)
+			if feedErr != nil && (o != nil || err == nil) {
+				t.Fatalf("Feed after an error returned %v, %v", o, err)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrResponse) {
+					t.Fatalf("Feed error %v is not ErrResponse", err)
+				}
+				feedErr = err
+			}
+			out = append(out, o...)
+		}
+		closeErr := s.Close()
+		a := readSDKStream(t, out)
+		switch {
+		case closeErr == nil:
+			if a.Terminal != "response.completed" && a.Terminal != "response.incomplete" {
+				t.Fatalf("Close nil, but the stream ended with %q", a.Terminal)
+			}
+		case errors.Is(closeErr, ErrStreamFailed):
+			if a.Terminal != "error" {
+				t.Fatalf("ErrStreamFailed, but the stream ended with %q", a.Terminal)
+			}
+		default:
+			if a.Terminal != "" {
+				t.Fatalf("Close %v, but the stream ended with %q", closeErr, a.Terminal)
+			}
+		}
+	})
+}

@@ -101,7 +101,10 @@ func (b *Bender) Dropped() []string { return b.dropped }
 // penalties, top_k, temperature above Anthropic's 1, logprobs, store,
 // service tiers, metadata, cache hints, an image's detail level, a
 // message's name, a reasoning budget, past thinking blocks, how a tool's
-// input is cut into stream events). Not
+// input is cut into stream events; and from the Responses API, include,
+// truncation auto, text.verbosity, a reasoning summary, and in the input
+// past reasoning items, an item's status or phase, and an earlier
+// answer's annotations and logprobs). Not
 // neutral: what changes how many answers come, what they are made of or
 // where they end (n, audio and modalities, logit_bias, stop sequences,
 // a late system message, tools and content blocks the target lacks),
@@ -118,7 +121,10 @@ func Neutral(param string) bool {
 		"tools.eager_input_streaming",
 		"stream_options.include_obfuscation", "messages.name",
 		"messages.content.image_url.detail",
-		"messages.content.thinking", "messages.content.redacted_thinking":
+		"messages.content.thinking", "messages.content.redacted_thinking",
+		"include", "truncation", "text.verbosity", "reasoning.summary", "reasoning.generate_summary",
+		"input.reasoning", "input.status", "input.phase",
+		"input.content.annotations", "input.content.logprobs":
 		return true
 	}
 	return false

@@ -150,10 +150,20 @@ type oaPart struct {
 	Type     string      `json:"type"`
 	Text     *string     `json:"text,omitempty"`
 	ImageURL *oaImageURL `json:"image_url,omitempty"`
+	File     *oaFile     `json:"file,omitempty"`
 }
 
 type oaImageURL struct {
-	URL string `json:"url"`
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// oaFile is a chat file part's file: inline data (a data: URL) or an
+// uploaded file's id, and its name.
+type oaFile struct {
+	FileData string `json:"file_data,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
+	Filename string `json:"filename,omitempty"`
 }
 
 type oaToolCall struct {
