@@ -207,6 +207,9 @@ func (c cell) env(base string) []string {
 	if c.only != nil {
 		env = append(env, "SLUICE_CASES="+strings.Join(c.only, ","))
 	}
+	if c.path.bridge {
+		env = append(env, "SLUICE_RESPONSES_BRIDGED=1")
+	}
 	return env
 }
 
@@ -230,7 +233,7 @@ func (c cell) cases() []string {
 	}
 	switch c.script {
 	case "aisdk.mjs":
-		cs = append(cs, "generate", "stream", "tools", "tools streamed", "agent", "agent streamed",
+		cs = append(cs, "generate", "stream", "conversation", "tools", "tools streamed", "agent", "agent streamed",
 			"structured", "structured streamed", "object", "object streamed", "reasoning")
 	case "langchain.mjs":
 		cs = append(cs, "generate", "stream", "tools", "tools streamed", "agent", "agent streamed",

@@ -1,6 +1,7 @@
 // The Vercel AI SDK (package ai, with @ai-sdk/openai and
 // @ai-sdk/anthropic), unchanged and at its defaults, against Sluice: a
-// generation, a stream, a tool round trip whole and streamed, a two-step
+// generation, a stream, a conversation's second turn, a tool round trip
+// whole and streamed, a two-step
 // agent loop whole and streamed, structured output whole and streamed
 // (generateText/streamText with Output.object, and generateObject and
 // streamObject), reasoning, embeddings, and errors.
@@ -12,8 +13,9 @@
 // reason with (the OpenAI provider treats a model as a reasoning model by
 // its name); SLUICE_EMBED_MODEL, when set, an embedding
 // model; SLUICE_SHED_MODEL, when set, a model whose every request the
-// gateway sheds. Run by go test ./test/e2e -run Frameworks (lib.mjs has
-// the rest of the environment).
+// gateway sheds; SLUICE_RESPONSES_BRIDGED=1, that openai-responses
+// reaches a target through the Responses bridge. Run by go test
+// ./test/e2e -run Frameworks (lib.mjs has the rest of the environment).
 import assert from 'node:assert/strict';
 import {
   APICallError, Output, RetryError, embed, embedMany, generateObject, generateText, jsonSchema,
@@ -34,6 +36,15 @@ const languageModel = {
 }[kind];
 assert.ok(languageModel, `SLUICE_PROVIDER is ${kind}: want openai-chat, openai-responses or anthropic`);
 const model = languageModel(modelName);
+
+// The Responses API lets a conversation point at earlier answers the
+// API stored (item_reference), and the SDK does so for every earlier
+// answer of its own whenever store is on, its default. Through the
+// Responses bridge nothing is stored, and such a request is refused
+// (the conversation case checks that it is); with store: false the SDK
+// sends the items themselves, which the bridge translates.
+const bridged = kind === 'openai-responses' && process.env.SLUICE_RESPONSES_BRIDGED === '1';
+const history = bridged ? { openai: { store: false } } : undefined;
 
 const weatherInput = z.object({ city: z.string().describe('The city') });
 // Without execute, the caller runs the tool and sends its result back.
@@ -94,6 +105,21 @@ await step('stream', async () => {
   checkUsage(await s.usage);
 });
 
+// A second turn sends the first answer back.
+await step('conversation', async () => {
+  const first = await generateText({ model, system: 'Be brief.', prompt: 'hello' });
+  const messages = [{ role: 'user', content: 'hello' }, ...first.response.messages, { role: 'user', content: 'Say it again.' }];
+  if (bridged) {
+    await assert.rejects(
+      generateText({ model, system: 'Be brief.', messages }),
+      (e) => APICallError.isInstance(e) && e.statusCode === 400 && e.responseBody.includes('input.item_reference'),
+    );
+  }
+  const second = await generateText({ model, system: 'Be brief.', messages, providerOptions: history });
+  assert.ok(second.text.length > 0, 'empty answer');
+  assert.equal(second.finishReason, 'stop');
+});
+
 // roundTrip checks the model's call, sends the tool's result back as the
 // caller would, and checks the answer to it.
 async function roundTrip(first, again) {
@@ -113,8 +139,8 @@ async function roundTrip(first, again) {
 
 await step('tools', async () => {
   const tools = { get_weather: weatherCall };
-  const first = await generateText({ model, tools, prompt: question });
-  await roundTrip(first, (messages) => generateText({ model, tools, messages }));
+  const first = await generateText({ model, tools, prompt: question, providerOptions: history });
+  await roundTrip(first, (messages) => generateText({ model, tools, messages, providerOptions: history }));
 });
 
 await step('tools streamed', async () => {
@@ -123,11 +149,11 @@ await step('tools streamed', async () => {
     const { types } = await drain(s.fullStream);
     return { types, finishReason: await s.finishReason, toolCalls: await s.toolCalls, response: await s.response, text: await s.text };
   };
-  const first = await settle(streamText({ model, tools, toolChoice: 'required', prompt: question }));
+  const first = await settle(streamText({ model, tools, toolChoice: 'required', prompt: question, providerOptions: history }));
   for (const t of ['tool-input-start', 'tool-input-delta', 'tool-input-end', 'tool-call']) {
     assert.ok(first.types.includes(t), `no ${t} part in ${first.types}`);
   }
-  await roundTrip(first, (messages) => settle(streamText({ model, tools, messages })));
+  await roundTrip(first, (messages) => settle(streamText({ model, tools, messages, providerOptions: history })));
 });
 
 // The SDK runs the tool itself between the two steps.
@@ -140,11 +166,11 @@ function checkAgent(r) {
 }
 
 await step('agent', async () => {
-  checkAgent(await generateText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question }));
+  checkAgent(await generateText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question, providerOptions: history }));
 });
 
 await step('agent streamed', async () => {
-  const s = streamText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question });
+  const s = streamText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question, providerOptions: history });
   const { types } = await drain(s.fullStream);
   assert.equal(types.filter((t) => t === 'finish-step').length, 2, `${types}`);
   assert.ok(types.includes('tool-result'), `no tool-result part in ${types}`);
