@@ -122,19 +122,19 @@ func TestFrameworks(t *testing.T) {
 // recordEnv, set, makes TestFrameworks record the clients' requests.
 const recordEnv = "SLUICE_RECORD_SDK_REQUESTS"
 
-// A path is the route a request takes through the gateway: the models
-// named <family>-<path> are served by its targets, and its API is the
+// A route is the way a request takes through the gateway: the models
+// named <family>-<route> are served by its targets, and its API is the
 // API of the target that answers.
-type path struct {
+type route struct {
 	name, api string
 	targets   string
-	bridge    bool // needs the Responses bridge
+	bridge    bool // reached through the Responses bridge
 }
 
 var (
-	native       = map[string]path{"openai": paths[0], "anthropic": paths[1]}
-	translatedTo = map[string]path{"openai": paths[1], "anthropic": paths[0]}
-	paths        = []path{
+	nativeRoute     = map[string]route{"openai": routes[0], "anthropic": routes[1]}
+	translatedRoute = map[string]route{"openai": routes[1], "anthropic": routes[0]}
+	routes          = []route{
 		{"oai", "openai", "[{provider: oai, model: gpt-x}]", false},
 		{"ant", "anthropic", "[{provider: ant, model: claude-x}]", false},
 		{"oai-ant", "anthropic", "[{provider: dead-oai, model: gpt-x}, {provider: ant, model: claude-x}]", false},
@@ -143,60 +143,60 @@ var (
 	}
 )
 
-// families are the model names clients send: the frameworks decide what
-// a model can do from its name (structured outputs, reasoning, default
-// max_tokens), so each API's clients get names of its vendor's models.
-// gpt-5 names a reasoning model, for the reasoning case: ChatOpenAI sends
-// reasoning_effort for no other.
-var families = []string{"gpt-4.1", "gpt-5", "claude-sonnet-4-5"}
+// modelFamilies are the model names clients send: the frameworks decide
+// what a model can do from its name (structured outputs, reasoning,
+// default max_tokens), so each API's clients get names of its vendor's
+// models. gpt-5 names a reasoning model, for the reasoning case:
+// ChatOpenAI sends reasoning_effort for no other.
+var modelFamilies = []string{"gpt-4.1", "gpt-5", "claude-sonnet-4-5"}
 
-// A cell is one client on one path.
-type cell struct {
+// A frameworkCell is one client on one route.
+type frameworkCell struct {
 	client   string // as in the recordings' names
 	script   string
 	provider string // SLUICE_PROVIDER
 	api      string // the client's API: openai (chat or responses) or anthropic
-	path     path
+	route    route
 	shed     bool     // also run the shed case, on a model of its own
 	embed    bool     // also run the embeddings case
 	only     []string // run only these cases (SLUICE_CASES)
 }
 
-func (c cell) name() string {
+func (c frameworkCell) name() string {
 	return c.client + "/" + c.pathName()
 }
 
-func (c cell) pathName() string {
+func (c frameworkCell) pathName() string {
 	switch {
-	case c.provider == "openai-responses" && c.path.api == "openai":
+	case c.provider == "openai-responses" && c.route.api == "openai":
 		return "responses-native"
 	case c.provider == "openai-responses":
-		return "responses-bridge-to-" + map[string]string{"ant": "anthropic", "gem": "gemini"}[c.path.name]
-	case c.path.name == "oai-ant":
+		return "responses-bridge-to-" + map[string]string{"ant": "anthropic", "gem": "gemini"}[c.route.name]
+	case c.route.name == "oai-ant":
 		return "failover-openai-to-anthropic"
-	case c.path.name == "ant-oai":
+	case c.route.name == "ant-oai":
 		return "failover-anthropic-to-openai"
-	case c.path.api == c.api:
+	case c.route.api == c.api:
 		return "native"
 	}
-	return "translated-to-" + c.path.api
+	return "translated-to-" + c.route.api
 }
 
-func (c cell) family() string {
+func (c frameworkCell) family() string {
 	if c.api == "anthropic" {
 		return "claude-sonnet-4-5"
 	}
 	return "gpt-4.1"
 }
 
-func (c cell) model() string { return c.family() + "-" + c.path.name }
+func (c frameworkCell) model() string { return c.family() + "-" + c.route.name }
 
-func (c cell) shedModel() string { return "shed-" + strings.ReplaceAll(c.client, "/", "-") }
+func (c frameworkCell) shedModel() string { return "shed-" + strings.ReplaceAll(c.client, "/", "-") }
 
-func (c cell) env(base string) []string {
-	env := []string{"SLUICE_URL=" + base, "SLUICE_MODEL=" + c.model(), "SLUICE_PROVIDER=" + c.provider, "SLUICE_TARGET_API=" + c.path.api}
+func (c frameworkCell) env(base string) []string {
+	env := []string{"SLUICE_URL=" + base, "SLUICE_MODEL=" + c.model(), "SLUICE_PROVIDER=" + c.provider, "SLUICE_TARGET_API=" + c.route.api}
 	if c.api == "openai" {
-		env = append(env, "SLUICE_REASONING_MODEL=gpt-5-"+c.path.name)
+		env = append(env, "SLUICE_REASONING_MODEL=gpt-5-"+c.route.name)
 	}
 	if c.embed {
 		env = append(env, "SLUICE_EMBED_MODEL=text-embedding-3-small")
@@ -207,7 +207,7 @@ func (c cell) env(base string) []string {
 	if c.only != nil {
 		env = append(env, "SLUICE_CASES="+strings.Join(c.only, ","))
 	}
-	if c.path.bridge {
+	if c.route.bridge {
 		env = append(env, "SLUICE_RESPONSES_BRIDGED=1")
 	}
 	return env
@@ -215,15 +215,15 @@ func (c cell) env(base string) []string {
 
 // timeout bounds the script: a LangChain client retries a shed request
 // six times, backing off 1 s doubling, times 1 to 2 (63 to 126 s).
-func (c cell) timeout() time.Duration {
+func (c frameworkCell) timeout() time.Duration {
 	if c.shed && c.script == "langchain.mjs" {
 		return 200 * time.Second
 	}
 	return 60 * time.Second
 }
 
-// cases are the steps the cell's script must pass, in its order.
-func (c cell) cases() []string {
+// cases are the steps the script must pass on this cell, in its order.
+func (c frameworkCell) cases() []string {
 	if c.only != nil {
 		return c.only
 	}
@@ -247,7 +247,7 @@ func (c cell) cases() []string {
 
 // check fails t for every case the script did not pass, naming the
 // client, the path, the model and the case, with the script's own words.
-func (c cell) check(t *testing.T, out string, err error) {
+func (c frameworkCell) check(t *testing.T, out string, err error) {
 	t.Helper()
 	passed := map[string]bool{}
 	failed := map[string]string{}
@@ -270,15 +270,15 @@ func (c cell) check(t *testing.T, out string, err error) {
 			why = "not run"
 		}
 		hint := ""
-		if c.path.bridge {
-			hint = " (this path needs the Responses bridge)"
+		if c.route.bridge {
+			hint = " (through the Responses bridge)"
 		}
-		t.Errorf("%s on %s (model %s, answered in %s's API): case %q failed: %s%s", c.client, c.pathName(), c.model(), c.path.api, cs, why, hint)
+		t.Errorf("%s on %s (model %s, answered in %s's API): case %q failed: %s%s", c.client, c.pathName(), c.model(), c.route.api, cs, why, hint)
 	}
 	for name := range passed {
 		if !slices.Contains(c.cases(), name) {
 			bad = true
-			t.Errorf("%s on %s: the script passed a case %q this test does not expect; add it to cell.cases", c.client, c.pathName(), name)
+			t.Errorf("%s on %s: the script passed a case %q this test does not expect; add it to frameworkCell.cases", c.client, c.pathName(), name)
 		}
 	}
 	if err != nil && !bad {
@@ -291,7 +291,7 @@ func (c cell) check(t *testing.T, out string, err error) {
 }
 
 // frameworkCells are the clients on their paths.
-func frameworkCells() []cell {
+func frameworkCells() []frameworkCell {
 	type client struct {
 		name, script, provider, api string
 	}
@@ -301,11 +301,11 @@ func frameworkCells() []cell {
 		{"langchain-openai", "langchain.mjs", "openai", "openai"},
 		{"langchain-anthropic", "langchain.mjs", "anthropic", "anthropic"},
 	}
-	var cells []cell
+	var cells []frameworkCell
 	for _, cl := range clients {
-		for _, p := range []path{native[cl.api], translatedTo[cl.api], paths[2], paths[3]} {
-			c := cell{client: cl.name, script: cl.script, provider: cl.provider, api: cl.api, path: p}
-			if p == native[cl.api] {
+		for _, p := range []route{nativeRoute[cl.api], translatedRoute[cl.api], routes[2], routes[3]} {
+			c := frameworkCell{client: cl.name, script: cl.script, provider: cl.provider, api: cl.api, route: p}
+			if p == nativeRoute[cl.api] {
 				c.shed, c.embed = true, cl.api == "openai"
 			}
 			cells = append(cells, c)
@@ -314,16 +314,16 @@ func frameworkCells() []cell {
 	// The AI SDK's default OpenAI provider, openai(model), calls the
 	// Responses API: passed through to a target that serves it, bridged
 	// to chat for the others.
-	responses := cell{client: "aisdk-openai-responses", script: "aisdk.mjs", provider: "openai-responses", api: "openai"}
-	for _, p := range []path{paths[0], paths[1], paths[4]} {
+	responses := frameworkCell{client: "aisdk-openai-responses", script: "aisdk.mjs", provider: "openai-responses", api: "openai"}
+	for _, p := range []route{routes[0], routes[1], routes[4]} {
 		c := responses
-		c.path = p
-		c.path.bridge = p.name != "oai"
+		c.route = p
+		c.route.bridge = p.name != "oai"
 		c.shed, c.embed = p.name == "oai", p.name == "oai"
 		cells = append(cells, c)
 	}
 	// LangChain's shed cells take longest; start them first.
-	slices.SortStableFunc(cells, func(a, b cell) int {
+	slices.SortStableFunc(cells, func(a, b frameworkCell) int {
 		return boolRank(b.shed && b.script == "langchain.mjs") - boolRank(a.shed && a.script == "langchain.mjs")
 	})
 	return cells
@@ -338,10 +338,10 @@ func boolRank(b bool) int {
 
 // recordingCells run each client once on its own API's target, the
 // official SDKs' scripts too, with neither shedding nor errors recorded.
-func recordingCells() []cell {
-	var cells []cell
+func recordingCells() []frameworkCell {
+	var cells []frameworkCell
 	for _, c := range frameworkCells() {
-		if c.path == native[c.api] || (c.provider == "openai-responses" && c.path.name == "oai") {
+		if c.route == nativeRoute[c.api] || (c.provider == "openai-responses" && c.route.name == "oai") {
 			c.shed = false
 			cells = append(cells, c)
 		}
@@ -349,13 +349,13 @@ func recordingCells() []cell {
 	// Their errors step expects what only translation refuses (n: 2).
 	official := []string{"chat", "stream", "tools", "tools streamed", "json schema", "reasoning"}
 	return append(cells,
-		cell{client: "openai-node", script: "openai.mjs", api: "openai", path: native["openai"], only: official},
-		cell{client: "anthropic-node", script: "anthropic.mjs", api: "anthropic", path: native["anthropic"], only: official})
+		frameworkCell{client: "openai-node", script: "openai.mjs", api: "openai", route: nativeRoute["openai"], only: official},
+		frameworkCell{client: "anthropic-node", script: "anthropic.mjs", api: "anthropic", route: nativeRoute["anthropic"], only: official})
 }
 
 // frameworksConfig serves every family on every path, and gives each
-// shed cell a model of its own on a provider of one slot with no queue.
-func frameworksConfig(listen, admin, up, dead string, cells []cell) string {
+// shed frameworkCell a model of its own on a provider of one slot with no queue.
+func frameworksConfig(listen, admin, up, dead string, cells []frameworkCell) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `listen: %s
 admin_listen: %s
@@ -379,8 +379,8 @@ providers:
 		}
 	}
 	b.WriteString("models:\n  - {name: text-embedding-3-small, targets: [{provider: oai, model: embed-x}]}\n")
-	for _, f := range families {
-		for _, p := range paths {
+	for _, f := range modelFamilies {
+		for _, p := range routes {
 			fmt.Fprintf(&b, "  - {name: %s-%s, targets: %s}\n", f, p.name, p.targets)
 		}
 	}
@@ -394,7 +394,7 @@ providers:
 
 // holdBusy takes the one slot of c's shed model with a call the mock
 // never answers, until t ends, and returns once the gateway holds it.
-func holdBusy(t *testing.T, serve *procs.Proc, base, admin string, c cell) {
+func holdBusy(t *testing.T, serve *procs.Proc, base, admin string, c frameworkCell) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
