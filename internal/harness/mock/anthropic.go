@@ -54,6 +54,9 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
+		if err := messagesRefusal(body); err != nil {
+			return nil, err
+		}
 		c := &call{model: q.Model, stream: q.Stream, promptTokens: prompt}
 		if q.MaxTokens != nil && *q.MaxTokens > 0 {
 			c.maxTokens = *q.MaxTokens

@@ -117,7 +117,11 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	c, err := parse(body)
 	if err != nil {
 		s.record(r, body, "")
-		writeJSON(w, http.StatusBadRequest, proto.errorJSON(http.StatusBadRequest, err.Error()))
+		b := proto.errorJSON(http.StatusBadRequest, err.Error())
+		if re, ok := errors.AsType[*requestError](err); ok {
+			b = re.body // the vendor's own (refuse.go)
+		}
+		writeJSON(w, http.StatusBadRequest, b)
 		return outBadRequest
 	}
 	s.record(r, body, c.model)

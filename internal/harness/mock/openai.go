@@ -102,6 +102,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(body, &q); err != nil {
 			return nil, badJSON(err)
 		}
+		if err := chatRefusal(body); err != nil {
+			return nil, err
+		}
 		c := q.call(messagesBytes(q.Messages))
 		c.toolTurn(body, q.Messages)
 		c.structured(body)

@@ -309,6 +309,3 @@ func (e *responsesEnc) streamTail(tokens int, capped bool) []byte {
 }
 
 func (e *responsesEnc) ping() []byte { return nil }
-
-// refusal is the 400 the API answers a request it will not take, or nil.
-func (q *responsesRequest) refusal() error { return nil }

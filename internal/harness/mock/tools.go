@@ -49,6 +49,7 @@ type toolDef struct {
 	Name        string          `json:"name"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
 	Function    *struct {
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
