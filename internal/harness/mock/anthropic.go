@@ -49,13 +49,20 @@ func parseMessages(body []byte) (*messagesRequest, int, error) {
 }
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	// A native API's call (Gemini, Converse) comes as the Messages
+	// request its Server made of it: the vendor played is that API,
+	// whose own refusals are its Server's, so Anthropic's are not
+	// checked (Gemini takes a schema without additionalProperties).
+	_, native := r.Context().Value(vendorPath{}).(string)
 	s.serveCall(w, r, anthropic{}, func(body []byte) (*call, error) {
 		q, prompt, err := parseMessages(body)
 		if err != nil {
 			return nil, err
 		}
-		if err := messagesRefusal(body); err != nil {
-			return nil, err
+		if !native {
+			if err := messagesRefusal(body); err != nil {
+				return nil, err
+			}
 		}
 		c := &call{model: q.Model, stream: q.Stream, promptTokens: prompt}
 		if q.MaxTokens != nil && *q.MaxTokens > 0 {

@@ -104,3 +104,16 @@ func TestVendorRefusals(t *testing.T) {
 		t.Errorf("stats %+v, want %d bad requests", st, bad)
 	}
 }
+
+// A native API's call is not held to Anthropic's rules, though the
+// Messages handler serves it: Gemini takes a response schema without
+// additionalProperties.
+func TestNativeCallsSkipAnthropicRefusals(t *testing.T) {
+	_, url := startMock(t, instant())
+	body := `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}],"generationConfig":{"responseMimeType":"application/json",` +
+		`"responseSchema":{"type":"OBJECT","properties":{"city":{"type":"STRING"}}}}}`
+	m := decode(t, postJSON(t, context.Background(), url+"/v1beta/models/gemini-2.5-flash:generateContent", body), http.StatusOK)
+	if got := path(m, "candidates", 0, "content", "parts", 0, "text"); got != `{"city":"mock"}` {
+		t.Errorf("Gemini JSON answer %v: %s", got, compact(t, m))
+	}
+}
