@@ -168,8 +168,10 @@ func (e *messagesEnc) body(r reply) []byte {
 		content = []any{thinkingBlock{"thinking", mockThinking, mockSignature}, content[0]}
 	}
 	if r.args != nil {
+		// A fault may cut the arguments too, uncapped; the body stays
+		// JSON, to be cut where the fault says.
 		input := *r.args
-		if r.capped {
+		if r.capped || !json.Valid([]byte(input)) {
 			input = partialObject(e.tool.args, input)
 		}
 		content = append(content, e.toolBlock(input))

@@ -427,3 +427,16 @@ func TestFaultInsideToolCall(t *testing.T) {
 		t.Errorf("stream cut: %+v\n%s", m, raw)
 	}
 }
+
+// A stall that ends a whole answer inside the call's arguments still
+// sends the part of the body before the cut, in every API.
+func TestStallCutInsideToolCall(t *testing.T) {
+	_, url := startMock(t, instant())
+	for _, d := range toolDialects {
+		resp := postJSON(t, context.Background(), url+d.wire.path, d.body(false, ""), HeaderOutputTokens, "3", HeaderFail, "stall:5:1ms:eof")
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || len(b) < 20 || json.Valid(b) {
+			t.Errorf("%s: %d %v: %q; want the body's first part", d.wire.name, resp.StatusCode, err, b)
+		}
+	}
+}
