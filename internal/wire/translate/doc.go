@@ -122,9 +122,15 @@
 //	user                                 metadata.user_id
 //	tools[].function.strict              tools[].strict
 //	response_format json_schema          output_config {format {type
-//	  {json_schema {name, schema,          json_schema, schema}}; no schema
-//	  strict}}                             is {"type":"object"}
-//	response_format json_object          output_config, schema {"type":"object"}
+//	  {json_schema {name, schema,          json_schema, schema}}, every
+//	  strict}}                             object in the schema closed
+//	                                       (additionalProperties: false,
+//	                                       which Anthropic requires); an
+//	                                       object open in so many words, or
+//	                                       no schema, refused
+//	response_format json_object          refused: "any object" is no
+//	                                       schema Anthropic takes
+//	tools[].function.strict: true        the input schema closed likewise
 //	response_format text                 (nothing)
 //	reasoning_effort minimal low medium  thinking {type enabled, budget_tokens
 //	  high xhigh                           1024 2048 8192 16384 32768}: with
