@@ -51,7 +51,7 @@ func (c *anthropic) event(ev Event) *Violation {
 	case c.failed:
 		return violate(RuleAfterEnd, "", "an event after the error event, which ends the stream")
 	}
-	o, typ, v := typed(ev, func(t string) bool { return anthropicTypes[t] }, "Anthropic")
+	o, typ, v := typed(ev, func(t string) bool { return anthropicTypes[t] }, "Anthropic", ", and its SDKs skip an unnamed one: its text is lost")
 	if v != nil {
 		return v
 	}

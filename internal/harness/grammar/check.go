@@ -149,8 +149,9 @@ func (o object) describe(k string) string {
 }
 
 // typed reads an Anthropic or Responses event: its data is an object
-// with a string type, named by its event: field.
-func typed(ev Event, known func(string) bool, dialect string) (object, string, *Violation) {
+// with a string type, named by its event: field. unnamed says what a
+// reader does with an event that has none.
+func typed(ev Event, known func(string) bool, dialect, unnamed string) (object, string, *Violation) {
 	o, err := parseObject(ev.Data)
 	if err != nil {
 		return nil, "", violate(RuleJSON, "", "data %s", err)
@@ -161,7 +162,7 @@ func typed(ev Event, known func(string) bool, dialect string) (object, string, *
 	}
 	switch {
 	case !ev.Named:
-		return nil, "", violate(RuleEventName, typ, "no event: field; %s names every event, and its SDKs skip an unnamed one", dialect)
+		return nil, "", violate(RuleEventName, typ, "no event: field; %s names every event%s", dialect, unnamed)
 	case ev.Name != typ:
 		return nil, "", violate(RuleEventName, typ, "event: %q, but the data's type is %q", ev.Name, typ)
 	case !known(typ):

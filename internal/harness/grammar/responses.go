@@ -69,7 +69,7 @@ func (c *responses) event(ev Event) *Violation {
 	if c.ended {
 		return violate(RuleAfterEnd, "", "an event after %s, which is the stream's last", c.endType)
 	}
-	o, typ, v := typed(ev, func(t string) bool { return responsesTypes[t] }, "the Responses API")
+	o, typ, v := typed(ev, func(t string) bool { return responsesTypes[t] }, "the Responses API", " by its type")
 	if v != nil {
 		return v
 	}
