@@ -123,7 +123,7 @@ func rspWith(i int, cut bool, evs ...string) string {
 }
 
 // Valid streams: each of the dialects' legal forms passes.
-func TestValidStreams(t *testing.T) {
+func TestGrammarValidStreams(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		d      Dialect
@@ -163,7 +163,7 @@ func TestValidStreams(t *testing.T) {
 
 // Each rule, broken once: the violation names the event's index and the
 // rule.
-func TestPlantedViolations(t *testing.T) {
+func TestGrammarPlantedViolations(t *testing.T) {
 	badCall := func(call string) string {
 		return oaiRole + chunk(delta(`"tool_calls":[`+call+`]`)) + oaiTools + oaiDone
 	}

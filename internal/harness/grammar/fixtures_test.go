@@ -17,7 +17,7 @@ import (
 // The repository's own vendor-shaped streams follow their grammar: the
 // protocol package's recorded streams and the translator's inputs and
 // goldens, whose dialect is the one they are written in.
-func TestRepositoryFixtures(t *testing.T) {
+func TestGrammarRepositoryFixtures(t *testing.T) {
 	wire := filepath.Join("..", "..", "wire")
 	files := map[string]grammar.Dialect{
 		"protocol/testdata/streams/anthropic.sse":    grammar.Anthropic,
@@ -68,7 +68,7 @@ func TestRepositoryFixtures(t *testing.T) {
 // meant to, and the grammar names each: an OpenAI chunk named "message"
 // (oaievent), Anthropic and Responses events without their event: line
 // (noevent), a stream without its terminator (nodone).
-func TestMockStreamsUnderEveryEncoding(t *testing.T) {
+func TestGrammarMockStreamsUnderEveryEncoding(t *testing.T) {
 	m := mock.New(mock.Config{Seed: 7, OutputTokens: mock.TokenRange{Min: 6, Max: 6}})
 	base, stop, err := m.Start("127.0.0.1:0")
 	if err != nil {

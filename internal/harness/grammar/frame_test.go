@@ -8,7 +8,7 @@ import (
 )
 
 // Frame against the specification's rules, written out by hand.
-func TestFrameFollowsTheSpecification(t *testing.T) {
+func TestGrammarFrameFollowsTheSpecification(t *testing.T) {
 	stream := "\xef\xbb\xbfretry: 10\r\n" + // a byte order mark, then a field Frame reads and leaves
 		": a comment\n" +
 		"event: one\rdata: a\r\ndata:b\ndata:  c\n\n" + // CR, CRLF, LF; one space dropped, not two
@@ -36,7 +36,7 @@ func TestFrameFollowsTheSpecification(t *testing.T) {
 }
 
 // The same events in every line end and field spelling frame alike.
-func TestFrameLineEndsAndSpacing(t *testing.T) {
+func TestGrammarFrameLineEndsAndSpacing(t *testing.T) {
 	base := "event: message_start\ndata: {\"a\":\ndata: 1}\n\n: ping\n\ndata: [DONE]\n\n"
 	want, err := Frame([]byte(base))
 	if err != nil || len(want) != 2 || want[0].Data != "{\"a\":\n1}" {
@@ -62,7 +62,7 @@ func TestFrameLineEndsAndSpacing(t *testing.T) {
 
 // An event the stream does not end with its blank line is one a reader
 // drops: a violation of its own, at the index the event would have had.
-func TestFrameUnendedEvent(t *testing.T) {
+func TestGrammarFrameUnendedEvent(t *testing.T) {
 	for _, s := range []string{
 		"data: {}\n\ndata: [DONE]\n",       // no blank line
 		"data: {}\n\ndata: [DONE]",         // no line end at all

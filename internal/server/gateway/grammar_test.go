@@ -82,9 +82,9 @@ const (
 	grammarSchema     = `"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":` + personSchema + `}}`
 	grammarThinking   = `"thinking":{"type":"enabled","budget_tokens":1024}`
 	grammarCut        = "truncate:3"
-	grammarMalformed  = "malformed:3"
+	grammarMalformed  = "malformed:5"
 	grammarMockTokens = 8
-	grammarFaultPace  = 15 * time.Millisecond
+	grammarFaultPace  = 25 * time.Millisecond
 	// grammarStall is the stall deadline: a stalled call's keepalives
 	// come several times within it, and are not progress.
 	grammarStall = 400 * time.Millisecond
@@ -229,8 +229,10 @@ func TestGrammarOfEveryStream(t *testing.T) {
 // cases name. The mock answers grammarMockTokens words drawn from the
 // prompt, so a continuation goes on from the exact text relayed. When
 // a call is faulted, its words come grammarFaultPace apart, so that the
-// fault comes after the stream's first token was relayed (the gateway
-// commits to a stream then), not in the same read.
+// fault comes well after the stream's first token, which the gateway
+// commits to the stream on: a malformed event in the same read as the
+// first token fails the call before it is committed, and the next
+// target answers whole.
 func grammarStack(t *testing.T, faulted bool) *stack {
 	t.Helper()
 	mc := mock.Config{OutputTokens: mock.TokenRange{Min: grammarMockTokens, Max: grammarMockTokens}, Words: "prompt"}
