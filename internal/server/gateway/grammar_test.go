@@ -81,6 +81,8 @@ const (
 	grammarAntTools   = `"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city","days"]}}]`
 	grammarSchema     = `"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":` + personSchema + `}}`
 	grammarThinking   = `"thinking":{"type":"enabled","budget_tokens":1024}`
+	grammarRespTools  = `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city","days"]}}]`
+	grammarRespSchema = `"text":{"format":{"type":"json_schema","name":"person","strict":true,"schema":` + personSchema + `}}`
 	grammarCut        = "truncate:3"
 	grammarMalformed  = "malformed:5"
 	grammarMockTokens = 8
@@ -103,16 +105,10 @@ func stalled(enc string) map[string]string {
 // came, legal SSE but not its vendor's grammar, which a vendor SDK
 // misreads (openai-python wraps a named chunk; Anthropic's SDKs skip an
 // unnamed event, so its text is lost).
-//
-// And one of Sluice's own: the error event that ends a broken Responses
-// API stream is Chat Completions' (data: {"error":{...}}, no event:
-// field, no type, no sequence_number), not the Responses API's
-// (event: error, {"type":"error","code","message","param",
-// "sequence_number"}).
+
 var (
-	findOAIEvent             = map[string]grammar.Rule{"oaievent": grammar.RuleNoEventField}
-	findNoEventNamed         = map[string]grammar.Rule{"noevent": grammar.RuleEventName}
-	findChatErrorInResponses = map[string]grammar.Rule{"*": grammar.RuleShape}
+	findOAIEvent     = map[string]grammar.Rule{"oaievent": grammar.RuleNoEventField}
+	findNoEventNamed = map[string]grammar.Rule{"noevent": grammar.RuleEventName}
 )
 
 // The cases. A new one is one line: a name (client/route/what), the
@@ -174,7 +170,7 @@ var grammarCases = []grammarCase{
 	{name: "anthropic→openai/cut/error", client: grammar.Anthropic, model: "fail-oai", hdr: cut(grammarCut), end: endError},
 	{name: "anthropic/native/stall+pings/error", client: grammar.Anthropic, model: "fail-ant", hdr: stalled("pings:100ms"), end: endError},
 	{name: "openai/native/stall+keepalive/error", client: grammar.OpenAIChat, model: "fail-oai", hdr: stalled("keepalive:100ms"), end: endError},
-	{name: "responses/native/cut/error", client: grammar.Responses, model: "fail-oai", hdr: cut(grammarCut), end: endError, findings: findChatErrorInResponses},
+	{name: "responses/native/cut/error", client: grammar.Responses, model: "fail-oai", hdr: cut(grammarCut), end: endError},
 
 	// The one allowed exception: the verdict event, asked for.
 	{name: "openai/native/json_schema/stream_event", client: grammar.OpenAIChat, model: "strict-oai", body: grammarSchema, validated: true, end: endVerdictEvent},
@@ -186,11 +182,16 @@ var grammarCases = []grammarCase{
 	{name: "openai/native/json_schema/nodone/stream_event", client: grammar.OpenAIChat, model: "strict-oai", body: grammarSchema, hdr: map[string]string{mock.HeaderEncoding: "nodone"}, validated: true, end: endVerdictEvent},
 	{name: "anthropic/native/tools/nodone/stream_event", client: grammar.Anthropic, model: "strict-ant", body: grammarAntTools, hdr: map[string]string{mock.HeaderEncoding: "nodone"}, validated: true, end: endVerdictEvent},
 
-	// More cases go here, one line each: Responses streams served
-	// through translation, say, as
-	//   {name: "responses→anthropic", client: grammar.Responses, model: "ant"},
-	// (a model whose targets serve /v1/responses only by translation
-	// needs no other change here).
+	// The Responses API bridged through chat (responses_bridge.go):
+	// Sluice writes every event, its own error event included.
+	{name: "responses→anthropic", client: grammar.Responses, model: "ant", encodings: true},
+	{name: "responses→gemini", client: grammar.Responses, model: "gem", native: config.KindGemini},
+	{name: "responses→anthropic/tools", client: grammar.Responses, model: "ant", body: grammarRespTools, validated: true},
+	{name: "responses→anthropic/json_schema", client: grammar.Responses, model: "ant", body: grammarRespSchema, validated: true},
+	{name: "responses→anthropic/cut/continued", client: grammar.Responses, model: "cont-ant", hdr: cut(grammarCut), end: endContinued},
+	{name: "responses→anthropic/cut/error", client: grammar.Responses, model: "fail-ant", hdr: cut(grammarCut), end: endError},
+
+	// More cases go here, one line each.
 }
 
 // grammarEncodings are the encodings the basic cases run under: every

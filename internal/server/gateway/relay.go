@@ -158,6 +158,7 @@ type streamRelay struct {
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, bp: a.buf, translated: crossed(x, a)}
 	s.src = source{p: a.t.provider, body: a.resp.Body, check: &a.check, cancel: a.cancel}
+	x.relayed = &a.check
 	text := a.text
 	a.buf, a.text = nil, nil
 	defer s.release()
@@ -560,7 +561,7 @@ func (s *streamRelay) end(err error) {
 		// An error event appended to half an event would be lost in it.
 		x.abort = true
 	default:
-		s.cw.write(x.endpoint.Dialect.StreamErrorEvent(e.kind, e.msg))
+		s.cw.write(x.streamErrorEvent(e.kind, e.msg))
 	}
 }
 

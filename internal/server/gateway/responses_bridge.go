@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -179,7 +178,7 @@ func (b *responsesWriter) Write(p []byte) (int, error) {
 		if err != nil {
 			b.failed = true
 			b.g.log.Error("a bridged stream could not be put in the Responses API's shape", "error", err.Error(), "model", b.x.model)
-			b.out = appendResponsesError(b.out, b.sent, "the answer could not be put in the Responses API's shape")
+			b.out = append(b.out, protocol.ResponsesStreamErrorEvent(protocol.Upstream, "the answer could not be put in the Responses API's shape", int64(b.sent))...)
 			break
 		}
 	}
@@ -215,17 +214,4 @@ func (b *responsesWriter) finish() {
 	}
 	b.w.WriteHeader(b.status)
 	_, _ = b.w.Write(out)
-}
-
-// appendResponsesError appends the Responses API's error event, for a
-// stream the bridge cannot go on with, numbered seq.
-func appendResponsesError(dst []byte, seq int, msg string) []byte {
-	data, _ := json.Marshal(struct {
-		Type    string  `json:"type"`
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Param   *string `json:"param"`
-		Seq     int     `json:"sequence_number"`
-	}{"error", "server_error", msg, nil, seq})
-	return translate.AppendEvent(dst, translate.Event{Name: "error", Data: data})
 }
