@@ -41,6 +41,9 @@ import (
 // dropped, for X-Sluice-Dropped.
 type responsesBridge struct {
 	dropped string
+	// keep: the answer's items are kept for item_reference (the client
+	// did not say store: false).
+	keep bool
 }
 
 // bridgeResponses decides how a /v1/responses request for m is served:
@@ -52,7 +55,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	if len(native.targets) == len(m.targets) {
 		return m, body, w, true
 	}
-	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported})
+	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported, Items: g.itemsOf(x)})
 	var chat *protocol.Body
 	if err == nil {
 		chat, err = protocol.ParseBodyWithin(tr.Body, g.bodyLimits)
@@ -64,7 +67,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	}
 	if err == nil {
 		x.endpoint = protocol.Endpoints[0] // chat_completions, from here on
-		x.bridge = &responsesBridge{dropped: strings.Join(tr.Dropped, ",")}
+		x.bridge = &responsesBridge{dropped: strings.Join(tr.Dropped, ","), keep: !tr.NoStore}
 		return m, chat, &responsesWriter{g: g, x: x, w: w}, true
 	}
 	if len(native.targets) > 0 {
@@ -173,6 +176,9 @@ func (b *responsesWriter) Write(p []byte) (int, error) {
 		outs, err := b.tr.Feed(ev)
 		for _, o := range outs {
 			b.out = translate.AppendEvent(b.out, o)
+			if r := responseOf(o.Name, o.Data); r != nil && b.x.bridge.keep {
+				b.g.items.keep(itemScope(b.x), r)
+			}
 		}
 		b.sent += len(outs)
 		if err != nil {
@@ -211,6 +217,9 @@ func (b *responsesWriter) finish() {
 		b.g.fail(b.w, b.x, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
 			fmt.Sprintf("provider %s sent an answer that cannot be put in the Responses API's shape", b.x.provider), 0)
 		return
+	}
+	if b.x.bridge.keep {
+		b.g.items.keep(itemScope(b.x), out)
 	}
 	b.w.WriteHeader(b.status)
 	_, _ = b.w.Write(out)

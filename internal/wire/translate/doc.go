@@ -347,7 +347,10 @@
 // than completed, an assistant message's phase, and an earlier answer's
 // annotations and logprobs. Refused, having no counterpart: the stored
 // state the Responses API keeps at OpenAI (previous_response_id,
-// conversation, prompt, input item_reference), background true,
+// conversation, prompt, an input item_reference that
+// Options.Items does not resolve: the host keeps the items of the
+// answers it bridged, and a reference to one reads as the item),
+// background true,
 // max_tool_calls, every tool but function tools (web_search,
 // file_search, code_interpreter, computer_use_preview,
 // image_generation, mcp, local_shell, shell, custom, ...: tools[i].type)
