@@ -49,10 +49,20 @@ func parseMessages(body []byte) (*messagesRequest, int, error) {
 }
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	// A native API's call (Gemini, Converse) comes as the Messages
+	// request its Server made of it: the vendor played is that API,
+	// whose own refusals are its Server's, so Anthropic's are not
+	// checked (Gemini takes a schema without additionalProperties).
+	_, native := r.Context().Value(vendorPath{}).(string)
 	s.serveCall(w, r, anthropic{}, func(body []byte) (*call, error) {
 		q, prompt, err := parseMessages(body)
 		if err != nil {
 			return nil, err
+		}
+		if !native {
+			if err := messagesRefusal(body); err != nil {
+				return nil, err
+			}
 		}
 		c := &call{model: q.Model, stream: q.Stream, promptTokens: prompt}
 		if q.MaxTokens != nil && *q.MaxTokens > 0 {
@@ -101,6 +111,9 @@ type messagesEnc struct {
 	// index is text (1; else 0).
 	thinking bool
 	text     int
+	// called: the stream has opened its tool_use block (toolHead),
+	// after the text block.
+	called bool
 	// w writes the events; the type is repeated in an event line (unless
 	// the encoding drops them), which some clients dispatch on.
 	w *sseWriter
@@ -110,9 +123,14 @@ func (e *messagesEnc) toolBlock(input string) toolUseBlock {
 	return toolUseBlock{Type: "tool_use", ID: "toolu_" + strings.TrimPrefix(e.id, "msg_"), Name: e.tool.name, Input: json.RawMessage(input)}
 }
 
-func stopReason(capped bool) string {
-	if capped {
+// stopReason is a message's: max_tokens when the cap cut it short, even
+// inside a tool_use block, tool_use when it called a tool, else end_turn.
+func stopReason(called, capped bool) string {
+	switch {
+	case capped:
 		return "max_tokens"
+	case called:
+		return "tool_use"
 	}
 	return "end_turn"
 }
@@ -138,20 +156,31 @@ type messageObject struct {
 	Usage        anthropicUsage `json:"usage"`
 }
 
-func (e *messagesEnc) body(text string, tokens int, capped bool) []byte {
-	reason := stopReason(capped)
-	content := []any{textBlock{"text", text}}
+// body is the whole message. A tool_use block that max_tokens cut short
+// holds, as its input, the members of the arguments that were whole
+// when the cap came (partialObject): the API's input is always an
+// object, and it documents no more of a cut call than that the block is
+// incomplete and stop_reason is max_tokens.
+func (e *messagesEnc) body(r reply) []byte {
+	reason := stopReason(r.args != nil, r.capped)
+	content := []any{textBlock{"text", r.text}}
 	if e.thinking {
 		content = []any{thinkingBlock{"thinking", mockThinking, mockSignature}, content[0]}
 	}
-	if e.tool != nil && !capped {
-		content, reason = append(content, e.toolBlock(e.tool.args)), "tool_use"
+	if r.args != nil {
+		// A fault may cut the arguments too, uncapped; the body stays
+		// JSON, to be cut where the fault says.
+		input := *r.args
+		if r.capped || !json.Valid([]byte(input)) {
+			input = partialObject(e.tool.args, input)
+		}
+		content = append(content, e.toolBlock(input))
 	}
 	b, _ := json.Marshal(messageObject{
 		ID: e.id, Type: "message", Role: "assistant", Model: e.model,
 		Content:    content,
 		StopReason: &reason,
-		Usage:      anthropicUsage{e.prompt, tokens},
+		Usage:      anthropicUsage{e.prompt, r.tokens},
 	})
 	return b
 }
@@ -196,6 +225,19 @@ func (e *messagesEnc) streamToken(tok string) []byte {
 	return e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: e.text, Delta: &textBlock{"text_delta", tok}})
 }
 
+// toolHead ends the text block and starts the tool_use block after it,
+// its input {}; toolToken's input_json_delta events carry the input's
+// JSON, piece by piece, as Anthropic streams it.
+func (e *messagesEnc) toolHead() []byte {
+	e.called = true
+	b := e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: e.text})
+	return append(b, e.w.event("content_block_start", blockEvent{Type: "content_block_start", Index: e.text + 1, ContentBlock: e.toolBlock("{}")})...)
+}
+
+func (e *messagesEnc) toolToken(piece string) []byte {
+	return e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: e.text + 1, Delta: jsonDelta{"input_json_delta", piece}})
+}
+
 func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
 	type delta struct {
 		StopReason   string  `json:"stop_reason"`
@@ -204,19 +246,15 @@ func (e *messagesEnc) streamTail(tokens int, capped bool) []byte {
 	type usage struct {
 		OutputTokens int `json:"output_tokens"`
 	}
-	b := e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: e.text})
-	reason := stopReason(capped)
-	if e.tool != nil && !capped {
-		at := e.text + 1
-		b = append(b, e.w.event("content_block_start", blockEvent{Type: "content_block_start", Index: at, ContentBlock: e.toolBlock("{}")})...)
-		b = append(b, e.w.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: at, Delta: jsonDelta{"input_json_delta", e.tool.args}})...)
-		b = append(b, e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: at})...)
-		reason = "tool_use"
+	open := e.text
+	if e.called {
+		open++
 	}
+	b := e.w.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: open})
 	b = append(b, e.w.event("message_delta", struct {
 		Type  string `json:"type"`
 		Delta delta  `json:"delta"`
 		Usage usage  `json:"usage"`
-	}{"message_delta", delta{StopReason: reason}, usage{tokens}})...)
+	}{"message_delta", delta{StopReason: stopReason(e.called, capped)}, usage{tokens}})...)
 	return append(b, e.w.end("message_stop", map[string]string{"type": "message_stop"})...)
 }

@@ -30,6 +30,9 @@ func serve(s *Server, path, body string, hdr ...string) (*httptest.ResponseRecor
 
 const tinyChat = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 
+// tinyMessages is tinyChat for the Messages API, which requires max_tokens.
+const tinyMessages = `{"model":"m","max_tokens":1024,"messages":[{"role":"user","content":"hi"}]}`
+
 func TestBrownoutJudgedByFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var offset atomic.Int64
@@ -163,7 +166,7 @@ func TestCapacityQueuesThenRejects(t *testing.T) {
 		if rec.Code != http.StatusServiceUnavailable || took != 0 {
 			t.Errorf("third OpenAI call: %d after %v, want immediate 503", rec.Code, took)
 		}
-		rec, _ = serve(s, "/v1/messages", tinyChat)
+		rec, _ = serve(s, "/v1/messages", tinyMessages)
 		var e struct{ Error struct{ Type string } }
 		json.Unmarshal(rec.Body.Bytes(), &e)
 		if rec.Code != 529 || e.Error.Type != "overloaded_error" {
@@ -253,7 +256,11 @@ func TestSameSeedSameText(t *testing.T) {
 		s := New(Config{Seed: seed})
 		var out []string
 		for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/chat/completions"} {
-			rec, _ := serve(s, path, tinyChat)
+			body := tinyChat
+			if path == "/v1/messages" {
+				body = tinyMessages
+			}
+			rec, _ := serve(s, path, body)
 			var m struct {
 				ID      string
 				Choices []struct{ Message struct{ Content string } }

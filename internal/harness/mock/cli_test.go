@@ -82,7 +82,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	addr := regexp.MustCompile(`http://[0-9.:]+`)
 	eventually(t, "the listening line", func() bool { return addr.MatchString(out.String()) })
 	url := addr.FindString(out.String())
-	decode(t, postJSON(t, context.Background(), url+"/v1/messages", tinyChat), http.StatusOK)
+	decode(t, postJSON(t, context.Background(), url+"/v1/messages", tinyMessages), http.StatusOK)
 	cancel()
 	select {
 	case c := <-code:

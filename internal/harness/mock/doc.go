@@ -8,7 +8,8 @@
 //	POST /v1/chat/completions        OpenAI chat, streaming or not
 //	POST /v1/completions             OpenAI legacy completions
 //	POST /v1/embeddings              deterministic unit vectors per input
-//	POST /v1/responses               OpenAI Responses API, streaming or not
+//	POST /v1/responses               OpenAI Responses API, streaming or not,
+//	                                 with function tools and text.format
 //	POST /v1/messages                Anthropic Messages, streaming or not
 //	POST /v1/messages/count_tokens   Anthropic token count (no latency)
 //	GET  /v1/models                  OpenAI model list
@@ -61,22 +62,49 @@
 // # Tools
 //
 // A request that offers tools (and whose tool_choice is not none) gets an
-// answer that calls the tool tool_choice names, or the first one, with
-// every property of its schema filled ("mock", 1, true, null), and the
-// finish reason tool_calls / tool_use, whole or streamed as each API
-// streams a call. A request whose last message is a tool result calls no
-// tool, and its answer's text starts with "tool result: " and the
-// result's text, so a client's whole tool round trip runs against the
-// mock (tools.go).
+// answer that calls the tool tool_choice names, or the first function
+// offered (a vendor's built-in tools, such as web search, are never
+// called), with arguments its schema accepts (schemavalue.go), and the
+// finish reason tool_calls / tool_use: chat's tool_calls, Anthropic's
+// tool_use block, the Responses API's function_call item, whole or
+// streamed as each API streams a call. A request whose last message is a
+// tool result (a tool message, a tool_result block, a
+// function_call_output item) calls no tool, and its answer's text starts
+// with "tool result: " and the result's text, so a client's whole tool
+// round trip runs against the mock (tools.go).
+//
+// A call's arguments cost output tokens, eight bytes each (as a JSON
+// answer's text), after the text's words, and are streamed a token at a
+// time. max_tokens (max_completion_tokens, max_output_tokens) inside the
+// text ends the answer there with no call; inside the arguments it cuts
+// the call short as the vendors' models are cut: OpenAI's finish_reason
+// length with arguments that are not valid JSON, Anthropic's stop_reason
+// max_tokens with the input_json_delta events as far as they got (a
+// whole message's tool_use input is then the object of the members that
+// were whole, {} for none: the API documents only that the block is
+// incomplete), the Responses API's incomplete response with an
+// incomplete function_call item.
 //
 // # Structured output
 //
 // A request that asks for JSON (OpenAI's response_format json_schema or
-// json_object, Anthropic's output_config.format) is answered with JSON
-// in place of words, whole or streamed: every property of the schema
-// filled as a tool call's arguments are, {} for JSON mode. A request
-// that enables Anthropic's thinking gets a short thinking block, with
-// its signature, before the text (structured.go).
+// json_object, the Responses API's text.format, Anthropic's
+// output_config.format) is answered with JSON in place of words, whole or
+// streamed: a value of the schema, as a tool call's arguments are, {} for
+// JSON mode. A request that enables Anthropic's thinking gets a short
+// thinking block, with its signature, before the text (structured.go).
+//
+// # Requests the vendors refuse
+//
+// What a vendor answers 400, the mock answers 400, in the vendor's shape
+// and words (refuse.go has the list): OpenAI chat without messages or
+// with none, a Responses request without input, a json_schema format
+// without its name, a strict schema (strict: true) whose objects do not
+// all set additionalProperties false and require every property;
+// Anthropic Messages without messages or max_tokens, and a structured
+// output or strict tool schema whose objects do not set
+// additionalProperties false. They count as bad requests in Stats. A
+// native API's call is held to its own API's rules, by its Server.
 //
 // # Failure kinds
 //

@@ -79,7 +79,7 @@ type embedding struct {
 	Embedding any    `json:"embedding"`
 }
 
-func (e *embedEnc) body(string, int, bool) []byte {
+func (e *embedEnc) body(reply) []byte {
 	data := make([]embedding, len(e.inputs))
 	for i, in := range e.inputs {
 		v := vector(e.seed, in, e.dim)
@@ -126,5 +126,7 @@ func vector(seed uint64, input json.RawMessage, dim int) []float32 {
 
 func (e *embedEnc) streamHead() []byte          { return nil }
 func (e *embedEnc) streamToken(string) []byte   { return nil }
+func (e *embedEnc) toolHead() []byte            { return nil }
+func (e *embedEnc) toolToken(string) []byte     { return nil }
 func (e *embedEnc) streamTail(int, bool) []byte { return nil }
 func (e *embedEnc) ping() []byte                { return nil }

@@ -20,6 +20,8 @@ type meaning struct {
 	Usage  int
 	End    bool
 	Pings  int
+	// Call and Args are the tool call's name and arguments, joined.
+	Call, Args string
 }
 
 // wireDialect is one streaming endpoint, its request and its reader.
@@ -38,8 +40,13 @@ var wireDialects = []wireDialect{
 	{"chat", "/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"tell me a story"}]}`,
 		func(m *meaning, d map[string]any) {
 			for _, c := range d["choices"].([]any) {
-				m.Text += jstr(jobj(jobj(c)["delta"])["content"])
+				delta := jobj(jobj(c)["delta"])
+				m.Text += jstr(delta["content"])
 				m.Finish += jstr(jobj(c)["finish_reason"])
+				if calls, _ := delta["tool_calls"].([]any); len(calls) > 0 {
+					m.Call += jstr(jobj(jobj(calls[0])["function"])["name"])
+					m.Args += jstr(jobj(jobj(calls[0])["function"])["arguments"])
+				}
 			}
 			m.Usage += jnum(jobj(d["usage"])["completion_tokens"])
 		}},
@@ -54,8 +61,13 @@ var wireDialects = []wireDialect{
 	{"messages", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"tell me a story"}]}`,
 		func(m *meaning, d map[string]any) {
 			switch jstr(d["type"]) {
+			case "content_block_start":
+				if b := jobj(d["content_block"]); jstr(b["type"]) == "tool_use" {
+					m.Call += jstr(b["name"])
+				}
 			case "content_block_delta":
 				m.Text += jstr(jobj(d["delta"])["text"])
+				m.Args += jstr(jobj(d["delta"])["partial_json"])
 			case "message_delta":
 				m.Finish += jstr(jobj(d["delta"])["stop_reason"])
 				m.Usage += jnum(jobj(d["usage"])["output_tokens"])
@@ -70,7 +82,13 @@ var wireDialects = []wireDialect{
 			switch jstr(d["type"]) {
 			case "response.output_text.delta":
 				m.Text += jstr(d["delta"])
-			case "response.completed":
+			case "response.output_item.added":
+				if it := jobj(d["item"]); jstr(it["type"]) == "function_call" {
+					m.Call += jstr(it["name"])
+				}
+			case "response.function_call_arguments.delta":
+				m.Args += jstr(d["delta"])
+			case "response.completed", "response.incomplete":
 				m.Finish += jstr(jobj(d["response"])["status"])
 				m.Usage += jnum(jobj(jobj(d["response"])["usage"])["output_tokens"])
 				m.End = true

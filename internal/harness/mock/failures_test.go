@@ -26,6 +26,9 @@ func TestForcedStatusFailures(t *testing.T) {
 		{"/v1/messages", "500", 500, "api_error"},
 	} {
 		body := tinyChat
+		if c.path == "/v1/messages" {
+			body = tinyMessages
+		}
 		if c.path == "/v1/embeddings" {
 			body = `{"input":"x"}`
 		}
@@ -102,7 +105,7 @@ func TestResetBeforeResponse(t *testing.T) {
 
 func TestResetMidStream(t *testing.T) {
 	_, url := startMock(t, instant())
-	body := `{"model":"m","stream":true,"messages":[]}`
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	resp := postJSON(t, context.Background(), url+"/v1/chat/completions", body, HeaderFail, "reset:2")
 	evs, err := newSSE(resp.Body).all()
 	if err == nil {
@@ -116,7 +119,7 @@ func TestResetMidStream(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	s, url := startMock(t, instant())
 	for _, p := range []string{"/v1/chat/completions", "/v1/messages"} {
-		body := `{"model":"m","stream":true,"max_tokens":99,"messages":[]}`
+		body := `{"model":"m","stream":true,"max_tokens":99,"messages":[{"role":"user","content":"hi"}]}`
 		resp := postJSON(t, context.Background(), url+p, body, HeaderOutputTokens, "6", HeaderFail, "truncate")
 		evs, err := newSSE(resp.Body).all()
 		if err == nil {
@@ -144,12 +147,12 @@ func TestTruncate(t *testing.T) {
 
 func TestMalformed(t *testing.T) {
 	_, url := startMock(t, instant())
-	resp := postJSON(t, context.Background(), url+"/v1/messages", tinyChat, HeaderFail, "malformed")
+	resp := postJSON(t, context.Background(), url+"/v1/messages", tinyMessages, HeaderFail, "malformed")
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || json.Valid(b) {
 		t.Errorf("malformed: %d %s", resp.StatusCode, b)
 	}
-	resp = postJSON(t, context.Background(), url+"/v1/chat/completions", `{"stream":true}`, HeaderFail, "malformed")
+	resp = postJSON(t, context.Background(), url+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, HeaderFail, "malformed")
 	evs, _ := newSSE(resp.Body).all()
 	if resp.StatusCode != 200 || len(evs) != 1 || json.Valid([]byte(evs[0].data)) {
 		t.Errorf("malformed stream: %d %v", resp.StatusCode, evs)

@@ -169,10 +169,11 @@ func scriptedContextError(proto protocol, p *plan, c *call) []byte {
 }
 
 // bodyCut is where to cut a whole answer's body so that it ends just
-// after text, the first part of the answer's text: after the JSON
-// encoding of text where it starts the body's text field. It falls back
-// to half the body when text is empty or not found (a tool call's
-// arguments, say).
+// after text, the first part of the answer's text (or of its tool
+// call's arguments, which OpenAI's APIs write as a string): after the
+// JSON encoding of text where it starts the body's field. It falls back
+// to half the body when text is empty or not found (the input object of
+// an Anthropic tool_use block, say).
 func bodyCut(body []byte, text string) int {
 	if text != "" {
 		enc, _ := json.Marshal(text)

@@ -55,12 +55,31 @@ type call struct {
 	thinking bool
 }
 
-// encoder renders one call's response; tokens is the count generated and
-// capped says max_tokens cut the reply short.
+// reply is a whole answer as an encoder writes it.
+type reply struct {
+	text string
+	// args are the tool call's arguments as far as they got (all of
+	// them unless capped cut them short); nil: the answer calls no tool.
+	args *string
+	// tokens is the count generated, text and arguments; capped says
+	// max_tokens cut the answer short.
+	tokens int
+	capped bool
+}
+
+// encoder renders one call's response.
 type encoder interface {
-	body(text string, tokens int, capped bool) []byte
+	body(r reply) []byte
 	streamHead() []byte // SSE bytes due before the first token
 	streamToken(tok string) []byte
+	// toolHead opens the answer's tool call once its text is done, and
+	// toolToken streams one piece of the call's arguments; the encoder
+	// keeps what it needs to close the call in streamTail. Dialects
+	// without tools return nil.
+	toolHead() []byte
+	toolToken(piece string) []byte
+	// streamTail ends the stream: tokens is the count generated, text
+	// and arguments, and capped says max_tokens cut the answer short.
 	streamTail(tokens int, capped bool) []byte
 	// ping is the dialect's keepalive event (Anthropic's ping), nil
 	// where it has none.
@@ -98,7 +117,11 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	c, err := parse(body)
 	if err != nil {
 		s.record(r, body, "")
-		writeJSON(w, http.StatusBadRequest, proto.errorJSON(http.StatusBadRequest, err.Error()))
+		b := proto.errorJSON(http.StatusBadRequest, err.Error())
+		if re, ok := errors.AsType[*requestError](err); ok {
+			b = re.body // the vendor's own (refuse.go)
+		}
+		writeJSON(w, http.StatusBadRequest, b)
 		return outBadRequest
 	}
 	s.record(r, body, c.model)
@@ -163,8 +186,8 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, proto protocol,
 	}
 	if c.noTokens {
 		g.n = 0
-	} else if c.maxTokens > 0 && c.maxTokens < g.n {
-		g.n, g.capped = c.maxTokens, true
+	} else {
+		g.fit(c)
 	}
 	if c.stream {
 		return g.stream()
@@ -178,12 +201,16 @@ func readAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // gen produces one admitted call's reply, token by token.
 type gen struct {
-	s      *Server
-	ctx    context.Context
-	w      http.ResponseWriter
-	p      *plan
-	enc    encoder
+	s   *Server
+	ctx context.Context
+	w   http.ResponseWriter
+	p   *plan
+	enc encoder
+	// n is the count of text tokens; args are the pieces of the tool
+	// call's arguments that follow them, one token each (fit), nil for
+	// no call.
 	n      int
+	args   []string
 	capped bool
 	opened bool   // the stream's headers and head are sent
 	head   bool   // the stream's head is sent: a ping may follow it
@@ -195,6 +222,43 @@ type gen struct {
 	words *rand.Rand
 	// faulted: a fault was played and the answer went on after it.
 	faulted bool
+}
+
+// fit cuts the answer to max_tokens. The text comes first, then the
+// tool call, whose arguments cost tokens as a JSON answer's text does
+// (jsonTokens: eight bytes each). A cap inside the text ends the answer
+// there, with no call; one inside the arguments ends it with the call
+// cut short, its arguments not valid JSON, as a vendor's model stops
+// mid-call (finish_reason length, stop_reason max_tokens, an incomplete
+// response). A cap that leaves no room after the text is a cut too: the
+// call would have come next.
+func (g *gen) fit(c *call) {
+	var pieces []string
+	if c.tool != nil {
+		pieces = jsonTokens(c.tool.args)
+	}
+	switch {
+	case c.maxTokens > 0 && c.maxTokens < g.n:
+		g.n, g.capped = c.maxTokens, true
+		return
+	case c.maxTokens > 0 && c.maxTokens-g.n < len(pieces):
+		pieces, g.capped = pieces[:c.maxTokens-g.n], true
+	}
+	if len(pieces) > 0 {
+		g.args = pieces
+	}
+}
+
+// total is the count of tokens the answer generates: text and arguments.
+func (g *gen) total() int { return g.n + len(g.args) }
+
+// answer is the whole answer as far as it got.
+func (g *gen) answer(text, args string) reply {
+	r := reply{text: text, tokens: g.total(), capped: g.capped}
+	if g.args != nil {
+		r.args = &args
+	}
+	return r
 }
 
 // token is the i-th token of the reply.
@@ -232,17 +296,18 @@ func (g *gen) failKind() string {
 
 // faultAt is the token before which the call's fault acts, -1 for none:
 // after_tokens (half the answer for truncate and eof without one),
-// never past the last token.
+// never past the last token. A tool call's arguments are tokens too.
 func (g *gen) faultAt() int {
 	f := g.p.fail
+	n := g.total()
 	switch g.failKind() {
 	case FailReset, FailStall, FailMalformed:
-		return min(f.AfterTokens, g.n)
+		return min(f.AfterTokens, n)
 	case FailTruncate, FailEOF:
 		if f.AfterTokens == 0 {
-			return g.n / 2
+			return n / 2
 		}
-		return min(f.AfterTokens, g.n)
+		return min(f.AfterTokens, n)
 	}
 	return -1
 }
@@ -259,11 +324,20 @@ func (g *gen) done() outcome {
 func (g *gen) whole() outcome {
 	f, kind := g.p.fail, g.failKind()
 	at := g.faultAt()
-	var text strings.Builder
+	var text, args strings.Builder
 	text.WriteString(g.echo)
-	cut := -1 // the text's length where the body is cut
+	// cut is where the body is cut: the text's length, or, past the
+	// text, the arguments' (cutArgs); -1 for nowhere in particular.
+	cut, cutArgs := -1, false
+	mark := func(i int) {
+		if cutArgs = i > g.n; cutArgs {
+			cut = args.Len()
+		} else {
+			cut = text.Len()
+		}
+	}
 	ending := kind
-	for i := range g.n + 1 {
+	for i := range g.total() + 1 {
 		if i == at {
 			if kind == FailStall {
 				// The headers go out, then the body is held back.
@@ -275,29 +349,36 @@ func (g *gen) whole() outcome {
 					return o
 				}
 				if ending = f.Ending(); ending != upstream.ThenResume {
-					cut = text.Len()
+					mark(i)
 					break
 				}
 			} else if kind != FailMalformed && f.AfterTokens > 0 {
-				cut = text.Len()
+				mark(i)
 			}
 		}
-		if i == g.n {
+		if i == g.total() {
 			break
 		}
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
-		text.WriteString(g.token(i))
+		if i < g.n {
+			text.WriteString(g.token(i))
+		} else {
+			args.WriteString(g.args[i-g.n])
+		}
 	}
-	body := g.enc.body(text.String(), g.n, g.capped)
+	body := g.enc.body(g.answer(text.String(), args.String()))
 	switch ending {
 	case FailMalformed:
 		writeJSON(g.w, http.StatusOK, garbageBody(body))
 		return outInjected
 	case FailTruncate, FailReset, FailEOF:
 		n := len(body) / 2
-		if cut >= 0 {
+		switch {
+		case cut >= 0 && cutArgs:
+			n = bodyCut(body, args.String()[:cut])
+		case cut >= 0:
 			n = bodyCut(body, text.String()[:cut])
 		}
 		length := len(body)
@@ -425,24 +506,33 @@ func (g *gen) stream() outcome {
 	if g.echo != "" && !g.send(g.enc.streamToken(g.echo)) {
 		return outCancelled
 	}
-	for i := range g.n + 1 {
+	for i := range g.total() + 1 {
 		if i == at {
 			if o, over := g.fault(f); over {
 				return o
 			}
 		}
-		if i == g.n {
+		if i == g.total() {
 			break // the fault may fall after the last token, before the tail
 		}
 		if i > 0 && !wait.Sleep(g.ctx, g.tpot()) {
 			return outCancelled
 		}
-		if !g.send(g.enc.streamToken(g.token(i))) {
+		var b []byte
+		switch {
+		case i < g.n:
+			b = g.enc.streamToken(g.token(i))
+		case i == g.n:
+			b = append(g.enc.toolHead(), g.enc.toolToken(g.args[0])...)
+		default:
+			b = g.enc.toolToken(g.args[i-g.n])
+		}
+		if !g.send(b) {
 			return outCancelled
 		}
 	}
 	// The writer leaves out the end marker for no_done (newSSEWriter).
-	if !g.send(g.enc.streamTail(g.n, g.capped)) {
+	if !g.send(g.enc.streamTail(g.total(), g.capped)) {
 		return outCancelled
 	}
 	return g.done()

@@ -47,10 +47,16 @@ func newUsage(prompt, completion int) *openAIUsage {
 	return &openAIUsage{prompt, completion, prompt + completion}
 }
 
-func finishReason(capped bool) *string {
+// finishReason is a chat or completion choice's: length when max_tokens
+// cut the answer short, even inside a tool call (whose arguments then
+// end mid-JSON), tool_calls when it called a tool, else stop.
+func finishReason(called, capped bool) *string {
 	r := "stop"
-	if capped {
+	switch {
+	case capped:
 		r = "length"
+	case called:
+		r = "tool_calls"
 	}
 	return &r
 }
@@ -96,12 +102,15 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(body, &q); err != nil {
 			return nil, badJSON(err)
 		}
+		if err := chatRefusal(body); err != nil {
+			return nil, err
+		}
 		c := q.call(messagesBytes(q.Messages))
 		c.toolTurn(body, q.Messages)
 		c.structured(body)
 		c.setPrompt(nil, q.Messages, openAIContinues(body))
 		c.enc = func(p *plan) encoder {
-			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage(), p.sse}, c.tool}
+			return &chatEnc{oaiCommon{"chatcmpl-" + p.id, s.modelName(q.Model), p.created.Unix(), c.promptTokens, q.includeUsage(), p.sse}, c.tool, false}
 		}
 		return c, nil
 	})
@@ -173,6 +182,8 @@ func (e *oaiCommon) usageChunk() bool { return e.includeUsage || e.w.enc().Usage
 type chatEnc struct {
 	oaiCommon
 	tool *toolUse
+	// called: the stream has opened its tool call (toolHead).
+	called bool
 }
 
 type chatChoice struct {
@@ -203,22 +214,21 @@ func (e *chatEnc) object(kind string, ch chatChoice) chatObject {
 	return chatObject{e.id, kind, e.created, e.model, "fp_sluice_mock", []chatChoice{ch}, nil}
 }
 
-// toolCall is the answer's call to e.tool, for a stream when index is set.
-func (e *chatEnc) toolCall(index *int) openAIToolCall {
+// toolCall is the answer's call to e.tool with args, for a stream when
+// index is set.
+func (e *chatEnc) toolCall(index *int, args string) openAIToolCall {
 	c := openAIToolCall{Index: index, ID: "call_" + e.id, Type: "function"}
-	c.Function.Name, c.Function.Arguments = e.tool.name, e.tool.args
+	c.Function.Name, c.Function.Arguments = e.tool.name, args
 	return c
 }
 
-func (e *chatEnc) body(text string, tokens int, capped bool) []byte {
-	msg := &chatDelta{Role: "assistant", Content: &text}
-	finish := finishReason(capped)
-	if e.tool != nil && !capped {
-		msg.ToolCalls = []openAIToolCall{e.toolCall(nil)}
-		*finish = "tool_calls"
+func (e *chatEnc) body(r reply) []byte {
+	msg := &chatDelta{Role: "assistant", Content: &r.text}
+	if r.args != nil {
+		msg.ToolCalls = []openAIToolCall{e.toolCall(nil, *r.args)}
 	}
-	o := e.object("chat.completion", chatChoice{Message: msg, FinishReason: finish})
-	o.Usage = newUsage(e.prompt, tokens)
+	o := e.object("chat.completion", chatChoice{Message: msg, FinishReason: finishReason(r.args != nil, r.capped)})
+	o.Usage = newUsage(e.prompt, r.tokens)
 	b, _ := json.Marshal(o)
 	return b
 }
@@ -233,22 +243,22 @@ func (e *chatEnc) streamToken(tok string) []byte {
 	return e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{Content: &tok}}))
 }
 
+// toolHead is the call's first chunk, as OpenAI streams one: its index,
+// id, type and name, with empty arguments; toolToken's chunks carry the
+// arguments, under the index alone.
+func (e *chatEnc) toolHead() []byte {
+	e.called = true
+	return e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{e.toolCall(new(int), "")}}}))
+}
+
+func (e *chatEnc) toolToken(piece string) []byte {
+	more := openAIToolCall{Index: new(int)}
+	more.Function.Arguments = piece
+	return e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{more}}}))
+}
+
 func (e *chatEnc) streamTail(tokens int, capped bool) []byte {
-	var b []byte
-	finish := finishReason(capped)
-	if e.tool != nil && !capped {
-		// The call's head (id, name), then its arguments, as OpenAI
-		// streams them.
-		head := e.toolCall(new(int))
-		args := head.Function.Arguments
-		head.Function.Arguments = ""
-		b = e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{head}}}))
-		more := openAIToolCall{Index: new(int)}
-		more.Function.Arguments = args
-		b = append(b, e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{ToolCalls: []openAIToolCall{more}}}))...)
-		*finish = "tool_calls"
-	}
-	b = append(b, e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finish}))...)
+	b := e.w.data(e.object("chat.completion.chunk", chatChoice{Delta: &chatDelta{}, FinishReason: finishReason(e.called, capped)}))
 	if e.usageChunk() {
 		// The extra chunk stream_options.include_usage asks for.
 		u := e.object("chat.completion.chunk", chatChoice{})
@@ -280,9 +290,9 @@ func (e *completionEnc) object(text string, finish *string) completionObject {
 	return completionObject{e.id, "text_completion", e.created, e.model, []completionChoice{{Text: text, FinishReason: finish}}, nil}
 }
 
-func (e *completionEnc) body(text string, tokens int, capped bool) []byte {
-	o := e.object(text, finishReason(capped))
-	o.Usage = newUsage(e.prompt, tokens)
+func (e *completionEnc) body(r reply) []byte {
+	o := e.object(r.text, finishReason(false, r.capped))
+	o.Usage = newUsage(e.prompt, r.tokens)
 	b, _ := json.Marshal(o)
 	return b
 }
@@ -291,8 +301,12 @@ func (e *completionEnc) streamHead() []byte { return nil }
 
 func (e *completionEnc) streamToken(tok string) []byte { return e.w.data(e.object(tok, nil)) }
 
+// The legacy completions API has no tools.
+func (e *completionEnc) toolHead() []byte        { return nil }
+func (e *completionEnc) toolToken(string) []byte { return nil }
+
 func (e *completionEnc) streamTail(tokens int, capped bool) []byte {
-	b := e.w.data(e.object("", finishReason(capped)))
+	b := e.w.data(e.object("", finishReason(false, capped)))
 	if e.usageChunk() {
 		u := e.object("", nil)
 		u.Choices, u.Usage = []completionChoice{}, newUsage(e.prompt, tokens)

@@ -43,7 +43,7 @@ func TestChatNonStreaming(t *testing.T) {
 
 func TestChatMaxTokensCutsWithLength(t *testing.T) {
 	_, url := startMock(t, instant())
-	body := `{"model":"m","max_tokens":50,"max_completion_tokens":3,"messages":[]}`
+	body := `{"model":"m","max_tokens":50,"max_completion_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
 	m := decode(t, postJSON(t, context.Background(), url+"/v1/chat/completions", body), http.StatusOK)
 	if path(m, "choices", 0, "finish_reason") != "length" || path(m, "usage", "completion_tokens") != 3.0 {
 		t.Errorf("got %v", m)
@@ -177,7 +177,7 @@ func TestOpenAIBadJSON(t *testing.T) {
 
 func TestUnknownFieldsReachLastRequest(t *testing.T) {
 	s, url := startMock(t, instant())
-	body := `{"model":"m","messages":[],"vendor_extension":{"x":1}}`
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"vendor_extension":{"x":1}}`
 	decode(t, postJSON(t, context.Background(), url+"/v1/chat/completions", body, "X-Api-Key", "k1"), http.StatusOK)
 	var got map[string]any
 	json.Unmarshal(s.LastRequest().Body, &got)

@@ -104,7 +104,7 @@ func TestTimeScaledRetryAfterIsPrecise(t *testing.T) {
 		ms, ra string
 	}{{1, "", "2"}, {0.25, "500", "1"}} {
 		_, url := startMock(t, Config{Seed: 1, Failures: fail}.Scaled(c.scale))
-		resp := postJSON(t, context.Background(), url+"/v1/messages", tinyChat)
+		resp := postJSON(t, context.Background(), url+"/v1/messages", tinyMessages)
 		decode(t, resp, 529)
 		if got := resp.Header.Get("retry-after-ms"); got != c.ms {
 			t.Errorf("scale %v: retry-after-ms %q, want %q", c.scale, got, c.ms)

@@ -33,7 +33,9 @@ func argsFor(schema json.RawMessage) string {
 	}
 	s, _ := root.(map[string]any)
 	v := schemaValue{root: s}.of(s, 0)
-	if _, ok := v.(map[string]any); !ok && v == nil {
+	// A schema that says nothing ({}) accepts anything; tool arguments
+	// are an object, so that is what it gets.
+	if _, ok := v.(map[string]any); !ok && (v == nil || typeOf(s) == "" && len(s) == 0) {
 		v = map[string]any{}
 	}
 	b, err := json.Marshal(v)

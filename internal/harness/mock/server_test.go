@@ -10,13 +10,16 @@ import (
 	"time"
 )
 
+// streamAny is a streamed request every generation endpoint takes.
+const streamAny = `{"stream":true,"max_tokens":1024,"messages":[{"role":"user","content":"hi"}]}`
+
 func TestStreamArrivesIncrementally(t *testing.T) {
 	const tpot = 100 * time.Millisecond
 	cfg := Config{TPOT: tpot, OutputTokens: TokenRange{Min: 4}}
 	_, url := startMock(t, cfg)
 	for _, p := range []string{"/v1/chat/completions", "/v1/completions", "/v1/messages"} {
 		start := time.Now()
-		resp := postJSON(t, context.Background(), url+p, `{"stream":true}`)
+		resp := postJSON(t, context.Background(), url+p, streamAny)
 		sse := newSSE(resp.Body)
 		for {
 			ev, err := sse.next()
@@ -43,7 +46,7 @@ func TestCancelMidStreamIsCountedPromptly(t *testing.T) {
 	s, url := startMock(t, Config{TPOT: time.Second, OutputTokens: TokenRange{Min: 100}})
 	for i, p := range []string{"/v1/chat/completions", "/v1/messages"} {
 		ctx, cancel := context.WithCancel(context.Background())
-		resp := postJSON(t, ctx, url+p, `{"stream":true}`)
+		resp := postJSON(t, ctx, url+p, streamAny)
 		if _, err := newSSE(resp.Body).next(); err != nil {
 			t.Fatal(err)
 		}

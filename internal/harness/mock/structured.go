@@ -3,7 +3,8 @@ package mock
 import "encoding/json"
 
 // Structured output. A request that asks for a JSON answer, an OpenAI
-// response_format of type json_schema or json_object, or an Anthropic
+// response_format of type json_schema or json_object (or the Responses
+// API's text.format, read in responses.go), or an Anthropic
 // output_config.format, is answered with JSON in place of words: an
 // object that fills every property of the schema as a tool call's
 // arguments do (argsFor), "{}" for JSON mode. Streamed, it comes a few

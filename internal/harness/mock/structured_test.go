@@ -8,7 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-const weatherSchema = `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"metric":{"type":"boolean"}},"required":["city"]}`
+// weatherSchema is a schema both OpenAI's strict mode and Anthropic's
+// structured outputs take: closed, every property required.
+const weatherSchema = `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"metric":{"type":"boolean"}},"required":["city","days","metric"],"additionalProperties":false}`
 
 // chatText is an OpenAI stream's text, joined.
 func chatText(t *testing.T, evs []event) string {

@@ -108,8 +108,8 @@ func TestSDKTimeoutHeader(t *testing.T) {
 func TestStreamCutMidway(t *testing.T) {
 	s := newStack(t, mock.Config{TPOT: time.Millisecond}, nil)
 	for _, c := range []struct{ name, path, body, want string }{
-		{"openai truncate", "/v1/chat/completions", `{"model":"mock-gpt","stream":true}`, `"upstream_error"`},
-		{"anthropic truncate", "/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":64}`, `event: error`},
+		{"openai truncate", "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`, `"upstream_error"`},
+		{"anthropic truncate", "/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, `event: error`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, _, body := s.do(c.path, c.body, map[string]string{"X-Mock-Fail": "truncate:3", "X-Mock-Output-Tokens": "10", "anthropic-version": "2023-06-01"})

@@ -137,6 +137,10 @@ type exchange struct {
 	// to instead (contextroute.go).
 	contextRoute *lifecycle.Route
 	contextNext  *model
+	// relayed is the check of the stream being relayed to the client,
+	// once one is (streamErrorEvent numbers a Responses API error event
+	// after its last event).
+	relayed *protocol.StreamCheck
 	// bridge is set when a Responses API request is served as a chat
 	// one (responses_bridge.go); endpoint is then chat_completions.
 	bridge *responsesBridge

@@ -66,6 +66,9 @@ type Options struct {
 	// idem is the idempotency state a Host's configurations share
 	// (flights in progress, stored answers). Nil: the gateway's own.
 	idem *idemShared
+	// items are the bridged Responses API answers' items a Host's
+	// configurations share (responses_items.go). Nil: the gateway's own.
+	items *itemStore
 	// keys keeps the keys made at run time, which a Host's
 	// configurations share (runtimekeys.go). Nil: none.
 	keys keystore.Store
@@ -140,6 +143,9 @@ type Gateway struct {
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
 	idem *idemState
+	// items are bridged Responses API answers' items, for item_reference
+	// (responses_items.go).
+	items *itemStore
 
 	// bodyLimits bound a body's shape (server.max_messages,
 	// .max_json_depth), checked as it is parsed (inference.go).
@@ -271,6 +277,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	if g.bodies == nil {
 		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
+	}
+	if g.items = opts.items; g.items == nil {
+		g.items = newItemStore(time.Now)
 	}
 	if g.metrics == nil {
 		g.metrics = metrics.New()

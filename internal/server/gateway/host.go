@@ -98,6 +98,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	opts.items = newItemStore(time.Now)
 	keys, closeKeys, err := openKeyStore(cfg)
 	if err != nil {
 		return nil, err

@@ -456,7 +456,7 @@ func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange
 		case !x.wroteHeader:
 			g.fail(w, x, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
 		case x.stream:
-			g.clientWriter(w, x).write(x.endpoint.Dialect.StreamErrorEvent(protocol.Overloaded, msg))
+			g.clientWriter(w, x).write(x.streamErrorEvent(protocol.Overloaded, msg))
 		default:
 			x.abort = true
 		}

@@ -25,15 +25,8 @@ func TestNativeRealSignersLeakNoCredential(t *testing.T) {
 	if _, ok := vendors.Lookup(config.KindBedrock); !ok {
 		t.Skip("this build has no bedrock codec")
 	}
-	dir := t.TempDir()
 	t.Setenv(geminiKeyEnv, geminiKey)
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", awsSecret)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", dir+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	fakeAWSCredentials(t)
 
 	var heard []string // the credentials the echoing vendor received
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,4 +92,19 @@ func TestNativeRealSignersLeakNoCredential(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fakeAWSCredentials gives the real AWS signer a key pair from the
+// environment, and nothing else of the machine's: no profile, shared
+// files or instance metadata.
+func fakeAWSCredentials(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", awsSecret)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", dir+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }

@@ -179,7 +179,7 @@ func TestBadInput(t *testing.T) {
 		{"bad timeout", "/v1/chat/completions", chatBody, map[string]string{"X-Sluice-Timeout": "soon"}, 400, "invalid_request_error", "30s"},
 		{"garbage upstream", "/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "malformed"}, 502, "upstream_error", "malformed"},
 		{"upstream reset", "/v1/chat/completions", chatBody, map[string]string{"X-Mock-Fail": "reset"}, 502, "upstream_error", "could not be reached"},
-		{"anthropic upstream garbage", "/v1/messages", `{"model":"mock-claude","max_tokens":8}`, map[string]string{"X-Mock-Fail": "malformed", "anthropic-version": "2023-06-01"}, 502, "api_error", "malformed"},
+		{"anthropic upstream garbage", "/v1/messages", `{"model":"mock-claude","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"X-Mock-Fail": "malformed", "anthropic-version": "2023-06-01"}, 502, "api_error", "malformed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -158,6 +158,7 @@ type streamRelay struct {
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	s := &streamRelay{g: g, w: w, r: r, ctx: ctx, x: x, bp: a.buf, translated: crossed(x, a)}
 	s.src = source{p: a.t.provider, body: a.resp.Body, check: &a.check, cancel: a.cancel}
+	x.relayed = &a.check
 	text := a.text
 	a.buf, a.text = nil, nil
 	defer s.release()
@@ -491,7 +492,10 @@ var errClientGone = errors.New("gateway: client gone")
 //     (the translator's and the check's verdicts), and may add bytes
 //     after the stream's own, which go out only when it ended well;
 //   - a stream that carried its finish reason is complete whatever its
-//     terminator: it gets the terminator its client expects;
+//     terminator: it gets the terminator its client expects, once the
+//     translation has judged the end and before the filters after it
+//     do, so that they see the stream whole (the validation collector
+//     judges the answer, and its verdict follows the terminator);
 //   - a read error no filter explained is the request's deadline, or a
 //     cut.
 func (s *streamRelay) end(err error) {
@@ -504,7 +508,13 @@ func (s *streamRelay) end(err error) {
 		}
 	}
 	var tail []byte
-	for _, f := range s.chain {
+	// The filters before the tail (the translation's) end first; the
+	// terminator goes through the tail's.
+	mendAt := len(s.chain) - len(s.tail)
+	for i, f := range s.chain {
+		if i == mendAt {
+			err = s.mend(err)
+		}
 		var t []byte
 		t, err = f.end(err)
 		if tail == nil {
@@ -513,14 +523,8 @@ func (s *streamRelay) end(err error) {
 			tail = append(tail, t...)
 		}
 	}
-	if e, ok := err.(*streamEnd); ok && e.reason == protocol.StreamUnterminated && s.complete(err) {
-		// Complete by content: the finish reason came, the terminator
-		// did not; the client gets the one it expects.
-		if werr := s.passOwn(s.answer.terminator(s)); werr != nil {
-			err = werr
-		} else {
-			err = nil
-		}
+	if mendAt >= len(s.chain) {
+		err = s.mend(err)
 	}
 	s.record()
 
@@ -557,8 +561,18 @@ func (s *streamRelay) end(err error) {
 		// An error event appended to half an event would be lost in it.
 		x.abort = true
 	default:
-		s.cw.write(x.endpoint.Dialect.StreamErrorEvent(e.kind, e.msg))
+		s.cw.write(x.streamErrorEvent(e.kind, e.msg))
 	}
+}
+
+// mend gives a stream complete by content the terminator its client
+// expects: the finish reason came, the terminator did not (err says the
+// stream was unterminated). It returns the stream's verdict then.
+func (s *streamRelay) mend(err error) error {
+	if e, ok := err.(*streamEnd); !ok || e.reason != protocol.StreamUnterminated || !s.complete(err) {
+		return err
+	}
+	return s.passOwn(s.answer.terminator(s))
 }
 
 // unexplained: err is a read's own error, which neither a filter nor

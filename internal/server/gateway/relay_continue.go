@@ -265,6 +265,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 	check.KeepMarks()
 	s.src = source{p: t.provider, body: resp.Body, check: &check, cancel: cancel,
 		splice: &splice{mode: mode, trimmed: trimmed, to: t, cause: cause, input: int64(len(sofar))}}
+	x.relayed = &check
 	s.n, s.ready = 0, 0
 	s.chain = s.tail
 	s.watch.restart(s.g.now(), 0, cancel)

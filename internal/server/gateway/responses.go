@@ -1,5 +1,7 @@
 package gateway
 
+import "github.com/sluice-gw/sluice/internal/wire/protocol"
+
 // OpenAI's Responses API (POST /v1/responses) is passed through as it is
 // to a model whose targets all serve it (providers[].responses, on by
 // default for kind openai), and bridged through chat completions for
@@ -14,6 +16,20 @@ package gateway
 // the endpoint) has the 404 relayed, is logged once, and is not held
 // against its breaker: one client's choice of endpoint must not take a
 // provider out of rotation for everyone.
+
+// streamErrorEvent is Sluice's own error event, in the client's API,
+// for a stream that breaks after its headers went out: a Responses API
+// stream's numbered after the last event relayed.
+func (x *exchange) streamErrorEvent(k protocol.Kind, msg string) []byte {
+	if !x.endpoint.IsResponses() {
+		return x.endpoint.Dialect.StreamErrorEvent(k, msg)
+	}
+	var seq int64
+	if x.relayed != nil {
+		seq = x.relayed.Facts().NextSeq
+	}
+	return protocol.ResponsesStreamErrorEvent(k, msg, seq)
+}
 
 // keep returns m with only the targets for which ok is true; m itself
 // when all are kept.

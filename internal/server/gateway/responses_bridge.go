@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -42,6 +41,9 @@ import (
 // dropped, for X-Sluice-Dropped.
 type responsesBridge struct {
 	dropped string
+	// keep: the answer's items are kept for item_reference (the client
+	// did not say store: false).
+	keep bool
 }
 
 // bridgeResponses decides how a /v1/responses request for m is served:
@@ -53,7 +55,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	if len(native.targets) == len(m.targets) {
 		return m, body, w, true
 	}
-	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported})
+	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported, Items: g.itemsOf(x)})
 	var chat *protocol.Body
 	if err == nil {
 		chat, err = protocol.ParseBodyWithin(tr.Body, g.bodyLimits)
@@ -65,7 +67,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	}
 	if err == nil {
 		x.endpoint = protocol.Endpoints[0] // chat_completions, from here on
-		x.bridge = &responsesBridge{dropped: strings.Join(tr.Dropped, ",")}
+		x.bridge = &responsesBridge{dropped: strings.Join(tr.Dropped, ","), keep: !tr.NoStore}
 		return m, chat, &responsesWriter{g: g, x: x, w: w}, true
 	}
 	if len(native.targets) > 0 {
@@ -174,12 +176,15 @@ func (b *responsesWriter) Write(p []byte) (int, error) {
 		outs, err := b.tr.Feed(ev)
 		for _, o := range outs {
 			b.out = translate.AppendEvent(b.out, o)
+			if r := responseOf(o.Name, o.Data); r != nil && b.x.bridge.keep {
+				b.g.items.keep(itemScope(b.x), r)
+			}
 		}
 		b.sent += len(outs)
 		if err != nil {
 			b.failed = true
 			b.g.log.Error("a bridged stream could not be put in the Responses API's shape", "error", err.Error(), "model", b.x.model)
-			b.out = appendResponsesError(b.out, b.sent, "the answer could not be put in the Responses API's shape")
+			b.out = append(b.out, protocol.ResponsesStreamErrorEvent(protocol.Upstream, "the answer could not be put in the Responses API's shape", int64(b.sent))...)
 			break
 		}
 	}
@@ -213,19 +218,9 @@ func (b *responsesWriter) finish() {
 			fmt.Sprintf("provider %s sent an answer that cannot be put in the Responses API's shape", b.x.provider), 0)
 		return
 	}
+	if b.x.bridge.keep {
+		b.g.items.keep(itemScope(b.x), out)
+	}
 	b.w.WriteHeader(b.status)
 	_, _ = b.w.Write(out)
-}
-
-// appendResponsesError appends the Responses API's error event, for a
-// stream the bridge cannot go on with, numbered seq.
-func appendResponsesError(dst []byte, seq int, msg string) []byte {
-	data, _ := json.Marshal(struct {
-		Type    string  `json:"type"`
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Param   *string `json:"param"`
-		Seq     int     `json:"sequence_number"`
-	}{"error", "server_error", msg, nil, seq})
-	return translate.AppendEvent(dst, translate.Event{Name: "error", Data: data})
 }

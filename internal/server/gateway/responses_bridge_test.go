@@ -268,3 +268,80 @@ func TestResponsesBridgedContinuation(t *testing.T) {
 		t.Errorf("primary %d calls, fallback %d; want 1 and 1", p.calls(), f.calls())
 	}
 }
+
+// A client that keeps its conversation as stored items (the AI SDK's
+// default Responses provider) refers to the bridge's earlier answers by
+// id: Sluice kept them, and the target reads them as the conversation.
+// With store: false nothing is kept, and a reference is refused, naming
+// it.
+func TestResponsesBridgeItemReferences(t *testing.T) {
+	s := bridgeStack(t)
+	for _, stream := range []bool{false, true} {
+		first := `{"model":"mock-claude","input":"What is the weather in Paris?","stream":` + map[bool]string{false: "false", true: "true"}[stream] +
+			`,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`
+		var out []itemHead
+		resp, err := s.post(t.Context(), "/v1/responses", first, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stream {
+			err = sseEvents(resp.Body, func(d string) bool {
+				var ev struct {
+					Type     string
+					Response struct{ Output []itemHead }
+				}
+				json.Unmarshal([]byte(d), &ev)
+				if ev.Type == "response.completed" {
+					for _, o := range ev.Response.Output {
+						out = append(out, o)
+					}
+				}
+				return true
+			})
+		} else {
+			var r struct{ Output []itemHead }
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			out = r.Output
+		}
+		resp.Body.Close()
+		var refs []string
+		callID := ""
+		for _, o := range out {
+			refs = append(refs, `{"type":"item_reference","id":"`+o.ID+`"}`)
+			if o.Type == "function_call" {
+				callID = o.CallID
+			}
+		}
+		if err != nil || callID == "" {
+			t.Fatalf("stream %v: first turn %v, items %+v", stream, err, out)
+		}
+		second := `{"model":"mock-claude","input":[{"role":"user","content":"What is the weather in Paris?"},` + strings.Join(refs, ",") +
+			`,{"type":"function_call_output","call_id":"` + callID + `","output":"sunny, 21C"}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
+		status, _, body := s.do("/v1/responses", second, nil)
+		if status != 200 || !strings.Contains(string(body), "tool result: sunny, 21C") {
+			t.Fatalf("stream %v: second turn by reference: %d %s", stream, status, body)
+		}
+		last := s.mock.LastRequest()
+		if !strings.Contains(string(last.Body), `"tool_use"`) || !strings.Contains(string(last.Body), callID) {
+			t.Errorf("the target did not read the referred call: %s", last.Body)
+		}
+	}
+
+	// store: false: nothing is kept.
+	status, _, body := s.do("/v1/responses", `{"model":"mock-claude","input":"hello","store":false}`, nil)
+	var r struct{ Output []struct{ ID string } }
+	if status != 200 || json.Unmarshal(body, &r) != nil || len(r.Output) == 0 {
+		t.Fatalf("store false: %d %s", status, body)
+	}
+	status, _, body = s.do("/v1/responses", `{"model":"mock-claude","input":[{"type":"item_reference","id":"`+r.Output[0].ID+`"},{"role":"user","content":"again"}]}`, nil)
+	if status != 400 || errorParam(t, body) != "input[0]" || !strings.Contains(string(body), "send the item itself") {
+		t.Errorf("a reference to an item not kept: %d %s", status, body)
+	}
+}
+
+// itemHead is what a test reads of an output item.
+type itemHead struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	CallID string `json:"call_id"`
+}

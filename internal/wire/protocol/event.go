@@ -75,6 +75,8 @@ type Event struct {
 	ID, Model []byte
 	// Created is an OpenAI chunk's created time.
 	Created int64
+	// Seq is a Responses API event's sequence_number; -1 without one.
+	Seq int64
 	// Block is the Anthropic content block an event names (-1 for none);
 	// BlockStart and BlockStop say the block starts or stops.
 	Block                 int

@@ -47,6 +47,7 @@ const (
 	kCachedTokens
 	kIncompleteDetails
 	kReason
+	kSequenceNumber
 )
 
 // keyOf is a name's key; a switch on string(b) does not allocate.
@@ -54,6 +55,8 @@ func keyOf(b []byte) key {
 	switch string(b) {
 	case "type":
 		return kType
+	case "sequence_number":
+		return kSequenceNumber
 	case "id":
 		return kID
 	case "model":
@@ -156,6 +159,12 @@ func (p *EventParser) top() error {
 			var ok bool
 			if n, ok, err = p.number(1 << 62); ok {
 				f.created = n
+			}
+		case kSequenceNumber:
+			var n int64
+			var ok bool
+			if n, ok, err = p.number(1 << 62); ok {
+				f.seq, f.haveSeq = n, true
 			}
 		case kError:
 			var null bool

@@ -39,6 +39,8 @@ type fields struct {
 	typ               strSpan // /type
 	id, model         strSpan // /id, /model
 	created           int64
+	seq               int64 // /sequence_number (Responses)
+	haveSeq           bool
 	err               bool // /error, not null
 	index             int  // /index
 	haveIndex         bool
@@ -84,7 +86,7 @@ func (p *EventParser) Parse(d Dialect, responses bool, name, data []byte, ev *Ev
 	// The name is copied, so that the record holds nothing of the
 	// caller's (a check's name buffer would otherwise escape).
 	p.name = append(p.name[:0], name...)
-	*ev = Event{Name: p.name, Block: -1}
+	*ev = Event{Name: p.name, Block: -1, Seq: -1}
 	if len(name) == 0 {
 		ev.Name = nil
 	}
@@ -110,6 +112,9 @@ func (p *EventParser) Parse(d Dialect, responses bool, name, data []byte, ev *Ev
 	if d == dialectAuto && !responses {
 		d = p.guess(name)
 		responses = d == dialectAuto
+	}
+	if p.f.haveSeq {
+		ev.Seq = p.f.seq
 	}
 	switch {
 	case responses:

@@ -43,3 +43,20 @@ func TestResponsesStream(t *testing.T) {
 		t.Errorf("deltas counted %d (from usage %v), want 2", n, found)
 	}
 }
+
+// A Responses API stream's facts hold one past its highest
+// sequence_number, whatever the key order, so that an event Sluice adds
+// (its own error event, ResponsesStreamErrorEvent) comes next in order.
+func TestResponsesNextSeq(t *testing.T) {
+	c := NewStreamCheckFor(Responses, OpenAI)
+	c.Feed([]byte("event: response.created\ndata: {\"sequence_number\":0,\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\",\ndata: \"sequence_number\" : 7}\n\n" +
+		": a comment\n\n"))
+	if got := c.Facts().NextSeq; got != 8 {
+		t.Errorf("NextSeq %d, want 8", got)
+	}
+	ev := ResponsesStreamErrorEvent(Upstream, "broke", c.Facts().NextSeq)
+	if want := "event: error\ndata: {\"type\":\"error\",\"code\":\"upstream_error\",\"message\":\"broke\",\"param\":null,\"sequence_number\":8}\n\n"; string(ev) != want {
+		t.Errorf("error event %q, want %q", ev, want)
+	}
+}

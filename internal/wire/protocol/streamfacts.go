@@ -26,6 +26,10 @@ type StreamFacts struct {
 	// content. ErrorEvent: the provider sent an error event. Done: the
 	// terminator came.
 	Tool, Unread, OtherChoice, ErrorEvent, Done bool
+	// NextSeq is one past the highest sequence_number an event carried
+	// (the Responses API numbers its events from 0): the number of an
+	// event added to the stream.
+	NextSeq int64
 	// Created is the first created time an event carried.
 	Created int64
 	// Block is the last Anthropic content block an event named; Open
@@ -85,6 +89,9 @@ func (f *StreamFacts) fold(ev *Event, data bool) {
 	}
 	if f.Created == 0 {
 		f.Created = ev.Created
+	}
+	if ev.Seq >= f.NextSeq {
+		f.NextSeq = ev.Seq + 1
 	}
 	switch {
 	case ev.BlockStart:

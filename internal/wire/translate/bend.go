@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 )
 
@@ -46,9 +47,6 @@ type oaJSONSchema struct {
 // has none.
 const AnswerSchemaName = "answer"
 
-// anyObjectSchema is what JSON mode (json_object) asks for, as a schema.
-var anyObjectSchema = json.RawMessage(`{"type":"object"}`)
-
 // MinThinkingBudget is Anthropic's least budget_tokens for thinking.
 const MinThinkingBudget = 1024
 
@@ -86,8 +84,13 @@ func EffortFor(budget int64) string {
 	return "high"
 }
 
-// responseFormatToAnthropic: json_schema's schema, or JSON mode's any
-// object, becomes output_config.format; text asks for nothing.
+// anyObjectReason is why JSON mode, or a json_schema without a schema,
+// is refused toward Anthropic.
+const anyObjectReason = "Anthropic's structured outputs hold answers only to a schema of closed objects (additionalProperties: false), so JSON mode's \"any object\" cannot be asked for; send response_format json_schema with a schema instead"
+
+// responseFormatToAnthropic: json_schema's schema, closed
+// (closedschema.go), becomes output_config.format; text asks for
+// nothing; JSON mode, which asks for any object, cannot be carried.
 func (c *conv) responseFormatToAnthropic(o *object, out *anRequest) error {
 	raw := o.get("response_format")
 	if raw == nil {
@@ -105,7 +108,9 @@ func (c *conv) responseFormatToAnthropic(o *object, out *anRequest) error {
 	switch typ {
 	case "text":
 	case "json_object":
-		schema = anyObjectSchema
+		// Anthropic holds answers only to closed objects: "any object"
+		// cannot be asked for.
+		return c.refuse("response_format", rf.at("type"), anyObjectReason)
 	case "json_schema":
 		js := rf.get("json_schema")
 		if js == nil {
@@ -121,10 +126,18 @@ func (c *conv) responseFormatToAnthropic(o *object, out *anRequest) error {
 			jo.get(k)
 		}
 		if schema = jo.get("schema"); schema == nil {
-			schema = anyObjectSchema
+			return c.refuse("response_format", jo.at("schema"), anyObjectReason)
 		} else if s := bytes.TrimSpace(schema); len(s) == 0 || s[0] != '{' {
 			return invalid("response_format.json_schema.schema", jo.at("schema"), "must be a JSON schema object")
 		}
+		closed, err := closeSchema(schema, jo.at("schema"))
+		if te, ok := errors.AsType[*Error](err); ok && te.Kind == ErrUntranslatable {
+			return c.refuse("response_format", te.Path, te.Reason)
+		}
+		if err != nil {
+			return err
+		}
+		schema = closed
 		if err := jo.refuseUnused(c, "Anthropic"); err != nil {
 			return err
 		}

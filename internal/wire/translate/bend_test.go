@@ -78,8 +78,9 @@ func TestResponseFormatToAnthropic(t *testing.T) {
 	schema := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
 	cases := []struct{ rf, want string }{
 		{`{"type":"json_schema","json_schema":{"name":"place","strict":true,"schema":` + schema + `}}`, `{"format":{"type":"json_schema","schema":` + schema + `}}`},
-		{`{"type":"json_schema","json_schema":{"name":"any"}}`, `{"format":{"type":"json_schema","schema":{"type":"object"}}}`},
-		{`{"type":"json_object"}`, `{"format":{"type":"json_schema","schema":{"type":"object"}}}`},
+		// Objects left open are closed, at every depth (closedschema.go).
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string"}}}},"c":{"anyOf":[{"$ref":"#/$defs/d"},{"type":"null"}]}},"$defs":{"d":{"type":["object","null"],"properties":{}}}}}}`,
+			`{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string"}},"additionalProperties":false}},"c":{"anyOf":[{"$ref":"#/$defs/d"},{"type":"null"}]}},"$defs":{"d":{"type":["object","null"],"properties":{},"additionalProperties":false}},"additionalProperties":false}}}`},
 		{`{"type":"text"}`, ``},
 	}
 	for _, tc := range cases {
@@ -94,6 +95,24 @@ func TestResponseFormatToAnthropic(t *testing.T) {
 			t.Errorf("%s: Dropped = %q", tc.rf, res.Dropped)
 		}
 	}
+	// JSON mode's "any object", and an object open in so many words,
+	// are what Anthropic's structured outputs cannot hold an answer to.
+	for _, open := range []struct{ rf, path string }{
+		{`{"type":"json_object"}`, "response_format.type"},
+		{`{"type":"json_schema","json_schema":{"name":"any"}}`, "response_format.json_schema.schema"},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}}}}}}`, "response_format.json_schema.schema.properties.m.additionalProperties"},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","additionalProperties":true}}}`, "response_format.json_schema.schema.additionalProperties"},
+	} {
+		_, err := RequestToAnthropic([]byte(openAIWith(`,"response_format":`+open.rf)), Options{})
+		var te *Error
+		if !errors.As(err, &te) || te.Kind != ErrUntranslatable || te.Param != "response_format" || te.Path != open.path {
+			t.Errorf("%s: err = %v, want response_format refused at %s", open.rf, err, open.path)
+		}
+		res, err := RequestToAnthropic([]byte(openAIWith(`,"response_format":`+open.rf)), Options{Unsupported: UnsupportedDrop})
+		if err != nil || !slices.Equal(res.Dropped, []string{"response_format"}) || topKey(t, res.Body, "output_config") != nil {
+			t.Errorf("%s under drop: %v, Dropped %q", open.rf, err, res.Dropped)
+		}
+	}
 	for _, bad := range []string{`{"type":"json_schema"}`, `{"type":"json_schema","json_schema":{"name":"x","schema":[1]}}`, `"json"`} {
 		_, err := RequestToAnthropic([]byte(openAIWith(`,"response_format":`+bad)), Options{Unsupported: UnsupportedDrop})
 		if !errors.Is(err, ErrInvalid) {
@@ -103,7 +122,7 @@ func TestResponseFormatToAnthropic(t *testing.T) {
 }
 
 func TestOutputConfigToOpenAI(t *testing.T) {
-	schema := `{"type":"object","properties":{"n":{"type":"integer"}}}`
+	schema := `{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}`
 	res, err := RequestToOpenAI([]byte(anthropicWith(`,"output_config":{"format":{"type":"json_schema","schema":`+schema+`}}`)), refuseAll)
 	if err != nil {
 		t.Fatal(err)
@@ -303,5 +322,40 @@ func TestThinkingSkippedInStream(t *testing.T) {
 		if strings.Contains(string(ev.Data), "Let me see") || strings.Contains(string(ev.Data), "sig") {
 			t.Errorf("thinking leaked: %s", ev.Data)
 		}
+	}
+}
+
+// A strict tool's schema is closed for Anthropic's strict tool use; one
+// open in so many words is refused by default (strict is a promise
+// about the answer's shape); under drop it loses strict, named, and the
+// tool takes its schema as it is.
+func TestStrictToolSchemaClosed(t *testing.T) {
+	tool := func(params string) string {
+		return `,"tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":` + params + `}}]`
+	}
+	res, err := RequestToAnthropic([]byte(openAIWith(tool(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`))), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"name":"f","input_schema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false},"strict":true}]`
+	if got := string(topKey(t, res.Body, "tools")); got != want {
+		t.Errorf("tools = %s, want %s", got, want)
+	}
+	open := `{"type":"object","additionalProperties":true}`
+	if _, err := RequestToAnthropic([]byte(openAIWith(tool(open))), Options{}); !errors.Is(err, ErrUntranslatable) {
+		t.Errorf("by default: %v", err)
+	}
+	res, err = RequestToAnthropic([]byte(openAIWith(tool(open))), Options{Unsupported: UnsupportedDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Dropped, []string{"tools.function.strict"}) {
+		t.Errorf("open strict tool under drop: Dropped %q", res.Dropped)
+	}
+	if got, want := string(topKey(t, res.Body, "tools")), `[{"name":"f","input_schema":`+open+`}]`; got != want {
+		t.Errorf("tools = %s, want %s", got, want)
+	}
+	if _, err := RequestToAnthropic([]byte(openAIWith(tool(open))), Options{Unsupported: UnsupportedRefuse}); !errors.Is(err, ErrUntranslatable) {
+		t.Errorf("under refuse: %v", err)
 	}
 }

@@ -122,9 +122,15 @@
 //	user                                 metadata.user_id
 //	tools[].function.strict              tools[].strict
 //	response_format json_schema          output_config {format {type
-//	  {json_schema {name, schema,          json_schema, schema}}; no schema
-//	  strict}}                             is {"type":"object"}
-//	response_format json_object          output_config, schema {"type":"object"}
+//	  {json_schema {name, schema,          json_schema, schema}}, every
+//	  strict}}                             object in the schema closed
+//	                                       (additionalProperties: false,
+//	                                       which Anthropic requires); an
+//	                                       object open in so many words, or
+//	                                       no schema, refused
+//	response_format json_object          refused: "any object" is no
+//	                                       schema Anthropic takes
+//	tools[].function.strict: true        the input schema closed likewise
 //	response_format text                 (nothing)
 //	reasoning_effort minimal low medium  thinking {type enabled, budget_tokens
 //	  high xhigh                           1024 2048 8192 16384 32768}: with
@@ -341,7 +347,10 @@
 // than completed, an assistant message's phase, and an earlier answer's
 // annotations and logprobs. Refused, having no counterpart: the stored
 // state the Responses API keeps at OpenAI (previous_response_id,
-// conversation, prompt, input item_reference), background true,
+// conversation, prompt, an input item_reference that
+// Options.Items does not resolve: the host keeps the items of the
+// answers it bridged, and a reference to one reads as the item),
+// background true,
 // max_tool_calls, every tool but function tools (web_search,
 // file_search, code_interpreter, computer_use_preview,
 // image_generation, mcp, local_shell, shell, custom, ...: tools[i].type)

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -70,6 +71,10 @@ type Options struct {
 	// Unsupported says what happens to a parameter the target cannot
 	// carry and Drop does not list (unsupported.go).
 	Unsupported Unsupported
+	// Items resolves a Responses API item_reference (ResponsesToChat)
+	// to the item it names, as the host kept it from an answer it
+	// bridged; nil, or not found: the reference is refused.
+	Items func(id string) (json.RawMessage, bool)
 }
 
 // DefaultMaxTokens is the max_tokens an Anthropic request gets when its
@@ -80,6 +85,9 @@ const DefaultMaxTokens = 4096
 type Translated struct {
 	// Body is the request body, ready to send.
 	Body []byte
+	// NoStore: a Responses API request said store: false, so the items
+	// of its answer must not be kept for item_reference.
+	NoStore bool
 	// Dropped lists, in the order met and without repeats, the Params
 	// that Options.Drop allowed to be removed: for a response header.
 	Dropped []string

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 )
 
@@ -231,9 +232,21 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 		if t.InputSchema == nil {
 			t.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		// strict is Anthropic's strict tool use: inputs held to the schema.
+		// strict is Anthropic's strict tool use: inputs held to the
+		// schema, whose objects must then be closed (closedschema.go).
 		if t.Strict, _, err = getBool(fo, "strict"); err != nil {
 			return err
+		}
+		if t.Strict {
+			closed, err := closeSchema(t.InputSchema, fo.at("parameters"))
+			if te, ok := errors.AsType[*Error](err); ok && te.Kind == ErrUntranslatable {
+				// Without strict the tool takes the schema as it is.
+				closed, t.Strict, err = t.InputSchema, false, c.refuse("tools.function.strict", fo.at("strict"), te.Reason+" (at "+te.Path+")")
+			}
+			if err != nil {
+				return err
+			}
+			t.InputSchema = closed
 		}
 		if err := fo.refuseUnused(c, "Anthropic"); err != nil {
 			return err

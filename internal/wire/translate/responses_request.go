@@ -27,6 +27,11 @@ func ResponsesToChat(body []byte, opts Options) (*Translated, error) {
 	if err := c.responsesStateless(o); err != nil {
 		return nil, err
 	}
+	if store, ok, err := getBool(o, "store"); err != nil {
+		return nil, err
+	} else if ok && !store {
+		res.NoStore = true
+	}
 	if err := c.responsesNeutral(o); err != nil {
 		return nil, err
 	}
@@ -398,7 +403,7 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 			// back. The item is left out whole, its keys unread.
 			err = c.refuse("input.reasoning", io.path, "Chat Completions takes no reasoning items back")
 		case "item_reference":
-			err = c.refuse("input.item_reference", io.path, "an item reference points into OpenAI's stored items, which Chat Completions cannot read; send the item itself")
+			err = c.inputReference(io, out)
 		default:
 			// web_search_call, file_search_call, computer_call and the
 			// other built-in tools' items, and their outputs: what a tool
@@ -416,6 +421,42 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		}
 	}
 	return nil
+}
+
+// inputReference reads an item_reference as the item it names, when the
+// host kept it (Options.Items: an item of an answer it bridged); any
+// other reference points into OpenAI's stored items, which Chat
+// Completions cannot read.
+func (c *conv) inputReference(io *object, out *oaRequest) error {
+	id, _, err := getString(io, "id")
+	if err != nil {
+		return err
+	}
+	if c.opts.Items != nil {
+		if item, ok := c.opts.Items(id); ok {
+			ro, err := parseObject(item, io.path)
+			if err != nil {
+				return err
+			}
+			typ, _, err := getString(ro, "type")
+			if err != nil {
+				return err
+			}
+			switch typ {
+			case "message":
+				err = c.inputMessage(ro, out)
+			case "function_call":
+				err = c.inputFunctionCall(ro, out)
+			default:
+				return invalid("input.item_reference", io.path, "item "+quote(id)+" is of type "+quote(typ)+", which cannot be referred to")
+			}
+			if err != nil {
+				return err
+			}
+			return refuseRestInChat(c, ro)
+		}
+	}
+	return c.refuse("input.item_reference", io.path, "item "+quote(id)+" is not one Sluice keeps: a reference points into stored items, which Chat Completions cannot read; send the item itself (the AI SDK does with store: false)")
 }
 
 // itemBookkeeping takes an input item's id and status: they describe the

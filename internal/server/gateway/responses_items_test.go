@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The kept items are scoped by key, expire, and stay within their bound,
+// the least recently used going first.
+func TestItemStore(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := newItemStore(func() time.Time { return now })
+	s.keep("alice", []byte(`{"id":"resp_1","output":[{"id":"msg_1","type":"message","role":"assistant","content":[]},{"id":"fc_1","type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"id":"rs_1","type":"reasoning"}]}`))
+	if _, ok := s.get("alice", "msg_1"); !ok {
+		t.Error("alice's message is not kept")
+	}
+	if raw, ok := s.get("alice", "fc_1"); !ok || !strings.Contains(string(raw), `"call_id":"c"`) {
+		t.Errorf("alice's call: %s %v", raw, ok)
+	}
+	if _, ok := s.get("alice", "rs_1"); ok {
+		t.Error("a reasoning item was kept; the bridge writes none, and a chat request cannot take one")
+	}
+	if _, ok := s.get("bob", "msg_1"); ok {
+		t.Error("bob read alice's item")
+	}
+	now = now.Add(itemsTTL + time.Second)
+	if _, ok := s.get("alice", "msg_1"); ok {
+		t.Error("an item outlived its time")
+	}
+
+	big := strings.Repeat("x", itemsMaxBytes/32)
+	for i := range 40 {
+		s.keep("alice", fmt.Appendf(nil, `{"output":[{"id":"m%d","type":"message","content":"%s"}]}`, i, big))
+		if i == 5 {
+			s.get("alice", "m0") // used: kept longer than m1
+		}
+	}
+	if s.bytes > itemsMaxBytes {
+		t.Errorf("%d bytes kept, bound %d", s.bytes, itemsMaxBytes)
+	}
+	if _, ok := s.get("alice", "m39"); !ok {
+		t.Error("the newest item went")
+	}
+	if _, ok := s.get("alice", "m1"); ok {
+		t.Error("the oldest unused item stayed")
+	}
+}
