@@ -207,9 +207,6 @@ func (c frameworkCell) env(base string) []string {
 	if c.only != nil {
 		env = append(env, "SLUICE_CASES="+strings.Join(c.only, ","))
 	}
-	if c.route.bridge {
-		env = append(env, "SLUICE_RESPONSES_BRIDGED=1")
-	}
 	return env
 }
 

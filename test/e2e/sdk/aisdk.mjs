@@ -13,9 +13,8 @@
 // reason with (the OpenAI provider treats a model as a reasoning model by
 // its name); SLUICE_EMBED_MODEL, when set, an embedding
 // model; SLUICE_SHED_MODEL, when set, a model whose every request the
-// gateway sheds; SLUICE_RESPONSES_BRIDGED=1, that openai-responses
-// reaches a target through the Responses bridge. Run by go test
-// ./test/e2e -run Frameworks (lib.mjs has the rest of the environment).
+// gateway sheds. Run by go test ./test/e2e -run Frameworks (lib.mjs has
+// the rest of the environment).
 import assert from 'node:assert/strict';
 import {
   APICallError, Output, RetryError, embed, embedMany, generateObject, generateText, jsonSchema,
@@ -36,15 +35,6 @@ const languageModel = {
 }[kind];
 assert.ok(languageModel, `SLUICE_PROVIDER is ${kind}: want openai-chat, openai-responses or anthropic`);
 const model = languageModel(modelName);
-
-// The Responses API lets a conversation point at earlier answers the
-// API stored (item_reference), and the SDK does so for every earlier
-// answer of its own whenever store is on, its default. Through the
-// Responses bridge nothing is stored, and such a request is refused
-// (the conversation case checks that it is); with store: false the SDK
-// sends the items themselves, which the bridge translates.
-const bridged = kind === 'openai-responses' && process.env.SLUICE_RESPONSES_BRIDGED === '1';
-const history = bridged ? { openai: { store: false } } : undefined;
 
 const weatherInput = z.object({ city: z.string().describe('The city') });
 // Without execute, the caller runs the tool and sends its result back.
@@ -105,19 +95,21 @@ await step('stream', async () => {
   checkUsage(await s.usage);
 });
 
-// A second turn sends the first answer back.
-await step('conversation', async () => {
-  const first = await generateText({ model, system: 'Be brief.', prompt: 'hello' });
+// A second turn sends the first answer back. The Responses API lets it
+// point at the answer's stored items instead (item_reference), and the
+// SDK does so whenever store is on, its default; with store: false it
+// sends the items themselves.
+async function conversation(providerOptions) {
+  const first = await generateText({ model, system: 'Be brief.', prompt: 'hello', providerOptions });
   const messages = [{ role: 'user', content: 'hello' }, ...first.response.messages, { role: 'user', content: 'Say it again.' }];
-  if (bridged) {
-    await assert.rejects(
-      generateText({ model, system: 'Be brief.', messages }),
-      (e) => APICallError.isInstance(e) && e.statusCode === 400 && e.responseBody.includes('input.item_reference'),
-    );
-  }
-  const second = await generateText({ model, system: 'Be brief.', messages, providerOptions: history });
+  const second = await generateText({ model, system: 'Be brief.', messages, providerOptions });
   assert.ok(second.text.length > 0, 'empty answer');
   assert.equal(second.finishReason, 'stop');
+}
+
+await step('conversation', async () => {
+  await conversation();
+  if (kind === 'openai-responses') await conversation({ openai: { store: false } });
 });
 
 // roundTrip checks the model's call, sends the tool's result back as the
@@ -139,8 +131,8 @@ async function roundTrip(first, again) {
 
 await step('tools', async () => {
   const tools = { get_weather: weatherCall };
-  const first = await generateText({ model, tools, prompt: question, providerOptions: history });
-  await roundTrip(first, (messages) => generateText({ model, tools, messages, providerOptions: history }));
+  const first = await generateText({ model, tools, prompt: question });
+  await roundTrip(first, (messages) => generateText({ model, tools, messages }));
 });
 
 await step('tools streamed', async () => {
@@ -149,11 +141,11 @@ await step('tools streamed', async () => {
     const { types } = await drain(s.fullStream);
     return { types, finishReason: await s.finishReason, toolCalls: await s.toolCalls, response: await s.response, text: await s.text };
   };
-  const first = await settle(streamText({ model, tools, toolChoice: 'required', prompt: question, providerOptions: history }));
+  const first = await settle(streamText({ model, tools, toolChoice: 'required', prompt: question }));
   for (const t of ['tool-input-start', 'tool-input-delta', 'tool-input-end', 'tool-call']) {
     assert.ok(first.types.includes(t), `no ${t} part in ${first.types}`);
   }
-  await roundTrip(first, (messages) => settle(streamText({ model, tools, messages, providerOptions: history })));
+  await roundTrip(first, (messages) => settle(streamText({ model, tools, messages })));
 });
 
 // The SDK runs the tool itself between the two steps.
@@ -166,11 +158,11 @@ function checkAgent(r) {
 }
 
 await step('agent', async () => {
-  checkAgent(await generateText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question, providerOptions: history }));
+  checkAgent(await generateText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question }));
 });
 
 await step('agent streamed', async () => {
-  const s = streamText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question, providerOptions: history });
+  const s = streamText({ model, tools: { get_weather: weatherTool }, stopWhen: stepCountIs(2), prompt: question });
   const { types } = await drain(s.fullStream);
   assert.equal(types.filter((t) => t === 'finish-step').length, 2, `${types}`);
   assert.ok(types.includes('tool-result'), `no tool-result part in ${types}`);

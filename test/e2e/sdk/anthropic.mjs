@@ -17,7 +17,10 @@ const tools = [{
 }];
 const question = { role: 'user', content: 'What is the weather in Paris?' };
 
-const weather = { type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'] };
+// Anthropic's structured outputs take only closed objects.
+const weather = {
+  type: 'object', properties: { city: { type: 'string' }, temp: { type: 'number' } }, required: ['city', 'temp'], additionalProperties: false,
+};
 
 await step('chat', async () => {
   const r = await client.messages.create(ask);
