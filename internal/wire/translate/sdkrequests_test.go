@@ -27,8 +27,10 @@ var sdkClients = map[string]string{
 	"langchain-anthropic": "messages", // ChatAnthropic
 	"anthropic-node":      "messages", // @anthropic-ai/sdk
 	// @ai-sdk/openai's default openai(model) calls the Responses API.
-	// Its recordings are translated to chat by ResponsesToChat, in the
-	// Responses bridge's own test; they are not this test's.
+	// Its recordings are skipped below: they would go through
+	// ResponsesToChat, and then RequestToAnthropic, once the
+	// item_references they hold are resolved as the gateway resolves
+	// them (from the items it kept of its own answers) before translating.
 	"aisdk-openai-responses": "responses",
 }
 
@@ -76,7 +78,7 @@ func TestSDKRequests(t *testing.T) {
 			tr, err = RequestToAnthropic(body, Options{})
 		case "messages":
 			tr, err = RequestToOpenAI(body, Options{})
-		default:
+		default: // responses: see sdkClients
 			continue
 		}
 		translated[client]++
