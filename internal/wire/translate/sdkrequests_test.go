@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,11 +27,10 @@ var sdkClients = map[string]string{
 	"aisdk-anthropic":     "messages",
 	"langchain-anthropic": "messages", // ChatAnthropic
 	"anthropic-node":      "messages", // @anthropic-ai/sdk
-	// @ai-sdk/openai's default openai(model) calls the Responses API.
-	// Its recordings are skipped below: they would go through
-	// ResponsesToChat, and then RequestToAnthropic, once the
-	// item_references they hold are resolved as the gateway resolves
-	// them (from the items it kept of its own answers) before translating.
+	// @ai-sdk/openai's default openai(model) calls the Responses API:
+	// its recordings go through the bridge (ResponsesToChat, their
+	// item_references resolved as the gateway resolves them, from the
+	// items it kept of its own answers: keptItem) and on to Anthropic.
 	"aisdk-openai-responses": "responses",
 }
 
@@ -79,7 +79,12 @@ func TestSDKRequests(t *testing.T) {
 		case "messages":
 			tr, err = RequestToOpenAI(body, Options{})
 		default: // responses: see sdkClients
-			continue
+			var chat *Translated
+			if chat, err = ResponsesToChat(body, Options{Items: keptItem}); err == nil {
+				if tr, err = RequestToAnthropic(chat.Body, Options{}); err == nil {
+					tr.Dropped = append(chat.Dropped, tr.Dropped...)
+				}
+			}
 		}
 		translated[client]++
 		if err != nil {
@@ -95,8 +100,8 @@ func TestSDKRequests(t *testing.T) {
 			t.Errorf("sdkDropped lists %s, which is not recorded", name)
 		}
 	}
-	for client, api := range sdkClients {
-		if api != "responses" && translated[client] == 0 {
+	for client := range sdkClients {
+		if translated[client] == 0 {
 			t.Errorf("no recording of %s", client)
 		}
 	}
@@ -112,4 +117,17 @@ func sdkClientOf(name string) string {
 		}
 	}
 	return best
+}
+
+// keptItem stands for the gateway's store of its bridged answers' items
+// (server/gateway/responses_items.go): a message or a function call, by
+// the id prefix ChatToResponse gives them.
+func keptItem(id string) (json.RawMessage, bool) {
+	switch {
+	case strings.HasPrefix(id, "msg_"):
+		return json.RawMessage(`{"id":"` + id + `","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello.","annotations":[],"logprobs":[]}]}`), true
+	case strings.HasPrefix(id, "fc_"):
+		return json.RawMessage(`{"id":"` + id + `","type":"function_call","status":"completed","call_id":"call_` + id + `","name":"get_weather","arguments":"{}"}`), true
+	}
+	return nil, false
 }
