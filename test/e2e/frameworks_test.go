@@ -319,6 +319,16 @@ func frameworkCells() []frameworkCell {
 		c.shed, c.embed = p.name == "oai", p.name == "oai"
 		cells = append(cells, c)
 	}
+	// The official SDKs' scripts across both failovers: a streamed tool
+	// round trip and a schema answer, each call failing over to a target
+	// of the other API. (Their errors step expects what only translation
+	// refuses, n: 2, which a chain with a target of the client's API
+	// sends there instead.)
+	for _, p := range []route{routes[2], routes[3]} {
+		cells = append(cells,
+			frameworkCell{client: "openai-node", script: "openai.mjs", api: "openai", route: p, only: officialCases},
+			frameworkCell{client: "anthropic-node", script: "anthropic.mjs", api: "anthropic", route: p, only: officialCases})
+	}
 	// LangChain's shed cells take longest; start them first.
 	slices.SortStableFunc(cells, func(a, b frameworkCell) int {
 		return boolRank(b.shed && b.script == "langchain.mjs") - boolRank(a.shed && a.script == "langchain.mjs")
@@ -343,12 +353,14 @@ func recordingCells() []frameworkCell {
 			cells = append(cells, c)
 		}
 	}
-	// Their errors step expects what only translation refuses (n: 2).
-	official := []string{"chat", "stream", "tools", "tools streamed", "json schema", "reasoning"}
 	return append(cells,
-		frameworkCell{client: "openai-node", script: "openai.mjs", api: "openai", route: nativeRoute["openai"], only: official},
-		frameworkCell{client: "anthropic-node", script: "anthropic.mjs", api: "anthropic", route: nativeRoute["anthropic"], only: official})
+		frameworkCell{client: "openai-node", script: "openai.mjs", api: "openai", route: nativeRoute["openai"], only: officialCases},
+		frameworkCell{client: "anthropic-node", script: "anthropic.mjs", api: "anthropic", route: nativeRoute["anthropic"], only: officialCases})
 }
+
+// officialCases are the official SDKs' scripts' steps but errors, which
+// expects what only translation refuses (n: 2).
+var officialCases = []string{"chat", "stream", "tools", "tools streamed", "json schema", "reasoning"}
 
 // frameworksConfig serves every family on every path, and gives each
 // shed frameworkCell a model of its own on a provider of one slot with no queue.

@@ -15,6 +15,7 @@ type anErrorInfo struct {
 type oaErrorInfo struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
+	Param   json.RawMessage `json:"param"`
 	Code    json.RawMessage `json:"code"`
 }
 

@@ -22,29 +22,8 @@ type chatAnswerIn struct {
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *chatUsageIn `json:"usage"`
-	Error *chatErrorIn `json:"error"`
-}
-
-// chatUsageIn is chat's usage, with the details the Responses API
-// reports too.
-type chatUsageIn struct {
-	PromptTokens        int64  `json:"prompt_tokens"`
-	CompletionTokens    int64  `json:"completion_tokens"`
-	TotalTokens         *int64 `json:"total_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-type chatErrorIn struct {
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Param   json.RawMessage `json:"param"`
-	Code    json.RawMessage `json:"code"`
+	Usage *oaUsageIn   `json:"usage"`
+	Error *oaErrorInfo `json:"error"`
 }
 
 // rsResponse is the Responses API's response object as written. The
@@ -189,7 +168,7 @@ func responseStatus(finish string) (string, *rsIncomplete) {
 }
 
 // usageToResponses: the same counts, under the Responses API's names.
-func usageToResponses(u *chatUsageIn) *rsUsage {
+func usageToResponses(u *oaUsageIn) *rsUsage {
 	if u == nil {
 		return nil
 	}

@@ -135,17 +135,26 @@ func refuseRestInChat(c *conv, o *object) error {
 // runs) or a limit chat completions cannot hold the model to. None has a
 // counterpart, and each changes what the answer is: refused.
 func (c *conv) responsesStateless(o *object) error {
-	checks := []struct {
-		key       string
-		isDefault func(json.RawMessage) bool
-		why       string
-	}{
+	return c.atDefaults(o, []topLevelCheck{
 		{"previous_response_id", never, "a stored response cannot be continued through Chat Completions; send the whole conversation in input"},
 		{"conversation", never, "a stored conversation cannot be continued through Chat Completions; send the whole conversation in input"},
 		{"prompt", never, "stored prompt templates live at OpenAI; Chat Completions cannot expand them"},
 		{"background", isJSON("false"), "Chat Completions answers in the foreground only"},
 		{"max_tool_calls", never, "Chat Completions cannot limit the number of built-in tool calls"},
-	}
+	})
+}
+
+// topLevelCheck is a request key that asks for nothing at its default
+// value, and otherwise goes to the Bender, for why.
+type topLevelCheck struct {
+	key       string
+	isDefault func(json.RawMessage) bool
+	why       string
+}
+
+// atDefaults takes each check's key: nothing at its default, else the
+// Bender's to drop or refuse.
+func (c *conv) atDefaults(o *object, checks []topLevelCheck) error {
 	for _, ck := range checks {
 		v := o.get(ck.key)
 		if v == nil || ck.isDefault(v) {
@@ -162,11 +171,7 @@ func (c *conv) responsesStateless(o *object) error {
 // the answer's shape alone: at its default it asks for nothing, else it
 // is dropped (Neutral) by default.
 func (c *conv) responsesNeutral(o *object) error {
-	checks := []struct {
-		key       string
-		isDefault func(json.RawMessage) bool
-		why       string
-	}{
+	return c.atDefaults(o, []topLevelCheck{
 		{"store", isJSON("false"), "a translated response is not stored for retrieval"},
 		{"metadata", isEmptyObject, "a translated response is not stored, so it keeps no metadata"},
 		{"service_tier", isJSON(`"auto"`), "OpenAI's service tiers do not carry through a translation"},
@@ -176,17 +181,7 @@ func (c *conv) responsesNeutral(o *object) error {
 		{"top_logprobs", isJSON("0"), "the translated answer carries no log probabilities"},
 		{"truncation", isJSON(`"disabled"`), "Chat Completions never truncates the conversation to fit; it fails instead"},
 		{"include", isEmptyArray, "the translated answer carries none of the extra data include asks for"},
-	}
-	for _, ck := range checks {
-		v := o.get(ck.key)
-		if v == nil || ck.isDefault(v) {
-			continue
-		}
-		if err := c.refuse(ck.key, ck.key, ck.why); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 func isEmptyArray(v json.RawMessage) bool {

@@ -30,7 +30,7 @@ type StreamToResponses struct {
 	calls    map[int]int // a chat tool call's index → its item's
 	finished bool        // the finish_reason came
 	finish   string
-	usage    *chatUsageIn
+	usage    *oaUsageIn
 }
 
 var _ Stream = (*StreamToResponses)(nil)
@@ -68,24 +68,6 @@ func (p *rsStreamPart) part() rsPart { return rsPart{Refusal: p.refusal, Text: p
 // cfg.Created stamps created_at if the chunks carry no created.
 func NewStreamToResponses(cfg StreamConfig) Stream {
 	return &StreamToResponses{cfg: cfg, open: -1, calls: map[int]int{}}
-}
-
-// chatChunkIn is a chat.completion.chunk as StreamToResponses reads it.
-type chatChunkIn struct {
-	ID      string `json:"id"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string        `json:"content"`
-			Refusal   *string        `json:"refusal"`
-			ToolCalls []oaToolCallIn `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsageIn `json:"usage"`
-	Error *chatErrorIn `json:"error"`
 }
 
 // rsEvent is any Responses API stream event but error, as written: each
@@ -128,7 +110,7 @@ func (t *StreamToResponses) Feed(ev Event) ([]Event, error) {
 	if bytes.Equal(data, doneData) {
 		return t.complete()
 	}
-	var in chatChunkIn
+	var in oaChunkIn
 	if err := json.Unmarshal(data, &in); err != nil {
 		return t.fail("chunk is not JSON: %v", err)
 	}
@@ -183,7 +165,7 @@ func (t *StreamToResponses) Feed(ev Event) ([]Event, error) {
 	return out, nil
 }
 
-func (t *StreamToResponses) start(in chatChunkIn) ([]Event, error) {
+func (t *StreamToResponses) start(in oaChunkIn) ([]Event, error) {
 	t.started = true
 	t.created = in.Created
 	if t.created == 0 {
@@ -373,7 +355,7 @@ func (t *StreamToResponses) complete() ([]Event, error) {
 
 // errorEvent renders a chat error chunk as the Responses API's error
 // event. Its code is the chat error's code, or else its type.
-func (t *StreamToResponses) errorEvent(e *chatErrorIn) ([]Event, error) {
+func (t *StreamToResponses) errorEvent(e *oaErrorInfo) ([]Event, error) {
 	ev := rsErrorEvent{Type: "error", Message: messageOr(e.Message, 0), SequenceNumber: t.seq}
 	if s, ok := decodeString(e.Code); ok && s != "" {
 		ev.Code = &s

@@ -341,7 +341,7 @@ func chunksOf(t *testing.T, whole []byte) []Event {
 		t.Fatal(err)
 	}
 	var evs []Event
-	chunk := func(delta string, finish any, usage *chatUsageIn) {
+	chunk := func(delta string, finish any, usage *oaUsageIn) {
 		choices := []any{}
 		if delta != "" {
 			choices = append(choices, map[string]any{"index": 0, "delta": json.RawMessage(delta), "finish_reason": finish})

@@ -39,6 +39,7 @@ func NewStreamToAnthropic() *StreamToAnthropic { return &StreamToAnthropic{} }
 
 type oaChunkIn struct {
 	ID      string `json:"id"`
+	Created int64  `json:"created"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Index int `json:"index"`
