@@ -15,18 +15,30 @@ import (
 // compact or written as Python's json.dumps writes it (spaced), relayed
 // as it is or translated from Anthropic's API. The cost of an event is
 // the difference between n=400 and n=0, over 400 (docs/BENCHMARKS.md).
+// The responses cases are a Responses API client's stream bridged
+// through chat (responses_bridge.go), from an OpenAI-kind target without
+// the API, and from an Anthropic one.
 func BenchmarkStreamRelay(b *testing.B) {
 	spaced := strings.NewReplacer(`":`, `": `, `,"`, `, "`).Replace
+	noResponses := func(c *config.Config) { off := false; c.Providers[0].Responses = &off }
+	const responsesReq = `{"model":"mock-gpt","stream":true,"input":"hi"}`
 	for _, c := range []struct {
 		name   string
 		mutate func(*config.Config)
 		body   func(int) string
+		path   string
 	}{
-		{"openai/compact", nil, cannedStream},
-		{"openai/spaced", nil, func(n int) string { return spaced(cannedStream(n)) }},
-		{"translated/compact", openAIOnAnthropic, cannedAnthropicStream},
-		{"translated/spaced", openAIOnAnthropic, func(n int) string { return spaced(cannedAnthropicStream(n)) }},
+		{"openai/compact", nil, cannedStream, ""},
+		{"openai/spaced", nil, func(n int) string { return spaced(cannedStream(n)) }, ""},
+		{"translated/compact", openAIOnAnthropic, cannedAnthropicStream, ""},
+		{"translated/spaced", openAIOnAnthropic, func(n int) string { return spaced(cannedAnthropicStream(n)) }, ""},
+		{"responses-bridged/openai", noResponses, cannedStream, "/v1/responses"},
+		{"responses-bridged/anthropic", openAIOnAnthropic, cannedAnthropicStream, "/v1/responses"},
 	} {
+		path, reqBody := "/v1/chat/completions", streamReq
+		if c.path != "" {
+			path, reqBody = c.path, responsesReq
+		}
 		for _, n := range []int{0, 400} {
 			b.Run(c.name+"/events="+itoa(n), func(b *testing.B) {
 				cfg := config.Default("http://127.0.0.1:1")
@@ -44,7 +56,7 @@ func BenchmarkStreamRelay(b *testing.B) {
 				h := g.Handler()
 				b.ReportAllocs()
 				for b.Loop() {
-					req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(streamReq))
+					req, _ := http.NewRequest(http.MethodPost, path, strings.NewReader(reqBody))
 					req.Header.Set("Content-Type", "application/json")
 					h.ServeHTTP(&flushDiscard{h: http.Header{}}, req)
 				}
