@@ -41,5 +41,11 @@
 //	config imports only wire (JSON-schema checks of eval cases) and model
 //	(the upstream behaviour a script file describes)
 //	wire imports only wire
-//	server ↛ sim, sim ↛ server, sim ↛ harness, only cmd imports cli
+//	server ↛ sim, sim ↛ server, sim ↛ harness, server ↛ harness (its
+//	tests may), only cmd imports cli
+//	client (the public Go client) ↛ internal, but for the exceptions
+//	purity_test.go lists with what removes each
+//
+// TestLayersCatchPlants holds each rule to a planted import it must
+// catch.
 package core

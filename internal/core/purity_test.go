@@ -170,6 +170,8 @@ var layers = []layer{
 		why: "config holds the files' schemas: it imports only wire (the JSON-schema checks of eval cases) and model (the upstream behaviour a script describes)"},
 	{from: "internal/wire/", to: "internal/", but: []string{"internal/wire/"}, why: "the dialects' bytes import only each other"},
 	{from: "", to: "internal/cli/", by: []string{"cmd/", "internal/cli/"}, why: "only cmd/ imports the command line"},
+	{from: "internal/server/", to: "internal/harness/", why: "the real host never runs the test harness (fakes, grammar checks): its tests may"},
+	{from: "client/", to: "internal/", why: "the public Go client is what applications import: it must not reach into the gateway's internals"},
 }
 
 // breaks reports whether from importing to runs against l.
@@ -193,7 +195,44 @@ func (l layer) breaks(from, to string) bool {
 // exceptions are imports that break a layer today, each with what
 // removes it. An exception no import needs any more fails the test, so
 // the list only shrinks.
-var exceptions = []struct{ from, to, why string }{}
+var exceptions = []struct{ from, to, why string }{
+	{"client", "internal/model/workload", "the client's retry budget and backoff are the simulator's model of a client; moving them into client (and the model importing client's) removes it"},
+	{"client", "internal/wait", "the client waits as the gateway's tests do; a few lines of its own remove it"},
+}
+
+// The layer rules catch what they are for: each planted import breaks
+// the rule named, and a permitted one breaks none.
+func TestLayersCatchPlants(t *testing.T) {
+	plants := []struct{ from, to, why string }{
+		{"internal/server/gateway/", "internal/harness/mock/", "the real host never runs the test harness"},
+		{"client/", "internal/server/gateway/", "the public Go client"},
+		{"internal/sim/", "internal/server/gateway/", "the simulator drives the core"},
+		{"internal/wire/gemini/", "internal/core/admission/", "the dialects' bytes"},
+		{"internal/policy/", "internal/server/metrics/", "policy turns config into core values"},
+	}
+	for _, p := range plants {
+		var hit []string
+		for _, l := range layers {
+			if l.breaks(p.from, p.to) {
+				hit = append(hit, l.why)
+			}
+		}
+		if len(hit) != 1 || !strings.HasPrefix(hit[0], p.why) {
+			t.Errorf("%s importing %s breaks %q, want the rule %q", p.from, p.to, hit, p.why)
+		}
+	}
+	for _, ok := range [][2]string{
+		{"internal/server/gateway/", "internal/wire/protocol/"},
+		{"cmd/sluice/", "internal/cli/"},
+		{"internal/harness/mock/", "internal/wire/sseenc/"},
+	} {
+		for _, l := range layers {
+			if l.breaks(ok[0], ok[1]) {
+				t.Errorf("%s importing %s is allowed, but breaks %q", ok[0], ok[1], l.why)
+			}
+		}
+	}
+}
 
 // TestLayers fails on an import, in any non-test file of the module,
 // that runs against the tree's layers (see the package doc).
