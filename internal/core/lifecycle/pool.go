@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
@@ -127,8 +129,11 @@ func (e *Engine) poolTransitions() []Transition {
 		if sc.cfg.Pool == nil {
 			continue
 		}
-		for i, ts := range sc.cfg.Pool.Transitions() {
-			for _, t := range ts {
+		// By replica, so the transitions come out in the same order on
+		// every run, not in the map's.
+		trs := sc.cfg.Pool.Transitions()
+		for _, i := range slices.Sorted(maps.Keys(trs)) {
+			for _, t := range trs[i] {
 				out = append(out, Transition{Scope: s, Replica: i + 1, Transition: t})
 			}
 		}
