@@ -150,6 +150,165 @@ findings:
 	report(t, bad, "the pure core (internal/core, internal/model) and the wire codecs (internal/wire) must stay pure; see internal/core/doc.go")
 }
 
+// The purity rules catch what they are for: each planted file breaks
+// the rules named, at the lines named, and a permitted one breaks none.
+func TestPurityCatchesPlants(t *testing.T) {
+	root, module := moduleRoot(t)
+	c := newPureChecker(root, module)
+	plants := []struct {
+		name string
+		r    regime
+		src  string
+		want []string
+	}{
+		{"package-level state", coreRule, `package plant
+
+var (
+	seen  = map[string]int{}
+	order []string
+	last  *int
+	stats struct{ n int }
+	table = map[string]int{"a": 1} // read only: fine
+	count int
+)
+
+type box struct{ v []int }
+
+func (b *box) add(x int) { b.v = append(b.v, x) }
+
+var boxed box
+
+func note(k string, x int) int {
+	seen[k]++
+	order = append(order, k)
+	last = &x
+	stats.n = x
+	delete(seen, "old")
+	count += table[k]
+	boxed.add(x)
+	local := map[string]int{}
+	local[k] = x
+	return local[k]
+}
+`, []string{
+			"internal/core/plant/plant.go:19:2: writes package-level var seen: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:20:2: writes package-level var order: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:20:10: appends into package-level var order: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:21:2: writes package-level var last: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:22:2: writes package-level var stats: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:23:2: deletes from package-level var seen: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:24:2: writes package-level var count: the core keeps its state in values the host holds, not in the package",
+			"internal/core/plant/plant.go:25:2: calls add on package-level var boxed: the core keeps its state in values the host holds, not in the package",
+		}},
+		{"an injected clock", coreRule, `package plant
+
+import "time"
+
+type Clock func() time.Time
+
+type Engine struct {
+	now   func() time.Time
+	clock Clock
+	at    time.Time // a time as a value: fine
+	t     *time.Timer
+}
+
+func Run(now func() time.Time, at time.Time) time.Time {
+	loc, _ := time.LoadLocation("Europe/Paris")
+	return at.In(loc).Local()
+}
+`, []string{
+			"internal/core/plant/plant.go:8:2: takes the clock as a func() time.Time: the core takes times as values (the host passes now in)",
+			"internal/core/plant/plant.go:9:2: takes the clock as a Clock: the core takes times as values (the host passes now in)",
+			"internal/core/plant/plant.go:11:9: reaches the clock's machinery: time.Timer (the core takes times and deadlines as values, in UTC or the zone they came in)",
+			"internal/core/plant/plant.go:14:10: takes the clock as a func() time.Time: the core takes times as values (the host passes now in)",
+			"internal/core/plant/plant.go:15:12: reaches the clock's machinery: time.LoadLocation (the core takes times and deadlines as values, in UTC or the zone they came in)",
+			"internal/core/plant/plant.go:16:9: reaches the clock's machinery: (time.Time).Local (the core takes times and deadlines as values)",
+		}},
+		{"map order", coreRule, `package plant
+
+import (
+	"maps"
+	"slices"
+	"sort"
+)
+
+type set struct{ m map[string]int }
+
+func (s *set) names() []string {
+	var out []string
+	for k := range s.m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func sorted(m map[string]int) (keys, vals []string) {
+	for k := range m {
+		keys = append(keys, k) // sorted below: fine
+	}
+	sort.Strings(keys)
+	for k := range maps.Keys(m) {
+		vals = append(vals, k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		vals = append(vals, k) // in the keys' order: fine
+	}
+	for k, v := range m {
+		var own []int
+		own = append(own, v) // one iteration's own: fine
+		_, _ = k, own
+	}
+	return keys, vals
+}
+`, []string{
+			"internal/core/plant/plant.go:13:2: appends to out in the iteration order of map s.m: range over its sorted keys, or sort out after the loop",
+			"internal/core/plant/plant.go:24:2: appends to vals in the iteration order of map maps.Keys(m): range over its sorted keys, or sort vals after the loop",
+		}},
+		{"a wire codec", wireRule, `package plant
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	mu     sync.Mutex
+	hits   atomic.Int64
+	tables = sync.OnceValue(func() []int { return []int{1} }) // built once: fine
+)
+
+func Encode(b []byte) []byte {
+	mu.Lock()
+	defer mu.Unlock()
+	go func() { _ = time.Now() }()
+	ch := make(chan int) // channels alone are the codec's business
+	_ = ch
+	_ = tables()
+	return b
+}
+`, []string{
+			"internal/wire/plant/plant.go:10:9: takes a lock: sync.Mutex (the host serialises calls)",
+			"internal/wire/plant/plant.go:11:9: takes a lock: atomic.Int64 (the host serialises calls)",
+			"internal/wire/plant/plant.go:18:2: starts a goroutine: the host owns concurrency",
+			"internal/wire/plant/plant.go:18:18: reads the clock: time.Now (the host passes now in)",
+		}},
+	}
+	for _, p := range plants {
+		dir := "internal/core/plant"
+		if p.r == wireRule {
+			dir = "internal/wire/plant"
+		}
+		got := c.checkPackage(t, []srcFile{{dir + "/plant.go", []byte(p.src)}}, p.r)
+		sort.Strings(got)
+		sort.Strings(p.want)
+		if !slices.Equal(got, p.want) {
+			t.Errorf("%s: found\n\t%s\nwant\n\t%s", p.name, strings.Join(got, "\n\t"), strings.Join(p.want, "\n\t"))
+		}
+	}
+}
+
 // srcFile is one Go file: its path (absolute for the tree's files, as
 // written for planted ones) and its bytes.
 type srcFile struct {
@@ -328,7 +487,7 @@ func checkTyped(f *ast.File, info *types.Info, at func(ast.Node, string, ...any)
 		case *ast.CallExpr:
 			if b := builtin(info, n.Fun); b == "append" || b == "delete" || b == "clear" {
 				if len(n.Args) > 0 {
-					written(n, n.Args[0], b+"s into")
+					written(n, n.Args[0], map[string]string{"append": "appends into", "delete": "deletes from", "clear": "clears"}[b])
 				}
 			}
 			// A method with a pointer receiver, called on a variable
