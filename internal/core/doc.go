@@ -26,7 +26,35 @@
 //     functions): every draw comes from a source seeded by the caller,
 //     so a seed replays a run exactly;
 //   - never prints (fmt.Print*, Fprint*, Scan*): what the core knows,
-//     it returns.
+//     it returns;
+//   - never writes a package-level variable (assigns it or through an
+//     index, field or pointer of it, appends into it, deletes from or
+//     clears it, calls a pointer method on it), in any function, init
+//     included: tables initialised at their declaration and only read
+//     are fine, state between calls lives in values the host holds;
+//   - never takes the clock in: no struct field or parameter of type
+//     func() time.Time (under any name), no time.Timer or time.Ticker,
+//     no time.LoadLocation, LoadLocationFromTZData, time.Local or
+//     Time.Local: times and deadlines come in as values;
+//   - never builds a slice in a map's iteration order: a range over a
+//     map (or maps.Keys, Values, All of one) whose body appends to a
+//     slice declared outside the loop must be followed, in the same
+//     function, by a sort.* or slices.Sort* of that slice, or range
+//     over the sorted keys instead; otherwise the runtime, not the
+//     seed, would pick what comes first.
+//
+// The packages under internal/wire, the dialects' codecs, are held to
+// part of this: they never read the clock, take a lock (sync's
+// Once, OnceFunc, OnceValue and OnceValues aside, which build a value
+// once for every caller as a declaration does) or start a goroutine,
+// so a codec is a function of its bytes. The findings the tree has
+// today are listed in purity_test.go (impure) with what removes each;
+// an entry nothing matches any more fails the test.
+//
+// The test type-checks the core's packages (go/types, importing from
+// source) so that these rules know a map from a slice and a package's
+// variable from a local one. TestPurityCatchesPlants holds each rule to
+// a planted file and the exact findings it must raise.
 //
 // This is what lets the gateway (internal/server/runner, on the wall
 // clock) and the simulator (internal/sim, on a virtual one) drive the
