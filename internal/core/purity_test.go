@@ -462,7 +462,7 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 func checkTyped(f *ast.File, info *types.Info, at func(ast.Node, string, ...any)) {
 	// written reports a write through e to a package-level variable.
 	written := func(n ast.Node, e ast.Expr, how string) {
-		if v := globalVar(info, rootVar(info, e)); v != nil {
+		if v := globalVar(rootVar(info, e)); v != nil {
 			at(n, "%s package-level var %s: the core keeps its state in values the host holds, not in the package", how, v.Name())
 		}
 	}
@@ -648,7 +648,7 @@ func rootVar(info *types.Info, e ast.Expr) *types.Var {
 }
 
 // globalVar is v if it is declared at a package's top level, else nil.
-func globalVar(_ *types.Info, v *types.Var) *types.Var {
+func globalVar(v *types.Var) *types.Var {
 	if v != nil && !v.IsField() && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() {
 		return v
 	}
