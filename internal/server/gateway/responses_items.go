@@ -38,6 +38,7 @@ type itemStore struct {
 	byID  map[string]*list.Element
 	order list.List // of *keptItem; front: most recently used
 	bytes int
+	max   int // itemsMaxBytes
 }
 
 type keptItem struct {
@@ -47,7 +48,7 @@ type keptItem struct {
 }
 
 func newItemStore(now func() time.Time) *itemStore {
-	return &itemStore{now: now, byID: map[string]*list.Element{}}
+	return &itemStore{now: now, byID: map[string]*list.Element{}, max: itemsMaxBytes}
 }
 
 // get returns the item kept under id for scope.
@@ -89,7 +90,7 @@ func (s *itemStore) keep(scope string, response []byte) {
 
 func (s *itemStore) put(id string, raw json.RawMessage) {
 	size := len(id) + len(raw)
-	if size > itemsMaxBytes/16 {
+	if size > s.max/16 {
 		return // one answer must not empty the store
 	}
 	raw = append(json.RawMessage(nil), raw...)
@@ -100,7 +101,7 @@ func (s *itemStore) put(id string, raw json.RawMessage) {
 	}
 	s.byID[id] = s.order.PushFront(&keptItem{id: id, raw: raw, expires: s.now().Add(itemsTTL)})
 	s.bytes += size
-	for s.bytes > itemsMaxBytes {
+	for s.bytes > s.max {
 		s.remove(s.order.Back())
 	}
 }
