@@ -35,6 +35,7 @@ type anUsageIn struct {
 
 type oaResponseIn struct {
 	ID      string `json:"id"`
+	Created int64  `json:"created"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Index   int `json:"index"`
@@ -45,7 +46,8 @@ type oaResponseIn struct {
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *oaUsageIn `json:"usage"`
+	Usage *oaUsageIn   `json:"usage"`
+	Error *oaErrorInfo `json:"error"`
 }
 
 type oaToolCallIn struct {

@@ -9,23 +9,6 @@ import (
 // ChatToResponse and StreamToResponses, so that a streamed answer's
 // final response and a whole answer's are alike, down to the ids.
 
-// chatAnswerIn is a chat.completion as ChatToResponse reads it, leniently.
-type chatAnswerIn struct {
-	ID      string `json:"id"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string        `json:"content"`
-			Refusal   *string        `json:"refusal"`
-			ToolCalls []oaToolCallIn `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *oaUsageIn   `json:"usage"`
-	Error *oaErrorInfo `json:"error"`
-}
-
 // rsResponse is the Responses API's response object as written. The
 // fields that echo the request (instructions, temperature, tools, ...)
 // are required by the API's schema; a translated answer does not know
@@ -197,7 +180,7 @@ func usageToResponses(u *oaUsageIn) *rsUsage {
 // is its last item. It must have exactly one choice, as a translated
 // request asks for.
 func ChatToResponse(body []byte, created int64) ([]byte, error) {
-	var in chatAnswerIn
+	var in oaResponseIn
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, badResponse("not an OpenAI chat.completion: %v", err)
 	}

@@ -336,7 +336,7 @@ func TestResponsesStreamMatchesWholeAnswer(t *testing.T) {
 // then its arguments in two pieces, the finish, the usage, [DONE].
 func chunksOf(t *testing.T, whole []byte) []Event {
 	t.Helper()
-	var in chatAnswerIn
+	var in oaResponseIn
 	if err := json.Unmarshal(whole, &in); err != nil {
 		t.Fatal(err)
 	}
