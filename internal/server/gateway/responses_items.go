@@ -16,8 +16,9 @@ import (
 // request reads a reference to one as the item itself
 // (translate.Options.Items).
 //
-//   - Bounded: at most itemsMaxBytes of items, the least recently used
-//     going first, each for itemsTTL. A reference to an item no longer
+//   - Bounded: at most itemsMaxBytes of items, each for itemsTTL; when
+//     full, the key holding the most gives up its least recently used
+//     item, so one caller's flood evicts its own items, not others'. A reference to an item no longer
 //     kept (or kept by another replica of a fleet) is refused with a 400
 //     that names input.item_reference and says to send the item itself.
 //   - A request with store: false has nothing kept, as OpenAI keeps
@@ -31,14 +32,22 @@ const (
 	itemsTTL      = time.Hour
 )
 
-// itemStore holds items by id, least recently used first out.
+// itemStore holds items by scope and id. When it is full, the scope
+// holding the most bytes loses its least recently used item: a caller
+// that floods the store evicts its own items, not another key's.
 type itemStore struct {
-	mu    sync.Mutex
-	now   func() time.Time
+	mu     sync.Mutex
+	now    func() time.Time
+	scopes map[string]*itemScopeList
+	bytes  int
+	max    int // itemsMaxBytes
+}
+
+// itemScopeList is one scope's items, most recently used first.
+type itemScopeList struct {
 	byID  map[string]*list.Element
-	order list.List // of *keptItem; front: most recently used
+	order list.List // of *keptItem
 	bytes int
-	max   int // itemsMaxBytes
 }
 
 type keptItem struct {
@@ -48,24 +57,27 @@ type keptItem struct {
 }
 
 func newItemStore(now func() time.Time) *itemStore {
-	return &itemStore{now: now, byID: map[string]*list.Element{}, max: itemsMaxBytes}
+	return &itemStore{now: now, scopes: map[string]*itemScopeList{}, max: itemsMaxBytes}
 }
 
 // get returns the item kept under id for scope.
 func (s *itemStore) get(scope, id string) (json.RawMessage, bool) {
-	id = scope + "\x00" + id
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
+	sc := s.scopes[scope]
+	if sc == nil {
+		return nil, false
+	}
+	e, ok := sc.byID[id]
 	if !ok {
 		return nil, false
 	}
 	it := e.Value.(*keptItem)
 	if s.now().After(it.expires) {
-		s.remove(e)
+		s.remove(scope, sc, e)
 		return nil, false
 	}
-	s.order.MoveToFront(e)
+	sc.order.MoveToFront(e)
 	return it.raw, true
 }
 
@@ -84,11 +96,11 @@ func (s *itemStore) keep(scope string, response []byte) {
 		if json.Unmarshal(raw, &head) != nil || head.ID == "" || (head.Type != "message" && head.Type != "function_call") {
 			continue
 		}
-		s.put(scope+"\x00"+head.ID, raw)
+		s.put(scope, head.ID, raw)
 	}
 }
 
-func (s *itemStore) put(id string, raw json.RawMessage) {
+func (s *itemStore) put(scope, id string, raw json.RawMessage) {
 	size := len(id) + len(raw)
 	if size > s.max/16 {
 		return // one answer must not empty the store
@@ -96,20 +108,39 @@ func (s *itemStore) put(id string, raw json.RawMessage) {
 	raw = append(json.RawMessage(nil), raw...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.byID[id]; ok {
-		s.remove(e)
+	sc := s.scopes[scope]
+	if sc == nil {
+		sc = &itemScopeList{byID: map[string]*list.Element{}}
+		s.scopes[scope] = sc
 	}
-	s.byID[id] = s.order.PushFront(&keptItem{id: id, raw: raw, expires: s.now().Add(itemsTTL)})
+	if e, ok := sc.byID[id]; ok {
+		s.remove(scope, sc, e)
+	}
+	sc.byID[id] = sc.order.PushFront(&keptItem{id: id, raw: raw, expires: s.now().Add(itemsTTL)})
+	sc.bytes += size
 	s.bytes += size
 	for s.bytes > s.max {
-		s.remove(s.order.Back())
+		// The largest holder gives up its least recently used item.
+		var big *itemScopeList
+		bigScope := ""
+		for name, c := range s.scopes {
+			if big == nil || c.bytes > big.bytes || (c.bytes == big.bytes && name < bigScope) {
+				big, bigScope = c, name
+			}
+		}
+		s.remove(bigScope, big, big.order.Back())
 	}
 }
 
-func (s *itemStore) remove(e *list.Element) {
-	it := s.order.Remove(e).(*keptItem)
-	delete(s.byID, it.id)
-	s.bytes -= len(it.id) + len(it.raw)
+func (s *itemStore) remove(scope string, sc *itemScopeList, e *list.Element) {
+	it := sc.order.Remove(e).(*keptItem)
+	delete(sc.byID, it.id)
+	size := len(it.id) + len(it.raw)
+	sc.bytes -= size
+	s.bytes -= size
+	if sc.order.Len() == 0 {
+		delete(s.scopes, scope)
+	}
 }
 
 // responseOf is the response object a Responses API stream's final

@@ -48,3 +48,23 @@ func TestItemStore(t *testing.T) {
 		t.Error("the oldest unused item stayed")
 	}
 }
+
+// A key that floods the store evicts its own items, not another key's.
+func TestItemStoreFloodEvictsTheFlooder(t *testing.T) {
+	s := newItemStore(time.Now)
+	s.max = 64 << 10
+	s.keep("alice", []byte(`{"output":[{"id":"msg_a","type":"message","content":"hello"}]}`))
+	big := strings.Repeat("x", s.max/32)
+	for i := range 200 {
+		s.keep("mallory", fmt.Appendf(nil, `{"output":[{"id":"m%d","type":"message","content":"%s"}]}`, i, big))
+	}
+	if _, ok := s.get("alice", "msg_a"); !ok {
+		t.Error("another key's flood evicted alice's item")
+	}
+	if s.bytes > s.max {
+		t.Errorf("%d bytes kept, bound %d", s.bytes, s.max)
+	}
+	if _, ok := s.get("mallory", "m199"); !ok {
+		t.Error("the flooder's newest item went")
+	}
+}
