@@ -376,14 +376,7 @@ func TestBedrockThroughTheMock(t *testing.T) {
 	if _, ok := vendors.Lookup(config.KindBedrock); !ok {
 		t.Skip("this build has no bedrock codec")
 	}
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", awsSecret)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", dir+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	fakeAWSCredentials(t)
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		root := strings.TrimSuffix(c.Providers[0].BaseURL, "/v1")
 		c.Providers = append(c.Providers, config.Provider{Name: "rock", Kind: config.KindBedrock, Region: "us-east-1", BaseURL: root,
