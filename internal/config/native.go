@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/sluice-gw/sluice/internal/wire/vendors"
 	"regexp"
 	"slices"
 	"strings"
@@ -42,8 +43,13 @@ type Vertex struct {
 // bedrock) through the Messages hub.
 func (p *Provider) Native() bool { return IsNativeKind(p.Kind) }
 
-// IsNativeKind reports whether kind is a native API's.
-func IsNativeKind(kind string) bool { return kind == KindGemini || kind == KindBedrock }
+// IsNativeKind reports whether kind is a native API's: one whose codec
+// is registered in package vendors (gemini, bedrock, and any a build or
+// a test adds).
+func IsNativeKind(kind string) bool {
+	_, ok := vendors.Lookup(kind)
+	return ok
+}
 
 // GeminiAPIBaseURL is the Gemini API's root, a gemini provider's default
 // base_url without vertex.

@@ -140,10 +140,10 @@ func (c *Config) validateProviders(v *checker) []string {
 			firstAt[p.Name] = i
 			known = append(known, p.Name)
 		}
-		switch p.Kind {
-		case "":
+		switch {
+		case p.Kind == "":
 			v.add(at("kind"), "missing; write kind: openai, kind: anthropic, kind: azure, kind: gemini or kind: bedrock")
-		case KindOpenAI, KindAnthropic, KindAzure, KindGemini, KindBedrock:
+		case p.Kind == KindOpenAI, p.Kind == KindAnthropic, p.Kind == KindAzure, IsNativeKind(p.Kind):
 		default:
 			v.add(at("kind"), "%s is not a supported kind; use openai (also for vLLM and other OpenAI-compatible servers), anthropic, azure (Azure OpenAI), gemini (the Gemini API or Vertex AI) or bedrock (AWS Bedrock)", short(p.Kind))
 		}

@@ -29,7 +29,7 @@ func TestAgreementClassify(t *testing.T) {
 	for _, c := range lifecycletest.Classify {
 		t.Run(c.Name, func(t *testing.T) {
 			g := &Gateway{criticalKeys: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}
-			x := &exchange{priority: c.Claim.Default}
+			x := &exchange{who: who{priority: c.Claim.Default}}
 			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 			if c.Claim.Asked {
 				r.Header.Set("X-Sluice-Priority", c.Claim.Header.String())
@@ -57,7 +57,7 @@ func TestAgreementAnswer(t *testing.T) {
 	for _, c := range lifecycletest.Answers {
 		t.Run(c.Name, func(t *testing.T) {
 			g := &Gateway{metrics: metrics.New()}
-			x := &exchange{endpoint: protocol.Endpoints[0], start: time.Unix(0, 0), priority: c.Rejection.Priority}
+			x := &exchange{endpoint: protocol.Endpoints[0], start: time.Unix(0, 0), who: who{priority: c.Rejection.Priority}}
 			w := httptest.NewRecorder()
 			g.refuse(w, x, &c.Rejection, x.start.Add(30*time.Second))
 			ra, _ := strconv.Atoi(w.Header().Get("Retry-After"))
@@ -77,7 +77,7 @@ func TestAgreementDegrade(t *testing.T) {
 	for _, c := range lifecycletest.Degrades {
 		t.Run(c.Name, func(t *testing.T) {
 			g := &Gateway{}
-			x := &exchange{priority: c.Priority, key: &virtualKey{name: "k", mayDegrade: !c.KeyOptsOut}}
+			x := &exchange{who: who{priority: c.Priority, key: &virtualKey{name: "k", mayDegrade: !c.KeyOptsOut}}}
 			if c.Remaining >= 0 {
 				g.fleet = &fleet{}
 				x.key.limits = quota.Limits{quota.Requests: {PerMinute: 100}}
@@ -100,7 +100,7 @@ func TestAgreementEnding(t *testing.T) {
 	for _, c := range lifecycletest.Endings {
 		t.Run(c.Name, func(t *testing.T) {
 			e := c.Ending
-			x := &exchange{endpoint: protocol.Endpoints[0], upstreamStatus: e.Status, retryAfter: e.RetryAfter, outcome: outcomeUpstreamError}
+			x := &exchange{endpoint: protocol.Endpoints[0], upstreamState: upstreamState{upstreamStatus: e.Status, retryAfter: e.RetryAfter}, record: record{outcome: outcomeUpstreamError}}
 			a := &attempt{ctx: t.Context(), ep: protocol.Endpoints[0]}
 			switch e.Kind {
 			case lifecycle.EndAnswered:

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/wire/native"
-
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 
 	"github.com/sluice-gw/sluice/internal/config"
@@ -75,27 +73,17 @@ type outgoing struct {
 	// unsupported is the model's on_unsupported, for native providers
 	// that set none of their own (nativeOptions).
 	unsupported translate.Unsupported
-	// nativeCalls are the native targets' requests, translated once by
-	// nativeCheck and sent as they are by every attempt (native.WithCall).
+	// crossTried: the body was translated for the targets of the other
+	// API, into cross, or could not be (crossMisfit says why).
+	crossTried  bool
+	crossMisfit lifecycle.Fit
+	// nativeCalls are the native targets' requests, coded once by their
+	// adapter and sent as they are by every attempt (native.WithCall).
 	nativeCalls []nativeCall
 }
 
-// nativeCall is one native target's translated request.
-type nativeCall struct {
-	p     *provider
-	model string
-	call  *native.Call
-}
-
 // reader returns the body for a call to t.
-func (o *outgoing) reader(t target) *protocol.BodyReader {
-	if o.cross != nil && t.provider.dialect != o.client {
-		return o.cross.body.Reader(protocol.Edit{Model: t.model})
-	}
-	e := o.edit
-	e.Model = t.model
-	return o.body.Reader(e)
-}
+func (o *outgoing) reader(t target) *protocol.BodyReader { return adapterOf(o.client, t).body(o, t) }
 
 // tokenCounter is the gateway's token counter: budgets' when they count
 // tokens, otherwise one made on first use (by count_tokens), so a gateway
@@ -210,11 +198,33 @@ func isRateLimitHeader(k string) bool {
 	return strings.HasPrefix(k, "X-Ratelimit-") || strings.HasPrefix(k, "Anthropic-Ratelimit-")
 }
 
+// count counts the request's input tokens, when anything needs them
+// (usesTokens).
+func (h *hop) count() bool {
+	if h.g.countTokens {
+		h.req.InputTokens, h.x.exactCount = h.g.countInput(h.m, h.x.endpoint.Dialect, h.body.Raw())
+		h.x.inputTokens = h.req.InputTokens
+	}
+	return true
+}
+
+// degradeStage serves the request in a cheaper way when
+// lifecycle.Degrade says so.
+func (h *hop) degradeStage() bool {
+	if dg := lifecycle.Degrade(h.req, h.g.degradeAsk(h.x, h.m.route.Degrade)); dg != (lifecycle.Degrading{}) {
+		h.degrade(dg)
+		h.x.inputTokens = h.req.InputTokens
+	}
+	return true
+}
+
 // degrade serves a background request in the cheaper way
 // lifecycle.Degrade decided: another model, a lower max_tokens, a
-// trimmed history. It returns the model and engine request to serve it
-// with, and marks the answer with X-Sluice-Degraded.
-func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing, dg lifecycle.Degrading, clientTimeout time.Duration) (*model, lifecycle.Request) {
+// trimmed history. It sets the hop's model and engine request to serve
+// it with, and marks the answer with X-Sluice-Degraded.
+func (h *hop) degrade(dg lifecycle.Degrading) {
+	g, x, m, req, out := h.g, h.x, h.m, h.req, h.out
+	defer func() { h.m, h.req = m, req }()
 	var notes []string
 	if to, ok := g.models[dg.To]; ok && dg.To != "" {
 		m = to
@@ -222,7 +232,7 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 	} else {
 		dg.To = ""
 	}
-	req = dg.Apply(req, m.route, x.start, clientTimeout)
+	req = dg.Apply(req, m.route, x.start, h.clientTimeout)
 	if dg.MaxOutput > 0 {
 		out.edit.MaxTokens = dg.MaxOutput
 		notes = append(notes, "max_tokens="+strconv.FormatInt(dg.MaxOutput, 10))
@@ -236,13 +246,12 @@ func (g *Gateway) degrade(w http.ResponseWriter, x *exchange, m *model, req life
 		}
 	}
 	if len(notes) == 0 {
-		return m, req
+		return
 	}
 	x.degraded = strings.Join(notes, ",")
 	x.model = m.name
-	w.Header().Set("X-Sluice-Degraded", x.degraded)
+	h.w.Header().Set("X-Sluice-Degraded", x.degraded)
 	g.metrics.Degraded.WithLabelValues(x.requested, m.name).Inc()
-	return m, req
 }
 
 // degradeAsk is what the gateway knows of x, a request of a model with

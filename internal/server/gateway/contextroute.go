@@ -34,15 +34,16 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, 
 	}
 }
 
-// overflows is the model a counted request goes to before any call,
-// because it does not fit m's context window; nil when it fits, or the
-// fallback cannot serve the client.
-func (g *Gateway) overflows(x *exchange, m *model, req lifecycle.Request) *model {
-	name, ok := m.route.Overflows(req)
+// overflow sends a counted request to its model's context fallback
+// before any call, when it does not fit m's context window and the
+// fallback can serve the client.
+func (h *hop) overflow() bool {
+	name, ok := h.m.route.Overflows(h.req)
 	if !ok {
-		return nil
+		return true
 	}
-	return g.contextTarget(x, name)
+	h.next = h.g.contextTarget(h.x, name)
+	return h.next == nil
 }
 
 // contextRefused reports whether a provider's error (status and body, in

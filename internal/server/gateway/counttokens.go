@@ -70,8 +70,8 @@ func countSlot() bool {
 // budgets, and takes no admission slot; parsing and counting it take one
 // of countSlots, the CPU share counting has.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: g.now(), priority: g.defaultPri,
-		endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
+	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
+	x.priority = g.defaultPri
 	defer g.finish(x)
 	if !g.authenticate(w, r, x) {
 		return

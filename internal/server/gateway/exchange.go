@@ -26,90 +26,32 @@ const (
 )
 
 // exchange is the record of one client request, filled in along the
-// request path and reported once, when the handler returns.
+// request path and reported once, when the handler returns. Its parts
+// are owned by the stages that fill them (stages.go): each is written by
+// one stage, or by the relay, and read by the stages after it and by the
+// record (finish).
 type exchange struct {
-	start    time.Time
-	endpoint protocol.Endpoint
+	start         time.Time
+	endpoint      protocol.Endpoint
+	stream        bool
+	who           // identity: the key and the class (keys.go, inference.go)
+	record        // what the client was answered, for the log and metrics
+	budgetHold    // the counted input and the fleet's take (budgets.go, fleet.go)
+	contractState // the declared structured output and its verdict (validation.go)
+	spendState    // the spend reservations (spend.go)
+	routeState    // the model and what changed it (contextroute.go, budgets.go, translate.go)
+	upstreamState // the calls made (attempt.go, forward.go)
+	relayState    // the answer's stream and usage (relay.go)
+}
+
+// who is the request's identity: its key and its class.
+type who struct {
 	priority admission.Priority
 	// downgraded: the client asked for a class its key does not allow.
 	downgraded bool
 	// key is the client's virtual key, when keys are configured and it
 	// sent a known one.
-	key      *virtualKey
-	model    string
-	provider string
-	stream   bool
-
-	status      int // sent to the client; 499 when the client left first
-	wroteHeader bool
-	outcome     string
-	reason      string
-	waited      time.Duration
-	attempts    int // upstream calls made
-	// second is what made the call that answered, when not the first:
-	// hedge, rescue, retry, retry_same, retry_after or first_token (X-Sluice-Second-Call).
-	second string
-	// finish is the provider's finish or stop reason, when its answer
-	// said (for traces).
-	finish         string
-	upstreamStatus int
-	upstreamStart  time.Time
-	ttft           time.Duration
-	upstreamDur    time.Duration
-	requestID      string // the provider's request id, safe to log
-	bytesOut       int64
-	outputTokens   int // from the answer's usage, or estimated from SSE events
-	// usageKnown: outputTokens is the provider's own count.
-	usageKnown bool
-	// unknownModel: the provider's 404 said the model or the path is
-	// unknown there (protocol.UnknownModel), not something the body names.
-	unknownModel bool
-	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
-	// chunk, which the client did not ask for and is not sent.
-	injectedUsage bool
-	// inputTokens is the request's input as counted before admission
-	// (budgets.go); zero when nothing needs it counted.
-	inputTokens int64
-	exactCount  bool // inputTokens is in the model's own encoding
-	// reportedInput is the input count the provider's usage reported
-	// (0: none), which settles the key's input and is what the metrics
-	// and the log show when there is one.
-	reportedInput int64
-	// reportedCached is how much of reportedInput the provider served
-	// from its prompt cache (OpenAI's cached_tokens, Anthropic's
-	// cache_read_input_tokens), priced at the cached-input price.
-	reportedCached int64
-	// spendHold is the request's spend reservation until its first call
-	// takes it; spendWinner the answering call's, settled when the
-	// request ends; contUses the continuation calls' usage (spend.go).
-	spendHold, spendWinner *spendHold
-	// spendBase is the request's first reservation, whose sizes price
-	// a second call's.
-	spendBase *spendHold
-	contUses  []contUse
-	// requested is the model the client asked for; model the one that
-	// served it, which differs when degraded names how.
-	requested, degraded string
-	// dropped is what the answer's X-Sluice-Dropped named.
-	dropped       string
-	upstreamModel string
-	cost          price.Micros // at the effective prices (policy.Prices)
-	// shared: the key's budget in the fleet's store holds sharedReserved
-	// for this request; sharedStatus is that budget as the store last
-	// answered (haveShared), for the rate-limit headers.
-	shared         bool
-	admitted       bool // the engine started it
-	haveShared     bool
-	sharedStatus   [3]quota.Status
-	sharedReserved quota.Cost
-	// retryAfter is the provider's Retry-After on a refusal, for the
-	// engine (which bounds it).
-	retryAfter time.Duration
-	// abort: the answer broke after its status went out; the connection
-	// is aborted so the client cannot take a short body for a whole one.
-	abort bool
-	// stalled: a write to the client timed out (it stopped reading).
-	stalled bool
+	key *virtualKey
 	// idem is what its Idempotency-Key made of the request (leader,
 	// joined, replayed, ...; idempotency.go); borrowed: its answer is
 	// another request's, which spent the tokens.
@@ -118,32 +60,131 @@ type exchange struct {
 	// span is the request's trace span; nil with tracing off
 	// (tracing.go).
 	span trace.Span
-	// cross is the request translated for its model's targets of the
-	// other API, when it has any (translate.go).
-	cross *crossRequest
-	// contract is the structured output the request declared (nil:
-	// none), onInvalid its model's action; verdict, invalid and
-	// invalidReason the answer's verdict (validation.go); verdictEvent:
-	// the model sends a stream's verdict as a trailing event too
-	// (validation.stream_event).
+}
+
+// record is what the client was answered.
+type record struct {
+	status      int // sent to the client; 499 when the client left first
+	wroteHeader bool
+	outcome     string
+	reason      string
+	bytesOut    int64
+	// abort: the answer broke after its status went out; the connection
+	// is aborted so the client cannot take a short body for a whole one.
+	abort bool
+	// stalled: a write to the client timed out (it stopped reading).
+	stalled bool
+}
+
+// budgetHold is the request's count and what the fleet's shared budget
+// holds for it.
+type budgetHold struct {
+	// inputTokens is the request's input as counted before admission
+	// (budgets.go); zero when nothing needs it counted.
+	inputTokens int64
+	exactCount  bool // inputTokens is in the model's own encoding
+	// shared: the key's budget in the fleet's store holds sharedReserved
+	// for this request; sharedStatus is that budget as the store last
+	// answered (haveShared), for the rate-limit headers.
+	shared         bool
+	haveShared     bool
+	sharedStatus   [3]quota.Status
+	sharedReserved quota.Cost
+}
+
+// contractState is the structured output the request declared (nil:
+// none), onInvalid its model's action; verdict, invalid and
+// invalidReason the answer's verdict (validation.go); verdictEvent: the
+// model sends a stream's verdict as a trailing event too
+// (validation.stream_event).
+type contractState struct {
 	contract      *contract.Contract
 	verdictEvent  bool
 	onInvalid     string
 	verdict       uint8
 	invalid       bool
 	invalidReason string
+}
+
+// spendState is the request's spend: spendHold its reservation until its
+// first call takes it; spendWinner the answering call's, settled when
+// the request ends; contUses the continuation calls' usage (spend.go).
+type spendState struct {
+	spendHold, spendWinner *spendHold
+	// spendBase is the request's first reservation, whose sizes price
+	// a second call's.
+	spendBase *spendHold
+	contUses  []contUse
+	cost      price.Micros // at the effective prices (policy.Prices)
+}
+
+// routeState is the model the request runs on and what changed it.
+type routeState struct {
+	model string
+	// requested is the model the client asked for; model the one that
+	// served it, which differs when degraded names how.
+	requested, degraded string
+	// dropped is what the answer's X-Sluice-Dropped named.
+	dropped string
+	// cross is the request translated for its model's targets of the
+	// other API, when it has any (translate.go).
+	cross *crossRequest
 	// contextRoute is the route of the model the current hop runs on;
 	// contextNext the model a context-length refusal sends the request
 	// to instead (contextroute.go).
 	contextRoute *lifecycle.Route
 	contextNext  *model
+	// bridge is set when a Responses API request is served as a chat
+	// one (responses_bridge.go); endpoint is then chat_completions.
+	bridge *responsesBridge
+}
+
+// upstreamState is the calls the request made.
+type upstreamState struct {
+	admitted bool // the engine started it
+	waited   time.Duration
+	provider string
+	attempts int // upstream calls made
+	// second is what made the call that answered, when not the first:
+	// hedge, rescue, retry, retry_same, retry_after or first_token (X-Sluice-Second-Call).
+	second         string
+	upstreamStatus int
+	upstreamStart  time.Time
+	upstreamDur    time.Duration
+	upstreamModel  string
+	requestID      string // the provider's request id, safe to log
+	// unknownModel: the provider's 404 said the model or the path is
+	// unknown there (protocol.UnknownModel), not something the body names.
+	unknownModel bool
+	// retryAfter is the provider's Retry-After on a refusal, for the
+	// engine (which bounds it).
+	retryAfter time.Duration
+}
+
+// relayState is the answer as it was relayed.
+type relayState struct {
+	ttft time.Duration
+	// finish is the provider's finish or stop reason, when its answer
+	// said (for traces).
+	finish       string
+	outputTokens int // from the answer's usage, or estimated from SSE events
+	// usageKnown: outputTokens is the provider's own count.
+	usageKnown bool
+	// injectedUsage: Sluice asked an OpenAI-style stream for its usage
+	// chunk, which the client did not ask for and is not sent.
+	injectedUsage bool
+	// reportedInput is the input count the provider's usage reported
+	// (0: none), which settles the key's input and is what the metrics
+	// and the log show when there is one.
+	reportedInput int64
+	// reportedCached is how much of reportedInput the provider served
+	// from its prompt cache (OpenAI's cached_tokens, Anthropic's
+	// cache_read_input_tokens), priced at the cached-input price.
+	reportedCached int64
 	// relayed is the check of the stream being relayed to the client,
 	// once one is (streamErrorEvent numbers a Responses API error event
 	// after its last event).
 	relayed *protocol.StreamCheck
-	// bridge is set when a Responses API request is served as a chat
-	// one (responses_bridge.go); endpoint is then chat_completions.
-	bridge *responsesBridge
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -217,9 +216,14 @@ func (g *Gateway) shares(x *exchange) bool {
 }
 
 // takeShared takes a request's reservation from its key's budget in the
-// store. Refused, it is answered (429, or 413 when no wait lets it
-// through) and takeShared reports false.
-func (g *Gateway) takeShared(w http.ResponseWriter, x *exchange, req lifecycle.Request) bool {
+// store, when the store keeps it, to be settled when the hop ends.
+// Refused, it is answered (429, or 413 when no wait lets it through) and
+// takeShared reports false.
+func (h *hop) takeShared() bool {
+	g, w, x, req := h.g, h.w, h.x, h.req
+	if !g.shares(x) {
+		return true
+	}
 	cost := g.runner.Reservation(req)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
 	defer cancel()
@@ -238,8 +242,9 @@ func (g *Gateway) takeShared(w http.ResponseWriter, x *exchange, req lifecycle.R
 }
 
 // settleShared settles what takeShared reserved: with what the request
-// used, or whole when it never ran (ran false).
-func (g *Gateway) settleShared(x *exchange, req lifecycle.Request, ran bool) {
+// used, or whole when it never ran (was never admitted).
+func (h *hop) settleShared() {
+	g, x, req, ran := h.g, h.x, h.req, h.x.admitted
 	if !x.shared {
 		return
 	}

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/wire/native"
-
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
@@ -48,20 +46,8 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
-	path := ep.UpstreamPath()
-	if p.dialect != ep.Dialect {
-		path = chatPath(p.dialect) // a translated request (translate.go)
-	}
+	ctx, path := adapterOf(out.client, t).call(ctx, out, t, ep)
 	br := out.reader(t)
-	if p.native != nil {
-		if call := out.nativeCallFor(t); call != nil {
-			// Translated once, before routing, from this same body.
-			ctx = native.WithCall(ctx, call)
-		} else if o := p.nativeOptions(out.unsupported); o.Unsupported != p.native.opts.Unsupported {
-			// The model's on_unsupported, where the provider sets none.
-			ctx = native.WithOptions(ctx, o)
-		}
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(base, path, t.model), br)
 	if err != nil {
 		return nil, err

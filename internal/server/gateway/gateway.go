@@ -214,6 +214,9 @@ type provider struct {
 	// others; rt, when set, carries its calls (roundTripper).
 	native *nativeProvider
 	rt     http.RoundTripper
+	// adapters are how a client of each API reaches the provider
+	// (adapter.go).
+	adapters [2]adapter
 }
 
 type model struct {
@@ -378,6 +381,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				return nil, err
 			}
 		}
+		p.adapters = adaptersFor(p)
 		g.providers[pc.Name] = p
 		g.byScope = append(g.byScope, p)
 		scopeNames[i] = pc.Name

@@ -20,7 +20,8 @@ import (
 // serveInference carries one inference request along the path described
 // in the package comment.
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
-	x := &exchange{start: g.now(), endpoint: ep, priority: g.defaultPri}
+	x := &exchange{start: g.now(), endpoint: ep}
+	x.priority = g.defaultPri
 	r = g.traceRequest(r, x)
 	defer g.finish(x)
 	defer func() {
@@ -184,139 +185,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	g.generate(w, r, x, m, body, clientTimeout)
-}
-
-// generateOnce is serve's path once the request is known: admission, the
-// upstream calls and the relay, into w with r's context: the client's,
-// or, for an idempotent request's leader, its flight's. It returns the
-// model the request goes to instead, when its prompt is too long for m
-// (contextroute.go), having written nothing to the client; else nil.
-//
-// The work before admission is ordered by cost, cheapest refusal first
-// (lifecycle/screen.go): the key's budget at the request's floor, before
-// its tokens are counted; the budgets with the count, before its body is
-// translated for a target of the other API; the fleet's shared budget,
-// a round trip, before translation too. A request its budget refuses
-// costs a parse of its body, never a count or a translation.
-func (g *Gateway) generateOnce(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) *model {
-	ep := x.endpoint
-	req := m.route.Request(x.priority, body.Stream, x.start, clientTimeout)
-	req.MaxOutput, req.Choices = body.MaxTokens, protocol.Choices(ep, body.Raw()) // n answers reserve n x max_tokens
-	if !ep.Streams {
-		req.MaxOutput = lifecycle.NoOutput // embeddings generate no tokens
-	}
-	if x.key != nil {
-		req.Key = x.key.index
-	}
-	if !g.screened(w, x, lifecycle.Floor(req)) {
-		return nil
-	}
-	out := &outgoing{body: body, client: ep.Dialect}
-	if ep.IsResponses() {
-		// degrade's cap, on a body without one, goes in its own field.
-		out.edit.MaxTokensField = "max_output_tokens"
-	}
-	// (The Responses API reports usage on its own, and has no
-	// include_usage.)
-	if body.Stream && ep.Streams && ep.Dialect == protocol.OpenAI && !body.StreamOptions && !ep.IsResponses() {
-		// Ask for the stream's usage, to settle the key's budget and
-		// record the usage and its cost with the provider's count
-		// (cached input included); the client, which did not ask, does
-		// not see it.
-		out.edit.IncludeUsage, x.injectedUsage = true, true
-	}
-	if g.countTokens {
-		req.InputTokens, x.exactCount = g.countInput(m, x.endpoint.Dialect, body.Raw())
-		x.inputTokens = req.InputTokens
-	}
-	if next := g.overflows(x, m, req); next != nil {
-		return next
-	}
-	if dg := lifecycle.Degrade(req, g.degradeAsk(x, m.route.Degrade)); dg != (lifecycle.Degrading{}) {
-		m, req = g.degrade(w, x, m, req, out, dg, clientTimeout)
-		x.inputTokens = req.InputTokens
-	}
-	if !g.screened(w, x, req) {
-		return nil
-	}
-	// Structured output is compiled once, before any upstream call
-	// (validation.go); a request that declares none costs two checks.
-	if !g.contractOf(w, r, x, m, body, out, req.Deadline) {
-		return nil
-	}
-	if g.shares(x) {
-		if !g.takeShared(w, x, req) {
-			return nil
-		}
-		defer func() { g.settleShared(x, req, x.admitted) }()
-	}
-	// Spend limits, in dollars: the request's maximum cost is reserved
-	// now, with its tokens counted, and settled with what its calls used
-	// when it ends (spend.go).
-	if !g.reserveSpend(w, x, m, req) {
-		return nil
-	}
-	defer g.settleSpend(x)
-	m, req, ok := g.crossDialect(w, x, m, req, out)
-	if !ok {
-		return nil
-	}
-	x.cross = out.cross
-	if m, req, ok = g.nativeCheck(w, x, m, req, out); !ok {
-		return nil
-	}
-	deadline := req.Deadline
-	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	defer cancel()
-
-	call, err := g.runner.Acquire(ctx, req)
-	g.setRateHeaders(w.Header(), x)
-	if err != nil {
-		var rej *admission.Rejection
-		switch {
-		case errors.As(err, &rej):
-			g.refuse(w, x, rej, deadline)
-		case r.Context().Err() != nil:
-			g.clientGone(w, r, x)
-		default:
-			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
-				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
-		}
-		return nil
-	}
-	// Whatever path ends this request, its slot is released exactly once;
-	// forward reports the real outcomes first, and these are then no-ops.
-	// The hedge is ended too (a panic mid-race would otherwise leave the
-	// request waiting for it, its slot held).
-	defer call.Finish(lifecycle.Outcome{Kind: lifecycle.Cancelled})
-	defer call.FinishSecond(lifecycle.Outcome{Kind: lifecycle.Cancelled})
-	x.admitted = true
-	x.waited = call.Waited
-	t := m.targets[call.Target]
-	x.provider, x.upstreamModel = t.provider.name, t.model
-	if call.Target > 0 {
-		g.metrics.Failovers.WithLabelValues(m.name, t.provider.name).Inc()
-	}
-	if x.waited > 0 {
-		g.metrics.QueueWait.WithLabelValues(x.priority.String()).Observe(x.waited.Seconds())
-	}
-
-	x.contextRoute = &m.route
-	g.forward(call, w, r, x, m, ep, out, deadline)
-	return g.rerouted(x)
-}
-
-// screened reports whether req passes its budgets' screen
-// (lifecycle.Engine.Screen); refused, it is answered as Acquire's
-// refusal would be, with the key's rate-limit headers.
-func (g *Gateway) screened(w http.ResponseWriter, x *exchange, req lifecycle.Request) bool {
-	rej := g.runner.Screen(req)
-	if rej == nil {
-		return true
-	}
-	g.setRateHeaders(w.Header(), x)
-	g.refuse(w, x, rej, req.Deadline)
-	return false
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the

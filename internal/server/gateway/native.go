@@ -2,15 +2,12 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/cloudauth"
 	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -31,7 +28,7 @@ import (
 //     probes, evals, counts) goes through roundTripper, so a native
 //     provider's never leaves unsigned or in Anthropic's API.
 //   - A request the provider's codec cannot carry is found before
-//     routing (nativeCheck, after crossDialect): that provider's
+//     routing (the nativeCodec adapter, adapter.go): that provider's
 //     targets are dropped from the request's route, or, when none is
 //     left, the client has a 400 naming the parameter. The Transport
 //     refuses one that slips through with a 400 invalid_request_error,
@@ -53,8 +50,12 @@ type nativeProvider struct {
 
 // signerFor builds a native provider's signer from its config. This is
 // the one place that maps config to credentials; each kind's line calls
-// package cloudauth.
+// package cloudauth, and a kind added to the build registers its own
+// (RegisterSigner).
 func signerFor(ctx context.Context, pc *config.Provider) (native.Signer, error) {
+	if sign, ok := registeredSigner(pc.Kind); ok {
+		return sign(ctx, pc)
+	}
 	switch {
 	case pc.Kind == config.KindGemini && pc.Vertex == nil:
 		if pc.APIKey() == "" {
@@ -147,17 +148,6 @@ func (p *provider) nativeOptions(modelSays translate.Unsupported) translate.Opti
 	return o
 }
 
-// nativeCallFor is target t's request as nativeCheck translated it, nil
-// when it did not (another model of the same provider).
-func (o *outgoing) nativeCallFor(t target) *native.Call {
-	for _, c := range o.nativeCalls {
-		if c.p == t.provider && c.model == t.model {
-			return c.call
-		}
-	}
-	return nil
-}
-
 // roundTripper is what carries calls to provider p: its own transport
 // (a native provider's), or the gateway's.
 func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
@@ -165,56 +155,6 @@ func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
 		return p.rt
 	}
 	return g.transport
-}
-
-// nativeCheck runs each native provider's codec once on the request its
-// targets would get, and leaves out of the route the targets of a
-// provider that cannot carry it (crossDialect's rule): ok false when
-// none is left, and the client has its 400 naming the parameter.
-func (g *Gateway) nativeCheck(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing) (*model, lifecycle.Request, bool) {
-	out.unsupported = m.unsupported
-	var refused map[*provider]string
-	param, why := "", ""
-	for _, t := range m.targets {
-		p := t.provider
-		if p.native == nil || refused[p] != "" {
-			continue
-		}
-		if _, seen := refused[p]; seen {
-			continue
-		}
-		if refused == nil {
-			refused = map[*provider]string{}
-		}
-		br := out.reader(t)
-		raw := make([]byte, br.Len())
-		_, _ = io.ReadFull(br, raw)
-		call, err := p.native.codec.Request(raw, t.model, p.nativeOptions(out.unsupported))
-		if err == nil {
-			refused[p] = ""
-			out.nativeCalls = append(out.nativeCalls, nativeCall{p: p, model: t.model, call: call})
-			continue
-		}
-		var te *translate.Error
-		if errors.As(err, &te) {
-			refused[p] = fmt.Sprintf("parameter %s (at %s) cannot be sent to %s's API: %s", te.Param, te.Path, p.native.kind, te.Reason)
-			param = te.Path
-		} else {
-			refused[p] = fmt.Sprintf("the request cannot be sent to %s's API: %v", p.native.kind, err)
-		}
-		why = refused[p]
-	}
-	if why == "" {
-		return m, req, true
-	}
-	kept := m.keep(func(t target) bool { return refused[t.provider] == "" })
-	if len(kept.targets) == 0 {
-		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
-			fmt.Sprintf("model %q is served by a native API provider, and this request cannot be sent there: %s", m.name, why), param, 0)
-		return m, req, false
-	}
-	req.Targets, req.Models = kept.route.Targets, kept.route.Models
-	return kept, req, true
 }
 
 // sayNativeDropped adds what a native provider's codec dropped (its

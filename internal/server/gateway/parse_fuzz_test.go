@@ -140,7 +140,7 @@ func FuzzClassify(f *testing.F) {
 			return
 		}
 		g := &Gateway{criticalKeys: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}
-		x := &exchange{priority: admission.Interactive}
+		x := &exchange{who: who{priority: admission.Interactive}}
 		if defaultCritical {
 			x.priority = admission.Critical
 		}

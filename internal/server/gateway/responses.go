@@ -1,6 +1,9 @@
 package gateway
 
-import "github.com/sluice-gw/sluice/internal/wire/protocol"
+import (
+	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
 
 // OpenAI's Responses API (POST /v1/responses) is passed through as it is
 // to a model whose targets all serve it (providers[].responses, on by
@@ -31,31 +34,19 @@ func (x *exchange) streamErrorEvent(k protocol.Kind, msg string) []byte {
 	return protocol.ResponsesStreamErrorEvent(k, msg, seq)
 }
 
-// keep returns m with only the targets for which ok is true; m itself
-// when all are kept.
+// keep is m with only the targets ok keeps (lifecycle.Route.Eligible);
+// m itself when all are kept.
 func (m *model) keep(ok func(target) bool) *model {
-	all := true
-	for _, t := range m.targets {
-		all = all && ok(t)
-	}
-	if all {
-		return m
-	}
-	// A copy keeps every setting of the model; only its targets narrow.
-	c := *m
-	kept := &c
-	kept.targets, kept.route.Targets, kept.route.Models, kept.route.Continue = nil, nil, nil, nil
+	fits := make([]lifecycle.Fit, len(m.targets))
 	for i, t := range m.targets {
-		if ok(t) {
-			kept.targets = append(kept.targets, t)
-			kept.route.Targets = append(kept.route.Targets, m.route.Targets[i])
-			kept.route.Models = append(kept.route.Models, m.route.Models[i])
-			kept.route.Continue = append(kept.route.Continue, m.route.Continue[i])
+		if !ok(t) {
+			fits[i].Why = "left out"
 		}
 	}
-	// The continuation caps are indexed as the request's targets are.
-	kept.caps = kept.route.Continue
-	return kept
+	if route, _, _ := m.route.Eligible(fits); len(route.Targets) < len(m.targets) {
+		return m.narrowed(route, fits)
+	}
+	return m
 }
 
 // warnNoResponses logs, once per provider, that it answered 404 to the

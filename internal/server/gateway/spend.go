@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/policy"
@@ -216,7 +215,8 @@ func (s *spender) reserve(limits []spend.Limit, amount price.Micros, now time.Ti
 // team's spend limits. Refused, the request is answered and
 // reserveSpend reports false. Past a soft threshold, the answer carries
 // X-Sluice-Spend-Warning.
-func (g *Gateway) reserveSpend(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request) bool {
+func (h *hop) reserveSpend() bool {
+	g, w, x, m, req := h.g, h.w, h.x, h.m, h.req
 	limits := g.limitsOf(x)
 	if len(limits) == 0 {
 		return true
@@ -228,13 +228,13 @@ func (g *Gateway) reserveSpend(w http.ResponseWriter, x *exchange, m *model, req
 	r := spend.Request{Input: req.InputTokens, Choices: req.Choices, MaxOutput: req.MaxOutput, DefaultOutput: req.DefaultOutput}
 	cost := spend.MaxCost(r, prices)
 	now := g.now()
-	h, tot, needs, ref := g.spend.reserve(limits, cost, now)
+	hold, tot, needs, ref := g.spend.reserve(limits, cost, now)
 	if ref != nil {
 		g.spendRefused(w, x, ref, now)
 		return false
 	}
-	h.input, h.choices, h.output = req.InputTokens, max(req.Choices, 1), r.Output()
-	x.spendHold, x.spendBase = h, h
+	hold.input, hold.choices, hold.output = req.InputTokens, max(req.Choices, 1), r.Output()
+	x.spendHold, x.spendBase = hold, hold
 	if wn, ok := spend.Warn(needs, tot); ok {
 		w.Header().Set("X-Sluice-Spend-Warning", wn.Header())
 	}
@@ -314,7 +314,8 @@ func (g *Gateway) settleLoser(a *attempt) {
 // answering call's with what the answer cost (the continuations of a
 // broken stream included), a reservation never handed to a call with
 // nothing.
-func (g *Gateway) settleSpend(x *exchange) {
+func (h *hop) settleSpend() {
+	g, x := h.g, h.x
 	if h := x.spendHold; h != nil {
 		x.spendHold = nil
 		h.settle(0) // the request never reached a provider

@@ -91,21 +91,12 @@ func other(d protocol.Dialect) protocol.Dialect {
 	return protocol.Anthropic
 }
 
-// crossDialect prepares a request for the targets of its model that
-// speak the other API: it translates the body into out.cross, or, when
-// the request cannot be translated, returns the model and request with
-// those targets left out. ok false: none was left, and the client has
-// its 400. A model whose targets all speak the client's API costs
-// nothing here.
-func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req lifecycle.Request, out *outgoing) (*model, lifecycle.Request, bool) {
+// translateBody translates the hop's request, with the gateway's edits,
+// into out.cross for its model's targets of the other API, once. It
+// returns why those targets cannot take it, when they cannot.
+func (h *hop) translateBody() lifecycle.Fit {
+	g, x, m, out := h.g, h.x, h.m, h.out
 	d := x.endpoint.Dialect
-	mixed := false
-	for _, t := range m.targets {
-		mixed = mixed || t.provider.dialect != d
-	}
-	if !mixed {
-		return m, req, true
-	}
 	why := fmt.Sprintf("%s requests are not translated to another API", x.endpoint.Path)
 	param := "" // the parameter at fault, when one is
 	if translates(x.endpoint) {
@@ -123,7 +114,7 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 		}
 		if err == nil {
 			out.cross = &crossRequest{body: body, includeUsage: tr.IncludeUsage && !x.injectedUsage, dropped: strings.Join(tr.Dropped, ",")}
-			return m, req, true
+			return lifecycle.Fit{}
 		}
 		var te *translate.Error
 		if !errors.As(err, &te) {
@@ -136,19 +127,13 @@ func (g *Gateway) crossDialect(w http.ResponseWriter, x *exchange, m *model, req
 			param = te.Path
 		}
 	}
-	kept := m.keep(func(t target) bool { return t.provider.dialect == d })
-	if len(kept.targets) == 0 {
-		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "untranslatable",
-			fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why), param, 0)
-		return m, req, false
-	}
-	req.Targets, req.Models = kept.route.Targets, kept.route.Models
-	return kept, req, true
+	return lifecycle.Fit{Param: param,
+		Why: fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why)}
 }
 
 // crossed reports whether attempt a's provider speaks another API than
 // the client.
-func crossed(x *exchange, a *attempt) bool { return a.t.provider.dialect != x.endpoint.Dialect }
+func crossed(x *exchange, a *attempt) bool { return adapterOf(x.endpoint.Dialect, a.t).translates() }
 
 // sayDropped names, on the answer of a translated target, the parameters
 // translation dropped, in X-Sluice-Dropped and in one info line (names

@@ -59,7 +59,8 @@ const (
 // contractOf compiles the structured output a request declares, for
 // chat endpoints; ok false: it could not be, and the client has its 400
 // (or its 504, when its deadline passed while compiles ahead of it ran).
-func (g *Gateway) contractOf(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, out *outgoing, deadline time.Time) bool {
+func (h *hop) contractOf() bool {
+	g, w, r, x, m, body, out, deadline := h.g, h.w, h.r, h.x, h.m, h.body, h.out, h.req.Deadline
 	if !translates(x.endpoint) {
 		return true
 	}
