@@ -332,3 +332,80 @@ func Encode(b []byte) []byte {
 		"internal/wire/gemini/plant.go:18:2: starts a goroutine: the host owns concurrency",
 	}},
 }
+
+// The layer rules catch what they are for: each planted import breaks
+// the rule named, at the file and line named, a chain of imports breaks
+// a linked rule as a direct import does, an exception nothing needs is
+// reported, and what a comment marks "fine" breaks nothing.
+func TestLayersCatchPlants(t *testing.T) {
+	root, module := moduleRoot(t)
+	files := map[string]string{
+		"internal/server/gateway/plant.go": `package gateway
+
+import (
+	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/wire/protocol" // fine
+	"github.com/sluice-gw/sluice/internal/wait"
+)
+`,
+		"internal/wait/plant.go": `package wait
+
+import "github.com/sluice-gw/sluice/internal/harness/loadgen"
+`,
+		"internal/harness/loadgen/plant.go": `package loadgen
+
+import "github.com/sluice-gw/sluice/internal/wire/sseenc" // fine
+`,
+		"client/plant.go": `package client
+
+import (
+	"net/http" // fine
+
+	"github.com/sluice-gw/sluice/internal/server/gateway"
+)
+`,
+		"client/brake/plant.go": `package brake
+
+import "github.com/sluice-gw/sluice/internal/core/quota"
+`,
+		"internal/sim/plant.go": `package sim
+
+import "github.com/sluice-gw/sluice/internal/server/runner"
+`,
+		"internal/wire/gemini/plant.go": `package gemini
+
+import "github.com/sluice-gw/sluice/internal/core/admission"
+`,
+		"internal/policy/plant.go": `package policy
+
+import (
+	"github.com/sluice-gw/sluice/internal/config" // fine
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+)
+`,
+		"internal/server/admin/plant.go": `package admin
+
+import "github.com/sluice-gw/sluice/internal/cli"
+`,
+		"cmd/sluice/plant.go": `package main
+
+import "github.com/sluice-gw/sluice/internal/cli" // fine
+`,
+	}
+	var srcs []srcFile
+	for _, path := range sortedKeys(files) {
+		srcs = append(srcs, srcFile{path, []byte(files[path])})
+	}
+	got := checkImports(t, root, module, srcs, []exception{{"client", "internal/wait", "stale"}})
+	expect(t, plant{name: "layers", want: []string{
+		"client/brake/plant.go:3: client/brake imports github.com/sluice-gw/sluice/internal/core/quota: the public Go client is what applications import: it must not reach into the gateway's internals",
+		"client/plant.go:6: client imports github.com/sluice-gw/sluice/internal/server/gateway: the public Go client is what applications import: it must not reach into the gateway's internals",
+		"internal/core/layers_test.go: the exception client -> internal/wait is no longer needed: delete it",
+		"internal/policy/plant.go:5: internal/policy imports github.com/sluice-gw/sluice/internal/server/metrics: policy turns config into core values for every host, so it imports only core, model, config and wire",
+		"internal/server/admin/plant.go:3: internal/server/admin imports github.com/sluice-gw/sluice/internal/cli: only cmd/ imports the command line",
+		"internal/server/gateway/plant.go:4: internal/server/gateway imports github.com/sluice-gw/sluice/internal/harness/mock: the real host never links the test harness (fakes, grammar checks): its tests may",
+		"internal/server/gateway/plant.go:6: internal/server/gateway imports github.com/sluice-gw/sluice/internal/wait, which links internal/harness/loadgen (internal/wait → internal/harness/loadgen): the real host never links the test harness (fakes, grammar checks): its tests may",
+		"internal/sim/plant.go:3: internal/sim imports github.com/sluice-gw/sluice/internal/server/runner: the simulator drives the core, not the real host",
+		"internal/wire/gemini/plant.go:3: internal/wire/gemini imports github.com/sluice-gw/sluice/internal/core/admission: the dialects' bytes import only each other",
+	}}, got)
+}

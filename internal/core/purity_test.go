@@ -116,7 +116,7 @@ func TestCoreIsPure(t *testing.T) {
 	for _, tree := range []struct {
 		dir string
 		r   regime
-	}{{"internal/core", coreRule}, {"internal/model", coreRule}, {"internal/wire", wireRule}} {
+	}{{"internal/core", coreRule}, {"internal/model", coreRule}, {"client/brake", coreRule}, {"internal/wire", wireRule}} {
 		byDir := map[string][]srcFile{}
 		for _, f := range goFiles(t, root, tree.dir) {
 			src, err := os.ReadFile(f)
@@ -133,7 +133,7 @@ func TestCoreIsPure(t *testing.T) {
 	var hosts []srcFile
 	for _, f := range goFiles(t, root, ".") {
 		rel := filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator)))
-		if strings.HasPrefix(rel, "internal/core/") || strings.HasPrefix(rel, "internal/model/") {
+		if strings.HasPrefix(rel, "internal/core/") || strings.HasPrefix(rel, "internal/model/") || strings.HasPrefix(rel, "client/brake/") {
 			continue
 		}
 		src, err := os.ReadFile(f)
@@ -333,6 +333,7 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 		case is.Name != nil && is.Name.Name == ".":
 			at(is, "dot-imports %q: a pure file names what it uses", ip)
 		case own != ip && strings.HasPrefix(own, "internal/model/"):
+		case own == "client/brake": // the client's own brakes, pure, which the models run
 		case own != ip && strings.HasPrefix(own, "internal/core/") && !inModel:
 		case own != ip:
 			at(is, "imports %q: a core package imports only core and model packages, a model package only models", ip)
@@ -818,134 +819,6 @@ func isClockFunc(t types.Type) bool {
 	}
 	n, ok := sig.Results().At(0).Type().(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
-}
-
-// layer is a rule of the tree: no package under from imports one under
-// to (each a path prefix inside the module, "" any package), unless the
-// imported package is under one of but, or the importer under one of by.
-type layer struct {
-	from, to string
-	but, by  []string
-	why      string
-}
-
-var layers = []layer{
-	{from: "internal/server/", to: "internal/sim/", why: "the real host does not run the simulator"},
-	{from: "internal/sim/", to: "internal/server/", why: "the simulator drives the core, not the real host"},
-	{from: "internal/sim/", to: "internal/harness/", why: "the simulator models the world (internal/model), it does not start fakes"},
-	{from: "internal/policy/", to: "internal/", but: []string{"internal/core/", "internal/model/", "internal/config/", "internal/wire/"},
-		why: "policy turns config into core values for every host, so it imports only core, model, config and wire"},
-	{from: "internal/config/", to: "internal/", but: []string{"internal/config/", "internal/wire/", "internal/model/"},
-		why: "config holds the files' schemas: it imports only wire (the JSON-schema checks of eval cases) and model (the upstream behaviour a script describes)"},
-	{from: "internal/wire/", to: "internal/", but: []string{"internal/wire/"}, why: "the dialects' bytes import only each other"},
-	{from: "", to: "internal/cli/", by: []string{"cmd/", "internal/cli/"}, why: "only cmd/ imports the command line"},
-	{from: "internal/server/", to: "internal/harness/", why: "the real host never runs the test harness (fakes, grammar checks): its tests may"},
-	{from: "client/", to: "internal/", why: "the public Go client is what applications import: it must not reach into the gateway's internals"},
-}
-
-// breaks reports whether from importing to runs against l.
-func (l layer) breaks(from, to string) bool {
-	if !strings.HasPrefix(from, l.from) || !strings.HasPrefix(to, l.to) {
-		return false
-	}
-	for _, p := range l.but {
-		if strings.HasPrefix(to, p) {
-			return false
-		}
-	}
-	for _, p := range l.by {
-		if strings.HasPrefix(from, p) {
-			return false
-		}
-	}
-	return true
-}
-
-// exceptions are imports that break a layer today, each with what
-// removes it. An exception no import needs any more fails the test, so
-// the list only shrinks.
-var exceptions = []struct{ from, to, why string }{
-	{"client", "internal/model/workload", "the client's retry budget and backoff are the simulator's model of a client; moving them into client (and the model importing client's) removes it"},
-	{"client", "internal/wait", "the client waits as the gateway's tests do; a few lines of its own remove it"},
-}
-
-// The layer rules catch what they are for: each planted import breaks
-// the rule named, and a permitted one breaks none.
-func TestLayersCatchPlants(t *testing.T) {
-	plants := []struct{ from, to, why string }{
-		{"internal/server/gateway/", "internal/harness/mock/", "the real host never runs the test harness"},
-		{"client/", "internal/server/gateway/", "the public Go client"},
-		{"internal/sim/", "internal/server/gateway/", "the simulator drives the core"},
-		{"internal/wire/gemini/", "internal/core/admission/", "the dialects' bytes"},
-		{"internal/policy/", "internal/server/metrics/", "policy turns config into core values"},
-	}
-	for _, p := range plants {
-		var hit []string
-		for _, l := range layers {
-			if l.breaks(p.from, p.to) {
-				hit = append(hit, l.why)
-			}
-		}
-		if len(hit) != 1 || !strings.HasPrefix(hit[0], p.why) {
-			t.Errorf("%s importing %s breaks %q, want the rule %q", p.from, p.to, hit, p.why)
-		}
-	}
-	for _, ok := range [][2]string{
-		{"internal/server/gateway/", "internal/wire/protocol/"},
-		{"cmd/sluice/", "internal/cli/"},
-		{"internal/harness/mock/", "internal/wire/sseenc/"},
-	} {
-		for _, l := range layers {
-			if l.breaks(ok[0], ok[1]) {
-				t.Errorf("%s importing %s is allowed, but breaks %q", ok[0], ok[1], l.why)
-			}
-		}
-	}
-}
-
-// TestLayers fails on an import, in any non-test file of the module,
-// that runs against the tree's layers (see the package doc).
-func TestLayers(t *testing.T) {
-	root, module := moduleRoot(t)
-	used := make([]bool, len(exceptions))
-	var bad []string
-	for _, path := range goFiles(t, root, ".") {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		from := filepath.ToSlash(filepath.Dir(rel)) + "/"
-	imports:
-		for _, is := range f.Imports {
-			ip, _ := strconv.Unquote(is.Path.Value)
-			to, ok := strings.CutPrefix(ip, module+"/")
-			if !ok {
-				continue
-			}
-			to += "/"
-			for i, e := range exceptions {
-				if from == e.from+"/" && to == e.to+"/" {
-					used[i] = true
-					continue imports
-				}
-			}
-			for _, l := range layers {
-				if l.breaks(from, to) {
-					p := fset.Position(is.Pos())
-					bad = append(bad, fmt.Sprintf("%s:%d: %s imports %s: %s", rel, p.Line, strings.TrimSuffix(from, "/"), ip, l.why))
-				}
-			}
-		}
-	}
-	for i, e := range exceptions {
-		if !used[i] {
-			bad = append(bad, fmt.Sprintf("internal/core/purity_test.go: the exception %s -> %s is no longer needed: delete it", e.from, e.to))
-		}
-	}
-	report(t, bad, "an import runs against the layers; see internal/core/doc.go")
 }
 
 // report fails t with every finding, one a line, sorted.
