@@ -28,10 +28,9 @@
 //     the budgets again with the count, its structured output compiled,
 //     the fleet's shared budget taken and its spend reserved, and only
 //     then its body translated for a target of the other API and its
-//     native targets checked (native.go); last,
-//     Runner.Acquire, where the engine admits it to a slot in the global
-//     and provider limits under its deadline, or refuses it with an
-//     honest Retry-After;
+//     native targets checked (native.go); last, Runner.Acquire, where
+//     the engine admits it to a slot in the global and provider limits
+//     under its deadline, or refuses it with an honest Retry-After;
 //  6. upstream: the provider's key replaces the client's credentials
 //     (an Azure OpenAI provider's in api-key, its target model in the
 //     deployment URL: callURL), model is rewritten, the deadline rides
