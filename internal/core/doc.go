@@ -40,8 +40,9 @@
 //     of type func() time.Time (under any name), and no call to one or
 //     to such a method through an interface; no time.Timer or
 //     time.Ticker or their methods, no time.LoadLocation,
-//     LoadLocationFromTZData, time.Local or Time.Local: times and
-//     deadlines come in as values;
+//     LoadLocationFromTZData, time.Local or Time.Local, and no
+//     time.Unix, UnixMilli or UnixMicro but followed by .UTC() or .In:
+//     times and deadlines come in as values, in a zone the code names;
 //   - never lets a map's iteration order reach what it returns: a range
 //     over a map (or maps.Keys, Values, All of one) must not append to
 //     a slice declared outside the loop unless the function sorts that

@@ -203,6 +203,7 @@ func Run(e *Engine, w Wall, tk *time.Ticker, now func() time.Time, at time.Time)
 	e.t.Stop()
 	tk.Reset(time.Second)
 	_ = at.In(time.Local)
+	_ = time.Unix(0, 0).Sub(time.UnixMilli(1).UTC()) // .UTC(): fine
 	loc, _ := time.LoadLocation("Europe/Paris")
 	return at.In(loc).Local()
 }
@@ -222,8 +223,9 @@ func Run(e *Engine, w Wall, tk *time.Ticker, now func() time.Time, at time.Time)
 		"internal/core/plant/plant.go:25:2: reaches the clock's machinery: (*time.Timer).Stop (the core takes times and deadlines as values)",
 		"internal/core/plant/plant.go:26:2: reaches the clock's machinery: (*time.Ticker).Reset (the core takes times and deadlines as values)",
 		"internal/core/plant/plant.go:27:12: reaches the clock's machinery: time.Local (the core takes times and deadlines as values, in UTC or the zone they came in)",
-		"internal/core/plant/plant.go:28:12: reaches the clock's machinery: time.LoadLocation (the core takes times and deadlines as values, in UTC or the zone they came in)",
-		"internal/core/plant/plant.go:29:9: reaches the clock's machinery: (time.Time).Local (the core takes times and deadlines as values)",
+		"internal/core/plant/plant.go:29:12: reaches the clock's machinery: time.LoadLocation (the core takes times and deadlines as values, in UTC or the zone they came in)",
+		"internal/core/plant/plant.go:28:6: puts a time in the process's zone: time.Unix (write time.Unix(...).UTC(), or .In the zone that is meant)",
+		"internal/core/plant/plant.go:30:9: reaches the clock's machinery: (time.Time).Local (the core takes times and deadlines as values)",
 		"internal/core/plant/plant.go:7:22: takes the clock as a func() time.Time: the core takes times as values (the host passes now in)",
 	}},
 	{name: "map order", path: "internal/core/plant/plant.go", r: coreRule, src: `package plant

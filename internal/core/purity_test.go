@@ -65,6 +65,10 @@ func printing(name string) bool {
 // the process's own zone (time.Local), which differs between hosts.
 var clockNames = set("Timer", "Ticker", "LoadLocation", "LoadLocationFromTZData", "Local")
 
+// localZoned are time's constructors that return a time in the
+// process's own zone (time.Local), which differs between hosts.
+var localZoned = set("Unix", "UnixMilli", "UnixMicro")
+
 // clockMethods are the methods that reach the same machinery from a
 // value: a time put in the process's zone, and a timer or ticker reset
 // or stopped.
@@ -341,6 +345,17 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 			at(is, "imports %q: not in the pure standard library allow-list (pureStd in internal/core/purity_test.go)", ip)
 		}
 	}
+	// time.Unix(...).UTC() and .In(loc): a time from a count, put in a
+	// zone the code names.
+	zoned := map[ast.Node]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "UTC" || sel.Sel.Name == "In") {
+			if call, ok := sel.X.(*ast.CallExpr); ok {
+				zoned[call.Fun] = true
+			}
+		}
+		return true
+	})
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.GoStmt:
@@ -372,6 +387,8 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 					at(n, "reads the clock: time.%s (the host passes now in)", n.Sel.Name)
 				} else if core && clockNames[n.Sel.Name] {
 					at(n, "reaches the clock's machinery: time.%s (the core takes times and deadlines as values, in UTC or the zone they came in)", n.Sel.Name)
+				} else if core && localZoned[n.Sel.Name] && !zoned[n] {
+					at(n, "puts a time in the process's zone: time.%s (write time.%s(...).UTC(), or .In the zone that is meant)", n.Sel.Name, n.Sel.Name)
 				}
 			case "sync", "sync/atomic":
 				if core || names[x.Name] == "sync/atomic" || !onceOnly[n.Sel.Name] {
