@@ -60,8 +60,9 @@
 // The packages under internal/wire, the dialects' codecs, are held to
 // part of this: they never read the clock, take a lock (sync's
 // Once, OnceFunc, OnceValue and OnceValues aside, which build a value
-// once for every caller as a declaration does) or start a goroutine,
-// so a codec is a function of its bytes. The findings the tree has
+// once for every caller as a declaration does), start a goroutine, dial,
+// listen, serve or make an HTTP client or server of their own, or read
+// the process (os), so a codec is a function of its bytes. The findings the tree has
 // today are listed in purity_test.go (impure) with what removes each;
 // an entry nothing matches any more fails the test.
 //

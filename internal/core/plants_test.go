@@ -307,6 +307,9 @@ func pick(m map[string]int) (string, float64, error) {
 	{name: "a wire codec", path: "internal/wire/gemini/plant.go", r: wireRule, src: `package gemini
 
 import (
+	"net"
+	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -325,13 +328,20 @@ func Encode(b []byte) []byte {
 	ch := make(chan int) // channels alone are the codec's business
 	_ = ch
 	_ = tables()
+	h := http.Header{} // a value: fine
+	h.Set("Content-Type", http.StatusText(http.StatusOK))
+	_, _ = net.Dial("tcp", os.Getenv("UPSTREAM"))
+	_, _ = http.DefaultClient.Get("http://127.0.0.1")
 	return b
 }
 `, want: []string{
-		"internal/wire/gemini/plant.go:10:9: takes a lock: sync.Mutex (the host serialises calls)",
-		"internal/wire/gemini/plant.go:11:9: takes a lock: atomic.Int64 (the host serialises calls)",
-		"internal/wire/gemini/plant.go:18:18: reads the clock: time.Now (the host passes now in)",
-		"internal/wire/gemini/plant.go:18:2: starts a goroutine: the host owns concurrency",
+		"internal/wire/gemini/plant.go:13:9: takes a lock: sync.Mutex (the host serialises calls)",
+		"internal/wire/gemini/plant.go:14:9: takes a lock: atomic.Int64 (the host serialises calls)",
+		"internal/wire/gemini/plant.go:21:18: reads the clock: time.Now (the host passes now in)",
+		"internal/wire/gemini/plant.go:21:2: starts a goroutine: the host owns concurrency",
+		"internal/wire/gemini/plant.go:27:25: reaches the network or the process: os.Getenv (a codec is a function of its bytes; the host hands it a transport to call through)",
+		"internal/wire/gemini/plant.go:27:9: reaches the network or the process: net.Dial (a codec is a function of its bytes; the host hands it a transport to call through)",
+		"internal/wire/gemini/plant.go:28:9: reaches the network or the process: http.DefaultClient (a codec is a function of its bytes; the host hands it a transport to call through)",
 	}},
 }
 

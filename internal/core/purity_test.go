@@ -65,6 +65,17 @@ func printing(name string) bool {
 // the process's own zone (time.Local), which differs between hosts.
 var clockNames = set("Timer", "Ticker", "LoadLocation", "LoadLocationFromTZData", "Local")
 
+// networkIO are the names of net and net/http that open connections or
+// serve them, or stand for a client or server that does; net/http's
+// headers, requests, responses and status codes are values, and fine.
+var networkIO = set(
+	"net.Dial", "net.DialTimeout", "net.DialTCP", "net.DialUDP", "net.DialIP", "net.DialUnix", "net.Dialer",
+	"net.Listen", "net.ListenPacket", "net.ListenTCP", "net.ListenUDP", "net.ListenUnix",
+	"net/http.Get", "net/http.Head", "net/http.Post", "net/http.PostForm", "net/http.DefaultClient", "net/http.DefaultTransport",
+	"net/http.Client", "net/http.Transport", "net/http.Server", "net/http.ListenAndServe", "net/http.ListenAndServeTLS",
+	"net/http.Serve", "net/http.ServeTLS",
+)
+
 // localZoned are time's constructors that return a time in the
 // process's own zone (time.Local), which differs between hosts.
 var localZoned = set("Unix", "UnixMilli", "UnixMicro")
@@ -103,6 +114,7 @@ var impure = []struct{ file, what, why string }{
 	{"internal/wire/tokens/counter.go", "sync.Mutex", "one Counter, with its count cache, serves concurrent requests; the host serialising its use, or each request holding a cache of its own, removes the lock"},
 	{"internal/wire/tokens/counter.go", "sync.Pool", "the memos are pooled scratch space; the caller passing its scratch in removes the pool"},
 	{"internal/wire/protocol/streamcheck.go", "sync.Pool", "the event readers are pooled scratch space; the caller passing its reader in removes the pool"},
+	{"internal/wire/native/transport.go", "http.DefaultTransport", "a native Transport calls through the RoundTripper the host gives it, and through http.DefaultTransport when given none; the gateway always gives one, so Base becoming required removes it"},
 	{"internal/wire/protocol/firsttoken.go", "sync.Pool", "the stream checks are pooled scratch space; the caller passing its check in removes the pool"},
 }
 
@@ -389,6 +401,10 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 					at(n, "reaches the clock's machinery: time.%s (the core takes times and deadlines as values, in UTC or the zone they came in)", n.Sel.Name)
 				} else if core && localZoned[n.Sel.Name] && !zoned[n] {
 					at(n, "puts a time in the process's zone: time.%s (write time.%s(...).UTC(), or .In the zone that is meant)", n.Sel.Name, n.Sel.Name)
+				}
+			case "net", "net/http", "os":
+				if !core && networkIO[names[x.Name]+"."+n.Sel.Name] || !core && names[x.Name] == "os" {
+					at(n, "reaches the network or the process: %s.%s (a codec is a function of its bytes; the host hands it a transport to call through)", x.Name, n.Sel.Name)
 				}
 			case "sync", "sync/atomic":
 				if core || names[x.Name] == "sync/atomic" || !onceOnly[n.Sel.Name] {
