@@ -118,13 +118,16 @@ var impure = []struct{ file, what, why string }{
 	{"internal/wire/protocol/firsttoken.go", "sync.Pool", "the stream checks are pooled scratch space; the caller passing its check in removes the pool"},
 }
 
-// TestCoreIsPure fails on any non-test file under internal/core or
-// internal/model that imports beyond pureStd and the pure trees, reads
-// or takes in the clock, starts a goroutine, uses a channel, takes a
-// lock, draws from a global random source, prints, keeps package-level
-// state or appends in a map's iteration order; and on any under
-// internal/wire that reads the clock, takes a lock or starts a
-// goroutine, but for the findings impure lists. See the package doc.
+// TestCoreIsPure fails on any non-test file under internal/core,
+// internal/model or client/brake that imports beyond pureStd and the
+// pure trees, reads or takes in the clock, reaches timers or the
+// process's zone, starts a goroutine, uses a channel, takes a lock,
+// draws from a global random source, prints, keeps package-level state
+// or lets a map's iteration order reach a result; on any file outside
+// them that writes one of their package-level variables; and on any
+// under internal/wire that reads the clock, takes a lock, starts a
+// goroutine or reaches the network or the process, but for the
+// findings impure lists. See the package doc.
 func TestCoreIsPure(t *testing.T) {
 	root, module := moduleRoot(t)
 	c := newPureChecker(root, module)
