@@ -16,8 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/model/workload"
-	"github.com/sluice-gw/sluice/internal/wait"
+	"github.com/sluice-gw/sluice/client/brake"
 )
 
 // Header names used by the transport.
@@ -41,11 +40,11 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultBase           = 500 * time.Millisecond
 	DefaultCap            = 30 * time.Second
-	DefaultRetryBudget    = workload.DefaultRetryBudget
-	DefaultBudgetBurst    = workload.DefaultBudgetBurst
-	DefaultThrottleK      = workload.DefaultThrottleK
-	DefaultThrottleWindow = workload.DefaultThrottleWindow
-	DefaultThrottleBucket = workload.DefaultThrottleBucket
+	DefaultRetryBudget    = brake.DefaultRetryBudget
+	DefaultBudgetBurst    = brake.DefaultBudgetBurst
+	DefaultThrottleK      = brake.DefaultThrottleK
+	DefaultThrottleWindow = brake.DefaultThrottleWindow
+	DefaultThrottleBucket = brake.DefaultThrottleBucket
 )
 
 // maxDrain bounds how much of a retryable response body is read before it is
@@ -211,10 +210,10 @@ func New(o Options) *Transport {
 		if burst <= 0 {
 			burst = DefaultBudgetBurst
 		}
-		t.budget = workload.NewRetryBudget(ratio, float64(burst))
+		t.budget = brake.NewRetryBudget(ratio, float64(burst))
 	}
 	if !o.Throttle.Disabled {
-		t.throttle = workload.NewThrottle(o.Throttle.K, o.Throttle.Window, o.Throttle.Buckets)
+		t.throttle = brake.NewThrottle(o.Throttle.K, o.Throttle.Window, o.Throttle.Buckets)
 	}
 	return t
 }
@@ -459,7 +458,7 @@ func accepted(resp *http.Response, err error) bool {
 	if err != nil || resp == nil {
 		return false
 	}
-	return workload.Accepted(resp.StatusCode)
+	return brake.Accepted(resp.StatusCode)
 }
 
 func formatTimeout(d time.Duration) string {
@@ -478,12 +477,20 @@ func drainClose(b io.ReadCloser) {
 	_ = b.Close()
 }
 
-// sleepCtx is wait.Sleep with the context's error when it ends first.
+// sleepCtx waits d, or until ctx ends, and returns the context's error
+// when it ends first. A d of zero or less does not wait.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	if !wait.Sleep(ctx, d) {
+	if d <= 0 {
 		return ctx.Err()
 	}
-	return nil
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func randomKey() string {

@@ -65,6 +65,21 @@ func printing(name string) bool {
 // the process's own zone (time.Local), which differs between hosts.
 var clockNames = set("Timer", "Ticker", "LoadLocation", "LoadLocationFromTZData", "Local")
 
+// networkIO are the names of net and net/http that open connections or
+// serve them, or stand for a client or server that does; net/http's
+// headers, requests, responses and status codes are values, and fine.
+var networkIO = set(
+	"net.Dial", "net.DialTimeout", "net.DialTCP", "net.DialUDP", "net.DialIP", "net.DialUnix", "net.Dialer",
+	"net.Listen", "net.ListenPacket", "net.ListenTCP", "net.ListenUDP", "net.ListenUnix",
+	"net/http.Get", "net/http.Head", "net/http.Post", "net/http.PostForm", "net/http.DefaultClient", "net/http.DefaultTransport",
+	"net/http.Client", "net/http.Transport", "net/http.Server", "net/http.ListenAndServe", "net/http.ListenAndServeTLS",
+	"net/http.Serve", "net/http.ServeTLS",
+)
+
+// localZoned are time's constructors that return a time in the
+// process's own zone (time.Local), which differs between hosts.
+var localZoned = set("Unix", "UnixMilli", "UnixMicro")
+
 // clockMethods are the methods that reach the same machinery from a
 // value: a time put in the process's zone, and a timer or ticker reset
 // or stopped.
@@ -99,16 +114,20 @@ var impure = []struct{ file, what, why string }{
 	{"internal/wire/tokens/counter.go", "sync.Mutex", "one Counter, with its count cache, serves concurrent requests; the host serialising its use, or each request holding a cache of its own, removes the lock"},
 	{"internal/wire/tokens/counter.go", "sync.Pool", "the memos are pooled scratch space; the caller passing its scratch in removes the pool"},
 	{"internal/wire/protocol/streamcheck.go", "sync.Pool", "the event readers are pooled scratch space; the caller passing its reader in removes the pool"},
+	{"internal/wire/native/transport.go", "http.DefaultTransport", "a native Transport calls through the RoundTripper the host gives it, and through http.DefaultTransport when given none; the gateway always gives one, so Base becoming required removes it"},
 	{"internal/wire/protocol/firsttoken.go", "sync.Pool", "the stream checks are pooled scratch space; the caller passing its check in removes the pool"},
 }
 
-// TestCoreIsPure fails on any non-test file under internal/core or
-// internal/model that imports beyond pureStd and the pure trees, reads
-// or takes in the clock, starts a goroutine, uses a channel, takes a
-// lock, draws from a global random source, prints, keeps package-level
-// state or appends in a map's iteration order; and on any under
-// internal/wire that reads the clock, takes a lock or starts a
-// goroutine, but for the findings impure lists. See the package doc.
+// TestCoreIsPure fails on any non-test file under internal/core,
+// internal/model or client/brake that imports beyond pureStd and the
+// pure trees, reads or takes in the clock, reaches timers or the
+// process's zone, starts a goroutine, uses a channel, takes a lock,
+// draws from a global random source, prints, keeps package-level state
+// or lets a map's iteration order reach a result; on any file outside
+// them that writes one of their package-level variables; and on any
+// under internal/wire that reads the clock, takes a lock, starts a
+// goroutine or reaches the network or the process, but for the
+// findings impure lists. See the package doc.
 func TestCoreIsPure(t *testing.T) {
 	root, module := moduleRoot(t)
 	c := newPureChecker(root, module)
@@ -116,7 +135,7 @@ func TestCoreIsPure(t *testing.T) {
 	for _, tree := range []struct {
 		dir string
 		r   regime
-	}{{"internal/core", coreRule}, {"internal/model", coreRule}, {"internal/wire", wireRule}} {
+	}{{"internal/core", coreRule}, {"internal/model", coreRule}, {"client/brake", coreRule}, {"internal/wire", wireRule}} {
 		byDir := map[string][]srcFile{}
 		for _, f := range goFiles(t, root, tree.dir) {
 			src, err := os.ReadFile(f)
@@ -130,6 +149,19 @@ func TestCoreIsPure(t *testing.T) {
 			found = append(found, c.checkPackage(t, byDir[d], tree.r)...)
 		}
 	}
+	var hosts []srcFile
+	for _, f := range goFiles(t, root, ".") {
+		rel := filepath.ToSlash(strings.TrimPrefix(f, root+string(filepath.Separator)))
+		if strings.HasPrefix(rel, "internal/core/") || strings.HasPrefix(rel, "internal/model/") || strings.HasPrefix(rel, "client/brake/") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, srcFile{f, src})
+	}
+	found = append(found, c.hostWrites(t, hosts)...)
 	used := make([]bool, len(impure))
 	var bad []string
 findings:
@@ -148,165 +180,6 @@ findings:
 		}
 	}
 	report(t, bad, "the pure core (internal/core, internal/model) and the wire codecs (internal/wire) must stay pure; see internal/core/doc.go")
-}
-
-// The purity rules catch what they are for: each planted file breaks
-// the rules named, at the lines named, and a permitted one breaks none.
-func TestPurityCatchesPlants(t *testing.T) {
-	root, module := moduleRoot(t)
-	c := newPureChecker(root, module)
-	plants := []struct {
-		name string
-		r    regime
-		src  string
-		want []string
-	}{
-		{"package-level state", coreRule, `package plant
-
-var (
-	seen  = map[string]int{}
-	order []string
-	last  *int
-	stats struct{ n int }
-	table = map[string]int{"a": 1} // read only: fine
-	count int
-)
-
-type box struct{ v []int }
-
-func (b *box) add(x int) { b.v = append(b.v, x) }
-
-var boxed box
-
-func note(k string, x int) int {
-	seen[k]++
-	order = append(order, k)
-	last = &x
-	stats.n = x
-	delete(seen, "old")
-	count += table[k]
-	boxed.add(x)
-	local := map[string]int{}
-	local[k] = x
-	return local[k]
-}
-`, []string{
-			"internal/core/plant/plant.go:19:2: writes package-level var seen: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:20:2: writes package-level var order: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:20:10: appends into package-level var order: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:21:2: writes package-level var last: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:22:2: writes package-level var stats: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:23:2: deletes from package-level var seen: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:24:2: writes package-level var count: the core keeps its state in values the host holds, not in the package",
-			"internal/core/plant/plant.go:25:2: calls add on package-level var boxed: the core keeps its state in values the host holds, not in the package",
-		}},
-		{"an injected clock", coreRule, `package plant
-
-import "time"
-
-type Clock func() time.Time
-
-type Engine struct {
-	now   func() time.Time
-	clock Clock
-	at    time.Time // a time as a value: fine
-	t     *time.Timer
-}
-
-func Run(now func() time.Time, at time.Time) time.Time {
-	loc, _ := time.LoadLocation("Europe/Paris")
-	return at.In(loc).Local()
-}
-`, []string{
-			"internal/core/plant/plant.go:8:2: takes the clock as a func() time.Time: the core takes times as values (the host passes now in)",
-			"internal/core/plant/plant.go:9:2: takes the clock as a Clock: the core takes times as values (the host passes now in)",
-			"internal/core/plant/plant.go:11:9: reaches the clock's machinery: time.Timer (the core takes times and deadlines as values, in UTC or the zone they came in)",
-			"internal/core/plant/plant.go:14:10: takes the clock as a func() time.Time: the core takes times as values (the host passes now in)",
-			"internal/core/plant/plant.go:15:12: reaches the clock's machinery: time.LoadLocation (the core takes times and deadlines as values, in UTC or the zone they came in)",
-			"internal/core/plant/plant.go:16:9: reaches the clock's machinery: (time.Time).Local (the core takes times and deadlines as values)",
-		}},
-		{"map order", coreRule, `package plant
-
-import (
-	"maps"
-	"slices"
-	"sort"
-)
-
-type set struct{ m map[string]int }
-
-func (s *set) names() []string {
-	var out []string
-	for k := range s.m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func sorted(m map[string]int) (keys, vals []string) {
-	for k := range m {
-		keys = append(keys, k) // sorted below: fine
-	}
-	sort.Strings(keys)
-	for k := range maps.Keys(m) {
-		vals = append(vals, k)
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		vals = append(vals, k) // in the keys' order: fine
-	}
-	for k, v := range m {
-		var own []int
-		own = append(own, v) // one iteration's own: fine
-		_, _ = k, own
-	}
-	return keys, vals
-}
-`, []string{
-			"internal/core/plant/plant.go:13:2: appends to out in the iteration order of map s.m: range over its sorted keys, or sort out after the loop",
-			"internal/core/plant/plant.go:24:2: appends to vals in the iteration order of map maps.Keys(m): range over its sorted keys, or sort vals after the loop",
-		}},
-		{"a wire codec", wireRule, `package plant
-
-import (
-	"sync"
-	"sync/atomic"
-	"time"
-)
-
-var (
-	mu     sync.Mutex
-	hits   atomic.Int64
-	tables = sync.OnceValue(func() []int { return []int{1} }) // built once: fine
-)
-
-func Encode(b []byte) []byte {
-	mu.Lock()
-	defer mu.Unlock()
-	go func() { _ = time.Now() }()
-	ch := make(chan int) // channels alone are the codec's business
-	_ = ch
-	_ = tables()
-	return b
-}
-`, []string{
-			"internal/wire/plant/plant.go:10:9: takes a lock: sync.Mutex (the host serialises calls)",
-			"internal/wire/plant/plant.go:11:9: takes a lock: atomic.Int64 (the host serialises calls)",
-			"internal/wire/plant/plant.go:18:2: starts a goroutine: the host owns concurrency",
-			"internal/wire/plant/plant.go:18:18: reads the clock: time.Now (the host passes now in)",
-		}},
-	}
-	for _, p := range plants {
-		dir := "internal/core/plant"
-		if p.r == wireRule {
-			dir = "internal/wire/plant"
-		}
-		got := c.checkPackage(t, []srcFile{{dir + "/plant.go", []byte(p.src)}}, p.r)
-		sort.Strings(got)
-		sort.Strings(p.want)
-		if !slices.Equal(got, p.want) {
-			t.Errorf("%s: found\n\t%s\nwant\n\t%s", p.name, strings.Join(got, "\n\t"), strings.Join(p.want, "\n\t"))
-		}
-	}
 }
 
 // srcFile is one Go file: its path (absolute for the tree's files, as
@@ -375,6 +248,86 @@ func (c *pureChecker) checkPackage(t *testing.T, files []srcFile, r regime) []st
 	return bad
 }
 
+// hostWrites lists, in files outside the core, each write to a core or
+// model package's variable: an assignment to it or through an index or
+// field of it, ++ or --, or its address taken. The core's package-level
+// variables are tables fixed at their declaration; one a host could set
+// (a hook, a clock, a default) would be state the simulator and the
+// gateway do not share. The check is by syntax: a local name that
+// shadows an import is read as the import.
+func (c *pureChecker) hostWrites(t *testing.T, files []srcFile) []string {
+	t.Helper()
+	var bad []string
+	for _, sf := range files {
+		f, err := parser.ParseFile(c.fset, sf.path, sf.src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		core := map[string]string{} // local name → path in the module
+		for _, is := range f.Imports {
+			ip, _ := strconv.Unquote(is.Path.Value)
+			own, ok := strings.CutPrefix(ip, c.module+"/")
+			if !ok || !strings.HasPrefix(own, "internal/core/") && !strings.HasPrefix(own, "internal/model/") {
+				continue
+			}
+			local := ip[strings.LastIndex(ip, "/")+1:]
+			if is.Name != nil {
+				local = is.Name.Name
+			}
+			core[local] = own
+		}
+		if len(core) == 0 {
+			continue
+		}
+		check := func(n ast.Node, e ast.Expr, how string) {
+			for {
+				switch x := e.(type) {
+				case *ast.ParenExpr:
+					e = x.X
+					continue
+				case *ast.IndexExpr:
+					e = x.X
+					continue
+				case *ast.StarExpr:
+					e = x.X
+					continue
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok && core[id.Name] != "" {
+						p := c.fset.Position(n.Pos())
+						rel := strings.TrimPrefix(filepath.ToSlash(p.Filename), filepath.ToSlash(c.root)+"/")
+						bad = append(bad, fmt.Sprintf("%s:%d:%d: %s %s's package-level var %s: the core's package-level variables are tables fixed at their declaration; a host keeps its state in its own values",
+							rel, p.Line, p.Column, how, core[id.Name], x.Sel.Name))
+						return
+					}
+					e = x.X
+					continue
+				}
+				return
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if n.Tok != token.DEFINE {
+					for _, l := range n.Lhs {
+						check(n, l, "writes")
+					}
+				}
+			case *ast.IncDecStmt:
+				check(n, n.X, "writes")
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
+					if _, lit := n.X.(*ast.CompositeLit); !lit {
+						check(n, n.X, "takes the address of")
+					}
+				}
+			}
+			return true
+		})
+	}
+	return bad
+}
+
 // checkFile applies the rules that need only the file's syntax.
 func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string, ...any)) {
 	rel := strings.TrimPrefix(filepath.ToSlash(c.fset.Position(f.Pos()).Filename), filepath.ToSlash(c.root)+"/")
@@ -399,6 +352,7 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 		case is.Name != nil && is.Name.Name == ".":
 			at(is, "dot-imports %q: a pure file names what it uses", ip)
 		case own != ip && strings.HasPrefix(own, "internal/model/"):
+		case own == "client/brake": // the client's own brakes, pure, which the models run
 		case own != ip && strings.HasPrefix(own, "internal/core/") && !inModel:
 		case own != ip:
 			at(is, "imports %q: a core package imports only core and model packages, a model package only models", ip)
@@ -406,6 +360,17 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 			at(is, "imports %q: not in the pure standard library allow-list (pureStd in internal/core/purity_test.go)", ip)
 		}
 	}
+	// time.Unix(...).UTC() and .In(loc): a time from a count, put in a
+	// zone the code names.
+	zoned := map[ast.Node]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "UTC" || sel.Sel.Name == "In") {
+			if call, ok := sel.X.(*ast.CallExpr); ok {
+				zoned[call.Fun] = true
+			}
+		}
+		return true
+	})
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.GoStmt:
@@ -437,6 +402,12 @@ func (c *pureChecker) checkFile(f *ast.File, r regime, at func(ast.Node, string,
 					at(n, "reads the clock: time.%s (the host passes now in)", n.Sel.Name)
 				} else if core && clockNames[n.Sel.Name] {
 					at(n, "reaches the clock's machinery: time.%s (the core takes times and deadlines as values, in UTC or the zone they came in)", n.Sel.Name)
+				} else if core && localZoned[n.Sel.Name] && !zoned[n] {
+					at(n, "puts a time in the process's zone: time.%s (write time.%s(...).UTC(), or .In the zone that is meant)", n.Sel.Name, n.Sel.Name)
+				}
+			case "net", "net/http", "os":
+				if !core && networkIO[names[x.Name]+"."+n.Sel.Name] || !core && names[x.Name] == "os" {
+					at(n, "reaches the network or the process: %s.%s (a codec is a function of its bytes; the host hands it a transport to call through)", x.Name, n.Sel.Name)
 				}
 			case "sync", "sync/atomic":
 				if core || names[x.Name] == "sync/atomic" || !onceOnly[n.Sel.Name] {
@@ -466,6 +437,26 @@ func checkTyped(f *ast.File, info *types.Info, at func(ast.Node, string, ...any)
 			at(n, "%s package-level var %s: the core keeps its state in values the host holds, not in the package", how, v.Name())
 		}
 	}
+	// A package-level variable that holds a pointer, a function or a
+	// channel is state by its type: what it points to changes without
+	// any write to the variable, and a host can swap a function in.
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for _, id := range spec.(*ast.ValueSpec).Names {
+				v, ok := info.Defs[id].(*types.Var)
+				if !ok || id.Name == "_" {
+					continue
+				}
+				if kind := stateKind(v.Type()); kind != "" {
+					at(id, "declares package-level var %s holding %s (%s): the core keeps its state in values the host holds, not in the package", id.Name, kind, types.TypeString(v.Type(), shortPkg))
+				}
+			}
+		}
+	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
@@ -485,6 +476,9 @@ func checkTyped(f *ast.File, info *types.Info, at func(ast.Node, string, ...any)
 				}
 			}
 		case *ast.CallExpr:
+			if clock := clockCall(info, n.Fun); clock != "" {
+				at(n, "reads a clock handed in: %s (the core takes times as values, the host passes now in)", clock)
+			}
 			if b := builtin(info, n.Fun); b == "append" || b == "delete" || b == "clear" {
 				if len(n.Args) > 0 {
 					written(n, n.Args[0], map[string]string{"append": "appends into", "delete": "deletes from", "clear": "clears"}[b])
@@ -504,6 +498,16 @@ func checkTyped(f *ast.File, info *types.Info, at func(ast.Node, string, ...any)
 		case *ast.Field:
 			if isClockFunc(info.TypeOf(n.Type)) {
 				at(n, "takes the clock as a %s: the core takes times as values (the host passes now in)", types.ExprString(n.Type))
+			}
+		case *ast.ValueSpec:
+			for _, id := range n.Names {
+				if v, ok := info.Defs[id].(*types.Var); ok && isClockFunc(v.Type()) {
+					at(id, "takes the clock as a %s: the core takes times as values (the host passes now in)", types.TypeString(v.Type(), shortPkg))
+				}
+			}
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				written(n, n.X, "takes the address of")
 			}
 		case *ast.SelectorExpr:
 			if s := info.Selections[n]; s != nil {
@@ -563,7 +567,55 @@ func checkMapOrder(body *ast.BlockStmt, info *types.Info, at func(ast.Node, stri
 			return true
 		}
 		seen := map[string]bool{}
+		// inLoop: o is the range's key or value, or declared in its body.
+		inLoop := func(o types.Object) bool { return o != nil && o.Pos() >= rs.Pos() && o.Pos() < rs.End() }
+		usesLoop := func(e ast.Node) bool {
+			found := false
+			ast.Inspect(e, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok && inLoop(info.Uses[id]) {
+					found = true
+				}
+				return !found
+			})
+			return found
+		}
+		once := func(n ast.Node, key, format string, args ...any) {
+			if !seen[key] {
+				seen[key] = true
+				at(n, format, args...)
+			}
+		}
+		m := types.ExprString(rs.X)
+		extremum := extrema(rs.Body)
 		ast.Inspect(rs.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ReturnStmt:
+				for _, r := range n.Results {
+					if usesLoop(r) {
+						once(n, "return", "returns what the iteration order of map %s picked: range over its sorted keys", m)
+						break
+					}
+				}
+			case *ast.AssignStmt:
+				if n.Tok == token.DEFINE {
+					break
+				}
+				for i, l := range n.Lhs {
+					v := rootVar(info, l)
+					if v == nil || inLoop(v) || writesMapKey(info, l) {
+						continue
+					}
+					r := n.Rhs[0] // a, b = f()
+					if len(n.Rhs) == len(n.Lhs) {
+						r = n.Rhs[i]
+					}
+					if !usesLoop(r) || orderFree(info, n.Tok, l, r) || extremum[n] || appendsTo(info, l, r) {
+						continue
+					}
+					name := types.ExprString(l)
+					once(n, "set "+name, "sets %s in the iteration order of map %s: the last key, or the first to win a tie, is the runtime's choice; range over its sorted keys (integer sums, min and max are fine)", name, m)
+				}
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok || builtin(info, call.Fun) != "append" || len(call.Args) == 0 {
 				return true
@@ -577,14 +629,98 @@ func checkMapOrder(body *ast.BlockStmt, info *types.Info, at func(ast.Node, stri
 					return true
 				}
 			}
-			if !seen[slice] {
-				seen[slice] = true
-				at(rs, "appends to %s in the iteration order of map %s: range over its sorted keys, or sort %s after the loop", slice, types.ExprString(rs.X), slice)
-			}
+			once(rs, "append "+slice, "appends to %s in the iteration order of map %s: range over its sorted keys, or sort %s after the loop", slice, m, slice)
 			return true
 		})
 		return true
 	})
+}
+
+// appendsTo reports whether r appends to l: "l = append(l, ...)", which
+// the rule on appends judges.
+func appendsTo(info *types.Info, l, r ast.Expr) bool {
+	call, ok := ast.Unparen(r).(*ast.CallExpr)
+	return ok && builtin(info, call.Fun) == "append" && len(call.Args) > 0 && types.ExprString(call.Args[0]) == types.ExprString(l)
+}
+
+// extrema finds, under body, the assignments "x = v" guarded by an if
+// whose condition compares v with x (v < x, x > v, v.Before(x), ...,
+// alone or as one of an && chain): x ends as the least or greatest v
+// whatever the order, a value and not a pick among equals.
+func extrema(body ast.Node) map[*ast.AssignStmt]bool {
+	out := map[*ast.AssignStmt]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		is, ok := n.(*ast.IfStmt)
+		if !ok {
+			return true
+		}
+		pairs := map[[2]string]bool{}
+		var conjuncts func(e ast.Expr)
+		conjuncts = func(e ast.Expr) {
+			switch x := ast.Unparen(e).(type) {
+			case *ast.BinaryExpr:
+				switch x.Op {
+				case token.LAND:
+					conjuncts(x.X)
+					conjuncts(x.Y)
+				case token.LSS, token.GTR, token.LEQ, token.GEQ:
+					a, b := types.ExprString(x.X), types.ExprString(x.Y)
+					pairs[[2]string{a, b}], pairs[[2]string{b, a}] = true, true
+				}
+			case *ast.CallExpr:
+				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && len(x.Args) == 1 && (sel.Sel.Name == "Before" || sel.Sel.Name == "After") {
+					a, b := types.ExprString(sel.X), types.ExprString(x.Args[0])
+					pairs[[2]string{a, b}], pairs[[2]string{b, a}] = true, true
+				}
+			}
+		}
+		conjuncts(is.Cond)
+		for _, st := range is.Body.List {
+			if as, ok := st.(*ast.AssignStmt); ok && as.Tok == token.ASSIGN && len(as.Lhs) == 1 && len(as.Rhs) == 1 &&
+				pairs[[2]string{types.ExprString(as.Lhs[0]), types.ExprString(as.Rhs[0])}] {
+				out[as] = true
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// writesMapKey reports whether l is an element of a map: a map written
+// by key ends the same whatever order its keys were written in.
+func writesMapKey(info *types.Info, l ast.Expr) bool {
+	ix, ok := ast.Unparen(l).(*ast.IndexExpr)
+	if !ok {
+		return false
+	}
+	_, isMap := info.TypeOf(ix.X).Underlying().(*types.Map)
+	return isMap
+}
+
+// orderFree reports whether "l tok r" ends the same whatever order a
+// loop runs it in: an integer added, subtracted, multiplied or combined
+// bitwise (not a float, whose rounding depends on the order, nor a
+// string), or l = min(l, ...) or max(l, ...).
+func orderFree(info *types.Info, tok token.Token, l, r ast.Expr) bool {
+	switch tok {
+	case token.ADD_ASSIGN, token.SUB_ASSIGN, token.MUL_ASSIGN, token.OR_ASSIGN, token.AND_ASSIGN, token.XOR_ASSIGN:
+		b, ok := info.TypeOf(l).Underlying().(*types.Basic)
+		return ok && b.Info()&types.IsInteger != 0
+	case token.ASSIGN:
+		call, ok := ast.Unparen(r).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		if b := builtin(info, call.Fun); b != "min" && b != "max" {
+			return false
+		}
+		for _, a := range call.Args {
+			if types.ExprString(a) == types.ExprString(l) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // overMap reports whether a range over e visits a map in its order: a
@@ -655,6 +791,59 @@ func globalVar(v *types.Var) *types.Var {
 	return nil
 }
 
+// shortPkg writes a type's package by its name alone.
+func shortPkg(p *types.Package) string { return p.Name() }
+
+// stateKind names what makes a package-level variable of type t state
+// by its type alone, "" if nothing does: a pointer (but to a compiled
+// regexp, which never changes once built), a function or a channel.
+func stateKind(t types.Type) string {
+	switch u := t.Underlying().(type) {
+	case *types.Pointer:
+		if n, ok := u.Elem().(*types.Named); ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "regexp" && n.Obj().Name() == "Regexp" {
+			return ""
+		}
+		return "a pointer"
+	case *types.Signature:
+		return "a function"
+	case *types.Chan:
+		return "a channel"
+	}
+	return ""
+}
+
+// clockCall names the clock a call reads, "" if it reads none: a
+// variable, field or parameter of type func() time.Time called, or a
+// method Now() time.Time (any name, no arguments) called through an
+// interface. A declared function or a concrete type's method returning
+// a time is a value, not a clock.
+func clockCall(info *types.Info, fun ast.Expr) string {
+	fun = ast.Unparen(fun)
+	var obj types.Object
+	switch x := fun.(type) {
+	case *ast.Ident:
+		obj = info.Uses[x]
+	case *ast.SelectorExpr:
+		if s := info.Selections[x]; s != nil {
+			if s.Kind() == types.MethodVal && types.IsInterface(s.Recv()) && isClockFunc(s.Type()) {
+				return types.ExprString(fun)
+			}
+			obj = s.Obj()
+		} else {
+			obj = info.Uses[x.Sel]
+		}
+	default:
+		if isClockFunc(info.TypeOf(fun)) {
+			return types.ExprString(fun)
+		}
+		return ""
+	}
+	if v, ok := obj.(*types.Var); ok && isClockFunc(v.Type()) {
+		return types.ExprString(fun)
+	}
+	return ""
+}
+
 // isClockFunc reports whether t is a func() time.Time: a clock handed in.
 func isClockFunc(t types.Type) bool {
 	if t == nil {
@@ -666,134 +855,6 @@ func isClockFunc(t types.Type) bool {
 	}
 	n, ok := sig.Results().At(0).Type().(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
-}
-
-// layer is a rule of the tree: no package under from imports one under
-// to (each a path prefix inside the module, "" any package), unless the
-// imported package is under one of but, or the importer under one of by.
-type layer struct {
-	from, to string
-	but, by  []string
-	why      string
-}
-
-var layers = []layer{
-	{from: "internal/server/", to: "internal/sim/", why: "the real host does not run the simulator"},
-	{from: "internal/sim/", to: "internal/server/", why: "the simulator drives the core, not the real host"},
-	{from: "internal/sim/", to: "internal/harness/", why: "the simulator models the world (internal/model), it does not start fakes"},
-	{from: "internal/policy/", to: "internal/", but: []string{"internal/core/", "internal/model/", "internal/config/", "internal/wire/"},
-		why: "policy turns config into core values for every host, so it imports only core, model, config and wire"},
-	{from: "internal/config/", to: "internal/", but: []string{"internal/config/", "internal/wire/", "internal/model/"},
-		why: "config holds the files' schemas: it imports only wire (the JSON-schema checks of eval cases) and model (the upstream behaviour a script describes)"},
-	{from: "internal/wire/", to: "internal/", but: []string{"internal/wire/"}, why: "the dialects' bytes import only each other"},
-	{from: "", to: "internal/cli/", by: []string{"cmd/", "internal/cli/"}, why: "only cmd/ imports the command line"},
-	{from: "internal/server/", to: "internal/harness/", why: "the real host never runs the test harness (fakes, grammar checks): its tests may"},
-	{from: "client/", to: "internal/", why: "the public Go client is what applications import: it must not reach into the gateway's internals"},
-}
-
-// breaks reports whether from importing to runs against l.
-func (l layer) breaks(from, to string) bool {
-	if !strings.HasPrefix(from, l.from) || !strings.HasPrefix(to, l.to) {
-		return false
-	}
-	for _, p := range l.but {
-		if strings.HasPrefix(to, p) {
-			return false
-		}
-	}
-	for _, p := range l.by {
-		if strings.HasPrefix(from, p) {
-			return false
-		}
-	}
-	return true
-}
-
-// exceptions are imports that break a layer today, each with what
-// removes it. An exception no import needs any more fails the test, so
-// the list only shrinks.
-var exceptions = []struct{ from, to, why string }{
-	{"client", "internal/model/workload", "the client's retry budget and backoff are the simulator's model of a client; moving them into client (and the model importing client's) removes it"},
-	{"client", "internal/wait", "the client waits as the gateway's tests do; a few lines of its own remove it"},
-}
-
-// The layer rules catch what they are for: each planted import breaks
-// the rule named, and a permitted one breaks none.
-func TestLayersCatchPlants(t *testing.T) {
-	plants := []struct{ from, to, why string }{
-		{"internal/server/gateway/", "internal/harness/mock/", "the real host never runs the test harness"},
-		{"client/", "internal/server/gateway/", "the public Go client"},
-		{"internal/sim/", "internal/server/gateway/", "the simulator drives the core"},
-		{"internal/wire/gemini/", "internal/core/admission/", "the dialects' bytes"},
-		{"internal/policy/", "internal/server/metrics/", "policy turns config into core values"},
-	}
-	for _, p := range plants {
-		var hit []string
-		for _, l := range layers {
-			if l.breaks(p.from, p.to) {
-				hit = append(hit, l.why)
-			}
-		}
-		if len(hit) != 1 || !strings.HasPrefix(hit[0], p.why) {
-			t.Errorf("%s importing %s breaks %q, want the rule %q", p.from, p.to, hit, p.why)
-		}
-	}
-	for _, ok := range [][2]string{
-		{"internal/server/gateway/", "internal/wire/protocol/"},
-		{"cmd/sluice/", "internal/cli/"},
-		{"internal/harness/mock/", "internal/wire/sseenc/"},
-	} {
-		for _, l := range layers {
-			if l.breaks(ok[0], ok[1]) {
-				t.Errorf("%s importing %s is allowed, but breaks %q", ok[0], ok[1], l.why)
-			}
-		}
-	}
-}
-
-// TestLayers fails on an import, in any non-test file of the module,
-// that runs against the tree's layers (see the package doc).
-func TestLayers(t *testing.T) {
-	root, module := moduleRoot(t)
-	used := make([]bool, len(exceptions))
-	var bad []string
-	for _, path := range goFiles(t, root, ".") {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		from := filepath.ToSlash(filepath.Dir(rel)) + "/"
-	imports:
-		for _, is := range f.Imports {
-			ip, _ := strconv.Unquote(is.Path.Value)
-			to, ok := strings.CutPrefix(ip, module+"/")
-			if !ok {
-				continue
-			}
-			to += "/"
-			for i, e := range exceptions {
-				if from == e.from+"/" && to == e.to+"/" {
-					used[i] = true
-					continue imports
-				}
-			}
-			for _, l := range layers {
-				if l.breaks(from, to) {
-					p := fset.Position(is.Pos())
-					bad = append(bad, fmt.Sprintf("%s:%d: %s imports %s: %s", rel, p.Line, strings.TrimSuffix(from, "/"), ip, l.why))
-				}
-			}
-		}
-	}
-	for i, e := range exceptions {
-		if !used[i] {
-			bad = append(bad, fmt.Sprintf("internal/core/purity_test.go: the exception %s -> %s is no longer needed: delete it", e.from, e.to))
-		}
-	}
-	report(t, bad, "an import runs against the layers; see internal/core/doc.go")
 }
 
 // report fails t with every finding, one a line, sorted.

@@ -87,7 +87,7 @@ func (b *Breaker) DrainEvidence() []Evidence {
 	}
 	out := make([]Evidence, 0, len(b.outbox))
 	for k, c := range b.outbox {
-		out = append(out, Evidence{Start: time.Unix(0, k*int64(b.hist.width)), Calls: c.calls, Errors: c.errors, Slow: c.slow, Limited: c.limited})
+		out = append(out, Evidence{Start: time.Unix(0, k*int64(b.hist.width)).UTC(), Calls: c.calls, Errors: c.errors, Slow: c.slow, Limited: c.limited})
 	}
 	clear(b.outbox)
 	slices.SortFunc(out, func(a, b Evidence) int { return a.Start.Compare(b.Start) })

@@ -163,11 +163,11 @@ func plan(l Limit, now time.Time, loc *time.Location) Need {
 	width := max(l.Span/Sub, time.Second)
 	cur := now.UnixNano() / int64(width)
 	tag := prefix + "r" + strconv.FormatInt(int64(l.Span/time.Second), 10) + ":"
-	n := Need{Limit: l, width: width, Ends: time.Unix(0, (cur+1)*int64(width))}
+	n := Need{Limit: l, width: width, Ends: time.Unix(0, (cur+1)*int64(width)).UTC()}
 	for i := cur - Sub; i <= cur; i++ {
 		// Sub-bucket i is counted until i+Sub is current, so it ends
 		// Sub+1 widths after it began.
-		exp := time.Unix(0, (i+Sub+1)*int64(width)).Add(Grace)
+		exp := time.Unix(0, (i+Sub+1)*int64(width)).UTC().Add(Grace)
 		n.Count = append(n.Count, Bucket{ID: tag + strconv.FormatInt(i, 10), Expires: exp})
 	}
 	n.Reserve = n.Count[len(n.Count)-1]

@@ -1,9 +1,11 @@
 // Package gateway is the HTTP shell around Sluice's decisions: it
-// classifies a request from its headers, asks admission for a slot, relays
-// the call to the provider, streams the answer back event by event, and
-// reports what happened to metrics and the request log.
+// classifies a request from its headers, has the lifecycle engine screen
+// and admit it (through internal/server/runner), relays the call to the
+// provider, streams the answer back event by event, and reports what
+// happened to metrics and the request log.
 //
-// The decisions themselves live in pure packages (admission today); this
+// The decisions themselves live in the pure core (internal/core, above
+// all lifecycle.Engine, which the runner drives on the wall clock); this
 // package only carries them out with the real clock and real sockets.
 //
 // The request path, in order:
@@ -12,26 +14,33 @@
 //  2. classify: priority and timeout from X-Sluice-Priority and
 //     X-Sluice-Timeout (or the SDKs' X-Stainless-Timeout);
 //  3. early shed: if the global limit and the queue leave no room for this
-//     priority, answer 503/529 now, before reading the body (unless its
-//     Idempotency-Key's answer is already being made here: sharing it
-//     takes no room);
+//     priority (Runner.Check), answer 503/529 now, before reading the
+//     body (unless its Idempotency-Key's answer is already being made
+//     here: sharing it takes no room);
 //  4. read and scan the body (bounded by max_body_bytes, and in shape by
 //     server.max_messages and .max_json_depth), resolve the model to its
 //     first target; a request with an Idempotency-Key may now share a
 //     generation in flight, or replay a stored answer, instead
 //     (idempotency.go);
-//  5. budgets, then admission, cheapest refusal first (lifecycle.Screen):
-//     the key's budget at the request's floor before its tokens are
-//     counted, and with the count before it is translated; then wait for
-//     a slot in the global and provider limits, or be refused with an
-//     honest Retry-After;
+//  5. the request stages (stages.go, one ordered table, requestStages),
+//     cheapest refusal first (lifecycle/screen.go): the key's budgets at
+//     the request's floor (Runner.Screen), then its tokens counted, a
+//     longer-context model or a degraded one chosen, the budgets again
+//     with the count, its structured output compiled, the fleet's
+//     shared budget taken and its spend reserved, and only then each
+//     target's adapter readied (adapter.go: translated for a target of
+//     the other API, coded for a native one; the targets that cannot
+//     take it left out by lifecycle.Route.Eligible); last, Runner.Acquire,
+//     where the engine admits it to a slot in the global and provider
+//     limits under its deadline, or refuses it with an honest
+//     Retry-After. What a stage took, its end releases on every path;
 //  6. upstream: the provider's key replaces the client's credentials
 //     (an Azure OpenAI provider's in api-key, its target model in the
 //     deployment URL: callURL), model is rewritten, the deadline rides
 //     on the request's context;
-//     a target whose provider speaks the other API gets the request
-//     translated (package translate), on its own API's path, and a
-//     request that cannot be translated skips such targets (translate.go);
+//     the target's adapter gives the call's path, body and transport
+//     context: the client's own API, translated (package translate) on
+//     the other API's path, or a native codec's (native.go);
 //     a Responses API request is passed through when every target
 //     serves the API (responses.go), and otherwise bridged: served as a
 //     chat request, its answer put back in the API's shape on the way
@@ -45,7 +54,7 @@
 //     an answer to a request that declared structured output is checked
 //     against it, and annotated, retried or refused (validation.go).
 //
-// Every request releases its admission slot exactly once (a deferred,
-// idempotent Release), and every client gets exactly one well-formed
+// Every admitted request releases its slot exactly once (the acquire
+// stage's end, an idempotent Call.Finish), and every client gets exactly one well-formed
 // answer: a success, or an error in its API's own shape.
 package gateway

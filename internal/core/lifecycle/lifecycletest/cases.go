@@ -282,7 +282,7 @@ func (c CapsCase) WantContinue() lifecycle.Continuation {
 // target can do as a host holds it.
 func ContinueOn(caps []lifecycle.ContinueCaps) lifecycle.Continuation {
 	e := lifecycle.New(RetryConfig())
-	now := time.Unix(0, 0)
+	now := time.Unix(0, 0).UTC()
 	a, _ := e.Arrive(now, lifecycle.Request{Targets: []int{0, 1}, Deadline: now.Add(time.Minute)})
 	e.Commit(now, a.ID, 0)
 	return e.Continue(now, a.ID, lifecycle.BreakCut, caps, 0, false)
