@@ -101,7 +101,7 @@ func (h *hop) adapt() bool {
 	}
 	route, first, ok := m.route.Eligible(fits)
 	if !ok {
-		h.g.failParam(h.w, h.x, protocol.InvalidRequest, outcomeClientError, "untranslatable", first.Why, first.Param, 0)
+		h.x.failParam(h.w, protocol.InvalidRequest, outcomeClientError, "untranslatable", first.Why, first.Param, 0)
 		return false
 	}
 	if len(route.Targets) < len(m.targets) {

@@ -150,11 +150,11 @@ func TestAgreementRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			attempts := [2]*attempt{g.newAttempt(call, 0, m.targets[0])}
+			attempts := [2]*attempt{newAttempt(g.metrics, call, 0, m.targets[0])}
 			if c.Hedge {
 				select {
 				case hs := <-call.Seconds():
-					attempts[1] = g.newAttempt(call, 1, m.targets[hs.Target])
+					attempts[1] = newAttempt(g.metrics, call, 1, m.targets[hs.Target])
 				case <-time.After(5 * time.Second):
 					t.Fatal("no hedge")
 				}
@@ -181,7 +181,7 @@ func TestAgreementRetry(t *testing.T) {
 					attempts[1] = next
 					continue
 				}
-				g.discard(call, a, a.outcome(call.Context()))
+				a.discard(call, g.spend, a.outcome(call.Context()))
 			}
 		})
 	}

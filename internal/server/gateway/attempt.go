@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"io"
@@ -83,13 +84,13 @@ type attempt struct {
 
 // newAttempt makes an attempt, with a context of its own: a loser of a
 // race, or a stream whose provider goes quiet, is cancelled alone.
-func (g *Gateway) newAttempt(call *runner.Call, n int, t target) *attempt {
+func newAttempt(m *metrics.Metrics, call *runner.Call, n int, t target) *attempt {
 	a := &attempt{n: n, t: t, base: t.provider.baseURL}
 	a.ctx, a.cancel = context.WithCancel(call.Context())
 	if p := t.provider; len(p.replicas) > 0 {
 		if i, ok := call.Replica(n); ok && i < len(p.replicas) {
 			a.base = p.replicas[i].baseURL
-			g.metrics.ReplicaCalls.WithLabelValues(p.name, p.replicas[i].name).Inc()
+			m.ReplicaCalls.WithLabelValues(p.name, p.replicas[i].name).Inc()
 		}
 	}
 	return a
@@ -108,7 +109,7 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	}
 	a.ep = ep
 	a.start = g.now()
-	a.resp, a.err = g.roundTripper(a.t.provider).RoundTrip(req)
+	a.resp, a.err = a.t.provider.rt.RoundTrip(req)
 	if a.err != nil {
 		g.metrics.UpstreamStatus.WithLabelValues(a.t.provider.name, "error").Inc()
 		return
@@ -117,11 +118,11 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 	a.firstAt = g.now()
 	switch {
 	case a.resp.StatusCode == http.StatusOK && isEventStream(a.resp.Header):
-		g.readHead(a)
+		a.readHead(g.now)
 	case body.contract != nil && a.resp.StatusCode/100 == 2:
-		g.readAnswer(a, body)
+		readAnswer(g.metrics, a, body)
 	case a.resp.StatusCode/100 == 2 && isJSON(a.resp.Header):
-		g.readWhole(a)
+		a.readWhole()
 	}
 }
 
@@ -139,7 +140,7 @@ func (g *Gateway) send(a *attempt, r *http.Request, ep protocol.Endpoint, body *
 // event that is not well-formed, or a stream that ends without its
 // terminator before its first token, is a failed call too, and the
 // client never sees it.
-func (g *Gateway) readHead(a *attempt) {
+func (a *attempt) readHead(now func() time.Time) {
 	a.buf = relayBufPool.Get().(*[]byte)
 	a.check = protocol.NewStreamCheckFor(a.ep, a.t.provider.dialect)
 	a.check.KeepMarks()
@@ -155,7 +156,7 @@ func (g *Gateway) readHead(a *attempt) {
 		if n > 0 {
 			b, ok, _ := a.check.Feed(buf[a.first : a.first+n])
 			if !ok {
-				g.failHead(a, errBadStream)
+				a.failHead(errBadStream)
 				return
 			}
 			if b >= 0 {
@@ -164,30 +165,30 @@ func (g *Gateway) readHead(a *attempt) {
 		}
 		a.first += n
 		if a.check.Facts().Token || a.first == len(buf) {
-			a.firstAt = g.now()
+			a.firstAt = now()
 			return
 		}
 		if err == io.EOF && a.first > 0 {
 			// A whole stream that ended before any event was past the
 			// head is an answer, if it ended properly.
 			if a.check.End() != protocol.StreamOK {
-				g.failHead(a, errBadStream)
+				a.failHead(errBadStream)
 				return
 			}
-			a.firstAt = g.now()
+			a.firstAt = now()
 			return
 		}
 		if err != nil {
 			// Cut before the first token: a failed call, still safe to
 			// hedge or fail over.
-			g.failHead(a, errOrEOF(err))
+			a.failHead(errOrEOF(err))
 			return
 		}
 	}
 }
 
 // failHead ends a stream that failed before its first token.
-func (g *Gateway) failHead(a *attempt, err error) {
+func (a *attempt) failHead(err error) {
 	a.resp.Body.Close()
 	a.resp, a.err = nil, err
 	a.first, a.ready = 0, 0
@@ -253,8 +254,8 @@ func (a *attempt) ending(callCtx context.Context) lifecycle.Ending {
 }
 
 // discard ends an attempt whose answer the client will not get.
-func (g *Gateway) discard(call *runner.Call, a *attempt, o lifecycle.Outcome) {
-	g.settleLoser(a)
+func (a *attempt) discard(call *runner.Call, s *spender, o lifecycle.Outcome) {
+	s.settleLoser(a)
 	a.cancel()
 	a.endAttemptSpan(o.Kind.String())
 	if a.resp != nil {
@@ -275,7 +276,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	// The text a stream's client has had is kept only when the stream
 	// could be continued from it.
 	x.cont.capture = x.contract == nil && m.continuable() && (ep.Name == "chat_completions" || ep.Name == "messages")
-	first := g.newAttempt(call, 0, m.targets[call.Target])
+	first := newAttempt(g.metrics, call, 0, m.targets[call.Target])
 	first.capture = x.cont.capture
 	first.hold, x.spendHold = x.spendHold, nil
 	x.attempts = 1
@@ -319,10 +320,10 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	attempts := [2]*attempt{first}
 	live := 1
 	second := func(hs lifecycle.SecondCall) {
-		h := g.newAttempt(call, 1, m.targets[hs.Target])
+		h := newAttempt(g.metrics, call, 1, m.targets[hs.Target])
 		h.capture = x.cont.capture
 		attempts[1] = h
-		if !g.holdSecond(x, h) {
+		if !g.spend.holdSecond(x, h) {
 			// Not made: it reports back at once as failed, and the
 			// first call goes on alone.
 			h.err = errNoSpend
@@ -354,14 +355,14 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 			live--
 			if a.usable() && call.Commit(a.n) {
 				if failed != nil {
-					g.discard(call, failed, failed.outcome(call.Context()))
+					failed.discard(call, g.spend, failed.outcome(call.Context()))
 				}
 				if live > 0 {
 					// Cancel the loser now, so the cancel reaches its
 					// provider at once; its goroutine reports back and is
 					// finished off the request's path.
 					attempts[1-a.n].cancel()
-					go func() { l := <-results; g.discard(call, l, lifecycle.Outcome{Kind: lifecycle.Cancelled}) }()
+					go func() { l := <-results; l.discard(call, g.spend, lifecycle.Outcome{Kind: lifecycle.Cancelled}) }()
 				}
 				if a.n == 1 {
 					g.metrics.Hedges.WithLabelValues(m.name, "won").Inc()
@@ -379,7 +380,7 @@ func (g *Gateway) forward(call *runner.Call, w http.ResponseWriter, r *http.Requ
 					// client gets if nothing better comes.
 					failed, a = a, failed
 				}
-				g.discard(call, failed, failed.outcome(call.Context()))
+				failed.discard(call, g.spend, failed.outcome(call.Context()))
 			}
 			failed = a // wait for the other call, if there is one
 			if live == 0 {
@@ -421,14 +422,14 @@ func (g *Gateway) retry(call *runner.Call, m *model, a *attempt) *attempt {
 		return nil
 	}
 	ti, delay := rc.Target, rc.Delay
-	next := g.newAttempt(call, 1, m.targets[ti])
+	next := newAttempt(g.metrics, call, 1, m.targets[ti])
 	next.capture = a.capture
 	// The failed call cost nothing (it failed before its first byte); its
 	// reservation goes with the retry.
 	next.hold, a.hold = a.hold, nil
 	next.second = saidRetry[rc.Why]
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
-	g.discard(call, a, o)
+	a.discard(call, g.spend, o)
 	if delay > 0 {
 		// A retry on the same provider waits out its Retry-After (or a
 		// jittered backoff); a client that leaves meanwhile ends the wait,
@@ -455,16 +456,16 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	g.tell.set(w.Header(), x, a)
 	switch {
 	case errors.Is(a.err, errAttemptPanic):
-		g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+		x.fail(w, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		return
 	case errors.Is(a.err, errBadStream):
 		x.upstreamDur = g.now().Sub(a.start)
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed stream", x.provider), 0)
 		return
 	case errors.Is(a.err, errBadAnswer):
 		x.upstreamDur = g.now().Sub(a.start)
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", x.provider), 0)
 		return
 	case a.err != nil:
@@ -474,11 +475,11 @@ func (g *Gateway) respond(call *runner.Call, w http.ResponseWriter, r *http.Requ
 	x.upstreamStatus = a.resp.StatusCode
 	x.requestID = requestID(a.resp.Header, a.t.provider.scrub)
 	if judged(x, a, x.onInvalid) {
-		g.refuseInvalid(w, x, a)
+		refuseInvalid(w, x, a, g.now())
 		return
 	}
-	g.sayDropped(w, x, a)
-	g.sayNativeDropped(w, x, a)
+	sayDropped(g.log, w, x, a)
+	sayNativeDropped(w, x, a)
 	switch {
 	case a.buf != nil:
 		x.ttft = a.firstAt.Sub(a.start)

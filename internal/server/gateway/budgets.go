@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/wire/translate"
@@ -85,27 +86,42 @@ type outgoing struct {
 // reader returns the body for a call to t.
 func (o *outgoing) reader(t target) *protocol.BodyReader { return adapterOf(o.client, t).body(o, t) }
 
-// tokenCounter is the gateway's token counter: budgets' when they count
-// tokens, otherwise one made on first use (by count_tokens), so a gateway
-// that never counts never loads a vocabulary.
-func (g *Gateway) tokenCounter() *tokens.Counter {
-	if g.counter != nil {
-		return g.counter
-	}
-	g.spareOnce.Do(func() { g.spare = tokens.NewCounter(0) })
-	return g.spare
+// counting is the gateway's token counter: on when budgets, lanes,
+// prices or degradation need each request counted (usesTokens); when
+// off, count_tokens makes one on first use, so a gateway that never
+// counts never loads a vocabulary.
+type counting struct {
+	on        bool
+	counter   *tokens.Counter
+	spareOnce sync.Once
 }
 
-// countInput counts the input tokens of a request body in dialect d (the
+func newCounting(cfg *config.Config) *counting {
+	c := &counting{on: usesTokens(cfg)}
+	if c.on {
+		c.counter = tokens.NewCounter(0)
+	}
+	return c
+}
+
+// tokens is the counter, made on first use when counting is off.
+func (c *counting) tokens() *tokens.Counter {
+	if !c.on {
+		c.spareOnce.Do(func() { c.counter = tokens.NewCounter(0) })
+	}
+	return c.counter
+}
+
+// input counts the input tokens of a request body in dialect d (the
 // client's, whichever API the model's targets speak) in the encoding of
 // its model's first target, and says whether the count is exact: in the
 // model's own encoding, and within what the counter tokenizes exactly
 // (tokens.MaxExactBytes; past it, text is estimated). A body the counter cannot
 // read was already refused as malformed; should one slip through, its
 // byte length, which a byte-level BPE never exceeds, stands in.
-func (g *Gateway) countInput(m *model, d protocol.Dialect, raw []byte) (int64, bool) {
+func (c *counting) input(m *model, d protocol.Dialect, raw []byte) (int64, bool) {
 	enc, exact := tokens.EncodingFor(m.targets[0].model)
-	n, estimated, err := g.tokenCounter().Request(enc, d == protocol.Anthropic, raw)
+	n, estimated, err := c.tokens().Request(enc, d == protocol.Anthropic, raw)
 	if err != nil {
 		return int64(len(raw)), false
 	}
@@ -117,13 +133,13 @@ func (g *Gateway) countInput(m *model, d protocol.Dialect, raw []byte) (int64, b
 // the key's rate-limit headers; a request larger than the budget's burst
 // gets 413 instead, since no wait would let it through; the lane's
 // refusal is an overload.
-func (g *Gateway) budgetRefused(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+func budgetRefused(m *metrics.Metrics, w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
 	reply := lifecycle.Answer(*rej)
 	who := "lane:large_context"
 	if rej.Reason == admission.ReasonKeyBudget && x.key != nil {
 		who = x.key.name
 	}
-	g.metrics.BudgetRefusals.WithLabelValues(who, rej.Dimension).Inc()
+	m.BudgetRefusals.WithLabelValues(who, rej.Dimension).Inc()
 	subject := "this key's"
 	if rej.Reason == admission.ReasonLaneBudget {
 		subject = "the large-context lane's"
@@ -131,11 +147,11 @@ func (g *Gateway) budgetRefused(w http.ResponseWriter, x *exchange, rej *admissi
 	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
 	kind, outcome := replyStatus(reply)
 	if reply.Kind == lifecycle.ReplyTooLarge {
-		g.fail(w, x, kind, outcome, string(rej.Reason),
+		x.fail(w, kind, outcome, string(rej.Reason),
 			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
 		return
 	}
-	g.fail(w, x, kind, outcome, string(rej.Reason),
+	x.fail(w, kind, outcome, string(rej.Reason),
 		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), reply.RetryAfter)
 }
 
@@ -201,8 +217,8 @@ func isRateLimitHeader(k string) bool {
 // count counts the request's input tokens, when anything needs them
 // (usesTokens).
 func (h *hop) count() bool {
-	if h.g.countTokens {
-		h.req.InputTokens, h.x.exactCount = h.g.countInput(h.m, h.x.endpoint.Dialect, h.body.Raw())
+	if h.g.counts.on {
+		h.req.InputTokens, h.x.exactCount = h.g.counts.input(h.m, h.x.endpoint.Dialect, h.body.Raw())
 		h.x.inputTokens = h.req.InputTokens
 	}
 	return true
@@ -238,7 +254,7 @@ func (h *hop) degrade(dg lifecycle.Degrading) {
 		notes = append(notes, "max_tokens="+strconv.FormatInt(dg.MaxOutput, 10))
 	}
 	if dg.TrimTo > 0 {
-		if msgs, dropped, n := g.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, dg.TrimTo); dropped > 0 {
+		if msgs, dropped, n := g.counts.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, dg.TrimTo); dropped > 0 {
 			out.edit.Messages = msgs
 			req.InputTokens = n
 			req.Degraded = true
@@ -279,7 +295,7 @@ func (g *Gateway) lastShared(x *exchange) *[3]quota.Status {
 // and never the last, until the request's input fits limit tokens (or
 // nothing more can go). It returns the new messages array, how many were
 // dropped and the new count.
-func (g *Gateway) trim(m *model, dialect protocol.Dialect, body *protocol.Body, total, limit int64) ([]byte, int, int64) {
+func (c *counting) trim(m *model, dialect protocol.Dialect, body *protocol.Body, total, limit int64) ([]byte, int, int64) {
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(body.Messages(), &msgs); err != nil || len(msgs) < 2 {
 		return nil, 0, total
@@ -297,7 +313,7 @@ func (g *Gateway) trim(m *model, dialect protocol.Dialect, body *protocol.Body, 
 			continue
 		}
 		one := append(append([]byte(`{"messages":[`), msgs[i]...), `]}`...)
-		n, _ := g.countInput(m, dialect, one)
+		n, _ := c.input(m, dialect, one)
 		total -= n
 		keep[i] = false
 		dropped++
@@ -373,7 +389,7 @@ func (g *Gateway) account(x *exchange) {
 	if model == "" {
 		model = "-"
 	}
-	in, inSource, haveIn := x.inputTokens, "counted", g.countTokens
+	in, inSource, haveIn := x.inputTokens, "counted", g.counts.on
 	if !x.exactCount {
 		inSource = "estimated"
 	}

@@ -70,7 +70,7 @@ func countSlot() bool {
 // budgets, and takes no admission slot; parsing and counting it take one
 // of countSlots, the CPU share counting has.
 func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
+	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
 	x.priority = g.defaultPri
 	defer g.finish(x)
 	if !g.authenticate(w, r, x) {
@@ -91,7 +91,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	}()
 	take := func() bool {
 		if holding = countSlot(); !holding {
-			g.fail(w, x, protocol.Overloaded, outcomeShed, "count_tokens_cpu",
+			x.fail(w, protocol.Overloaded, outcomeShed, "count_tokens_cpu",
 				"the gateway is counting as many requests' tokens as it gives counting; retry in a second", time.Second)
 		}
 		return holding
@@ -119,7 +119,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	if count == "" {
 		var exact bool
-		n, exact = g.countInput(m, protocol.Anthropic, raw)
+		n, exact = g.counts.input(m, protocol.Anthropic, raw)
 		count = "estimated"
 		if exact {
 			count = "exact"
@@ -161,7 +161,7 @@ func (g *Gateway) providerCount(r *http.Request, x *exchange, t target, body *pr
 	// it is kept out of the provider's latency figures, which are
 	// generations'.
 	x.provider = p.name
-	resp, err := g.roundTripper(p).RoundTrip(req)
+	resp, err := p.rt.RoundTrip(req)
 	if err != nil {
 		g.metrics.UpstreamStatus.WithLabelValues(p.name, "error").Inc()
 		x.reason = "count_tokens_upstream_error"

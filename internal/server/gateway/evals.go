@@ -120,7 +120,7 @@ func (g *Gateway) evalCall(ctx context.Context, s *evals.Set, target int, c eval
 	p.authorize(req.Header)
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("X-Sluice-Eval", "1")
-	resp, err := g.roundTripper(p).RoundTrip(req)
+	resp, err := p.rt.RoundTrip(req)
 	var body []byte
 	if err == nil {
 		body, err = io.ReadAll(io.LimitReader(resp.Body, evalReadLimit))

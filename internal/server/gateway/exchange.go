@@ -4,6 +4,7 @@ import (
 	"context"
 	"go.opentelemetry.io/otel/trace"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
@@ -31,9 +32,12 @@ const (
 // one stage, or by the relay, and read by the stages after it and by the
 // record (finish).
 type exchange struct {
-	start         time.Time
-	endpoint      protocol.Endpoint
-	stream        bool
+	start    time.Time
+	endpoint protocol.Endpoint
+	stream   bool
+	// writeTimeout bounds the write of an error answer
+	// (server.write_timeout; zero: unbounded, in tests).
+	writeTimeout  time.Duration
 	who           // identity: the key and the class (keys.go, inference.go)
 	record        // what the client was answered, for the log and metrics
 	budgetHold    // the counted input and the fleet's take (budgets.go, fleet.go)
@@ -188,6 +192,26 @@ type relayState struct {
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState
+}
+
+// fail is the one place an error answer is written and recorded.
+func (x *exchange) fail(w http.ResponseWriter, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
+	x.failParam(w, k, outcome, reason, msg, "", retryAfter)
+}
+
+// failParam is fail for an error that request parameter param caused,
+// which an OpenAI-shaped answer names in its "param" field.
+func (x *exchange) failParam(w http.ResponseWriter, k protocol.Kind, outcome, reason, msg, param string, retryAfter time.Duration) {
+	x.outcome, x.reason = outcome, reason
+	if x.wroteHeader {
+		return // a stream already started; relay wrote its own error event
+	}
+	x.wroteHeader = true
+	x.status = x.endpoint.Dialect.Status(k)
+	if x.writeTimeout > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(x.writeTimeout))
+	}
+	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
 }
 
 // finish records the exchange in metrics and writes its log line.

@@ -236,7 +236,7 @@ func (h *hop) takeShared() bool {
 	}
 	x.shared = false // nothing held
 	g.setRateHeaders(w.Header(), x)
-	g.budgetRefused(w, x, &admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: x.priority,
+	budgetRefused(g.metrics, w, x, &admission.Rejection{Reason: admission.ReasonKeyBudget, Priority: x.priority,
 		RetryAfter: v.RetryAfter, Dimension: v.Dimension.String(), TooLarge: v.Never})
 	return false
 }

@@ -203,10 +203,10 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exch
 	case errors.As(context.Cause(ctx), &rej):
 		g.refuse(w, x, rej, time.Time{})
 	case timedOut(ctx):
-		g.fail(w, x, protocol.Timeout, outcomeTimeout, "upstream_timeout",
+		x.fail(w, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
 	default:
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, reasonConnect,
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, reasonConnect,
 			fmt.Sprintf("provider %s could not be reached or broke the connection", x.provider), 0)
 	}
 }
@@ -238,15 +238,15 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 			g.log.Warn("provider refused the gateway's credentials; check the key", "provider", p.name,
 				"api_key_env", p.keyEnv, "status", status)
 		}
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_auth",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_auth",
 			fmt.Sprintf("provider %s refused the gateway's credentials (status %d); the gateway's operator must fix its key", p.name, status), 0)
 		return
 	case len(data) > errorBodyLimit:
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent status %d with an error body over %d bytes", p.name, status, errorBodyLimit), 0)
 		return
 	case !isJSON(resp.Header) || !json.Valid(data):
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
 	}

@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +32,6 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/usage"
 	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
-	"github.com/sluice-gw/sluice/internal/wire/tokens"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
@@ -119,14 +117,8 @@ type Gateway struct {
 	// spendOf are a key's spend limits, its team's included: a key made
 	// at run time joins its team's limits as a file's key does.
 	spendOf func(*config.Key) []spend.Limit
-	// counter counts input tokens when countTokens (budgets.go); prices
-	// are per upstream model.
-	counter *tokens.Counter
-	// spare is the counter count_tokens makes on first use when budgets
-	// did not make one (tokenCounter).
-	spareOnce   sync.Once
-	spare       *tokens.Counter
-	countTokens bool
+	// counts counts requests' input tokens (budgets.go).
+	counts *counting
 	// tell is which X-Sluice-* response headers answers carry
 	// (responseheaders.go).
 	tell responseHeaders
@@ -213,7 +205,10 @@ type provider struct {
 	// native is a native API provider's codec (native.go), nil for the
 	// others; rt, when set, carries its calls (roundTripper).
 	native *nativeProvider
-	rt     http.RoundTripper
+	// rt carries its calls, every one of the gateway's (generations,
+	// continuations, probes, evals, counts): a native provider's own
+	// transport, or the gateway's.
+	rt http.RoundTripper
 	// adapters are how a client of each API reaches the provider
 	// (adapter.go).
 	adapters [2]adapter
@@ -320,9 +315,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.rt = newRuntimeKeys(opts.keys, cfg)
 		g.authFixed = cfg.Auth.Required != nil || len(cfg.Keys) > 0
 	}
-	if g.countTokens = usesTokens(cfg); g.countTokens {
-		g.counter = tokens.NewCounter(0)
-	}
+	g.counts = newCounting(cfg)
 	g.prices = policy.Prices(cfg)
 	if keys := cfg.CriticalKeys(); keys != nil {
 		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
@@ -381,6 +374,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				return nil, err
 			}
 		}
+		if p.rt == nil {
+			p.rt = g.transport
+		}
 		p.adapters = adaptersFor(p)
 		g.providers[pc.Name] = p
 		g.byScope = append(g.byScope, p)
@@ -421,7 +417,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.setUpIdempotency(cfg, opts.idem)
-	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log); err != nil {
+	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log, g.now, g.metrics); err != nil {
 		return nil, err
 	}
 	g.runner = runner.NewRunner(ec, g.now)
@@ -453,7 +449,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		},
 		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
 		Quotas:    g.quotas,
-		Spend:     g.spendMetrics,
+		Spend:     g.spend.spendMetrics,
 	})
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleetState)

@@ -175,7 +175,7 @@ func (g *Gateway) serveIdempotent(w http.ResponseWriter, r *http.Request, x *exc
 	if err != nil {
 		x.idem = "invalid"
 		g.metrics.Idempotency.WithLabelValues(x.idem).Inc()
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_idempotency_key", err.Error(), 0)
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "bad_idempotency_key", err.Error(), 0)
 		return
 	}
 	k := idempotency.NewKey(idemScope(r, x), key)
@@ -202,11 +202,11 @@ func (g *Gateway) serveIdempotent(w http.ResponseWriter, r *http.Request, x *exc
 // refuseIdempotent answers a request its key refuses.
 func (g *Gateway) refuseIdempotent(w http.ResponseWriter, x *exchange, role idempotency.Role, retryAfter time.Duration) {
 	if role == idempotency.Conflict {
-		g.fail(w, x, protocol.Unprocessable, outcomeClientError, "idempotency_conflict",
+		x.fail(w, protocol.Unprocessable, outcomeClientError, "idempotency_conflict",
 			"the Idempotency-Key was already used with a different request body; send a new key for a new request, or the same body to get the first request's answer", 0)
 		return
 	}
-	g.fail(w, x, protocol.Conflict, outcomeClientError, "idempotency_in_progress",
+	x.fail(w, protocol.Conflict, outcomeClientError, "idempotency_in_progress",
 		"the original request with this Idempotency-Key is still in progress (on another replica, or too large to share); retry after it has finished to get its answer", max(retryAfter, 100*time.Millisecond))
 }
 
@@ -222,7 +222,7 @@ func (g *Gateway) lead(w http.ResponseWriter, r *http.Request, x *exchange, t id
 	if res := <-copied; res.head.Status == 0 && !res.gone {
 		// The generation ended without an answer while its client
 		// waited: it must still get one.
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "no_answer", "the request ended without an answer; retry it", 0)
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "no_answer", "the request ended without an answer; retry it", 0)
 	}
 }
 
@@ -242,7 +242,7 @@ func (g *Gateway) generateInto(f *idempotency.Flight, r *http.Request, x *exchan
 				end = idempotency.Aborted
 				return
 			}
-			g.fail(rec, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+			x.fail(rec, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 			end = idempotency.Failed
 		}
 	}()
@@ -273,7 +273,7 @@ func (g *Gateway) share(w http.ResponseWriter, r *http.Request, x *exchange, rd 
 		x.outcome, x.reason, x.status = outcomeCancelled, "client_disconnected", 499
 		return
 	case res.head.Status == 0:
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "no_answer",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "no_answer",
 			"the original request with this Idempotency-Key ended without an answer; retry it", 0)
 		return
 	}

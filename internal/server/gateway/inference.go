@@ -20,7 +20,7 @@ import (
 // serveInference carries one inference request along the path described
 // in the package comment.
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
-	x := &exchange{start: g.now(), endpoint: ep}
+	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: ep}
 	x.priority = g.defaultPri
 	r = g.traceRequest(r, x)
 	defer g.finish(x)
@@ -32,7 +32,7 @@ func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep prot
 				panic(v)
 			}
 			g.log.Error("handler panic", "panic", fmt.Sprint(v), "endpoint", ep.Name)
-			g.fail(w, x, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
+			x.fail(w, protocol.Internal, outcomeInternal, "panic", "internal error in the gateway", 0)
 		}
 	}()
 	g.serve(w, r, x)
@@ -51,23 +51,23 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		g.fail(w, x, protocol.TooLarge, outcomeClientError, "body_too_large",
+		x.fail(w, protocol.TooLarge, outcomeClientError, "body_too_large",
 			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
 	case errors.Is(err, errBodyShare):
-		g.fail(w, x, protocol.RateLimited, outcomeClientError, "body_share",
+		x.fail(w, protocol.RateLimited, outcomeClientError, "body_share",
 			"the requests from your key (or, without one, your address) hold their whole share of the gateway's request-body memory (server.max_body_bytes_per_client); retry when they finish", time.Second)
 	case errors.Is(err, errBodyBudget):
-		g.fail(w, x, protocol.Overloaded, outcomeShed, "body_budget",
+		x.fail(w, protocol.Overloaded, outcomeShed, "body_budget",
 			"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
 	case errors.Is(err, errBodyTimeout):
-		g.fail(w, x, protocol.RequestTimeout, outcomeClientError, "body_timeout",
+		x.fail(w, protocol.RequestTimeout, outcomeClientError, "body_timeout",
 			fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
 	default:
 		// The error text would name socket addresses; the client
 		// knows its own connection broke.
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "body_read",
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "body_read",
 			"the request body could not be read: the connection broke or the chunked encoding was malformed", 0)
 	}
 }
@@ -97,7 +97,7 @@ func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *mo
 		if errors.Is(le, protocol.ErrTooDeep) {
 			kind, reason, param = protocol.InvalidRequest, "too_deep", ""
 		}
-		g.failParam(w, x, kind, outcomeClientError, reason, le.Msg, param, 0)
+		x.failParam(w, kind, outcomeClientError, reason, le.Msg, param, 0)
 		return nil, nil, false
 	}
 	if err != nil {
@@ -105,14 +105,14 @@ func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *mo
 		if pe, ok := errors.AsType[*protocol.ParamError](err); ok {
 			param = pe.Param
 		}
-		g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), param, 0)
+		x.failParam(w, protocol.InvalidRequest, outcomeClientError, "malformed_body", strings.TrimPrefix(err.Error(), protocol.ErrMalformed.Error()+": "), param, 0)
 		return nil, nil, false
 	}
 	x.stream = body.Stream
 	m, ok = g.models[body.Model]
 	if !ok {
 		x.model = "unknown"
-		g.fail(w, x, protocol.NotFound, outcomeClientError, "unknown_model",
+		x.fail(w, protocol.NotFound, outcomeClientError, "unknown_model",
 			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.usableModels(x), ", ")), 0)
 		return nil, nil, false
 	}
@@ -125,7 +125,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ep := x.endpoint
 	d := ep.Dialect
 	if n := countFields(r.Header); n > g.maxHeaders {
-		g.fail(w, x, protocol.HeadersTooLarge, outcomeClientError, "too_many_headers",
+		x.fail(w, protocol.HeadersTooLarge, outcomeClientError, "too_many_headers",
 			fmt.Sprintf("the request has %d header fields; the gateway takes at most %d (server.max_headers)", n, g.maxHeaders), 0)
 		return
 	}
@@ -134,12 +134,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	if err := g.classify(r, x); err != nil {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "bad_priority", err.Error(), 0)
 		return
 	}
 	clientTimeout, err := clientDeadline(r.Header)
 	if err != nil {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_timeout", err.Error(), 0)
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "bad_timeout", err.Error(), 0)
 		return
 	}
 
@@ -171,7 +171,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// A model's targets of the other API are served by translating
 	// (translate.go), which only chat requests can be.
 	if p := m.targets[0].provider; !translates(ep) && !m.speaks(d) {
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "wrong_dialect",
 			fmt.Sprintf("model %q is served by an %s-style provider; call it through that API's endpoint, not %s", m.name, p.dialect, ep.Path), 0)
 		return
 	}
@@ -289,12 +289,12 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 		msg += "; most " + rej.Priority.String() + " requests are being refused, so a retry is unlikely to be served: do not retry at once"
 	}
 	kind, outcome := replyStatus(reply)
-	g.fail(w, x, kind, outcome, string(rej.Reason), msg, reply.RetryAfter)
+	x.fail(w, kind, outcome, string(rej.Reason), msg, reply.RetryAfter)
 }
 
 // fail is the one place an error answer is written and recorded.
 func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
-	g.failParam(w, x, k, outcome, reason, msg, "", retryAfter)
+	x.failParam(w, k, outcome, reason, msg, "", retryAfter)
 }
 
 // failParam is fail for an error that request parameter param caused,
@@ -322,7 +322,7 @@ func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange
 		msg := "Sluice is shutting down; retry the request"
 		switch {
 		case !x.wroteHeader:
-			g.fail(w, x, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
+			x.fail(w, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
 		case x.stream:
 			g.clientWriter(w, x).write(x.streamErrorEvent(protocol.Overloaded, msg))
 		default:

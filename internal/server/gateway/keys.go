@@ -89,7 +89,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchan
 		if x.key = g.keys[sum]; x.key == nil {
 			var reason, msg string
 			if x.key, reason, msg = g.lookupRuntime(sum); reason != "" {
-				g.fail(w, x, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
+				x.fail(w, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
 				return false
 			}
 		}
@@ -105,7 +105,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchan
 	if clientKey(r) != "" {
 		msg, reason = "the key is not one this gateway knows; check it, or ask for a new one", "unknown_key"
 	}
-	g.fail(w, x, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
+	x.fail(w, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
 	return false
 }
 
@@ -120,7 +120,7 @@ func (g *Gateway) mayUse(w http.ResponseWriter, x *exchange, model string) bool 
 		names = append(names, m)
 	}
 	slices.Sort(names)
-	g.fail(w, x, protocol.Forbidden, outcomeClientError, "model_not_allowed",
+	x.fail(w, protocol.Forbidden, outcomeClientError, "model_not_allowed",
 		fmt.Sprintf("key %s may not use model %q; it may use %s", x.key.name, model, strings.Join(names, ", ")), 0)
 	return false
 }

@@ -148,19 +148,10 @@ func (p *provider) nativeOptions(modelSays translate.Unsupported) translate.Opti
 	return o
 }
 
-// roundTripper is what carries calls to provider p: its own transport
-// (a native provider's), or the gateway's.
-func (g *Gateway) roundTripper(p *provider) http.RoundTripper {
-	if p.rt != nil {
-		return p.rt
-	}
-	return g.transport
-}
-
 // sayNativeDropped adds what a native provider's codec dropped (its
 // Transport's X-Sluice-Dropped) to what translation dropped
 // (sayDropped), on the answer and in the request log.
-func (g *Gateway) sayNativeDropped(w http.ResponseWriter, x *exchange, a *attempt) {
+func sayNativeDropped(w http.ResponseWriter, x *exchange, a *attempt) {
 	var parts []string
 	if d := w.Header().Get("X-Sluice-Dropped"); d != "" {
 		parts = append(parts, d)

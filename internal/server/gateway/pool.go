@@ -42,7 +42,7 @@ func (g *Gateway) startScrapers(cfg *config.Config) {
 func (g *Gateway) scrape(s, i int, every time.Duration) {
 	p := g.byScope[s]
 	r := p.replicas[i]
-	client := &http.Client{Transport: g.roundTripper(p), Timeout: every}
+	client := &http.Client{Transport: p.rt, Timeout: every}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

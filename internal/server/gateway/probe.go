@@ -105,7 +105,7 @@ func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionToke
 	}
 	p.authorize(req.Header)
 	req.Header.Set("X-Sluice-Probe", "1")
-	resp, err := g.roundTripper(p).RoundTrip(req)
+	resp, err := p.rt.RoundTrip(req)
 	if err == nil {
 		// The answer counts only once it is whole.
 		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, probeReadLimit))

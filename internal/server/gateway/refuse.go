@@ -17,10 +17,10 @@ func (g *Gateway) refuse(w http.ResponseWriter, x *exchange, rej *admission.Reje
 	switch reply := lifecycle.Answer(*rej); {
 	case reply.Kind == lifecycle.ReplyTimedOut:
 		kind, outcome := replyStatus(reply)
-		g.fail(w, x, kind, outcome, "queue_deadline",
+		x.fail(w, kind, outcome, "queue_deadline",
 			fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 	case rej.Reason == admission.ReasonKeyBudget || rej.Reason == admission.ReasonLaneBudget:
-		g.budgetRefused(w, x, rej)
+		budgetRefused(g.metrics, w, x, rej)
 	default:
 		g.shed(w, x, rej)
 	}

@@ -246,7 +246,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 	}
 	req.Body, req.ContentLength, req.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	x.attempts++
-	resp, err := s.g.roundTripper(t.provider).RoundTrip(req)
+	resp, err := t.provider.rt.RoundTrip(req)
 	if err != nil {
 		cancel()
 		return false

@@ -111,7 +111,7 @@ func (f *collectorFilter) end(err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.g.streamVerdict(f.h, f.x, f.p, f.k), nil
+	return streamVerdict(f.g.metrics, f.h, f.x, f.p, f.k), nil
 }
 
 // scrubFilter blanks the provider's secrets out of what goes to the

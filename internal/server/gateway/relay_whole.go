@@ -39,7 +39,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	if !isJSON(resp.Header) {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a response that is not JSON", p.name), 0)
 		return
 	}
@@ -60,7 +60,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	tokens, found, valid, finish, input := protocol.AnswerUsage(data)
 	if !valid {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
 		return
 	}
@@ -98,7 +98,7 @@ func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http
 	err := u.read(b.dec)
 	x.upstreamDur = g.now().Sub(x.upstreamStart)
 	if err != nil && !x.wroteHeader {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_malformed",
 			fmt.Sprintf("provider %s sent a malformed response", a.t.provider.name), 0)
 		return
 	}
@@ -254,7 +254,7 @@ var errBadAnswer = errors.New("gateway: malformed answer")
 // is a failed call like any other, restarted on the next target by the
 // retry path: nothing of it has reached the client. An answer longer
 // than that is relayed as it arrives, as before (relayLarge).
-func (g *Gateway) readWhole(a *attempt) {
+func (a *attempt) readWhole() {
 	data, err := io.ReadAll(io.LimitReader(a.resp.Body, wholeBodyLimit+1))
 	if err == nil && len(data) <= wholeBodyLimit && !json.Valid(data) {
 		err = errBadAnswer

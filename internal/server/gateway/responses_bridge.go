@@ -82,7 +82,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	for _, t := range m.targets {
 		names = append(names, t.provider.name)
 	}
-	g.failParam(w, x, protocol.InvalidRequest, outcomeClientError, "no_responses_target",
+	x.failParam(w, protocol.InvalidRequest, outcomeClientError, "no_responses_target",
 		fmt.Sprintf("model %q cannot take this Responses API request: none of its providers (%s) serves /v1/responses natively, and %s",
 			m.name, strings.Join(names, ", "), why), param, 0)
 	return m, body, w, false
@@ -214,7 +214,7 @@ func (b *responsesWriter) finish() {
 	if err != nil {
 		b.g.log.Error("a bridged answer could not be put in the Responses API's shape", "error", err.Error(), "model", b.x.model)
 		b.x.wroteHeader = false
-		b.g.fail(b.w, b.x, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
+		b.x.fail(b.w, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
 			fmt.Sprintf("provider %s sent an answer that cannot be put in the Responses API's shape", b.x.provider), 0)
 		return
 	}

@@ -102,7 +102,7 @@ func dialectOf(r *http.Request) protocol.Dialect {
 // what it needs as is.
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	d := dialectOf(r)
-	x := &exchange{start: g.now(), endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
+	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
 	if !g.authenticate(w, r, x) {
 		return
 	}

@@ -123,16 +123,19 @@ type spender struct {
 	limits [][]spend.Limit
 	prices map[string]price.Price
 	log    *slog.Logger
+	// now is the gateway's clock; metrics count refusals.
+	now     func() time.Time
+	metrics *metrics.Metrics
 	// own is the store this gateway opened for itself, closed with it.
 	own *spendShared
 }
 
 // newSpender returns cfg's spend limits, or nil when there are none.
-func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Store, log *slog.Logger) (*spender, error) {
+func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Store, log *slog.Logger, now func() time.Time, m *metrics.Metrics) (*spender, error) {
 	if !cfg.HasSpendLimits() {
 		return nil, nil
 	}
-	s := &spender{loc: cfg.Spend.Location(), prices: policy.Prices(cfg), log: log, store: injected}
+	s := &spender{loc: cfg.Spend.Location(), prices: policy.Prices(cfg), log: log, store: injected, now: now, metrics: m}
 	for i := range cfg.Keys {
 		s.limits = append(s.limits, policy.SpendLimits(cfg, &cfg.Keys[i]))
 	}
@@ -183,8 +186,8 @@ func (h *spendHold) settle(actual price.Micros) {
 
 // limitsOf are x's key's spend limits, its team's included, for a key
 // of the file's or one made at run time.
-func (g *Gateway) limitsOf(x *exchange) []spend.Limit {
-	if g.spend == nil || x.key == nil {
+func (s *spender) limitsOf(x *exchange) []spend.Limit {
+	if s == nil || x.key == nil {
 		return nil
 	}
 	return x.key.spend
@@ -217,7 +220,7 @@ func (s *spender) reserve(limits []spend.Limit, amount price.Micros, now time.Ti
 // X-Sluice-Spend-Warning.
 func (h *hop) reserveSpend() bool {
 	g, w, x, m, req := h.g, h.w, h.x, h.m, h.req
-	limits := g.limitsOf(x)
+	limits := g.spend.limitsOf(x)
 	if len(limits) == 0 {
 		return true
 	}
@@ -230,7 +233,7 @@ func (h *hop) reserveSpend() bool {
 	now := g.now()
 	hold, tot, needs, ref := g.spend.reserve(limits, cost, now)
 	if ref != nil {
-		g.spendRefused(w, x, ref, now)
+		g.spend.refused(w, x, ref, now)
 		return false
 	}
 	hold.input, hold.choices, hold.output = req.InputTokens, max(req.Choices, 1), r.Output()
@@ -246,28 +249,28 @@ func (h *hop) reserveSpend() bool {
 // spend_limit_exceeded; Anthropic: rate_limit_error), Retry-After until
 // the reset, and x-should-retry: false, which the official SDKs obey:
 // no retry helps before the reset.
-func (g *Gateway) spendRefused(w http.ResponseWriter, x *exchange, r *spend.Refusal, now time.Time) {
-	g.metrics.SpendRefusals.WithLabelValues(r.Limit.Scope, r.Limit.Name, r.Limit.WindowName()).Inc()
+func (s *spender) refused(w http.ResponseWriter, x *exchange, r *spend.Refusal, now time.Time) {
+	s.metrics.SpendRefusals.WithLabelValues(r.Limit.Scope, r.Limit.Name, r.Limit.WindowName()).Inc()
 	w.Header().Set("X-Should-Retry", "false")
-	g.fail(w, x, protocol.SpendLimited, outcomeClientError, "spend_limit", r.Message(g.spend.loc), r.RetryAfter(now))
+	x.fail(w, protocol.SpendLimited, outcomeClientError, "spend_limit", r.Message(s.loc), r.RetryAfter(now))
 }
 
 // holdSecond reserves a second call's own maximum (a hedge, a rescue, a
 // first-token call) on its target, reporting false when the key's spend
 // limit refuses it: the call is then not made.
-func (g *Gateway) holdSecond(x *exchange, a *attempt) bool {
-	limits := g.limitsOf(x)
+func (s *spender) holdSecond(x *exchange, a *attempt) bool {
+	limits := s.limitsOf(x)
 	f := x.spendBase
 	if len(limits) == 0 || f == nil {
 		return true
 	}
 	// The first call's reservation was for its input and output on the
 	// dearest target; the second's is the same request on its own.
-	p := g.spend.prices[a.t.model]
+	p := s.prices[a.t.model]
 	cost := p.Cost(price.Usage{Input: f.input, Output: f.choices * f.output})
-	h, _, _, ref := g.spend.reserve(limits, cost, g.now())
+	h, _, _, ref := s.reserve(limits, cost, s.now())
 	if ref != nil {
-		g.metrics.SpendRefusals.WithLabelValues(ref.Limit.Scope, ref.Limit.Name, ref.Limit.WindowName()).Inc()
+		s.metrics.SpendRefusals.WithLabelValues(ref.Limit.Scope, ref.Limit.Name, ref.Limit.WindowName()).Inc()
 		return false
 	}
 	h.input, h.choices, h.output = f.input, f.choices, f.output
@@ -277,7 +280,7 @@ func (g *Gateway) holdSecond(x *exchange, a *attempt) bool {
 
 // loserCost is what a call whose answer the client did not get cost:
 // nothing when it failed; else its input and what it generated.
-func (g *Gateway) loserCost(a *attempt) price.Micros {
+func (s *spender) loserCost(a *attempt) price.Micros {
 	h := a.hold
 	switch {
 	case h == nil:
@@ -285,7 +288,7 @@ func (g *Gateway) loserCost(a *attempt) price.Micros {
 	case a.resp == nil && a.err != nil && a.ctx.Err() != nil && !errors.Is(a.err, errNoSpend):
 		// Cancelled in flight (it lost the race before answering): its
 		// provider may well have read the prompt, so its input is billed.
-		return g.spend.prices[a.t.model].Cost(price.Usage{Input: h.input})
+		return s.prices[a.t.model].Cost(price.Usage{Input: h.input})
 	case !a.answered():
 		return 0 // refused, or never reached its provider
 	}
@@ -298,15 +301,15 @@ func (g *Gateway) loserCost(a *attempt) price.Micros {
 			}
 		}
 	}
-	return g.spend.prices[a.t.model].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
+	return s.prices[a.t.model].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
 }
 
 // settleLoser settles the reservation of a call the client will not get.
-func (g *Gateway) settleLoser(a *attempt) {
+func (s *spender) settleLoser(a *attempt) {
 	if a.hold == nil {
 		return
 	}
-	a.hold.settle(g.loserCost(a))
+	a.hold.settle(s.loserCost(a))
 	a.hold = nil
 }
 
@@ -315,14 +318,14 @@ func (g *Gateway) settleLoser(a *attempt) {
 // broken stream included), a reservation never handed to a call with
 // nothing.
 func (h *hop) settleSpend() {
-	g, x := h.g, h.x
+	s, x := h.g.spend, h.x
 	if h := x.spendHold; h != nil {
 		x.spendHold = nil
 		h.settle(0) // the request never reached a provider
 	}
 	if h := x.spendWinner; h != nil {
 		x.spendWinner = nil
-		h.settle(g.answerCost(x))
+		h.settle(s.answerCost(x))
 	}
 }
 
@@ -334,11 +337,11 @@ type contUse struct {
 
 // answerCost is what the answering call, and the continuations of its
 // stream, cost.
-func (g *Gateway) answerCost(x *exchange) price.Micros {
+func (s *spender) answerCost(x *exchange) price.Micros {
 	var cost price.Micros
 	var contOut int64
 	for _, c := range x.contUses {
-		cost += g.spend.prices[c.model].Cost(price.Usage{Input: c.input, Output: c.output})
+		cost += s.prices[c.model].Cost(price.Usage{Input: c.input, Output: c.output})
 		contOut += c.output
 	}
 	if x.upstreamStatus/100 != 2 {
@@ -352,17 +355,17 @@ func (g *Gateway) answerCost(x *exchange) price.Micros {
 	if len(x.contUses) > 0 {
 		out = max(out-contOut, 0) // the summed output counts the continuations too
 	}
-	return cost + g.spend.prices[x.upstreamModel].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
+	return cost + s.prices[x.upstreamModel].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
 }
 
 // spendMetrics reads every key's and team's spend for the metrics.
-func (g *Gateway) spendMetrics() []metrics.Spend {
-	if g.spend == nil {
+func (s *spender) spendMetrics() []metrics.Spend {
+	if s == nil {
 		return nil
 	}
 	seen := map[string]bool{}
 	var limits []spend.Limit
-	for _, ls := range g.spend.limits {
+	for _, ls := range s.limits {
 		for _, l := range ls {
 			id := l.Scope + "\x00" + l.Name + "\x00" + l.WindowName()
 			if !seen[id] {
@@ -371,10 +374,10 @@ func (g *Gateway) spendMetrics() []metrics.Spend {
 			}
 		}
 	}
-	needs := spend.Plan(limits, g.now(), g.spend.loc)
+	needs := spend.Plan(limits, s.now(), s.loc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	tot, _ := g.spend.store.Read(ctx, needs)
+	tot, _ := s.store.Read(ctx, needs)
 	out := make([]metrics.Spend, 0, len(needs))
 	for i, n := range needs {
 		var v price.Micros

@@ -160,7 +160,7 @@ func (h *hop) acquire() bool {
 		case h.r.Context().Err() != nil:
 			g.clientGone(w, h.r, x)
 		default:
-			g.fail(w, x, protocol.Timeout, outcomeTimeout, "queue_deadline",
+			x.fail(w, protocol.Timeout, outcomeTimeout, "queue_deadline",
 				fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		}
 		return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -138,12 +139,12 @@ func crossed(x *exchange, a *attempt) bool { return adapterOf(x.endpoint.Dialect
 // sayDropped names, on the answer of a translated target, the parameters
 // translation dropped, in X-Sluice-Dropped and in one info line (names
 // only: a parameter's value may be the client's content).
-func (g *Gateway) sayDropped(w http.ResponseWriter, x *exchange, a *attempt) {
+func sayDropped(log *slog.Logger, w http.ResponseWriter, x *exchange, a *attempt) {
 	if x.cross == nil || x.cross.dropped == "" || !crossed(x, a) {
 		return
 	}
 	w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
-	g.log.Info("translation dropped parameters the target's API cannot carry",
+	log.Info("translation dropped parameters the target's API cannot carry",
 		"model", x.model, "provider", a.t.provider.name, "target_model", a.t.model,
 		"from", x.endpoint.Dialect.String(), "to", a.t.provider.dialect.String(), "dropped", x.cross.dropped)
 }
@@ -162,14 +163,14 @@ func (g *Gateway) translateWhole(ctx context.Context, w http.ResponseWriter, r *
 		}
 		data = append(data, rest...)
 		if len(data) > maxTranslatedBody {
-			g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_too_large",
+			x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_too_large",
 				fmt.Sprintf("provider %s sent an answer over %d bytes, too large to translate", p.name, maxTranslatedBody), 0)
 			return nil, false
 		}
 	}
 	out, err := translate.Response(p.dialect, x.endpoint.Dialect, data, g.now().Unix())
 	if err != nil {
-		g.fail(w, x, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
+		x.fail(w, protocol.Upstream, outcomeUpstreamError, "upstream_untranslatable",
 			fmt.Sprintf("provider %s sent an answer that cannot be translated to the %s API", p.name, x.endpoint.Dialect), 0)
 		return nil, false
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"io"
 	"net/http"
 	"time"
@@ -77,11 +78,11 @@ func (h *hop) contractOf() bool {
 		g.clientGone(w, r, x)
 		return false
 	case ctx.Err() != nil:
-		g.fail(w, x, protocol.Timeout, outcomeTimeout, "compile_deadline",
+		x.fail(w, protocol.Timeout, outcomeTimeout, "compile_deadline",
 			fmt.Sprintf("the request's %s deadline passed while it waited to have its schemas compiled", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 		return false
 	default:
-		g.fail(w, x, protocol.InvalidRequest, outcomeClientError, "bad_schema",
+		x.fail(w, protocol.InvalidRequest, outcomeClientError, "bad_schema",
 			fmt.Sprintf("the request's structured output cannot be checked: %v", err), 0)
 		return false
 	}
@@ -111,7 +112,7 @@ type bodyOf struct {
 // checks it, before the call is committed. A read that breaks is a
 // failed call, like a stream cut before its first token. An answer that
 // is not JSON is left for relayWhole to refuse as malformed.
-func (g *Gateway) readAnswer(a *attempt, out *outgoing) {
+func readAnswer(m *metrics.Metrics, a *attempt, out *outgoing) {
 	data, err := io.ReadAll(io.LimitReader(a.resp.Body, maxTranslatedBody+1))
 	if err != nil {
 		a.resp.Body.Close()
@@ -138,7 +139,7 @@ func (g *Gateway) readAnswer(a *attempt, out *outgoing) {
 			a.invalid = reasonText(a.t.provider, err.Error())
 		}
 	}
-	g.countVerdict(a.t.provider.name, out.model, resultOf(a.invalid == "", a.unchecked != ""), false)
+	countVerdict(m, a.t.provider.name, out.model, resultOf(a.invalid == "", a.unchecked != ""), false)
 }
 
 // resultOf is a verdict's sluice_validation_total result.
@@ -152,12 +153,12 @@ func resultOf(valid, unchecked bool) string {
 	return "invalid"
 }
 
-func (g *Gateway) countVerdict(provider, model, result string, stream bool) {
+func countVerdict(m *metrics.Metrics, provider, model, result string, stream bool) {
 	s := "false"
 	if stream {
 		s = "true"
 	}
-	g.metrics.Validation.WithLabelValues(provider, model, result, s).Inc()
+	m.Validation.WithLabelValues(provider, model, result, s).Inc()
 }
 
 // reasonText makes a verdict's reason fit for a header: printable ASCII,
@@ -222,12 +223,12 @@ func judged(x *exchange, a *attempt, onInvalid string) (refuse bool) {
 }
 
 // refuseInvalid answers a 502 for an answer that failed validation.
-func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) {
+func refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt, now time.Time) {
 	a.resp.Body.Close()
-	x.upstreamDur = g.now().Sub(x.upstreamStart)
+	x.upstreamDur = now.Sub(x.upstreamStart)
 	w.Header().Set(headerVerdict, "invalid")
 	w.Header().Set(headerReason, x.invalidReason)
-	g.fail(w, x, protocol.Upstream, outcomeUpstreamError, reasonInvalidAnswer,
+	x.fail(w, protocol.Upstream, outcomeUpstreamError, reasonInvalidAnswer,
 		fmt.Sprintf("provider %s's answer failed validation against the request's declared structured output: %s", a.t.provider.name, x.invalidReason), 0)
 }
 
@@ -236,7 +237,7 @@ func (g *Gateway) refuseInvalid(w http.ResponseWriter, x *exchange, a *attempt) 
 // response's header map, whose http.TrailerPrefix keys net/http sends
 // after the body). It returns the verdict as the stream's trailing
 // event only when the model asks for one (validation.stream_event).
-func (g *Gateway) streamVerdict(h http.Header, x *exchange, p *provider, k *contract.Collector) []byte {
+func streamVerdict(m *metrics.Metrics, h http.Header, x *exchange, p *provider, k *contract.Collector) []byte {
 	ans, err := k.Answer()
 	if err == nil {
 		err = x.contract.Check(ans)
@@ -252,7 +253,7 @@ func (g *Gateway) streamVerdict(h http.Header, x *exchange, p *provider, k *cont
 		t.Reason = reasonText(p, err.Error())
 		x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, t.Reason
 	}
-	g.countVerdict(p.name, x.model, resultOf(valid, t.Valid == nil), true)
+	countVerdict(m, p.name, x.model, resultOf(valid, t.Valid == nil), true)
 	trailers := http.Header{}
 	markVerdict(trailers, x)
 	for k, v := range trailers {
