@@ -59,7 +59,7 @@ func TestAgreementAnswer(t *testing.T) {
 			g := &Gateway{metrics: metrics.New()}
 			x := &exchange{endpoint: protocol.Endpoints[0], start: time.Unix(0, 0), who: who{priority: c.Rejection.Priority}}
 			w := httptest.NewRecorder()
-			g.refuse(w, x, &c.Rejection, x.start.Add(30*time.Second))
+			refuse(g.metrics, w, x, &c.Rejection, x.start.Add(30*time.Second))
 			ra, _ := strconv.Atoi(w.Header().Get("Retry-After"))
 			noRetry := w.Header().Get("X-Should-Retry") == "false"
 			if w.Code != c.Status || ra != c.RetryAfter || noRetry != c.Want.NoRetry {
@@ -170,7 +170,7 @@ func TestAgreementRetry(t *testing.T) {
 				} else {
 					a.err = errOrEOF(io.EOF)
 				}
-				next := g.retry(call, m, a)
+				next := (&calls{g: g, call: call, m: m}).retry(a)
 				if (next != nil) != s.Retried {
 					t.Fatalf("step %d: retried %v, want %v", i, next != nil, s.Retried)
 				}

@@ -68,11 +68,11 @@ type bodySource struct {
 // else its address (an IPv6 /64), as its trusted proxies saw it
 // (clientAddr). REQUIRES: authenticate has run, so x.key is the
 // request's key when it has one.
-func (g *Gateway) sourceOf(r *http.Request, x *exchange) bodySource {
+func (in *intake) sourceOf(r *http.Request, x *exchange) bodySource {
 	if x.key != nil {
 		return bodySource{key: sha256.Sum256([]byte(clientKey(r)))}
 	}
-	a, ok := clientAddr(r, g.proxies)
+	a, ok := clientAddr(r, in.proxies)
 	if !ok {
 		return bodySource{} // not an IP socket: all such clients are one
 	}
@@ -82,6 +82,18 @@ func (g *Gateway) sourceOf(r *http.Request, x *exchange) bodySource {
 	}
 	p, _ := a.Prefix(bits)
 	return bodySource{addr: p}
+}
+
+// intake is how request bodies are read: at most maxBody bytes each,
+// within timeout, every buffer taken from the budget bodies (at most
+// share of it for one client, told apart by key or by address as the
+// trusted proxies say: sourceOf).
+type intake struct {
+	maxBody int64
+	bodies  *byteBudget
+	share   int64
+	proxies []netip.Prefix // server.trusted_proxies (proxies.go)
+	timeout time.Duration
 }
 
 // byteBudget is a shared allowance of bytes, what each client holds of
@@ -187,17 +199,17 @@ func bodyWithin(d time.Duration, next http.Handler) http.Handler {
 // time (body_read_timeout) and memory: its client's share, and every
 // request's budget. held is what it took from the budget, which the
 // caller gives back when the request ends, error or not.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, src bodySource) (body []byte, held bodyHold, err error) {
+func (in *intake) read(w http.ResponseWriter, r *http.Request, src bodySource) (body []byte, held bodyHold, err error) {
 	held.src = src
-	if r.ContentLength > g.maxBody {
-		return nil, held, &http.MaxBytesError{Limit: g.maxBody}
+	if r.ContentLength > in.maxBody {
+		return nil, held, &http.MaxBytesError{Limit: in.maxBody}
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(g.bodyTimeout))
+	_ = rc.SetReadDeadline(time.Now().Add(in.timeout))
 	defer rc.SetReadDeadline(time.Time{})
-	g.bodies.reading.Add(1)
-	defer g.bodies.reading.Add(-1)
-	body, err = readBlocks(http.MaxBytesReader(w, r.Body, g.maxBody), r.ContentLength, g.maxBody, g.bodies, &held, g.bodyShare)
+	in.bodies.reading.Add(1)
+	defer in.bodies.reading.Add(-1)
+	body, err = readBlocks(http.MaxBytesReader(w, r.Body, in.maxBody), r.ContentLength, in.maxBody, in.bodies, &held, in.share)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = errBodyTimeout
 	}

@@ -42,7 +42,7 @@ func (h *hop) overflow() bool {
 	if !ok {
 		return true
 	}
-	h.next = h.g.contextTarget(h.x, name)
+	h.next = contextTarget(h.g.models, h.x, name)
 	return h.next == nil
 }
 
@@ -50,7 +50,7 @@ func (h *hop) overflow() bool {
 // p's dialect, read bounded) refused the request's prompt as too long,
 // and the route sends the request to its fallback: then the exchange
 // records where, and the error is not relayed.
-func (g *Gateway) contextRefused(x *exchange, p *provider, status int, data []byte) bool {
+func contextRefused(models map[string]*model, x *exchange, p *provider, status int, data []byte) bool {
 	if x.contextRoute == nil || x.wroteHeader || !protocol.ContextExceeded(p.dialect, status, data) {
 		return false
 	}
@@ -58,7 +58,7 @@ func (g *Gateway) contextRefused(x *exchange, p *provider, status int, data []by
 	if !ok {
 		return false
 	}
-	next := g.contextTarget(x, name)
+	next := contextTarget(models, x, name)
 	if next == nil {
 		return false
 	}
@@ -67,17 +67,12 @@ func (g *Gateway) contextRefused(x *exchange, p *provider, status int, data []by
 	return true
 }
 
-// rerouted is the model a refused request goes on to, if any.
-func (g *Gateway) rerouted(x *exchange) *model {
-	return x.contextNext
-}
-
 // contextTarget is the fallback model named, if the client may use it
 // through its endpoint: the fallback's targets speak the client's API
 // or can be translated to, and the client's key allows the model. The
 // Responses API, whose targets are chosen apart, is not rerouted.
-func (g *Gateway) contextTarget(x *exchange, name string) *model {
-	m := g.models[name]
+func contextTarget(models map[string]*model, x *exchange, name string) *model {
+	m := models[name]
 	ep := x.endpoint
 	switch {
 	case m == nil, ep.IsResponses():

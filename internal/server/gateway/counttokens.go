@@ -76,8 +76,8 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if !g.authenticate(w, r, x) {
 		return
 	}
-	raw, held, err := g.readBody(w, r, g.sourceOf(r, x))
-	defer g.bodies.give(held)
+	raw, held, err := g.intake.read(w, r, g.intake.sourceOf(r, x))
+	defer g.intake.bodies.give(held)
 	if err != nil {
 		g.bodyFailed(w, r, x, err)
 		return

@@ -243,6 +243,11 @@ func (g *Gateway) finish(x *exchange) {
 	if !g.log.Enabled(context.Background(), level) {
 		return
 	}
+	g.log.LogAttrs(context.Background(), level, "request", x.logAttrs(model, provider, dur)...)
+}
+
+// logAttrs is the request's log line.
+func (x *exchange) logAttrs(model, provider string, dur time.Duration) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
 		slog.String("endpoint", x.endpointName()),
@@ -299,5 +304,5 @@ func (g *Gateway) finish(x *exchange) {
 	if x.cont.continued != "" {
 		attrs = append(attrs, slog.String("continued", x.cont.continued))
 	}
-	g.log.LogAttrs(context.Background(), level, "request", attrs...)
+	return attrs
 }

@@ -41,7 +41,7 @@ const (
 // API needs and nothing else (headers.go), the operator's own headers,
 // the provider's key, the body with its model rewritten (read from the
 // request's one buffer, not copied), and the time left.
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
+func upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
 	p := t.provider
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
@@ -201,7 +201,7 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exch
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
 	case errors.As(context.Cause(ctx), &rej):
-		g.refuse(w, x, rej, time.Time{})
+		refuse(g.metrics, w, x, rej, time.Time{})
 	case timedOut(ctx):
 		x.fail(w, protocol.Timeout, outcomeTimeout, "upstream_timeout",
 			fmt.Sprintf("provider %s did not answer before the request's deadline", x.provider), 0)
@@ -230,7 +230,7 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	x.retryAfter = retryAfter(resp.Header)
 	x.unknownModel = protocol.UnknownModel(p.dialect, status, data)
 	if status == http.StatusNotFound && x.endpoint.IsResponses() {
-		g.warnNoResponses(p)
+		p.warnNoResponses(g.log)
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -250,7 +250,7 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 			fmt.Sprintf("provider %s sent status %d with a body that is not JSON", p.name, status), 0)
 		return
 	}
-	if g.contextRefused(x, p, status, data) {
+	if contextRefused(g.models, x, p, status, data) {
 		return // the request goes on to its context fallback
 	}
 	if p.dialect != x.endpoint.Dialect {
@@ -268,7 +268,7 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	x.wroteHeader, x.status = true, status
 	w.WriteHeader(status)
-	n, _ := g.clientWriter(w, x).write(data)
+	n, _ := writerFor(w, x, g.writeTimeout).write(data)
 	x.bytesOut = int64(n)
 	// The provider's own error, passed through in its own shape.
 	x.outcome, x.reason = outcomeUpstreamError, "upstream_status"

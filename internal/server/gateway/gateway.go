@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -143,13 +142,11 @@ type Gateway struct {
 	// .max_json_depth), checked as it is parsed (inference.go).
 	bodyLimits protocol.Limits
 
-	// What a client may hold and for how long (config.Server).
-	maxBody      int64
-	bodies       *byteBudget
-	bodyShare    int64          // what one client may hold of bodies (body.go)
-	proxies      []netip.Prefix // server.trusted_proxies (proxies.go)
+	// intake reads request bodies within their bounds (body.go).
+	intake intake
+	// What a client may send and how long a write may take
+	// (config.Server).
 	maxHeaders   int
-	bodyTimeout  time.Duration
 	writeTimeout time.Duration
 	streamIdle   time.Duration
 	// stall bounds the stall deadline of a stream (relay_continue.go).
@@ -248,17 +245,15 @@ type target struct {
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	sv := cfg.Server.WithDefaults()
 	g := &Gateway{
-		log:          opts.Logger,
-		transport:    opts.Transport,
-		now:          opts.Now,
-		metrics:      opts.Metrics,
-		providers:    make(map[string]*provider),
-		models:       make(map[string]*model),
-		maxBody:      cfg.MaxBodyBytes.Int64(),
-		bodyShare:    cfg.BodyBytesPerClient(),
-		proxies:      sv.Proxies(),
+		log:       opts.Logger,
+		transport: opts.Transport,
+		now:       opts.Now,
+		metrics:   opts.Metrics,
+		providers: make(map[string]*provider),
+		models:    make(map[string]*model),
+		intake: intake{maxBody: cfg.MaxBodyBytes.Int64(), share: cfg.BodyBytesPerClient(), proxies: sv.Proxies(),
+			timeout: sv.BodyReadTimeout.D()},
 		maxHeaders:   sv.MaxHeaders,
-		bodyTimeout:  sv.BodyReadTimeout.D(),
 		writeTimeout: sv.WriteTimeout.D(),
 		streamIdle:   sv.StreamIdleTimeout.D(),
 		stall:        policy.Stall(cfg),
@@ -268,13 +263,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
-	g.bodies = opts.bodies
+	g.intake.bodies = opts.bodies
 	g.usage = opts.Usage
 	if g.usage == nil {
 		g.usage = usage.NewRecorder(usage.Options{})
 	}
-	if g.bodies == nil {
-		g.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
+	if g.intake.bodies == nil {
+		g.intake.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
 	}
 	if g.items = opts.items; g.items == nil {
 		g.items = newItemStore(time.Now)
@@ -425,10 +420,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if t.Replica > 0 {
 			// A replica's own breaker: logged and counted under the
 			// replica's name; a fleet shares provider breakers only.
-			g.breakerTransition(g.byScope[t.Scope].replicas[t.Replica-1].name, t)
+			breakerTransition(g.log, g.metrics, g.byScope[t.Scope].replicas[t.Replica-1].name, t)
 			return
 		}
-		g.breakerTransition(scopeNames[t.Scope], t)
+		breakerTransition(g.log, g.metrics, scopeNames[t.Scope], t)
 		g.announce(scopeNames[t.Scope], t)
 	})
 	g.runner.SetProber(g.probe)
@@ -447,9 +442,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			s := g.runner.SecondStats()
 			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
 		},
-		BodyBytes: func() (int64, int64, int64) { return g.bodies.used.Load(), g.bodies.limit, g.bodies.reading.Load() },
-		Quotas:    g.quotas,
-		Spend:     g.spend.spendMetrics,
+		BodyBytes: func() (int64, int64, int64) {
+			return g.intake.bodies.used.Load(), g.intake.bodies.limit, g.intake.bodies.reading.Load()
+		},
+		Quotas: g.quotas,
+		Spend:  g.spend.spendMetrics,
 	})
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleetState)
@@ -534,12 +531,12 @@ func (g *Gateway) SetReady(ok bool) { g.ready.Store(ok) }
 
 // breakerTransition logs a breaker's state change once, with the numbers
 // that caused it, and counts it.
-func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
+func breakerTransition(log *slog.Logger, m *metrics.Metrics, provider string, t lifecycle.Transition) {
 	level := slog.LevelInfo
 	if t.To == breaker.Open {
 		level = slog.LevelWarn
 	}
-	g.log.LogAttrs(context.Background(), level, "breaker",
+	log.LogAttrs(context.Background(), level, "breaker",
 		slog.String("provider", provider),
 		slog.String("from", t.From.String()),
 		slog.String("to", t.To.String()),
@@ -548,12 +545,12 @@ func (g *Gateway) breakerTransition(provider string, t lifecycle.Transition) {
 		slog.Int("calls", t.Calls),
 		slog.Float64("error_rate", t.ErrorRate),
 		slog.Float64("slow_rate", t.SlowRate))
-	g.metrics.BreakerTransitions.WithLabelValues(provider, t.To.String(), string(t.Reason)).Inc()
+	m.BreakerTransitions.WithLabelValues(provider, t.To.String(), string(t.Reason)).Inc()
 }
 
 // BodyBytesHeld is how many bytes of request bodies the gateway holds
 // now, out of server.max_body_bytes_in_flight.
-func (g *Gateway) BodyBytesHeld() int64 { return g.bodies.used.Load() }
+func (g *Gateway) BodyBytesHeld() int64 { return g.intake.bodies.used.Load() }
 
 // ReadingBodies is how many requests are reading their bodies now.
-func (g *Gateway) ReadingBodies() int64 { return g.bodies.reading.Load() }
+func (g *Gateway) ReadingBodies() int64 { return g.intake.bodies.reading.Load() }

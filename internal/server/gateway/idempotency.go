@@ -353,7 +353,7 @@ func (g *Gateway) copyFlight(w http.ResponseWriter, r *http.Request, rd *idempot
 	}
 	w.WriteHeader(res.head.Status)
 	var scratch exchange
-	cw := g.clientWriter(w, &scratch)
+	cw := writerFor(w, &scratch, g.writeTimeout)
 	defer func() { res.bytes, res.stalled = scratch.bytesOut, scratch.stalled }()
 	// An answer with a length is whole, to its client, at its last byte,
 	// which therefore waits for the flight's end: by then the key is

@@ -52,7 +52,7 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 	switch {
 	case errors.As(err, &tooLarge):
 		x.fail(w, protocol.TooLarge, outcomeClientError, "body_too_large",
-			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.maxBody), 0)
+			fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (max_body_bytes)", g.intake.maxBody), 0)
 	case errors.Is(err, errBodyShare):
 		x.fail(w, protocol.RateLimited, outcomeClientError, "body_share",
 			"the requests from your key (or, without one, your address) hold their whole share of the gateway's request-body memory (server.max_body_bytes_per_client); retry when they finish", time.Second)
@@ -61,7 +61,7 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 			"Sluice is holding as many request bodies as it may (server.max_body_bytes_in_flight); retry shortly", time.Second)
 	case errors.Is(err, errBodyTimeout):
 		x.fail(w, protocol.RequestTimeout, outcomeClientError, "body_timeout",
-			fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.bodyTimeout), 0)
+			fmt.Sprintf("the request body did not arrive within %s (server.body_read_timeout)", g.intake.timeout), 0)
 	case r.Context().Err() != nil:
 		g.clientGone(w, r, x)
 	default:
@@ -77,7 +77,7 @@ func (g *Gateway) bodyFailed(w http.ResponseWriter, r *http.Request, x *exchange
 // false. The caller gives held back to the body budget when the request
 // is done with its body, whatever ok is.
 func (g *Gateway) readRequest(w http.ResponseWriter, r *http.Request, x *exchange) (m *model, body *protocol.Body, raw []byte, held bodyHold, ok bool) {
-	raw, held, err := g.readBody(w, r, g.sourceOf(r, x))
+	raw, held, err := g.intake.read(w, r, g.intake.sourceOf(r, x))
 	if err != nil {
 		g.bodyFailed(w, r, x, err)
 		return nil, nil, nil, held, false
@@ -146,12 +146,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// Shed from the headers alone when the global limit and the queue
 	// have no room for this class: no body read, no upstream socket.
 	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idemAnswered(r, x) {
-		g.refuse(w, x, rej, time.Time{})
+		refuse(g.metrics, w, x, rej, time.Time{})
 		return
 	}
 
 	m, body, raw, held, ok := g.readRequest(w, r, x)
-	defer g.bodies.give(held)
+	defer g.intake.bodies.give(held)
 	if !ok {
 		return
 	}
@@ -272,7 +272,7 @@ const maxClientTimeout = 24 * time.Hour
 // shed answers a refusal from admission: 503 (OpenAI) or 529 (Anthropic)
 // with the dialect's overloaded_error and an estimated Retry-After
 // (lifecycle.Answer).
-func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+func shed(w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
 	reply := lifecycle.Answer(*rej)
 	msg := fmt.Sprintf("Sluice is at capacity for %s requests (%s); retry after %s", rej.Priority, rej.Reason, rej.RetryAfter.Round(time.Millisecond))
 	switch rej.Reason {
@@ -292,24 +292,6 @@ func (g *Gateway) shed(w http.ResponseWriter, x *exchange, rej *admission.Reject
 	x.fail(w, kind, outcome, string(rej.Reason), msg, reply.RetryAfter)
 }
 
-// fail is the one place an error answer is written and recorded.
-func (g *Gateway) fail(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg string, retryAfter time.Duration) {
-	x.failParam(w, k, outcome, reason, msg, "", retryAfter)
-}
-
-// failParam is fail for an error that request parameter param caused,
-// which an OpenAI-shaped answer names in its "param" field.
-func (g *Gateway) failParam(w http.ResponseWriter, x *exchange, k protocol.Kind, outcome, reason, msg, param string, retryAfter time.Duration) {
-	x.outcome, x.reason = outcome, reason
-	if x.wroteHeader {
-		return // a stream already started; relay wrote its own error event
-	}
-	x.wroteHeader = true
-	x.status = x.endpoint.Dialect.Status(k)
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.writeTimeout))
-	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
-}
-
 // ErrShutdown is the cause of every request's context once a shutdown
 // stops waiting for in-flight work (Host.Shutdown).
 var ErrShutdown = errors.New("gateway: shutting down")
@@ -324,7 +306,7 @@ func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange
 		case !x.wroteHeader:
 			x.fail(w, protocol.Overloaded, outcomeCancelled, "shutdown", msg, time.Second)
 		case x.stream:
-			g.clientWriter(w, x).write(x.streamErrorEvent(protocol.Overloaded, msg))
+			writerFor(w, x, g.writeTimeout).write(x.streamErrorEvent(protocol.Overloaded, msg))
 		default:
 			x.abort = true
 		}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"net/http"
 	"time"
 
@@ -13,16 +14,16 @@ import (
 // refuse answers a refusal from admission or from a budget, at the door,
 // on arrival or from the queue, as lifecycle.Answer says; deadline is the
 // request's, which a refusal from the queue may name.
-func (g *Gateway) refuse(w http.ResponseWriter, x *exchange, rej *admission.Rejection, deadline time.Time) {
+func refuse(m *metrics.Metrics, w http.ResponseWriter, x *exchange, rej *admission.Rejection, deadline time.Time) {
 	switch reply := lifecycle.Answer(*rej); {
 	case reply.Kind == lifecycle.ReplyTimedOut:
 		kind, outcome := replyStatus(reply)
 		x.fail(w, kind, outcome, "queue_deadline",
 			fmt.Sprintf("the request's %s deadline passed while it waited for admission", deadline.Sub(x.start).Round(time.Millisecond)), 0)
 	case rej.Reason == admission.ReasonKeyBudget || rej.Reason == admission.ReasonLaneBudget:
-		budgetRefused(g.metrics, w, x, rej)
+		budgetRefused(m, w, x, rej)
 	default:
-		g.shed(w, x, rej)
+		shed(w, x, rej)
 	}
 }
 

@@ -59,8 +59,8 @@ type clientWriter struct {
 	x       *exchange
 }
 
-func (g *Gateway) clientWriter(w http.ResponseWriter, x *exchange) clientWriter {
-	return clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.writeTimeout, x: x}
+func writerFor(w http.ResponseWriter, x *exchange, timeout time.Duration) clientWriter {
+	return clientWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, x: x}
 }
 
 // write sends p and flushes it.
@@ -167,7 +167,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	w.Header().Set("X-Accel-Buffering", "no")
 	x.wroteHeader, x.status = true, a.resp.StatusCode
 	w.WriteHeader(a.resp.StatusCode)
-	s.cw = g.clientWriter(w, x)
+	s.cw = writerFor(w, x, g.writeTimeout)
 
 	s.buf, s.n = *s.bp, a.first
 	s.newChain(text)

@@ -70,7 +70,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	x.wroteHeader, x.status = true, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
-	if _, err := g.clientWriter(w, x).send(data, false); err != nil {
+	if _, err := writerFor(w, x, g.writeTimeout).send(data, false); err != nil {
 		g.clientGone(w, r, x)
 		return
 	}
@@ -90,7 +90,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 // of it (exchange.abort). A head the decoder refuses is a 502, before
 // the client has a byte.
 func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *streamWatch) {
-	b := &largeBody{w: w, x: x, resp: a.resp, scrub: a.t.provider.scrub, idle: idle, cw: g.clientWriter(w, x)}
+	b := &largeBody{w: w, x: x, resp: a.resp, scrub: a.t.provider.scrub, idle: idle, cw: writerFor(w, x, g.writeTimeout)}
 	b.buf = make([]byte, max(relayChunk, len(head)+1))
 	b.n = copy(b.buf, head)
 	b.dec = jsontext.NewDecoder(b, answerDecoding...)

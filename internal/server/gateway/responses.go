@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"log/slog"
 )
 
 // OpenAI's Responses API (POST /v1/responses) is passed through as it is
@@ -51,9 +52,9 @@ func (m *model) keep(ok func(target) bool) *model {
 
 // warnNoResponses logs, once per provider, that it answered 404 to the
 // Responses API.
-func (g *Gateway) warnNoResponses(p *provider) {
+func (p *provider) warnNoResponses(log *slog.Logger) {
 	if p.responsesWarned.CompareAndSwap(false, true) {
-		g.log.Warn("provider answered 404 to /v1/responses; if it has no Responses API, set responses: false on it",
+		log.Warn("provider answered 404 to /v1/responses; if it has no Responses API, set responses: false on it",
 			"provider", p.name)
 	}
 }

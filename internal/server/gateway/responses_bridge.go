@@ -55,7 +55,7 @@ func (g *Gateway) bridgeResponses(w http.ResponseWriter, x *exchange, m *model, 
 	if len(native.targets) == len(m.targets) {
 		return m, body, w, true
 	}
-	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported, Items: g.itemsOf(x)})
+	tr, err := translate.ResponsesToChat(body.Raw(), translate.Options{Unsupported: m.unsupported, Items: g.items.of(x)})
 	var chat *protocol.Body
 	if err == nil {
 		chat, err = protocol.ParseBodyWithin(tr.Body, g.bodyLimits)

@@ -168,7 +168,7 @@ func itemScope(x *exchange) string {
 }
 
 // itemsOf resolves the item references of x's request.
-func (g *Gateway) itemsOf(x *exchange) func(string) (json.RawMessage, bool) {
+func (s *itemStore) of(x *exchange) func(string) (json.RawMessage, bool) {
 	scope := itemScope(x)
-	return func(id string) (json.RawMessage, bool) { return g.items.get(scope, id) }
+	return func(id string) (json.RawMessage, bool) { return s.get(scope, id) }
 }

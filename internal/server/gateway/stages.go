@@ -140,7 +140,7 @@ func (h *hop) screened(req lifecycle.Request) bool {
 		return true
 	}
 	h.g.setRateHeaders(h.w.Header(), h.x)
-	h.g.refuse(h.w, h.x, rej, req.Deadline)
+	refuse(h.g.metrics, h.w, h.x, rej, req.Deadline)
 	return false
 }
 
@@ -156,7 +156,7 @@ func (h *hop) acquire() bool {
 		var rej *admission.Rejection
 		switch {
 		case errors.As(err, &rej):
-			g.refuse(w, x, rej, deadline)
+			refuse(g.metrics, w, x, rej, deadline)
 		case h.r.Context().Err() != nil:
 			g.clientGone(w, h.r, x)
 		default:
@@ -197,7 +197,8 @@ func (h *hop) release() {
 // refusal of the prompt as too long names the model it goes on to.
 func (h *hop) forward() bool {
 	h.x.contextRoute = &h.m.route
-	h.g.forward(h.call, h.w, h.r, h.x, h.m, h.x.endpoint, h.out, h.req.Deadline)
-	h.next = h.g.rerouted(h.x)
+	c := calls{g: h.g, call: h.call, w: h.w, r: h.r, x: h.x, m: h.m, ep: h.x.endpoint, body: h.out, deadline: h.req.Deadline}
+	c.forward()
+	h.next = h.x.contextNext
 	return true
 }
