@@ -28,7 +28,7 @@ func TestAgreementClassify(t *testing.T) {
 	const declared = "sk-declared"
 	for _, c := range lifecycletest.Classify {
 		t.Run(c.Name, func(t *testing.T) {
-			g := &Gateway{criticalKeys: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}
+			g := &Gateway{keys: &keyring{critical: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}}
 			x := &exchange{who: who{priority: c.Claim.Default}}
 			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 			if c.Claim.Asked {

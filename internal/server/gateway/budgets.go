@@ -345,7 +345,7 @@ func (g *Gateway) quotas() []metrics.Quota {
 		name := "large_context"
 		switch s.Owner {
 		case "key":
-			name = g.keyName(s.Index)
+			name = g.keys.name(s.Index)
 		case "provider":
 			name = g.byScope[s.Index].name
 		}
@@ -353,14 +353,6 @@ func (g *Gateway) quotas() []metrics.Quota {
 			Limit: s.Limit, Remaining: s.Remaining, Reserved: s.Reserved})
 	}
 	return out
-}
-
-// keyName is key n's name: a config key's, or a runtime key's.
-func (g *Gateway) keyName(n int) string {
-	if n >= 1 && n <= len(g.keyNames) {
-		return g.keyNames[n-1]
-	}
-	return g.runtimeKeyName(n)
 }
 
 // account records the tokens and cost of a request whose provider

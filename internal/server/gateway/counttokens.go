@@ -73,7 +73,7 @@ func (g *Gateway) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: protocol.Endpoint{Name: "count_tokens", Path: r.URL.Path, Dialect: protocol.Anthropic}}
 	x.priority = g.defaultPri
 	defer g.finish(x)
-	if !g.authenticate(w, r, x) {
+	if !g.keys.authenticate(w, r, x) {
 		return
 	}
 	raw, held, err := g.intake.read(w, r, g.intake.sourceOf(r, x))

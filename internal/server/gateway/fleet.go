@@ -266,7 +266,7 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 	var out []metrics.Quota
 	ctx, cancel := context.WithTimeout(context.Background(), 4*g.fleet.timeout)
 	defer cancel()
-	for _, k := range append(g.keyList[:len(g.keyList):len(g.keyList)], g.runtimeKeyList()...) {
+	for _, k := range append(g.keys.list[:len(g.keys.list):len(g.keys.list)], g.keys.runtimeKeyList()...) {
 		if k.limits == (quota.Limits{}) {
 			continue
 		}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,7 +20,6 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
-	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
@@ -93,29 +91,12 @@ type Gateway struct {
 	models     map[string]*model
 	modelNames []string
 	defaultPri admission.Priority
-	// criticalKeys holds the SHA-256 of each declared critical client
-	// key; nil when none are declared, and then nobody is critical.
-	criticalKeys map[[sha256.Size]byte]struct{}
-	// keys are the virtual keys by the SHA-256 of the key; authRequired:
-	// a request needs one.
-	keys     map[[sha256.Size]byte]*virtualKey
-	keyNames []string      // by index in keys:
-	keyList  []*virtualKey // by index in keys:
+	// keys are who may call the gateway (keys.go).
+	keys *keyring
 	// spend is the configuration's spend limits, nil without (spend.go).
 	spend *spender
 	// fleet is the shared store, when the config names one (fleet.go).
-	fleet        *fleet
-	authRequired bool
-	// rt is the keys made at run time (runtimekeys.go), nil without a
-	// key store; authFixed: the config alone says whether a key is
-	// required (requireKey). cfgKeys are the config's keys, for the
-	// admin API.
-	rt        *runtimeKeys
-	authFixed bool
-	cfgKeys   []config.Key
-	// spendOf are a key's spend limits, its team's included: a key made
-	// at run time joins its team's limits as a file's key does.
-	spendOf func(*config.Key) []spend.Limit
+	fleet *fleet
 	// counts counts requests' input tokens (budgets.go).
 	counts *counting
 	// tell is which X-Sluice-* response headers answers carry
@@ -295,29 +276,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.keys = keys
-	for _, k := range cfg.Keys {
-		g.keyNames = append(g.keyNames, k.Name)
-	}
-	g.keyList = make([]*virtualKey, len(cfg.Keys))
-	for _, k := range keys {
-		g.keyList[k.index-1] = k
-	}
-	g.authRequired = cfg.AuthRequired()
-	g.cfgKeys = cfg.Keys
-	g.spendOf = func(k *config.Key) []spend.Limit { return policy.SpendLimits(cfg, k) }
-	if opts.keys != nil {
-		g.rt = newRuntimeKeys(opts.keys, cfg)
-		g.authFixed = cfg.Auth.Required != nil || len(cfg.Keys) > 0
-	}
 	g.counts = newCounting(cfg)
 	g.prices = policy.Prices(cfg)
-	if keys := cfg.CriticalKeys(); keys != nil {
-		g.criticalKeys = make(map[[sha256.Size]byte]struct{}, len(keys))
-		for _, k := range keys {
-			g.criticalKeys[sha256.Sum256([]byte(k))] = struct{}{}
-		}
-	}
 
 	scopeNames := make([]string, len(cfg.Providers))
 	for i := range cfg.Providers {
@@ -381,7 +341,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec.DynamicKeys = g.rt != nil
+	ec.DynamicKeys = opts.keys != nil
 	for _, mc := range cfg.Models {
 		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation), verdictEvent: mc.Validation.StreamEvent}
 		m.caps = m.route.Continue
@@ -416,6 +376,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.runner = runner.NewRunner(ec, g.now)
+	g.keys = newKeyring(cfg, keys, pri, opts.keys, g.modelNames, g.runner, g.now)
 	g.runner.OnTransition(func(t lifecycle.Transition) {
 		if t.Replica > 0 {
 			// A replica's own breaker: logged and counted under the

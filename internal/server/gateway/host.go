@@ -140,7 +140,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 		h.log.Warn("keys made at run time: the store did not answer yet; until it does, keys made at run time are refused as unknown, and requests without a key are refused unless auth.required is set",
 			"store", keys.Where())
 	default:
-		h.log.Info("keys made at run time", "store", keys.Where(), "keys", len(keys.Snapshot().Records), "key_required", g.requireKey())
+		h.log.Info("keys made at run time", "store", keys.Where(), "keys", len(keys.Snapshot().Records), "key_required", g.keys.requireKey())
 	}
 	h.dash.SetBudgets(dashboardBudgets(cfg))
 	h.dash.SetSpenders(func() []dashboard.Spender { return dashboardSpenders(h.usage) })
@@ -183,7 +183,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
-	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keyEnv() }}).Handler()
+	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keys.env() }}).Handler()
 	mux.Handle("/admin/keys", keysAPI)
 	mux.Handle("/admin/keys/", keysAPI)
 	mux.Handle("/admin/usage", h.usage)

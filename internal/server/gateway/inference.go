@@ -113,11 +113,11 @@ func (g *Gateway) modelOf(w http.ResponseWriter, x *exchange, raw []byte) (m *mo
 	if !ok {
 		x.model = "unknown"
 		x.fail(w, protocol.NotFound, outcomeClientError, "unknown_model",
-			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.usableModels(x), ", ")), 0)
+			fmt.Sprintf("model %q is not configured on this gateway; available models: %s", body.Model, strings.Join(g.keys.usableModels(x), ", ")), 0)
 		return nil, nil, false
 	}
 	x.model, x.requested = m.name, m.name
-	return m, body, g.mayUse(w, x, m.name)
+	return m, body, g.keys.mayUse(w, x, m.name)
 }
 
 // serve is serveInference's path, once a request is on record.
@@ -130,7 +130,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
-	if !g.authenticate(w, r, x) {
+	if !g.keys.authenticate(w, r, x) {
 		return
 	}
 	if err := g.classify(r, x); err != nil {
@@ -212,8 +212,8 @@ func (g *Gateway) claim(r *http.Request, x *exchange) (lifecycle.Claim, error) {
 	switch {
 	case x.key != nil:
 		c.Keyed, c.Key = true, x.key.priority
-	case g.criticalKeys != nil:
-		_, c.Declared = g.criticalKeys[sha256.Sum256([]byte(clientKey(r)))]
+	case g.keys.critical != nil:
+		_, c.Declared = g.keys.critical[sha256.Sum256([]byte(clientKey(r)))]
 	}
 	return c, nil
 }

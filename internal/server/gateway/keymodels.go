@@ -4,12 +4,12 @@ package gateway
 // every model without keys or for a key without a model list. A refusal
 // that lists models lists these, so that it tells a client of no model
 // its key may not use.
-func (g *Gateway) usableModels(x *exchange) []string {
+func (kr *keyring) usableModels(x *exchange) []string {
 	if x.key == nil || x.key.models == nil {
-		return g.modelNames
+		return kr.models
 	}
 	var out []string
-	for _, n := range g.modelNames {
+	for _, n := range kr.models {
 		if x.key.models[n] {
 			out = append(out, n)
 		}

@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/policy"
+	"github.com/sluice-gw/sluice/internal/server/keystore"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -76,6 +79,64 @@ func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority, spe
 	return k, nil
 }
 
+// keyring is who may call the gateway: the config's virtual keys, the
+// keys made at run time (runtimekeys.go), the declared critical keys,
+// and whether a request needs a key at all.
+type keyring struct {
+	// byHash are the config's virtual keys by the SHA-256 of the key;
+	// names and list are the same keys by index in keys:.
+	byHash map[[sha256.Size]byte]*virtualKey
+	names  []string
+	list   []*virtualKey
+	// critical holds the SHA-256 of each declared critical client key;
+	// nil when none are declared, and then nobody is critical.
+	critical map[[sha256.Size]byte]struct{}
+	// authRequired: a request needs a key (config.AuthRequired).
+	authRequired bool
+	// rt is the keys made at run time, nil without a key store;
+	// authFixed: the config alone says whether a key is required
+	// (requireKey). cfg are the config's keys, for the admin API.
+	rt        *runtimeKeys
+	authFixed bool
+	cfg       []config.Key
+	// spendOf are a key's spend limits, its team's included: a key made
+	// at run time joins its team's limits as a file's key does.
+	spendOf    func(*config.Key) []spend.Limit
+	defaultPri admission.Priority
+	// models are the configuration's model names, sorted.
+	models []string
+	// runner takes the runtime keys' budgets (lifecycle.Engine.SetKey).
+	runner *runner.Runner
+	now    func() time.Time
+}
+
+// newKeyring builds the keyring of cfg over table (keyTable's), with
+// the keys made at run time in store when it is not nil.
+func newKeyring(cfg *config.Config, table map[[sha256.Size]byte]*virtualKey, defaultPri admission.Priority, store keystore.Store,
+	models []string, rn *runner.Runner, now func() time.Time) *keyring {
+	k := &keyring{byHash: table, authRequired: cfg.AuthRequired(), cfg: cfg.Keys, defaultPri: defaultPri,
+		models: models, runner: rn, now: now,
+		spendOf: func(kc *config.Key) []spend.Limit { return policy.SpendLimits(cfg, kc) }}
+	for _, kc := range cfg.Keys {
+		k.names = append(k.names, kc.Name)
+	}
+	k.list = make([]*virtualKey, len(cfg.Keys))
+	for _, vk := range table {
+		k.list[vk.index-1] = vk
+	}
+	if store != nil {
+		k.rt = newRuntimeKeys(store, cfg)
+		k.authFixed = cfg.Auth.Required != nil || len(cfg.Keys) > 0
+	}
+	if keys := cfg.CriticalKeys(); keys != nil {
+		k.critical = make(map[[sha256.Size]byte]struct{}, len(keys))
+		for _, c := range keys {
+			k.critical[sha256.Sum256([]byte(c))] = struct{}{}
+		}
+	}
+	return k
+}
+
 // authenticate finds the client's virtual key. With auth required, a
 // request without a known key gets 401 in its API's shape, and false.
 //
@@ -83,18 +144,18 @@ func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority, spe
 // (runtimekeys.go); a runtime key that is revoked, disabled, expired, or
 // an old secret past its rotation's grace, gets 401 saying which,
 // whether or not the gateway requires a key.
-func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
-	if k := clientKey(r); k != "" && (g.keys != nil || g.rt != nil) {
+func (kr *keyring) authenticate(w http.ResponseWriter, r *http.Request, x *exchange) bool {
+	if k := clientKey(r); k != "" && (kr.byHash != nil || kr.rt != nil) {
 		sum := sha256.Sum256([]byte(k))
-		if x.key = g.keys[sum]; x.key == nil {
+		if x.key = kr.byHash[sum]; x.key == nil {
 			var reason, msg string
-			if x.key, reason, msg = g.lookupRuntime(sum); reason != "" {
+			if x.key, reason, msg = kr.lookupRuntime(sum); reason != "" {
 				x.fail(w, protocol.Unauthorized, outcomeClientError, reason, msg, 0)
 				return false
 			}
 		}
 	}
-	if x.key != nil || !g.requireKey() {
+	if x.key != nil || !kr.requireKey() {
 		return true
 	}
 	msg := "this gateway needs a key: send it as Authorization: Bearer KEY"
@@ -111,7 +172,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, x *exchan
 
 // mayUse reports whether the request's key may use model, answering 403
 // in its API's shape when not.
-func (g *Gateway) mayUse(w http.ResponseWriter, x *exchange, model string) bool {
+func (kr *keyring) mayUse(w http.ResponseWriter, x *exchange, model string) bool {
 	if x.key == nil || x.key.models == nil || x.key.models[model] {
 		return true
 	}

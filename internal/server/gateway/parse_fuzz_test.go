@@ -139,7 +139,7 @@ func FuzzClassify(f *testing.F) {
 		if !headerValue(pri) || !headerValue(auth) {
 			return
 		}
-		g := &Gateway{criticalKeys: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}
+		g := &Gateway{keys: &keyring{critical: map[[sha256.Size]byte]struct{}{sha256.Sum256([]byte(declared)): {}}}}
 		x := &exchange{who: who{priority: admission.Interactive}}
 		if defaultCritical {
 			x.priority = admission.Critical

@@ -103,7 +103,7 @@ func dialectOf(r *http.Request) protocol.Dialect {
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	d := dialectOf(r)
 	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: protocol.Endpoint{Name: "models", Path: r.URL.Path, Dialect: d}}
-	if !g.authenticate(w, r, x) {
+	if !g.keys.authenticate(w, r, x) {
 		return
 	}
 	id := r.PathValue("id")

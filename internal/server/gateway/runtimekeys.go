@@ -76,8 +76,8 @@ func newRuntimeKeys(store keystore.Store, cfg *config.Config) *runtimeKeys {
 
 // current is the table of the store's latest snapshot, rebuilt first if
 // the table is older.
-func (g *Gateway) rtCurrent() *rtTable {
-	rt := g.rt
+func (kr *keyring) rtCurrent() *rtTable {
+	rt := kr.rt
 	snap := rt.store.Snapshot()
 	t := rt.table.Load()
 	if t.loaded == snap.Loaded && t.version == snap.Version {
@@ -91,7 +91,7 @@ func (g *Gateway) rtCurrent() *rtTable {
 	}
 	t = &rtTable{version: snap.Version, loaded: snap.Loaded, byHash: map[[sha256.Size]byte]rtEntry{}, keys: map[int]*virtualKey{}}
 	for name, rec := range snap.Records {
-		if g.configKeyNamed(name) {
+		if kr.configKeyNamed(name) {
 			continue // the config's key of that name wins
 		}
 		n, ok := rt.index[name]
@@ -104,11 +104,11 @@ func (g *Gateway) rtCurrent() *rtTable {
 			tn = len(rt.tenants) + 1
 			rt.tenants[rec.Key.TenantName()] = tn
 		}
-		k := g.runtimeKey(n, &rec.Key)
+		k := kr.runtimeKey(n, &rec.Key)
 		if rec.Revoked {
-			g.runner.SetKey(n, quota.Limits{}, tn)
+			kr.runner.SetKey(n, quota.Limits{}, tn)
 		} else {
-			g.runner.SetKey(n, k.limits, tn)
+			kr.runner.SetKey(n, k.limits, tn)
 			t.keys[n] = k
 		}
 		for _, h := range []struct {
@@ -119,7 +119,7 @@ func (g *Gateway) rtCurrent() *rtTable {
 			if n, err := hex.Decode(sum[:], []byte(h.hex)); err != nil || n != sha256.Size {
 				continue
 			}
-			if _, taken := g.keys[sum]; taken {
+			if _, taken := kr.byHash[sum]; taken {
 				continue // a config key's secret: the config's
 			}
 			t.byHash[sum] = rtEntry{key: k, rec: rec, old: h.old}
@@ -130,8 +130,8 @@ func (g *Gateway) rtCurrent() *rtTable {
 }
 
 // configKeyNamed reports whether keys: has a key of that name.
-func (g *Gateway) configKeyNamed(name string) bool {
-	for _, n := range g.keyNames {
+func (kr *keyring) configKeyNamed(name string) bool {
+	for _, n := range kr.names {
 		if n == name {
 			return true
 		}
@@ -142,12 +142,12 @@ func (g *Gateway) configKeyNamed(name string) bool {
 // runtimeKey builds the virtual key of a record, numbered n. The API
 // validated the record; a class this configuration does not know (a
 // record written by another version) is the default class.
-func (g *Gateway) runtimeKey(n int, kc *config.Key) *virtualKey {
-	k, err := newVirtualKey(n, kc, g.defaultPri, g.spendOf(kc))
+func (kr *keyring) runtimeKey(n int, kc *config.Key) *virtualKey {
+	k, err := newVirtualKey(n, kc, kr.defaultPri, kr.spendOf(kc))
 	if err != nil {
 		c := *kc
 		c.Priority = ""
-		k, _ = newVirtualKey(n, &c, g.defaultPri, g.spendOf(&c))
+		k, _ = newVirtualKey(n, &c, kr.defaultPri, kr.spendOf(&c))
 	}
 	return k
 }
@@ -155,15 +155,15 @@ func (g *Gateway) runtimeKey(n int, kc *config.Key) *virtualKey {
 // lookupRuntime finds a runtime key by its secret's hash. A key that
 // matches but may not be used now comes back nil with the reason and
 // the message its 401 gives.
-func (g *Gateway) lookupRuntime(sum [sha256.Size]byte) (k *virtualKey, reason, msg string) {
-	if g.rt == nil {
+func (kr *keyring) lookupRuntime(sum [sha256.Size]byte) (k *virtualKey, reason, msg string) {
+	if kr.rt == nil {
 		return nil, "", ""
 	}
-	e, ok := g.rtCurrent().byHash[sum]
+	e, ok := kr.rtCurrent().byHash[sum]
 	if !ok {
 		return nil, "", ""
 	}
-	now := g.now()
+	now := kr.now()
 	r := e.rec
 	switch {
 	case r.Revoked:
@@ -187,37 +187,45 @@ func (g *Gateway) lookupRuntime(sum [sha256.Size]byte) (k *virtualKey, reason, m
 // time (the admin API's answer warns) until its next restart or reload,
 // and one whose store cannot be read yet refuses requests without a key
 // until it can, rather than open up while its keys are unknown.
-func (g *Gateway) requireKey() bool {
-	if g.rt == nil || g.authFixed {
-		return g.authRequired
+func (kr *keyring) requireKey() bool {
+	if kr.rt == nil || kr.authFixed {
+		return kr.authRequired
 	}
-	switch g.rt.decided.Load() {
+	switch kr.rt.decided.Load() {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	snap := g.rt.store.Snapshot()
+	snap := kr.rt.store.Snapshot()
 	if !snap.Loaded {
 		return true
 	}
 	if snap.HasAny() {
-		g.rt.decided.CompareAndSwap(0, 1)
+		kr.rt.decided.CompareAndSwap(0, 1)
 	} else {
-		g.rt.decided.CompareAndSwap(0, 2)
+		kr.rt.decided.CompareAndSwap(0, 2)
 	}
-	return g.rt.decided.Load() == 1
+	return kr.rt.decided.Load() == 1
+}
+
+// name is key n's name: a config key's, or a runtime key's.
+func (kr *keyring) name(n int) string {
+	if n >= 1 && n <= len(kr.names) {
+		return kr.names[n-1]
+	}
+	return kr.runtimeKeyName(n)
 }
 
 // runtimeKeyName is the name of runtime key n, for the metrics.
-func (g *Gateway) runtimeKeyName(n int) string {
-	if g.rt != nil {
-		if k := g.rtCurrent().keys[n]; k != nil {
+func (kr *keyring) runtimeKeyName(n int) string {
+	if kr.rt != nil {
+		if k := kr.rtCurrent().keys[n]; k != nil {
 			return k.name
 		}
-		g.rt.mu.Lock()
-		defer g.rt.mu.Unlock()
-		for name, i := range g.rt.index {
+		kr.rt.mu.Lock()
+		defer kr.rt.mu.Unlock()
+		for name, i := range kr.rt.index {
 			if i == n {
 				return name
 			}
@@ -228,11 +236,11 @@ func (g *Gateway) runtimeKeyName(n int) string {
 
 // runtimeKeyList is the live runtime keys, for the shared budgets'
 // metrics.
-func (g *Gateway) runtimeKeyList() []*virtualKey {
-	if g.rt == nil {
+func (kr *keyring) runtimeKeyList() []*virtualKey {
+	if kr.rt == nil {
 		return nil
 	}
-	t := g.rtCurrent()
+	t := kr.rtCurrent()
 	out := make([]*virtualKey, 0, len(t.keys))
 	for _, k := range t.keys {
 		out = append(out, k)
@@ -263,8 +271,8 @@ func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
 	return nil, func() {}, nil
 }
 
-// keyEnv is what the admin key API needs of the configuration serving
+// env is what the admin key API needs of the configuration serving
 // now.
-func (g *Gateway) keyEnv() keystore.Env {
-	return keystore.Env{ConfigKeys: g.cfgKeys, Models: g.modelNames, Open: !g.requireKey()}
+func (kr *keyring) env() keystore.Env {
+	return keystore.Env{ConfigKeys: kr.cfg, Models: kr.models, Open: !kr.requireKey()}
 }
