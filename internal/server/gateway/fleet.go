@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 )
 
 // A fleet is the replicas that name one store: in it, each key's budget
@@ -103,9 +104,10 @@ func storeErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 // fleet: it has joined (fleetstore.Members.Joined: it knows the fleet
 // and every other replica counts it), or the store does not answer, so
 // that there is nothing to learn and it decides alone (said in the log
-// and in sluice_fleet_store_shared).
+// and in sluice_fleet_store_shared). Outside a fleet (f nil), /readyz
+// may always say ready as far as the fleet goes.
 func (f *fleet) ready() bool {
-	return f.members.Joined() || !f.reachable.Load()
+	return f == nil || f.members.Joined() || !f.reachable.Load()
 }
 
 // reach notes whether Redis answers, from a heartbeat or a budget call,
@@ -196,10 +198,6 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// fleetReady reports whether /readyz may say ready as far as the fleet
-// goes: outside one always; in one, once it has joined (fleet.ready).
-func (g *Gateway) fleetReady() bool { return g.fleet == nil || g.fleet.ready() }
-
 func (f *fleet) close() {
 	f.stop()
 	f.members.Close()
@@ -284,10 +282,10 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 	return out
 }
 
-// fleetState reports the live replicas and whether budgets are shared
-// now, for the metrics.
-func (g *Gateway) fleetState() (int, bool) {
-	return g.fleet.members.Live(), g.fleet.reachable.Load() && g.fleet.budgets.Mode() == fleetstore.Shared
+// state reports the live replicas and whether budgets are shared now,
+// for the metrics.
+func (f *fleet) state() (int, bool) {
+	return f.members.Live(), f.reachable.Load() && f.budgets.Mode() == fleetstore.Shared
 }
 
 // One decision for the fleet: a replica whose breaker trips, or whose
@@ -322,11 +320,11 @@ type evidence struct {
 const evidenceChannel = "evidence"
 
 // follow subscribes to the fleet's breaker verdicts and evidence,
-// adopting the other replicas' verdicts and counting their calls, and
+// adopting the other replicas' verdicts and counting their calls into
+// rn's breakers (providers by name, byScope by admission scope), and
 // sends this replica's counts every evidenceEvery, until close.
-func (g *Gateway) follow() {
-	f := g.fleet
-	g.runner.ShareEvidence()
+func (f *fleet) follow(rn *runner.Runner, providers map[string]*provider, byScope []*provider) {
+	rn.ShareEvidence()
 	verdicts, stopV := f.channels.Subscribe(context.Background(), verdictChannel)
 	counts, stopE := f.channels.Subscribe(context.Background(), evidenceChannel)
 	done := make(chan struct{})
@@ -337,8 +335,8 @@ func (g *Gateway) follow() {
 			if json.Unmarshal(m, &v) != nil || v.From == f.id {
 				continue
 			}
-			if p, ok := g.providers[v.Provider]; ok {
-				g.runner.Adopt(p.scope, v.To, v.Step, v.Reason)
+			if p, ok := providers[v.Provider]; ok {
+				rn.Adopt(p.scope, v.To, v.Step, v.Reason)
 			}
 		}
 	}()
@@ -348,8 +346,8 @@ func (g *Gateway) follow() {
 			if json.Unmarshal(m, &ev) != nil || ev.From == f.id {
 				continue
 			}
-			if p, ok := g.providers[ev.Provider]; ok {
-				g.runner.AddEvidence(p.scope, ev.Buckets)
+			if p, ok := providers[ev.Provider]; ok {
+				rn.AddEvidence(p.scope, ev.Buckets)
 			}
 		}
 	}()
@@ -362,11 +360,11 @@ func (g *Gateway) follow() {
 				return
 			case <-t.C:
 			}
-			for s, ev := range g.runner.DrainEvidence() {
+			for s, ev := range rn.DrainEvidence() {
 				if len(ev) == 0 {
 					continue
 				}
-				msg, _ := json.Marshal(evidence{From: f.id, Provider: g.byScope[s].name, Buckets: ev})
+				msg, _ := json.Marshal(evidence{From: f.id, Provider: byScope[s].name, Buckets: ev})
 				ctx, cancel := context.WithTimeout(context.Background(), 4*f.timeout)
 				_ = f.channels.Publish(ctx, evidenceChannel, msg)
 				cancel()
@@ -376,23 +374,24 @@ func (g *Gateway) follow() {
 }
 
 // announce tells the fleet of a breaker transition this replica made,
-// if fleetcore.Announce says to. It runs under the runner's lock, so the
-// message goes out from a goroutine of its own.
-func (g *Gateway) announce(provider string, t lifecycle.Transition) {
-	if g.fleet == nil || !fleetcore.Announce(t.To, t.Reason) {
+// if fleetcore.Announce says to; outside a fleet (f nil), nothing. It
+// runs under the runner's lock, so the message goes out from a goroutine
+// of its own.
+func (f *fleet) announce(provider string, t lifecycle.Transition) {
+	if f == nil || !fleetcore.Announce(t.To, t.Reason) {
 		return
 	}
-	g.publishVerdict(provider, fleetcore.Verdict{To: t.To, Step: t.Step, Reason: t.Reason})
+	f.publishVerdict(provider, fleetcore.Verdict{To: t.To, Step: t.Step, Reason: t.Reason})
 }
 
 // publishVerdict sends a verdict on the fleet's channel, from a
 // goroutine of its own.
-func (g *Gateway) publishVerdict(provider string, v fleetcore.Verdict) {
-	msg, _ := json.Marshal(verdict{From: g.fleet.id, Provider: provider, To: v.To, Step: v.Step, Reason: v.Reason})
+func (f *fleet) publishVerdict(provider string, v fleetcore.Verdict) {
+	msg, _ := json.Marshal(verdict{From: f.id, Provider: provider, To: v.To, Step: v.Step, Reason: v.Reason})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = g.fleet.channels.Publish(ctx, verdictChannel, msg)
+		_ = f.channels.Publish(ctx, verdictChannel, msg)
 	}()
 }
 
@@ -402,12 +401,12 @@ func (g *Gateway) publishVerdict(provider string, v fleetcore.Verdict) {
 // lease call that fails while the store is thought up does not probe
 // (another replica may hold the lease); it is logged and counted. A
 // lease key that holds another type is that lease's failure alone:
-// every replica probes, as with the store down.
-func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
-	if g.fleet == nil {
+// every replica probes, as with the store down. Outside a fleet (f nil)
+// it always probes.
+func (f *fleet) mayProbe(ctx context.Context, p *provider) bool {
+	if f == nil {
 		return true
 	}
-	f := g.fleet
 	alone := !f.reachable.Load()
 	ctx, cancel := context.WithTimeout(ctx, 4*f.timeout)
 	defer cancel()
@@ -425,10 +424,10 @@ func (g *Gateway) mayProbe(ctx context.Context, p *provider) bool {
 
 // probeFailed tells the fleet that this replica's probe of p failed
 // (fleetcore.ProbeFailed): the replicas that do not probe hold requests for
-// exactly this verdict.
-func (g *Gateway) probeFailed(p *provider) {
-	if g.fleet == nil {
+// exactly this verdict. Outside a fleet (f nil), nothing.
+func (f *fleet) probeFailed(p *provider) {
+	if f == nil {
 		return
 	}
-	g.publishVerdict(p.name, fleetcore.ProbeFailed())
+	f.publishVerdict(p.name, fleetcore.ProbeFailed())
 }

@@ -31,7 +31,7 @@ func TestFleetLeaseErrorDoesNotProbe(t *testing.T) {
 	f.reachable.Store(true)
 	g := &Gateway{fleet: f}
 	p := &provider{name: "llm"}
-	if g.mayProbe(context.Background(), p) {
+	if g.fleet.mayProbe(context.Background(), p) {
 		t.Fatal("a replica whose lease call timed out, with the store thought up, probes")
 	}
 	if n := testutil.ToFloat64(f.errs.WithLabelValues("lease", "error")); n != 1 {
@@ -44,7 +44,7 @@ func TestFleetLeaseErrorDoesNotProbe(t *testing.T) {
 	// so that a fleet without its store never leaves a provider
 	// unprobed.
 	f.reachable.Store(false)
-	if !g.mayProbe(context.Background(), p) {
+	if !g.fleet.mayProbe(context.Background(), p) {
 		t.Error("a replica deciding alone (store down) does not probe")
 	}
 }
@@ -68,7 +68,7 @@ func TestFleetLeaseWrongTypeProbesAlone(t *testing.T) {
 		log: slog.New(slog.NewTextHandler(&logs, nil)), errs: storeErrors(prometheus.NewRegistry())}
 	f.reachable.Store(true)
 	g := &Gateway{fleet: f}
-	if !g.mayProbe(ctx, &provider{name: "llm"}) {
+	if !g.fleet.mayProbe(ctx, &provider{name: "llm"}) {
 		t.Error("a wrong-typed lease key leaves the provider unprobed")
 	}
 	if n := testutil.ToFloat64(f.errs.WithLabelValues("lease", "wrongtype")); n != 1 {

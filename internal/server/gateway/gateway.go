@@ -385,7 +385,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return
 		}
 		breakerTransition(g.log, g.metrics, scopeNames[t.Scope], t)
-		g.announce(scopeNames[t.Scope], t)
+		g.fleet.announce(scopeNames[t.Scope], t)
 	})
 	g.runner.SetProber(g.probe)
 	if err := g.startEvals(cfg); err != nil {
@@ -410,8 +410,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Spend:  g.spend.spendMetrics,
 	})
 	if g.fleet != nil {
-		g.metrics.SetFleet(g.fleetState)
-		g.follow()
+		g.metrics.SetFleet(g.fleet.state)
+		g.fleet.follow(g.runner, g.providers, g.byScope)
 	}
 	g.scrapeCtx, g.stopScraping = context.WithCancel(context.Background())
 	g.startScrapers(cfg)

@@ -193,7 +193,7 @@ func (h *Host) AdminHandler() http.Handler {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
 			return
 		}
-		if !h.cur.Load().fleetReady() {
+		if !h.cur.Load().fleet.ready() {
 			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
 			return
 		}

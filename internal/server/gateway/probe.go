@@ -49,7 +49,7 @@ func probePath(d protocol.Dialect) string {
 // with its whole (one-token) answer read before ctx's deadline.
 func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	p := g.byScope[scope]
-	if !g.mayProbe(ctx, p) {
+	if !g.fleet.mayProbe(ctx, p) {
 		// Another replica probes for the fleet; its verdict comes on the
 		// fleet's channel. Cancelled: this breaker counts nothing.
 		g.metrics.Probes.WithLabelValues(p.name, "elsewhere").Inc()
@@ -69,7 +69,7 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	}
 	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
 	if lifecycle.ProbeFailed(o) {
-		g.probeFailed(p)
+		g.fleet.probeFailed(p)
 	}
 	switch {
 	case o.Status/100 == 4 && o.Status != http.StatusTooManyRequests:

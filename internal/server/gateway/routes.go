@@ -68,7 +68,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
 			return
 		}
-		if !g.fleetReady() {
+		if !g.fleet.ready() {
 			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
 			return
 		}
