@@ -136,9 +136,10 @@ type Gateway struct {
 	// the configuration it replaced has finished its last one.
 	active  atomic.Int64
 	handler http.Handler
-	// scrapeCtx ends the pools' metric scrapers (pool.go) at Close.
-	scrapeCtx    context.Context
-	stopScraping context.CancelFunc
+	// prober sends the breakers' probes (probe.go); scrapers read the
+	// pools' replicas' metrics (pool.go) until Close.
+	prober   *prober
+	scrapers *scrapers
 }
 
 type provider struct {
@@ -387,7 +388,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		breakerTransition(g.log, g.metrics, scopeNames[t.Scope], t)
 		g.fleet.announce(scopeNames[t.Scope], t)
 	})
-	g.runner.SetProber(g.probe)
+	g.prober = &prober{byScope: g.byScope, fleet: g.fleet, metrics: g.metrics, log: g.log}
+	g.runner.SetProber(g.prober.probe)
 	if err := g.startEvals(cfg); err != nil {
 		g.runner.Close()
 		return nil, err
@@ -413,8 +415,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.metrics.SetFleet(g.fleet.state)
 		g.fleet.follow(g.runner, g.providers, g.byScope)
 	}
-	g.scrapeCtx, g.stopScraping = context.WithCancel(context.Background())
-	g.startScrapers(cfg)
+	g.scrapers = startScrapers(cfg, g.byScope, g.runner, g.metrics, g.log)
 	g.ready.Store(true)
 	g.handler = g.Handler()
 	return g, nil
@@ -477,7 +478,7 @@ func (g *Gateway) Close() {
 	if g.evals != nil {
 		g.evals.Close()
 	}
-	g.stopScraping()
+	g.scrapers.stop()
 	g.runner.Close()
 	if g.fleet != nil {
 		g.fleet.close()

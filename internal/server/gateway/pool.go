@@ -1,13 +1,17 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/core/pool"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/server/scrape"
 )
 
@@ -22,40 +26,56 @@ type replicaEndpoint struct {
 	metricsURL string
 }
 
+// scrapers read the pooled providers' replicas' metrics pages for the
+// engine (pool.Pool), one goroutine per replica that has a metrics URL,
+// until stop.
+type scrapers struct {
+	byScope []*provider // by admission scope index
+	runner  *runner.Runner
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	// ctx ends the scrapers; stop cancels it.
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
 // startScrapers starts one scraper per replica that has a metrics URL.
 // The engine decides with what they bring (pool.Pool); they only fetch.
-func (g *Gateway) startScrapers(cfg *config.Config) {
-	for s, p := range g.byScope {
+func startScrapers(cfg *config.Config, byScope []*provider, rn *runner.Runner, m *metrics.Metrics, log *slog.Logger) *scrapers {
+	sc := &scrapers{byScope: byScope, runner: rn, metrics: m, log: log}
+	sc.ctx, sc.stop = context.WithCancel(context.Background())
+	for s, p := range sc.byScope {
 		every := cfg.Providers[s].Pool.ScrapeInterval.D()
 		for i, r := range p.replicas {
 			if r.metricsURL != "" && every > 0 {
-				go g.scrape(s, i, every)
+				go sc.scrape(s, i, every)
 			}
 		}
 	}
+	return sc
 }
 
 // scrape reads replica i of scope s's metrics every interval until the
 // gateway closes. A scrape that fails or takes longer than the interval
 // is counted and otherwise ignored: the pool drains a replica whose
 // metrics have been silent for its stale_after.
-func (g *Gateway) scrape(s, i int, every time.Duration) {
-	p := g.byScope[s]
+func (sc *scrapers) scrape(s, i int, every time.Duration) {
+	p := sc.byScope[s]
 	r := p.replicas[i]
 	client := &http.Client{Transport: p.rt, Timeout: every}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		err := g.scrapeOnce(client, s, i, r.metricsURL)
+		err := sc.scrapeOnce(client, s, i, r.metricsURL)
 		result := "ok"
 		if err != nil {
 			result = "error"
-			g.log.Debug("replica metrics", "provider", p.name, "replica", r.name, "error", err.Error())
+			sc.log.Debug("replica metrics", "provider", p.name, "replica", r.name, "error", err.Error())
 		}
-		g.metrics.ReplicaScrapes.WithLabelValues(p.name, r.name, result).Inc()
-		g.reportDrains(s)
+		sc.metrics.ReplicaScrapes.WithLabelValues(p.name, r.name, result).Inc()
+		sc.reportDrains(s)
 		select {
-		case <-g.scrapeCtx.Done():
+		case <-sc.ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -64,8 +84,8 @@ func (g *Gateway) scrape(s, i int, every time.Duration) {
 
 // scrapeOnce fetches and reads one metrics page and hands it to the
 // engine.
-func (g *Gateway) scrapeOnce(client *http.Client, s, i int, url string) error {
-	req, err := http.NewRequestWithContext(g.scrapeCtx, http.MethodGet, url, nil)
+func (sc *scrapers) scrapeOnce(client *http.Client, s, i int, url string) error {
+	req, err := http.NewRequestWithContext(sc.ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -83,14 +103,14 @@ func (g *Gateway) scrapeOnce(client *http.Client, s, i int, url string) error {
 	if err != nil {
 		return err
 	}
-	g.runner.Observe(s, i, l)
+	sc.runner.Observe(s, i, l)
 	return nil
 }
 
 // reportDrains sets the drained gauge of scope s's replicas.
-func (g *Gateway) reportDrains(s int) {
-	p := g.byScope[s]
-	for i, st := range g.runner.PoolStats(s) {
+func (sc *scrapers) reportDrains(s int) {
+	p := sc.byScope[s]
+	for i, st := range sc.runner.PoolStats(s) {
 		if i >= len(p.replicas) {
 			break
 		}
@@ -99,7 +119,7 @@ func (g *Gateway) reportDrains(s int) {
 			if st.Drain == d {
 				v = 1
 			}
-			g.metrics.ReplicaDrained.WithLabelValues(p.name, p.replicas[i].name, d.String()).Set(v)
+			sc.metrics.ReplicaDrained.WithLabelValues(p.name, p.replicas[i].name, d.String()).Set(v)
 		}
 	}
 }

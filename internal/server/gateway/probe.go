@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -44,18 +46,28 @@ func probePath(d protocol.Dialect) string {
 	return "/chat/completions"
 }
 
+// prober sends the breakers' synthetic probes (runner.Runner.SetProber).
+type prober struct {
+	byScope []*provider // by admission scope index
+	// fleet, when the config names a store, says whether this replica
+	// probes, and hears of a failed probe; nil outside a fleet.
+	fleet   *fleet
+	metrics *metrics.Metrics
+	log     *slog.Logger
+}
+
 // probe sends one synthetic probe to scope's provider (see
 // runner.Runner.SetProber) and says how it ended: an OK needs a 2xx
 // with its whole (one-token) answer read before ctx's deadline.
-func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
-	p := g.byScope[scope]
-	if !g.fleet.mayProbe(ctx, p) {
+func (pr *prober) probe(ctx context.Context, scope int) lifecycle.Outcome {
+	p := pr.byScope[scope]
+	if !pr.fleet.mayProbe(ctx, p) {
 		// Another replica probes for the fleet; its verdict comes on the
 		// fleet's channel. Cancelled: this breaker counts nothing.
-		g.metrics.Probes.WithLabelValues(p.name, "elsewhere").Inc()
+		pr.metrics.Probes.WithLabelValues(p.name, "elsewhere").Inc()
 		return lifecycle.Outcome{Kind: lifecycle.Cancelled}
 	}
-	o := g.sendProbe(ctx, p)
+	o := pr.sendProbe(ctx, p)
 	result := "ok"
 	switch {
 	case o.Kind == lifecycle.TimedOut:
@@ -67,9 +79,9 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	case o.Kind != lifecycle.OK:
 		result = "error"
 	}
-	g.metrics.Probes.WithLabelValues(p.name, result).Inc()
+	pr.metrics.Probes.WithLabelValues(p.name, result).Inc()
 	if lifecycle.ProbeFailed(o) {
-		g.fleet.probeFailed(p)
+		pr.fleet.probeFailed(p)
 	}
 	switch {
 	case o.Status/100 == 4 && o.Status != http.StatusTooManyRequests:
@@ -77,7 +89,7 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 		// provider stays out of rotation until it is fixed. Said once,
 		// not once per probe.
 		if p.probeWarned.CompareAndSwap(false, true) {
-			g.log.Warn("breaker probe rejected; set providers[].breaker.probe_model to a chat model this provider serves",
+			pr.log.Warn("breaker probe rejected; set providers[].breaker.probe_model to a chat model this provider serves",
 				"provider", p.name, "model", p.probeModel, "status", o.Status)
 		}
 	case o.Kind == lifecycle.OK:
@@ -86,11 +98,11 @@ func (g *Gateway) probe(ctx context.Context, scope int) lifecycle.Outcome {
 	return o
 }
 
-func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome {
-	o := g.sendProbeOnce(ctx, p, p.probeCompletionTokens.Load())
+func (pr *prober) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome {
+	o := pr.sendProbeOnce(ctx, p, p.probeCompletionTokens.Load())
 	if o.Status == http.StatusBadRequest && p.dialect == protocol.OpenAI && !p.probeCompletionTokens.Load() {
 		// Perhaps a reasoning model, which wants max_completion_tokens.
-		if o2 := g.sendProbeOnce(ctx, p, true); o2.Status != http.StatusBadRequest {
+		if o2 := pr.sendProbeOnce(ctx, p, true); o2.Status != http.StatusBadRequest {
 			p.probeCompletionTokens.Store(true)
 			return o2
 		}
@@ -98,7 +110,7 @@ func (g *Gateway) sendProbe(ctx context.Context, p *provider) lifecycle.Outcome 
 	return o
 }
 
-func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionTokens bool) lifecycle.Outcome {
+func (pr *prober) sendProbeOnce(ctx context.Context, p *provider, completionTokens bool) lifecycle.Outcome {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), probePath(p.dialect), p.probeModel), bytes.NewReader(probeBody(p.probeModel, completionTokens)))
 	if err != nil {
 		return lifecycle.Outcome{Kind: lifecycle.Failed}
@@ -121,7 +133,7 @@ func (g *Gateway) sendProbeOnce(ctx context.Context, p *provider, completionToke
 	case err != nil:
 		return lifecycle.Outcome{Kind: lifecycle.Failed, Status: resp.StatusCode}
 	}
-	g.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
+	pr.metrics.UpstreamStatus.WithLabelValues(p.name, strconv.Itoa(resp.StatusCode)).Inc()
 	if resp.StatusCode == http.StatusOK {
 		return lifecycle.Outcome{Kind: lifecycle.OK, Status: resp.StatusCode}
 	}

@@ -45,7 +45,7 @@ func TestProbeFallsBackToMaxCompletionTokens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for i := range 2 {
-		if o := g.probe(ctx, 0); o.Kind != lifecycle.OK {
+		if o := g.prober.probe(ctx, 0); o.Kind != lifecycle.OK {
 			t.Fatalf("probe %d: %+v, want OK", i, o)
 		}
 	}
@@ -93,7 +93,7 @@ func TestProbeAzureDeployment(t *testing.T) {
 	defer g.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if o := g.probe(ctx, 0); o.Kind != lifecycle.OK {
+	if o := g.prober.probe(ctx, 0); o.Kind != lifecycle.OK {
 		t.Fatalf("probe: %+v, want OK", o)
 	}
 	mu.Lock()
