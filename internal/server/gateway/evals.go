@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -16,23 +17,36 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/evals"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/server/evalrunner"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
 // evalReadLimit bounds how much of an eval answer is read.
 const evalReadLimit = 1 << 20
 
+// evaluator runs the models' fallback evals (package evals), calling the
+// providers itself, and serves their state on /admin/evals.
+type evaluator struct {
+	// runner runs the evals; nil when no model declares any.
+	runner    *evalrunner.Runner
+	providers map[string]*provider // by name
+}
+
 // startEvals starts the fallback evals of a configuration whose models
-// declare any (package evals); with none, nothing runs.
-func (g *Gateway) startEvals(cfg *config.Config) error {
+// declare any (package evals); with none, nothing runs. A target the
+// evals find degraded is marked so in rn.
+func startEvals(cfg *config.Config, providers map[string]*provider, rn *runner.Runner, mm *metrics.Metrics, log *slog.Logger,
+	now func() time.Time) (*evaluator, error) {
+	e := &evaluator{providers: providers}
 	sets, err := policy.EvalSets(cfg)
 	if err != nil || len(sets) == 0 {
-		return err
+		return e, err
 	}
 	b := cfg.Evals.WithDefaults()
-	m := g.metrics.Evals
-	g.evals = evalrunner.NewRunner(evals.Options{Sets: sets, MaxInFlight: b.MaxInFlight, CallsPerMinute: b.MaxCallsPerMinute, Seed: rand.Uint64()},
-		g.now, g.evalCall, evalrunner.Hooks{
+	m := mm.Evals
+	e.runner = evalrunner.NewRunner(evals.Options{Sets: sets, MaxInFlight: b.MaxInFlight, CallsPerMinute: b.MaxCallsPerMinute, Seed: rand.Uint64()},
+		now, e.call, evalrunner.Hooks{
 			Result: func(s *evals.Set, target int, _ evals.Case, r evals.Result, rate float64, judged int) {
 				t := s.Targets[target]
 				result := "error"
@@ -51,13 +65,13 @@ func (g *Gateway) startEvals(cfg *config.Config) error {
 				}
 			},
 			Transition: func(t evals.Transition) {
-				g.runner.SetEvalDegraded(t.Model, t.Target, t.Degraded)
+				rn.SetEvalDegraded(t.Model, t.Target, t.Degraded)
 				state, v := "recovered", 0.0
 				if t.Degraded {
 					state, v = "degraded", 1
 				}
 				m.Degraded.WithLabelValues(t.Model, t.Provider, t.Upstream).Set(v)
-				g.log.Warn("eval", "model", t.Model, "provider", t.Provider, "upstream_model", t.Upstream, "state", state,
+				log.Warn("eval", "model", t.Model, "provider", t.Provider, "upstream_model", t.Upstream, "state", state,
 					"pass_rate", fmt.Sprintf("%.2f", t.PassRate), "judged", t.Judged)
 			},
 		})
@@ -66,7 +80,14 @@ func (g *Gateway) startEvals(cfg *config.Config) error {
 			m.Degraded.WithLabelValues(s.Model, t.Provider, t.Upstream).Set(0)
 		}
 	}
-	return nil
+	return e, nil
+}
+
+// close stops the evals.
+func (e *evaluator) close() {
+	if e.runner != nil {
+		e.runner.Close()
+	}
 }
 
 // evalBody is an eval call's request in the provider's dialect: the
@@ -97,14 +118,14 @@ func evalBody(d protocol.Dialect, model string, c evals.Case, completionTokens b
 	return b
 }
 
-// evalCall sends one eval case to a target, with the provider's own
+// call sends one eval case to a target, with the provider's own
 // credentials and headers and nothing of any client's, outside
 // admission and every budget, and judges the answer. The reason it
 // gives quotes the answer only after the provider's secrets are
 // scrubbed from it.
-func (g *Gateway) evalCall(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result {
+func (e *evaluator) call(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result {
 	t := s.Targets[target]
-	p := g.providers[t.Provider]
+	p := e.providers[t.Provider]
 	if p == nil {
 		return evals.Result{Reason: "unknown provider"}
 	}
@@ -181,15 +202,15 @@ func answerText(d protocol.Dialect, body []byte) (string, bool) {
 	return *m.Choices[0].Message.Content, true
 }
 
-// serveEvals answers GET /admin/evals: per model with evals, per target,
+// serve answers GET /admin/evals: per model with evals, per target,
 // the pass rate over its window, whether it is degraded, its last run and
 // its latest failures with their reasons.
-func (g *Gateway) serveEvals(w http.ResponseWriter, _ *http.Request) {
+func (e *evaluator) serve(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
 		Models []evals.Status `json:"models"`
 	}{Models: []evals.Status{}}
-	if g.evals != nil {
-		out.Models = g.evals.Status()
+	if e.runner != nil {
+		out.Models = e.runner.Status()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

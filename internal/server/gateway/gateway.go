@@ -21,7 +21,6 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/policy"
-	"github.com/sluice-gw/sluice/internal/server/evalrunner"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
 	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/runner"
@@ -108,9 +107,8 @@ type Gateway struct {
 	usage  *usage.Recorder
 	ready  atomic.Bool
 
-	// evals runs the models' fallback evals (evals.go); nil when no
-	// model declares any.
-	evals *evalrunner.Runner
+	// evals runs the models' fallback evals (evals.go).
+	evals *evaluator
 
 	// idem shares and replays requests with an Idempotency-Key
 	// (idempotency.go); nil when idempotency.enabled is false.
@@ -390,7 +388,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	})
 	g.prober = &prober{byScope: g.byScope, fleet: g.fleet, metrics: g.metrics, log: g.log}
 	g.runner.SetProber(g.prober.probe)
-	if err := g.startEvals(cfg); err != nil {
+	if g.evals, err = startEvals(cfg, g.providers, g.runner, g.metrics, g.log, g.now); err != nil {
 		g.runner.Close()
 		return nil, err
 	}
@@ -475,9 +473,7 @@ func (g *Gateway) Runner() *runner.Runner { return g.runner }
 
 // Close stops the gateway's timers.
 func (g *Gateway) Close() {
-	if g.evals != nil {
-		g.evals.Close()
-	}
+	g.evals.close()
 	g.scrapers.stop()
 	g.runner.Close()
 	if g.fleet != nil {

@@ -182,7 +182,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusFound))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
-	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveEvals(w, r) })
+	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().evals.serve(w, r) })
 	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keys.env() }}).Handler()
 	mux.Handle("/admin/keys", keysAPI)
 	mux.Handle("/admin/keys/", keysAPI)
