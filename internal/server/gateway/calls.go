@@ -200,7 +200,7 @@ func (c *calls) settled(a *attempt) bool {
 // send makes the upstream call and waits for its first byte.
 func (c *calls) send(a *attempt) {
 	g, r, ep, body, deadline := c.g, c.r, c.ep, c.body, c.deadline
-	ctx := g.traceAttempt(a, ep)
+	ctx := g.tracing.attempt(a, ep)
 	req, err := upstreamRequest(ctx, r, a.t, a.base, ep, body, deadline)
 	if err != nil {
 		a.err = err

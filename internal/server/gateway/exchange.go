@@ -218,7 +218,7 @@ func (x *exchange) failParam(w http.ResponseWriter, k protocol.Kind, outcome, re
 func (g *Gateway) finish(x *exchange) {
 	dur := g.now().Sub(x.start)
 	g.account(x)
-	g.endRequestSpan(x)
+	g.tracing.endRequest(x)
 	model, provider := x.model, x.provider
 	if model == "" {
 		model = "-"

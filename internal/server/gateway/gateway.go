@@ -101,11 +101,12 @@ type Gateway struct {
 	// tell is which X-Sluice-* response headers answers carry
 	// (responseheaders.go).
 	tell responseHeaders
-	// tracer makes the request and upstream call spans; nil: tracing off.
-	tracer trace.Tracer
-	prices map[string]price.Price // by upstream model (policy.Prices)
-	usage  *usage.Recorder
-	ready  atomic.Bool
+	// tracing makes the request and upstream call spans (tracing.go); nil:
+	// tracing off.
+	tracing *tracing
+	prices  map[string]price.Price // by upstream model (policy.Prices)
+	usage   *usage.Recorder
+	ready   atomic.Bool
 
 	// evals runs the models' fallback evals (evals.go).
 	evals *evaluator
@@ -239,9 +240,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		stall:        policy.Stall(cfg),
 		tell:         newResponseHeaders(cfg.ResponseHeaders),
 	}
-	if opts.TracerProvider != nil {
-		g.tracer = opts.TracerProvider.Tracer(tracerName)
-	}
 	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
 	g.intake.bodies = opts.bodies
 	g.usage = opts.Usage
@@ -266,6 +264,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.tracing = newTracing(opts.TracerProvider, g.providers, g.now)
 	pri, ok := admission.ParsePriority(cfg.Admission.DefaultPriority)
 	if !ok {
 		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)

@@ -22,7 +22,7 @@ import (
 func (g *Gateway) serveInference(w http.ResponseWriter, r *http.Request, ep protocol.Endpoint) {
 	x := &exchange{start: g.now(), writeTimeout: g.writeTimeout, endpoint: ep}
 	x.priority = g.defaultPri
-	r = g.traceRequest(r, x)
+	r = g.tracing.request(r, x)
 	defer g.finish(x)
 	defer func() {
 		// The admission permit is released by its own defer before this

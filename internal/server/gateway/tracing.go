@@ -150,23 +150,40 @@ func genAIProvider(d protocol.Dialect) string {
 	return "openai"
 }
 
-// traceRequest starts the request's span, continuing the client's
+// tracing makes the request and upstream call spans. A nil *tracing is
+// tracing off: each method then does nothing (and a request pays one nil
+// check).
+type tracing struct {
+	tracer    trace.Tracer
+	providers map[string]*provider // by name, for the provider's dialect
+	now       func() time.Time
+}
+
+// newTracing is the tracing of tp's tracer; nil when tp is.
+func newTracing(tp trace.TracerProvider, providers map[string]*provider, now func() time.Time) *tracing {
+	if tp == nil {
+		return nil
+	}
+	return &tracing{tracer: tp.Tracer(tracerName), providers: providers, now: now}
+}
+
+// request starts the request's span, continuing the client's
 // traceparent, and returns r carrying it, so the upstream calls' spans
 // are its children.
-func (g *Gateway) traceRequest(r *http.Request, x *exchange) *http.Request {
-	if g.tracer == nil {
+func (t *tracing) request(r *http.Request, x *exchange) *http.Request {
+	if t == nil {
 		return r
 	}
 	ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, x.span = g.tracer.Start(ctx, operation(x.endpoint), trace.WithSpanKind(trace.SpanKindServer),
+	ctx, x.span = t.tracer.Start(ctx, operation(x.endpoint), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(x.start))
 	return r.WithContext(ctx)
 }
 
-// endRequestSpan records what became of the request and ends its span.
-func (g *Gateway) endRequestSpan(x *exchange) {
+// endRequest records what became of the request and ends its span.
+func (t *tracing) endRequest(x *exchange) {
 	s := x.span
-	if s == nil {
+	if t == nil || s == nil {
 		return
 	}
 	model := x.requested
@@ -195,7 +212,7 @@ func (g *Gateway) endRequestSpan(x *exchange) {
 	if x.upstreamModel != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.model", x.upstreamModel))
 	}
-	if p := g.providers[x.provider]; p != nil {
+	if p := t.providers[x.provider]; p != nil {
 		attrs = append(attrs, attribute.String("gen_ai.provider.name", genAIProvider(p.dialect)))
 	}
 	if x.inputTokens > 0 {
@@ -214,18 +231,18 @@ func (g *Gateway) endRequestSpan(x *exchange) {
 	if x.status >= 500 || x.outcome == outcomeInternal {
 		s.SetStatus(codes.Error, x.outcome)
 	}
-	s.End(trace.WithTimestamp(g.now()))
+	s.End(trace.WithTimestamp(t.now()))
 }
 
-// traceAttempt starts an upstream call's span under the request's and
+// attempt starts an upstream call's span under the request's and
 // returns the context the call runs in. The call's request carries the
 // span's traceparent, so a provider that traces (vLLM, a collector in
 // front of it) joins the trace.
-func (g *Gateway) traceAttempt(a *attempt, ep protocol.Endpoint) context.Context {
-	if g.tracer == nil {
+func (t *tracing) attempt(a *attempt, ep protocol.Endpoint) context.Context {
+	if t == nil {
 		return a.ctx
 	}
-	ctx, span := g.tracer.Start(a.ctx, operation(ep)+" "+a.t.model, trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := t.tracer.Start(a.ctx, operation(ep)+" "+a.t.model, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", operation(ep)),
 			attribute.String("gen_ai.request.model", a.t.model),
