@@ -369,7 +369,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Replicas = g.fleet.members.Live
 		ec.Budgets.SharedKeys = true
 	}
-	g.setUpIdempotency(cfg, opts.idem)
+	g.idem = newIdemState(cfg, opts.idem, g.fleet, g.metrics, g.log, g.now, g.writeTimeout, g.setRateHeaders)
 	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log, g.now, g.metrics); err != nil {
 		return nil, err
 	}

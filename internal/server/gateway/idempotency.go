@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -39,7 +40,16 @@ import (
 type idemState struct {
 	keeper *idempotency.Keeper
 	// memory is the store when it is this process's; nil with a fleet.
-	memory *idempotency.Memory
+	memory  *idempotency.Memory
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	now     func() time.Time
+	// writeTimeout bounds each write of a shared answer
+	// (server.write_timeout).
+	writeTimeout time.Duration
+	// rateHeaders sets a request's own rate-limit headers on an answer
+	// it shares (Gateway.setRateHeaders).
+	rateHeaders func(http.Header, *exchange)
 }
 
 // idemShared is what outlives one configuration (Host): the flights in
@@ -60,41 +70,42 @@ func newIdemShared() *idemShared {
 // died leaves it to expire.
 const claimMargin = 5 * time.Second
 
-// setUpIdempotency builds the gateway's idempotency machinery from cfg:
-// answers in the fleet's Redis when there is a fleet, else in memory.
-func (g *Gateway) setUpIdempotency(cfg *config.Config, shared *idemShared) {
+// newIdemState builds the gateway's idempotency machinery from cfg:
+// answers in the fleet's Redis when there is a fleet (f), else in
+// memory. Nil when cfg turns idempotency off.
+func newIdemState(cfg *config.Config, shared *idemShared, f *fleet, m *metrics.Metrics, log *slog.Logger, now func() time.Time,
+	writeTimeout time.Duration, rateHeaders func(http.Header, *exchange)) *idemState {
 	ic := cfg.Idempotency.WithDefaults()
 	if !ic.On() {
-		g.metrics.SetIdempotency(func() metrics.IdempotencyState { return metrics.IdempotencyState{} })
-		return
+		m.SetIdempotency(func() metrics.IdempotencyState { return metrics.IdempotencyState{} })
+		return nil
 	}
 	if shared == nil {
 		shared = newIdemShared()
 	}
 	o := idempotency.Options{MaxResponseBytes: ic.MaxResponseBytes.Int64(), Flights: shared.flights}
-	s := &idemState{}
-	if g.fleet != nil {
+	s := &idemState{metrics: m, log: log, now: now, writeTimeout: writeTimeout, rateHeaders: rateHeaders}
+	if f != nil {
 		prefix := cfg.Fleet.Prefix
 		if prefix == "" {
 			prefix = fleetstore.DefaultPrefix
 		}
-		o.Store = fleetIdemStore{idempotency.NewRedis(g.fleet.rdb, idempotency.RedisOptions{
-			Prefix: prefix, Replica: g.fleet.id, TTL: ic.TTL.D(), MaxEntryBytes: ic.MaxResponseBytes.Int64(),
-		}), g.fleet}
+		o.Store = fleetIdemStore{idempotency.NewRedis(f.rdb, idempotency.RedisOptions{
+			Prefix: prefix, Replica: f.id, TTL: ic.TTL.D(), MaxEntryBytes: ic.MaxResponseBytes.Int64(),
+		}), f}
 		// An idempotent request is about to wait seconds for a model;
 		// a few more milliseconds on Redis to avoid a second generation
 		// is the better bargain than the fleet's per-decision timeout.
-		o.StoreTimeout = max(4*g.fleet.timeout, 100*time.Millisecond)
+		o.StoreTimeout = max(4*f.timeout, 100*time.Millisecond)
 	} else {
 		shared.memory.Configure(idempotency.MemoryOptions{
 			TTL: ic.TTL.D(), MaxEntries: ic.MaxEntries, MaxBytes: ic.MaxBytes.Int64(),
-			MaxEntryBytes: ic.MaxResponseBytes.Int64(), Now: g.now,
+			MaxEntryBytes: ic.MaxResponseBytes.Int64(), Now: now,
 		})
 		o.Store, s.memory = shared.memory, shared.memory
 	}
 	s.keeper = idempotency.New(o)
-	g.idem = s
-	g.metrics.SetIdempotency(func() metrics.IdempotencyState {
+	m.SetIdempotency(func() metrics.IdempotencyState {
 		st := metrics.IdempotencyState{InFlight: shared.flights.Len(), Participants: shared.flights.Participants()}
 		if s.memory != nil {
 			st.Memory = true
@@ -102,6 +113,7 @@ func (g *Gateway) setUpIdempotency(cfg *config.Config, shared *idemShared) {
 		}
 		return st
 	})
+	return s
 }
 
 // fleetIdemStore is the fleet's Redis store, asked only while the fleet
@@ -143,13 +155,14 @@ func idemScope(r *http.Request, x *exchange) string {
 	return "anonymous"
 }
 
-// idemAnswered reports whether a request the gateway is about to shed
+// answered reports whether a request the gateway is about to shed
 // from its headers alone has an Idempotency-Key whose answer is already
 // on its way here (a flight in this process, or one stored in memory):
 // sharing it costs no slot, so shedding it would only make the client
-// come back for it. Only asked on the way to a refusal.
-func (g *Gateway) idemAnswered(r *http.Request, x *exchange) bool {
-	if g.idem == nil {
+// come back for it. Only asked on the way to a refusal; false when
+// idempotency is off (s nil).
+func (s *idemState) answered(r *http.Request, x *exchange) bool {
+	if s == nil {
 		return false
 	}
 	vv, ok := r.Header[idempotency.HeaderKey]
@@ -157,7 +170,7 @@ func (g *Gateway) idemAnswered(r *http.Request, x *exchange) bool {
 		return false
 	}
 	key, err := idempotency.ParseHeader(vv)
-	return err == nil && g.idem.keeper.Known(idempotency.NewKey(idemScope(r, x), key))
+	return err == nil && s.keeper.Known(idempotency.NewKey(idemScope(r, x), key))
 }
 
 // idemNote is what a leader tells its flight's other participants about
@@ -166,41 +179,41 @@ type idemNote struct {
 	outcome, reason, provider string
 }
 
-// serveIdempotent serves a request that carries Idempotency-Key (values)
+// serve serves a request that carries Idempotency-Key (values)
 // and whose body is raw. generate is the rest of serve's path, into a
 // writer and on a request's context; timeout is the longest it may take.
-func (g *Gateway) serveIdempotent(w http.ResponseWriter, r *http.Request, x *exchange, values []string, raw []byte, timeout time.Duration,
+func (s *idemState) serve(w http.ResponseWriter, r *http.Request, x *exchange, values []string, raw []byte, timeout time.Duration,
 	generate func(http.ResponseWriter, *http.Request)) {
 	key, err := idempotency.ParseHeader(values)
 	if err != nil {
 		x.idem = "invalid"
-		g.metrics.Idempotency.WithLabelValues(x.idem).Inc()
+		s.metrics.Idempotency.WithLabelValues(x.idem).Inc()
 		x.fail(w, protocol.InvalidRequest, outcomeClientError, "bad_idempotency_key", err.Error(), 0)
 		return
 	}
 	k := idempotency.NewKey(idemScope(r, x), key)
 	fp := idempotency.FingerprintOf(r.Method, r.URL.Path, raw)
-	t := g.idem.keeper.Begin(r.Context(), k, fp, timeout-g.now().Sub(x.start)+claimMargin)
+	t := s.keeper.Begin(r.Context(), k, fp, timeout-s.now().Sub(x.start)+claimMargin)
 	x.idem = t.Role.String()
 	if t.Role == idempotency.Join {
 		// Counted once its flight says what it was: a joiner of a
 		// flight that was asking the store may be refused, or replayed.
-		defer func() { g.metrics.Idempotency.WithLabelValues(x.idem).Inc() }()
+		defer func() { s.metrics.Idempotency.WithLabelValues(x.idem).Inc() }()
 	} else {
-		g.metrics.Idempotency.WithLabelValues(x.idem).Inc()
+		s.metrics.Idempotency.WithLabelValues(x.idem).Inc()
 	}
 	switch t.Role {
 	case idempotency.Lead:
-		g.lead(w, r, x, t, generate)
+		s.lead(w, r, x, t, generate)
 	case idempotency.Join, idempotency.Replay:
-		g.share(w, r, x, t.Reader)
+		s.share(w, r, x, t.Reader)
 	default:
-		g.refuseIdempotent(w, x, t.Role, t.RetryAfter)
+		s.refuse(w, x, t.Role, t.RetryAfter)
 	}
 }
 
-// refuseIdempotent answers a request its key refuses.
-func (g *Gateway) refuseIdempotent(w http.ResponseWriter, x *exchange, role idempotency.Role, retryAfter time.Duration) {
+// refuse answers a request its key refuses.
+func (s *idemState) refuse(w http.ResponseWriter, x *exchange, role idempotency.Role, retryAfter time.Duration) {
 	if role == idempotency.Conflict {
 		x.fail(w, protocol.Unprocessable, outcomeClientError, "idempotency_conflict",
 			"the Idempotency-Key was already used with a different request body; send a new key for a new request, or the same body to get the first request's answer", 0)
@@ -212,11 +225,11 @@ func (g *Gateway) refuseIdempotent(w http.ResponseWriter, x *exchange, role idem
 
 // lead generates a flight's answer on this goroutine while another
 // copies it to the leader's own client, then ends the flight.
-func (g *Gateway) lead(w http.ResponseWriter, r *http.Request, x *exchange, t idempotency.Ticket, generate func(http.ResponseWriter, *http.Request)) {
+func (s *idemState) lead(w http.ResponseWriter, r *http.Request, x *exchange, t idempotency.Ticket, generate func(http.ResponseWriter, *http.Request)) {
 	copied := make(chan shared, 1)
-	go func() { copied <- g.copyFlight(w, r, t.Reader, nil) }()
-	end := g.generateInto(t.Flight, r, x, generate)
-	g.idem.keeper.Finish(t.Flight, end, idemNote{outcome: x.outcome, reason: x.reason, provider: x.provider})
+	go func() { copied <- s.copyFlight(w, r, t.Reader, nil) }()
+	end := s.generateInto(t.Flight, r, x, generate)
+	s.keeper.Finish(t.Flight, end, idemNote{outcome: x.outcome, reason: x.reason, provider: x.provider})
 	// The log line and metrics describe the generation, which others
 	// may have received whole even if this client left.
 	if res := <-copied; res.head.Status == 0 && !res.gone {
@@ -230,12 +243,12 @@ func (g *Gateway) lead(w http.ResponseWriter, r *http.Request, x *exchange, t id
 // panic becomes a 500 in the flight (or, once its status went out, an
 // aborted answer), here rather than in serveInference, since this
 // goroutine does not own the client's writer while the flight is read.
-func (g *Gateway) generateInto(f *idempotency.Flight, r *http.Request, x *exchange, generate func(http.ResponseWriter, *http.Request)) (end idempotency.End) {
+func (s *idemState) generateInto(f *idempotency.Flight, r *http.Request, x *exchange, generate func(http.ResponseWriter, *http.Request)) (end idempotency.End) {
 	rec := f.Recorder()
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
-				g.log.Error("handler panic", "panic", fmt.Sprint(v), "endpoint", x.endpoint.Name)
+				s.log.Error("handler panic", "panic", fmt.Sprint(v), "endpoint", x.endpoint.Name)
 			}
 			if x.wroteHeader {
 				x.outcome, x.reason, x.abort = outcomeInternal, "panic", true
@@ -258,16 +271,16 @@ func (g *Gateway) generateInto(f *idempotency.Flight, r *http.Request, x *exchan
 
 // share serves a request another request's flight answers: a duplicate
 // of one in flight, or of one stored.
-func (g *Gateway) share(w http.ResponseWriter, r *http.Request, x *exchange, rd *idempotency.Reader) {
+func (s *idemState) share(w http.ResponseWriter, r *http.Request, x *exchange, rd *idempotency.Reader) {
 	x.borrowed = true
-	res := g.copyFlight(w, r, rd, func(h http.Header) {
+	res := s.copyFlight(w, r, rd, func(h http.Header) {
 		h.Set(idempotency.HeaderReplayed, "true")
-		g.setRateHeaders(h, x)
+		s.rateHeaders(h, x)
 	})
 	switch {
 	case res.head.Verdict != 0:
 		x.idem = res.head.Verdict.String()
-		g.refuseIdempotent(w, x, res.head.Verdict, res.head.RetryAfter)
+		s.refuse(w, x, res.head.Verdict, res.head.RetryAfter)
 		return
 	case res.head.Status == 0 && res.gone:
 		x.outcome, x.reason, x.status = outcomeCancelled, "client_disconnected", 499
@@ -315,34 +328,23 @@ type shared struct {
 // the last to leave ends the generation; a shutdown ends the generation
 // at once, and each participant still relays what it writes on its way
 // out (a 503, an error event).
-func (g *Gateway) copyFlight(w http.ResponseWriter, r *http.Request, rd *idempotency.Reader, decorate func(http.Header)) (res shared) {
-	ctx := r.Context()
-	defer func() { rd.Leave(context.Cause(ctx)) }()
-	// stop reports whether err (a wait's) ends the copy; a shutdown
-	// does not.
-	stop := func(err error) bool {
-		if errors.Is(err, ErrShutdown) {
-			rd.Flight().Cancel(ErrShutdown)
-			ctx = context.WithoutCancel(ctx)
-			return false
-		}
-		res.gone = true
-		return true
-	}
+func (s *idemState) copyFlight(w http.ResponseWriter, r *http.Request, rd *idempotency.Reader, decorate func(http.Header)) shared {
+	c := &flightCopy{ctx: r.Context(), rd: rd}
+	defer func() { rd.Leave(context.Cause(c.ctx)) }()
 	var err error
 	for {
-		if res.head, err = rd.Head(ctx); err == nil {
+		if c.res.head, err = rd.Head(c.ctx); err == nil {
 			break
 		}
-		if stop(err) {
-			return res
+		if c.stop(err) {
+			return c.res
 		}
 	}
-	if res.head.Status == 0 {
-		return res // a refusal, or a flight that ended with no answer
+	if c.res.head.Status == 0 {
+		return c.res // a refusal, or a flight that ended with no answer
 	}
 	h := w.Header()
-	for k, vv := range res.head.Header {
+	for k, vv := range c.res.head.Header {
 		if decorate != nil && isRateLimitHeader(k) {
 			continue // another caller's budget
 		}
@@ -351,21 +353,49 @@ func (g *Gateway) copyFlight(w http.ResponseWriter, r *http.Request, rd *idempot
 	if decorate != nil {
 		decorate(h)
 	}
-	w.WriteHeader(res.head.Status)
+	w.WriteHeader(c.res.head.Status)
 	var scratch exchange
-	cw := writerFor(w, &scratch, g.writeTimeout)
-	defer func() { res.bytes, res.stalled = scratch.bytesOut, scratch.stalled }()
 	// An answer with a length is whole, to its client, at its last byte,
 	// which therefore waits for the flight's end: by then the key is
 	// settled (its answer stored, its claim released; Keeper.Finish), so
 	// a client that has its answer finds it from any replica. A stream
 	// ends with the response itself, after the end anyway, and no event
 	// of it waits.
-	hold := res.head.Header.Get("Content-Length") != ""
+	c.body(writerFor(w, &scratch, s.writeTimeout), c.res.head.Header.Get("Content-Length") != "")
+	c.res.bytes, c.res.stalled = scratch.bytesOut, scratch.stalled
+	return c.res
+}
+
+// flightCopy is one participant's copy of a flight in progress
+// (copyFlight).
+type flightCopy struct {
+	// ctx is the participant's request's; a shutdown makes it one
+	// that is never cancelled (stop).
+	ctx context.Context
+	rd  *idempotency.Reader
+	res shared
+}
+
+// stop reports whether err (a wait's) ends the copy; a shutdown does
+// not: it ends the generation, and the copy goes on to relay what the
+// generation writes on its way out.
+func (c *flightCopy) stop(err error) bool {
+	if errors.Is(err, ErrShutdown) {
+		c.rd.Flight().Cancel(ErrShutdown)
+		c.ctx = context.WithoutCancel(c.ctx)
+		return false
+	}
+	c.res.gone = true
+	return true
+}
+
+// body copies the flight's answer after its head to cw until it ends;
+// hold keeps its last byte back until then.
+func (c *flightCopy) body(cw clientWriter, hold bool) {
 	var last [1]byte
 	held := false
 	for {
-		p, err := rd.Read(ctx)
+		p, err := c.rd.Read(c.ctx)
 		switch {
 		case len(p) > 0:
 			var werr error
@@ -379,21 +409,21 @@ func (g *Gateway) copyFlight(w http.ResponseWriter, r *http.Request, rd *idempot
 				_, werr = cw.write(p)
 			}
 			if werr != nil {
-				res.gone = true
-				return res
+				c.res.gone = true
+				return
 			}
 		case err == io.EOF:
 			if held {
 				if _, werr := cw.write(last[:]); werr != nil {
-					res.gone = true
+					c.res.gone = true
 				}
 			}
-			return res
+			return
 		case errors.Is(err, idempotency.ErrAborted):
-			res.aborted = true
-			return res
-		case stop(err):
-			return res
+			c.res.aborted = true
+			return
+		case c.stop(err):
+			return
 		}
 	}
 }

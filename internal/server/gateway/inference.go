@@ -145,7 +145,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	// Shed from the headers alone when the global limit and the queue
 	// have no room for this class: no body read, no upstream socket.
-	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idemAnswered(r, x) {
+	if rej := g.runner.Check(lifecycle.Request{Priority: x.priority, Scope: admission.NoScope}); rej != nil && !g.idem.answered(r, x) {
 		refuse(g.metrics, w, x, rej, time.Time{})
 		return
 	}
@@ -179,7 +179,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// generation or stored answer instead (idempotency.go); without
 	// one, this is a map lookup.
 	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
-		g.serveIdempotent(w, r, x, vv, raw, m.route.Wait(clientTimeout), func(w http.ResponseWriter, r *http.Request) {
+		g.idem.serve(w, r, x, vv, raw, m.route.Wait(clientTimeout), func(w http.ResponseWriter, r *http.Request) {
 			g.generate(w, r, x, m, body, clientTimeout)
 		})
 		return
