@@ -408,5 +408,5 @@ func (g *Gateway) account(x *exchange) {
 		x.cost = p.Cost(u)
 		g.metrics.Cost.WithLabelValues(key, model, x.provider, x.upstreamModel).Add(x.cost.Dollars())
 	}
-	g.recordUsage(x, u, priced)
+	g.usage.record(x, u, priced)
 }

@@ -105,7 +105,7 @@ type Gateway struct {
 	// tracing off.
 	tracing *tracing
 	prices  map[string]price.Price // by upstream model (policy.Prices)
-	usage   *usage.Recorder
+	usage   *usageBook             // the usage records (usage.go)
 	ready   atomic.Bool
 
 	// evals runs the models' fallback evals (evals.go).
@@ -242,10 +242,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
 	g.intake.bodies = opts.bodies
-	g.usage = opts.Usage
-	if g.usage == nil {
-		g.usage = usage.NewRecorder(usage.Options{})
-	}
 	if g.intake.bodies == nil {
 		g.intake.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
 	}
@@ -265,6 +261,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.now = time.Now
 	}
 	g.tracing = newTracing(opts.TracerProvider, g.providers, g.now)
+	g.usage = &usageBook{rec: opts.Usage, now: g.now}
+	if g.usage.rec == nil {
+		g.usage.rec = usage.NewRecorder(usage.Options{})
+	}
 	pri, ok := admission.ParsePriority(cfg.Admission.DefaultPriority)
 	if !ok {
 		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)

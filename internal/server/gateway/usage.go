@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,9 +23,16 @@ import (
 // to the Host, so it outlives reloads; it keeps the records in the
 // store (store:), else in state.dir, else in memory only.
 
-// recordUsage adds x, accounted with u (account), to the usage records.
+// usageBook is where a gateway adds its requests to the usage records:
+// the Host's recorder, and the gateway's clock for the day.
+type usageBook struct {
+	rec *usage.Recorder
+	now func() time.Time
+}
+
+// record adds x, accounted with u (account), to the usage records.
 // priced: x's upstream model has a price, and x.cost is its cost.
-func (g *Gateway) recordUsage(x *exchange, u price.Usage, priced bool) {
+func (b *usageBook) record(x *exchange, u price.Usage, priced bool) {
 	row := usage.Row{Key: "-", Team: "-", Model: x.model, Upstream: x.upstreamModel}
 	if x.key != nil {
 		row.Key, row.Team = x.key.name, x.key.tenant
@@ -36,11 +44,11 @@ func (g *Gateway) recordUsage(x *exchange, u price.Usage, priced bool) {
 	if priced {
 		c.Cost = int64(x.cost)
 	}
-	g.usage.Add(g.now(), row, c)
+	b.rec.Add(b.now(), row, c)
 }
 
 // Usage is the gateway's usage recorder.
-func (g *Gateway) Usage() *usage.Recorder { return g.usage }
+func (g *Gateway) Usage() *usage.Recorder { return g.usage.rec }
 
 // NewUsageRecorder returns the usage recorder cfg asks for: in its
 // store (store:, under fleet.prefix), else in a file per day under
