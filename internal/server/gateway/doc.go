@@ -57,4 +57,16 @@
 // Every admitted request releases its slot exactly once (the acquire
 // stage's end, an idempotent Call.Finish), and every client gets exactly one well-formed
 // answer: a success, or an error in its API's own shape.
+//
+// Beside the request path, each side concern is a component of its own,
+// built by New and holding only what it needs (never the Gateway): the
+// keyring (keys.go, runtimekeys.go: who may call, and whether a key is
+// required), the prober and the scrapers (probe.go, pool.go: the
+// breakers' probes, the pools' replica metrics), the evaluator
+// (evals.go: the fallback evals and /admin/evals), tracing (tracing.go,
+// nil with tracing off), the fleet's verdicts and probe leases
+// (fleet.go, nil outside a fleet), idemState (idempotency.go, nil with
+// idempotency off) and the usageBook (usage.go). A component that
+// answers a client does so through the gateway's fail, given to it as a
+// function (failFunc).
 package gateway

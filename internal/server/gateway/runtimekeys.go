@@ -74,7 +74,7 @@ func newRuntimeKeys(store keystore.Store, cfg *config.Config) *runtimeKeys {
 	return rt
 }
 
-// current is the table of the store's latest snapshot, rebuilt first if
+// rtCurrent is the table of the store's latest snapshot, rebuilt first if
 // the table is older.
 func (kr *keyring) rtCurrent() *rtTable {
 	rt := kr.rt
