@@ -67,6 +67,5 @@
 // nil with tracing off), the fleet's verdicts and probe leases
 // (fleet.go, nil outside a fleet), idemState (idempotency.go, nil with
 // idempotency off) and the usageBook (usage.go). A component that
-// answers a client does so through the gateway's fail, given to it as a
-// function (failFunc).
+// answers a client does so through the exchange (x.fail).
 package gateway
