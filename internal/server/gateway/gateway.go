@@ -2,14 +2,11 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -222,143 +219,32 @@ type target struct {
 	said struct{ provider, model []string }
 }
 
-// New builds a gateway from a validated configuration.
+// New builds a gateway from a validated configuration. It only wires:
+// the tables come from policy (the engine's routes, limits and budgets)
+// and config, the parts from their own constructors (build.go).
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	sv := cfg.Server.WithDefaults()
-	g := &Gateway{
-		log:       opts.Logger,
-		transport: opts.Transport,
-		now:       opts.Now,
-		metrics:   opts.Metrics,
-		providers: make(map[string]*provider),
-		models:    make(map[string]*model),
-		intake: intake{maxBody: cfg.MaxBodyBytes.Int64(), share: cfg.BodyBytesPerClient(), proxies: sv.Proxies(),
-			timeout: sv.BodyReadTimeout.D()},
-		maxHeaders:   sv.MaxHeaders,
-		writeTimeout: sv.WriteTimeout.D(),
-		streamIdle:   sv.StreamIdleTimeout.D(),
-		stall:        policy.Stall(cfg),
-		tell:         newResponseHeaders(cfg.ResponseHeaders),
+	g, err := newShell(cfg, opts)
+	if err != nil {
+		return nil, err
 	}
-	g.bodyLimits = protocol.Limits{MaxMessages: sv.MaxMessages, MaxDepth: sv.MaxJSONDepth}
-	g.intake.bodies = opts.bodies
-	if g.intake.bodies == nil {
-		g.intake.bodies = &byteBudget{limit: sv.MaxBodyBytesInFlight.Int64()}
-	}
-	if g.items = opts.items; g.items == nil {
-		g.items = newItemStore(time.Now)
-	}
-	if g.metrics == nil {
-		g.metrics = metrics.New()
-	}
-	if g.log == nil {
-		g.log = NewLogger(io.Discard, cfg.Log)
-	}
-	if g.transport == nil {
-		g.transport = NewTransport()
-	}
-	if g.now == nil {
-		g.now = time.Now
-	}
-	g.tracing = newTracing(opts.TracerProvider, g.providers, g.now)
-	g.usage = &usageBook{rec: opts.Usage, now: g.now}
-	if g.usage.rec == nil {
-		g.usage.rec = usage.NewRecorder(usage.Options{})
-	}
-	pri, ok := admission.ParsePriority(cfg.Admission.DefaultPriority)
-	if !ok {
-		return nil, fmt.Errorf("admission.default_priority: unknown class %q", cfg.Admission.DefaultPriority)
-	}
-	g.defaultPri = pri
-	keys, err := keyTable(cfg, pri)
+	keys, err := keyTable(cfg, g.defaultPri)
 	if err != nil {
 		return nil, err
 	}
 	g.counts = newCounting(cfg)
 	g.prices = policy.Prices(cfg)
-
-	scopeNames := make([]string, len(cfg.Providers))
-	for i := range cfg.Providers {
-		pc := &cfg.Providers[i]
-		d, ok := protocol.ParseDialect(pc.Kind)
-		if pc.Native() {
-			d, ok = protocol.Anthropic, true // the hub (native.go)
-		}
-		if !ok {
-			return nil, fmt.Errorf("providers[%d].kind: unknown kind %q", i, pc.Kind)
-		}
-		p := &provider{
-			name:    pc.Name,
-			dialect: d,
-			baseURL: strings.TrimSuffix(pc.BaseURL, "/"),
-			key:     pc.APIKey(),
-			keyEnv:  pc.APIKeyEnv,
-			timeout: pc.Timeout.D(),
-			scope:   i,
-			forward: forwardList(d, pc.ForwardHeaders),
-			headers: http.Header{},
-		}
-		if pc.Kind == config.KindAzure {
-			p.azureVersion = pc.APIVersion
-		}
-		if p.unsupported, err = translate.ParseUnsupported(pc.OnUnsupported); err != nil {
-			return nil, fmt.Errorf("providers[%d]: %w", i, err)
-		}
-		if p.key != "" {
-			p.keyHeader = []string{p.keyHeaderValue(p.key)}
-		}
-		p.responses.Store(pc.ServesResponses())
-		secrets := []string{p.key}
-		for k, v := range pc.Headers {
-			p.headers.Set(k, v)
-			if config.IsCredentialHeader(k) {
-				secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
-			}
-		}
-		p.scrub = newKeyScrub(secrets...)
-		for _, r := range pc.Replicas {
-			p.replicas = append(p.replicas, replicaEndpoint{name: r.Name, baseURL: strings.TrimSuffix(r.BaseURL, "/"), metricsURL: r.MetricsURL})
-		}
-		if b := pc.Breaker; b != nil {
-			p.probeModel = b.ProbeModel
-		}
-		if pc.Native() {
-			if err := setUpNative(p, i, pc, g.transport, opts.signer); err != nil {
-				return nil, err
-			}
-		}
-		if p.rt == nil {
-			p.rt = g.transport
-		}
-		p.adapters = adaptersFor(p)
-		g.providers[pc.Name] = p
-		g.byScope = append(g.byScope, p)
-		scopeNames[i] = pc.Name
+	scopeNames, err := addProviders(cfg, g.transport, opts.signer, g.providers, &g.byScope)
+	if err != nil {
+		return nil, err
 	}
 	ec, err := policy.FromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	ec.DynamicKeys = opts.keys != nil
-	for _, mc := range cfg.Models {
-		m := &model{name: mc.Name, route: ec.Routes[mc.Name], onInvalid: onInvalidOf(mc.Validation), verdictEvent: mc.Validation.StreamEvent}
-		m.caps = m.route.Continue
-		if m.unsupported, err = translate.ParseUnsupported(mc.OnUnsupported); err != nil {
-			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
-		}
-		for j, s := range m.route.Targets {
-			p := g.byScope[s]
-			t := target{provider: p, model: m.route.Models[j]}
-			t.said.provider, t.said.model = []string{p.name}, []string{t.model}
-			m.targets = append(m.targets, t)
-			if p.probeModel == "" {
-				p.probeModel = m.route.Models[j] // the first target that names it
-			}
-		}
-		g.models[mc.Name] = m
-		g.modelNames = append(g.modelNames, mc.Name)
+	if g.models, g.modelNames, err = newModels(cfg, ec.Routes, g.byScope); err != nil {
+		return nil, err
 	}
-	sort.Strings(g.modelNames)
 	// Replicas must not jitter their Retry-After (or retry backoff) in
 	// step, so each process seeds its own.
 	ec.Seed = rand.Uint64()
@@ -374,17 +260,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.runner = runner.NewRunner(ec, g.now)
-	g.keys = newKeyring(cfg, keys, pri, opts.keys, g.modelNames, g.runner, g.now)
-	g.runner.OnTransition(func(t lifecycle.Transition) {
-		if t.Replica > 0 {
-			// A replica's own breaker: logged and counted under the
-			// replica's name; a fleet shares provider breakers only.
-			breakerTransition(g.log, g.metrics, g.byScope[t.Scope].replicas[t.Replica-1].name, t)
-			return
-		}
-		breakerTransition(g.log, g.metrics, scopeNames[t.Scope], t)
-		g.fleet.announce(scopeNames[t.Scope], t)
-	})
+	g.keys = newKeyring(cfg, keys, g.defaultPri, opts.keys, g.modelNames, g.runner, g.now)
+	g.runner.OnTransition(transitions(g.log, g.metrics, g.fleet, g.byScope, scopeNames))
 	g.prober = &prober{byScope: g.byScope, fleet: g.fleet, metrics: g.metrics, log: g.log}
 	g.runner.SetProber(g.prober.probe)
 	if g.evals, err = startEvals(cfg, g.providers, g.runner, g.metrics, g.log, g.now); err != nil {
@@ -394,20 +271,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	// The factor the configuration was time-scaled by (config.Scaled),
 	// for sluice load to check its own --time-scale against.
 	g.metrics.TimeScale.Set(cfg.TimeFactor())
-	g.metrics.SetSources(metrics.Sources{
-		Admission: g.runner,
-		Scopes:    scopeNames,
-		Breakers:  g.runner.BreakerStats,
-		Refused: func() metrics.Refusals {
-			s := g.runner.SecondStats()
-			return metrics.Refusals{HedgeBudget: s.NoBudget, HedgeNoTarget: s.NoTarget, RetryBudget: s.RetryNoBudget}
-		},
-		BodyBytes: func() (int64, int64, int64) {
-			return g.intake.bodies.used.Load(), g.intake.bodies.limit, g.intake.bodies.reading.Load()
-		},
-		Quotas: g.quotas,
-		Spend:  g.spend.spendMetrics,
-	})
+	g.metrics.SetSources(sourcesOf(g, scopeNames))
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleet.state)
 		g.fleet.follow(g.runner, g.providers, g.byScope)
