@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"context"
-	"sync"
 
 	"errors"
 	"fmt"
-	"github.com/sluice-gw/sluice/internal/config"
 	"io"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
@@ -206,14 +204,6 @@ func (n nativeAdapter) fit(h *hop, t target) lifecycle.Fit {
 	return c.fit
 }
 
-// nativeCall is one native target's request, coded once.
-type nativeCall struct {
-	p     *provider
-	model string
-	call  *native.Call // nil when the codec refused it
-	fit   lifecycle.Fit
-}
-
 // nativeCallFor is target t's request as its adapter coded it, nil when
 // it did not (another model of the same provider).
 func (o *outgoing) nativeCallFor(t target) *native.Call {
@@ -240,42 +230,9 @@ func (m *model) narrowed(route lifecycle.Route, fits []lifecycle.Fit) *model {
 	return &c
 }
 
-// SignerFunc builds a native provider's signer from its config when the
-// configuration loads. Its error names what to set, never a secret.
-type SignerFunc func(ctx context.Context, pc *config.Provider) (native.Signer, error)
+// reader returns the body for a call to t.
+func (o *outgoing) reader(t target) *protocol.BodyReader { return adapterOf(o.client, t).body(o, t) }
 
-// signers are the signers of the native kinds added to the build
-// (RegisterSigner); gemini's and bedrock's are signerFor's own.
-var signers struct {
-	mu sync.RWMutex
-	by map[string]SignerFunc
-}
-
-// RegisterSigner makes sign the signer of native kind's providers (a
-// kind whose codec is registered in package vendors). It returns a
-// function that undoes the registration, for tests.
-func RegisterSigner(kind string, sign SignerFunc) (undo func()) {
-	signers.mu.Lock()
-	defer signers.mu.Unlock()
-	if signers.by == nil {
-		signers.by = map[string]SignerFunc{}
-	}
-	prev, had := signers.by[kind]
-	signers.by[kind] = sign
-	return func() {
-		signers.mu.Lock()
-		defer signers.mu.Unlock()
-		if had {
-			signers.by[kind] = prev
-		} else {
-			delete(signers.by, kind)
-		}
-	}
-}
-
-func registeredSigner(kind string) (SignerFunc, bool) {
-	signers.mu.RLock()
-	defer signers.mu.RUnlock()
-	sign, ok := signers.by[kind]
-	return sign, ok
-}
+// crossed reports whether attempt a's provider speaks another API than
+// the client.
+func crossed(x *exchange, a *attempt) bool { return adapterOf(x.endpoint.Dialect, a.t).translates() }

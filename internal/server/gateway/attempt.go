@@ -3,11 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"github.com/sluice-gw/sluice/internal/server/metrics"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/server/metrics"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"

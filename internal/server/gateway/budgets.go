@@ -2,22 +2,15 @@ package gateway
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sluice-gw/sluice/internal/wire/translate"
-
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/admission"
-	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/quota"
-	"github.com/sluice-gw/sluice/internal/server/metrics"
-	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
@@ -56,35 +49,6 @@ func usesTokens(cfg *config.Config) bool {
 	}
 	return false
 }
-
-// outgoing is what a request's upstream calls send: the client's body,
-// with the edits degradation made (the model is set per target).
-type outgoing struct {
-	body *protocol.Body
-	edit protocol.Edit
-	// client is the client's API; cross, the body translated for
-	// targets of the other one, edits applied (translate.go).
-	client protocol.Dialect
-	cross  *crossRequest
-	// contract is the structured output the request declared, checked
-	// in every whole answer before it is committed (validation.go);
-	// onInvalid its model's action, model its name for the metric.
-	contract         *contract.Contract
-	onInvalid, model string
-	// unsupported is the model's on_unsupported, for native providers
-	// that set none of their own (nativeOptions).
-	unsupported translate.Unsupported
-	// crossTried: the body was translated for the targets of the other
-	// API, into cross, or could not be (crossMisfit says why).
-	crossTried  bool
-	crossMisfit lifecycle.Fit
-	// nativeCalls are the native targets' requests, coded once by their
-	// adapter and sent as they are by every attempt (native.WithCall).
-	nativeCalls []nativeCall
-}
-
-// reader returns the body for a call to t.
-func (o *outgoing) reader(t target) *protocol.BodyReader { return adapterOf(o.client, t).body(o, t) }
 
 // counting is the gateway's token counter: on when budgets, lanes,
 // prices or degradation need each request counted (usesTokens); when
@@ -126,33 +90,6 @@ func (c *counting) input(m *model, d protocol.Dialect, raw []byte) (int64, bool)
 		return int64(len(raw)), false
 	}
 	return int64(n), exact && !estimated
-}
-
-// budgetRefused answers a request its key's budget, or the large-context
-// lane's, refused, as lifecycle.Answer says: 429 with the exact wait and
-// the key's rate-limit headers; a request larger than the budget's burst
-// gets 413 instead, since no wait would let it through; the lane's
-// refusal is an overload.
-func budgetRefused(m *metrics.Metrics, w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
-	reply := lifecycle.Answer(*rej)
-	who := "lane:large_context"
-	if rej.Reason == admission.ReasonKeyBudget && x.key != nil {
-		who = x.key.name
-	}
-	m.BudgetRefusals.WithLabelValues(who, rej.Dimension).Inc()
-	subject := "this key's"
-	if rej.Reason == admission.ReasonLaneBudget {
-		subject = "the large-context lane's"
-	}
-	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
-	kind, outcome := replyStatus(reply)
-	if reply.Kind == lifecycle.ReplyTooLarge {
-		x.fail(w, kind, outcome, string(rej.Reason),
-			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
-		return
-	}
-	x.fail(w, kind, outcome, string(rej.Reason),
-		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), reply.RetryAfter)
 }
 
 // setRateHeaders writes the key's budget into the headers each API's
@@ -224,73 +161,6 @@ func (h *hop) count() bool {
 	return true
 }
 
-// degradeStage serves the request in a cheaper way when
-// lifecycle.Degrade says so.
-func (h *hop) degradeStage() bool {
-	if dg := lifecycle.Degrade(h.req, h.g.degradeAsk(h.x, h.m.route.Degrade)); dg != (lifecycle.Degrading{}) {
-		h.degrade(dg)
-		h.x.inputTokens = h.req.InputTokens
-	}
-	return true
-}
-
-// degrade serves a background request in the cheaper way
-// lifecycle.Degrade decided: another model, a lower max_tokens, a
-// trimmed history. It sets the hop's model and engine request to serve
-// it with, and marks the answer with X-Sluice-Degraded.
-func (h *hop) degrade(dg lifecycle.Degrading) {
-	g, x, m, req, out := h.g, h.x, h.m, h.req, h.out
-	defer func() { h.m, h.req = m, req }()
-	var notes []string
-	if to, ok := g.models[dg.To]; ok && dg.To != "" {
-		m = to
-		notes = append(notes, "model="+m.name)
-	} else {
-		dg.To = ""
-	}
-	req = dg.Apply(req, m.route, x.start, h.clientTimeout)
-	if dg.MaxOutput > 0 {
-		out.edit.MaxTokens = dg.MaxOutput
-		notes = append(notes, "max_tokens="+strconv.FormatInt(dg.MaxOutput, 10))
-	}
-	if dg.TrimTo > 0 {
-		if msgs, dropped, n := g.counts.trim(m, x.endpoint.Dialect, out.body, req.InputTokens, dg.TrimTo); dropped > 0 {
-			out.edit.Messages = msgs
-			req.InputTokens = n
-			req.Degraded = true
-			notes = append(notes, "trimmed_messages="+strconv.Itoa(dropped))
-		}
-	}
-	if len(notes) == 0 {
-		return
-	}
-	x.degraded = strings.Join(notes, ",")
-	x.model = m.name
-	h.w.Header().Set("X-Sluice-Degraded", x.degraded)
-	g.metrics.Degraded.WithLabelValues(x.requested, m.name).Inc()
-}
-
-// degradeAsk is what the gateway knows of x, a request of a model with
-// Degradation d, for lifecycle.Degrade.
-func (g *Gateway) degradeAsk(x *exchange, d *lifecycle.Degradation) lifecycle.DegradeAsk {
-	return lifecycle.DegradeAsk{Degrade: d, KeyOptsOut: x.key != nil && !x.key.mayDegrade, Shared: g.lastShared(x), Pressure: g.runner.ShouldDegrade}
-}
-
-// lastShared is the budget of x's key as the fleet's store last reported
-// it, when the store keeps it (lifecycle.DegradeAsk.Shared): read from
-// this replica's last take or settle, without another round trip.
-func (g *Gateway) lastShared(x *exchange) *[3]quota.Status {
-	if !g.shares(x) {
-		return nil
-	}
-	v, ok := g.fleet.status.Load(x.key.name)
-	if !ok {
-		return nil
-	}
-	st := v.([3]quota.Status)
-	return &st
-}
-
 // trim drops the oldest messages, never a system or developer message
 // and never the last, until the request's input fits limit tokens (or
 // nothing more can go). It returns the new messages array, how many were
@@ -332,27 +202,6 @@ func (c *counting) trim(m *model, dialect protocol.Dialect, body *protocol.Body,
 		return nil, 0, total
 	}
 	return out, dropped, max(total, 0)
-}
-
-// quotas names the engine's budgets for the metrics.
-func (g *Gateway) quotas() []metrics.Quota {
-	stats := g.runner.BudgetStats()
-	out := make([]metrics.Quota, 0, len(stats))
-	if g.fleet != nil {
-		out = append(out, g.sharedQuotas()...)
-	}
-	for _, s := range stats {
-		name := "large_context"
-		switch s.Owner {
-		case "key":
-			name = g.keys.name(s.Index)
-		case "provider":
-			name = g.byScope[s.Index].name
-		}
-		out = append(out, metrics.Quota{Owner: s.Owner, Name: name, Dimension: s.Dimension.String(),
-			Limit: s.Limit, Remaining: s.Remaining, Reserved: s.Reserved})
-	}
-	return out
 }
 
 // account records the tokens and cost of a request whose provider

@@ -207,3 +207,24 @@ func sourcesOf(g *Gateway, scopeNames []string) metrics.Sources {
 		Spend:  g.spend.spendMetrics,
 	}
 }
+
+// quotas names the engine's budgets for the metrics.
+func (g *Gateway) quotas() []metrics.Quota {
+	stats := g.runner.BudgetStats()
+	out := make([]metrics.Quota, 0, len(stats))
+	if g.fleet != nil {
+		out = append(out, g.sharedQuotas()...)
+	}
+	for _, s := range stats {
+		name := "large_context"
+		switch s.Owner {
+		case "key":
+			name = g.keys.name(s.Index)
+		case "provider":
+			name = g.byScope[s.Index].name
+		}
+		out = append(out, metrics.Quota{Owner: s.Owner, Name: name, Dimension: s.Dimension.String(),
+			Limit: s.Limit, Remaining: s.Remaining, Reserved: s.Reserved})
+	}
+	return out
+}

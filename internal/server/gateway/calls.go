@@ -3,11 +3,13 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 
-	"go.opentelemetry.io/otel/propagation"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
@@ -304,4 +306,17 @@ func (c *calls) respond(a *attempt) {
 	default:
 		g.relayRefusal(call.Context(), w, r, x, a)
 	}
+}
+
+// sayDropped names, on the answer of a translated target, the parameters
+// translation dropped, in X-Sluice-Dropped and in one info line (names
+// only: a parameter's value may be the client's content).
+func sayDropped(log *slog.Logger, w http.ResponseWriter, x *exchange, a *attempt) {
+	if x.cross == nil || x.cross.dropped == "" || !crossed(x, a) {
+		return
+	}
+	w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
+	log.Info("translation dropped parameters the target's API cannot carry",
+		"model", x.model, "provider", a.t.provider.name, "target_model", a.t.model,
+		"from", x.endpoint.Dialect.String(), "to", a.t.provider.dialect.String(), "dropped", x.cross.dropped)
 }

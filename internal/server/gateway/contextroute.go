@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"net/http"
-	"time"
-
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -15,24 +12,6 @@ import (
 // or after a provider refused it as too long, while nothing has reached
 // the client. Each hop is admitted and routed anew; the chain is bounded
 // by the number of models.
-
-// generate runs the request on m, then on each context fallback it is
-// sent to.
-func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
-	for hops := 0; m != nil; hops++ {
-		next := g.generateOnce(w, r, x, m, body, clientTimeout)
-		if next == nil || hops >= len(g.models) {
-			return
-		}
-		g.log.Debug("context fallback", "from", m.name, "to", next.name, "input_tokens", x.inputTokens)
-		// The next hop is a new request for the fallback model: the
-		// record keeps what the client asked for and the calls made.
-		x.model = next.name
-		x.admitted, x.contextNext, x.contextRoute = false, nil, nil
-		x.outcome, x.reason, x.upstreamStatus, x.retryAfter = "", "", 0, 0
-		m = next
-	}
-}
 
 // overflow sends a counted request to its model's context fallback
 // before any call, when it does not fit m's context window and the

@@ -2,15 +2,19 @@ package gateway
 
 import (
 	"context"
-	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/server/spendstore"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -214,38 +218,6 @@ func (x *exchange) failParam(w http.ResponseWriter, k protocol.Kind, outcome, re
 	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
 }
 
-// finish records the exchange in metrics and writes its log line.
-func (g *Gateway) finish(x *exchange) {
-	dur := g.now().Sub(x.start)
-	g.account(x)
-	g.tracing.endRequest(x)
-	model, provider := x.model, x.provider
-	if model == "" {
-		model = "-"
-	}
-	if provider == "" {
-		provider = "-"
-	}
-	m := g.metrics
-	m.Requests.WithLabelValues(x.endpointName(), model, provider, x.priority.String(), x.outcome, x.reason).Inc()
-	m.Duration.WithLabelValues(x.endpointName(), model, x.outcome).Observe(dur.Seconds())
-	if x.upstreamStatus != 0 {
-		m.Upstream.WithLabelValues(provider, model).Observe(x.upstreamDur.Seconds())
-		if x.ttft > 0 {
-			m.TTFT.WithLabelValues(provider, model).Observe(x.ttft.Seconds())
-		}
-	}
-
-	level := slog.LevelInfo
-	if x.outcome == outcomeInternal {
-		level = slog.LevelError
-	}
-	if !g.log.Enabled(context.Background(), level) {
-		return
-	}
-	g.log.LogAttrs(context.Background(), level, "request", x.logAttrs(model, provider, dur)...)
-}
-
 // logAttrs is the request's log line.
 func (x *exchange) logAttrs(model, provider string, dur time.Duration) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 16)
@@ -305,4 +277,47 @@ func (x *exchange) logAttrs(model, provider string, dur time.Duration) []slog.At
 		attrs = append(attrs, slog.String("continued", x.cont.continued))
 	}
 	return attrs
+}
+
+// crossRequest is a request's body in the other dialect.
+type crossRequest struct {
+	body *protocol.Body // model still the client's
+	// includeUsage: the client (not the gateway) asked for a usage chunk.
+	includeUsage bool
+	dropped      string // comma-separated, for X-Sluice-Dropped
+}
+
+// spendHold is one call's reservation.
+type spendHold struct {
+	// store keeps the reservation; log hears of a settlement it lost.
+	store    spendstore.Store
+	log      *slog.Logger
+	buckets  []spend.Bucket
+	reserved price.Micros
+	// input, choices and output (per choice) are the request's, which
+	// price a second call's reservation and a call that lost a race.
+	input, choices, output int64
+	once                   sync.Once
+}
+
+// settle replaces the reservation with what the call cost, once.
+func (h *spendHold) settle(actual price.Micros) {
+	if h == nil {
+		return
+	}
+	h.once.Do(func() {
+		if d := actual - h.reserved; d != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := h.store.Adjust(ctx, h.buckets, d); err != nil {
+				h.log.Warn("spend: a settlement was not recorded", "cause", err.Error())
+			}
+		}
+	})
+}
+
+// contUse is one continuation call's usage.
+type contUse struct {
+	model         string
+	input, output int64
 }

@@ -7,7 +7,10 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/server/runner"
+	"github.com/sluice-gw/sluice/internal/wire/contract"
+	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // hop is one pass of a request through the request stages (stages.go)
@@ -43,4 +46,38 @@ type hop struct {
 	// outBuf is out's storage: one allocation for the hop and its
 	// outgoing.
 	outBuf outgoing
+}
+
+// outgoing is what a request's upstream calls send: the client's body,
+// with the edits degradation made (the model is set per target).
+type outgoing struct {
+	body *protocol.Body
+	edit protocol.Edit
+	// client is the client's API; cross, the body translated for
+	// targets of the other one, edits applied (translate.go).
+	client protocol.Dialect
+	cross  *crossRequest
+	// contract is the structured output the request declared, checked
+	// in every whole answer before it is committed (validation.go);
+	// onInvalid its model's action, model its name for the metric.
+	contract         *contract.Contract
+	onInvalid, model string
+	// unsupported is the model's on_unsupported, for native providers
+	// that set none of their own (nativeOptions).
+	unsupported translate.Unsupported
+	// crossTried: the body was translated for the targets of the other
+	// API, into cross, or could not be (crossMisfit says why).
+	crossTried  bool
+	crossMisfit lifecycle.Fit
+	// nativeCalls are the native targets' requests, coded once by their
+	// adapter and sent as they are by every attempt (native.WithCall).
+	nativeCalls []nativeCall
+}
+
+// nativeCall is one native target's request, coded once.
+type nativeCall struct {
+	p     *provider
+	model string
+	call  *native.Call // nil when the codec refused it
+	fit   lifecycle.Fit
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -320,4 +321,36 @@ func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange
 	if !x.wroteHeader {
 		x.status = 499
 	}
+}
+
+// finish records the exchange in metrics and writes its log line.
+func (g *Gateway) finish(x *exchange) {
+	dur := g.now().Sub(x.start)
+	g.account(x)
+	g.tracing.endRequest(x)
+	model, provider := x.model, x.provider
+	if model == "" {
+		model = "-"
+	}
+	if provider == "" {
+		provider = "-"
+	}
+	m := g.metrics
+	m.Requests.WithLabelValues(x.endpointName(), model, provider, x.priority.String(), x.outcome, x.reason).Inc()
+	m.Duration.WithLabelValues(x.endpointName(), model, x.outcome).Observe(dur.Seconds())
+	if x.upstreamStatus != 0 {
+		m.Upstream.WithLabelValues(provider, model).Observe(x.upstreamDur.Seconds())
+		if x.ttft > 0 {
+			m.TTFT.WithLabelValues(provider, model).Observe(x.ttft.Seconds())
+		}
+	}
+
+	level := slog.LevelInfo
+	if x.outcome == outcomeInternal {
+		level = slog.LevelError
+	}
+	if !g.log.Enabled(context.Background(), level) {
+		return
+	}
+	g.log.LogAttrs(context.Background(), level, "request", x.logAttrs(model, provider, dur)...)
 }

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"fmt"
-	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
@@ -39,4 +41,31 @@ func replyStatus(r lifecycle.Reply) (protocol.Kind, string) {
 		return protocol.Timeout, outcomeTimeout
 	}
 	return protocol.Overloaded, outcomeShed
+}
+
+// budgetRefused answers a request its key's budget, or the large-context
+// lane's, refused, as lifecycle.Answer says: 429 with the exact wait and
+// the key's rate-limit headers; a request larger than the budget's burst
+// gets 413 instead, since no wait would let it through; the lane's
+// refusal is an overload.
+func budgetRefused(m *metrics.Metrics, w http.ResponseWriter, x *exchange, rej *admission.Rejection) {
+	reply := lifecycle.Answer(*rej)
+	who := "lane:large_context"
+	if rej.Reason == admission.ReasonKeyBudget && x.key != nil {
+		who = x.key.name
+	}
+	m.BudgetRefusals.WithLabelValues(who, rej.Dimension).Inc()
+	subject := "this key's"
+	if rej.Reason == admission.ReasonLaneBudget {
+		subject = "the large-context lane's"
+	}
+	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
+	kind, outcome := replyStatus(reply)
+	if reply.Kind == lifecycle.ReplyTooLarge {
+		x.fail(w, kind, outcome, string(rej.Reason),
+			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
+		return
+	}
+	x.fail(w, kind, outcome, string(rej.Reason),
+		fmt.Sprintf("%s per-minute budget of %s is spent; retry after %s", subject, dim, rej.RetryAfter.Round(time.Millisecond)), reply.RetryAfter)
 }

@@ -1,9 +1,10 @@
 package gateway
 
 import (
+	"log/slog"
+
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
-	"log/slog"
 )
 
 // OpenAI's Responses API (POST /v1/responses) is passed through as it is

@@ -157,33 +157,6 @@ func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Sto
 	return s, nil
 }
 
-// spendHold is one call's reservation.
-type spendHold struct {
-	s        *spender
-	buckets  []spend.Bucket
-	reserved price.Micros
-	// input, choices and output (per choice) are the request's, which
-	// price a second call's reservation and a call that lost a race.
-	input, choices, output int64
-	once                   sync.Once
-}
-
-// settle replaces the reservation with what the call cost, once.
-func (h *spendHold) settle(actual price.Micros) {
-	if h == nil {
-		return
-	}
-	h.once.Do(func() {
-		if d := actual - h.reserved; d != 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := h.s.store.Adjust(ctx, h.buckets, d); err != nil {
-				h.s.log.Warn("spend: a settlement was not recorded", "cause", err.Error())
-			}
-		}
-	})
-}
-
 // limitsOf are x's key's spend limits, its team's included, for a key
 // of the file's or one made at run time.
 func (s *spender) limitsOf(x *exchange) []spend.Limit {
@@ -207,7 +180,7 @@ func (s *spender) reserve(limits []spend.Limit, amount price.Micros, now time.Ti
 	if r != nil {
 		return nil, tot, needs, r
 	}
-	h := &spendHold{s: s, reserved: amount}
+	h := &spendHold{store: s.store, log: s.log, reserved: amount}
 	for _, n := range needs {
 		h.buckets = append(h.buckets, n.Reserve)
 	}
@@ -327,12 +300,6 @@ func (h *hop) settleSpend() {
 		x.spendWinner = nil
 		h.settle(s.answerCost(x))
 	}
-}
-
-// contUse is one continuation call's usage.
-type contUse struct {
-	model         string
-	input, output int64
 }
 
 // answerCost is what the answering call, and the continuations of its

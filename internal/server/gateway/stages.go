@@ -202,3 +202,21 @@ func (h *hop) forward() bool {
 	h.next = h.x.contextNext
 	return true
 }
+
+// generate runs the request on m, then on each context fallback it is
+// sent to.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, x *exchange, m *model, body *protocol.Body, clientTimeout time.Duration) {
+	for hops := 0; m != nil; hops++ {
+		next := g.generateOnce(w, r, x, m, body, clientTimeout)
+		if next == nil || hops >= len(g.models) {
+			return
+		}
+		g.log.Debug("context fallback", "from", m.name, "to", next.name, "input_tokens", x.inputTokens)
+		// The next hop is a new request for the fallback model: the
+		// record keeps what the client asked for and the calls made.
+		x.model = next.name
+		x.admitted, x.contextNext, x.contextRoute = false, nil, nil
+		x.outcome, x.reason, x.upstreamStatus, x.retryAfter = "", "", 0, 0
+		m = next
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -62,14 +61,6 @@ var defaultDrop = []string{"cache_control"}
 // maxTranslatedBody bounds a whole 2xx answer that is translated, which
 // must be held whole.
 const maxTranslatedBody = 4 << 20
-
-// crossRequest is a request's body in the other dialect.
-type crossRequest struct {
-	body *protocol.Body // model still the client's
-	// includeUsage: the client (not the gateway) asked for a usage chunk.
-	includeUsage bool
-	dropped      string // comma-separated, for X-Sluice-Dropped
-}
 
 // translates reports whether endpoint ep's requests can be translated.
 func translates(ep protocol.Endpoint) bool {
@@ -130,23 +121,6 @@ func (h *hop) translateBody() lifecycle.Fit {
 	}
 	return lifecycle.Fit{Param: param,
 		Why: fmt.Sprintf("model %q is served by an %s-style provider, and this request cannot be sent there: %s", m.name, other(d), why)}
-}
-
-// crossed reports whether attempt a's provider speaks another API than
-// the client.
-func crossed(x *exchange, a *attempt) bool { return adapterOf(x.endpoint.Dialect, a.t).translates() }
-
-// sayDropped names, on the answer of a translated target, the parameters
-// translation dropped, in X-Sluice-Dropped and in one info line (names
-// only: a parameter's value may be the client's content).
-func sayDropped(log *slog.Logger, w http.ResponseWriter, x *exchange, a *attempt) {
-	if x.cross == nil || x.cross.dropped == "" || !crossed(x, a) {
-		return
-	}
-	w.Header().Set("X-Sluice-Dropped", x.cross.dropped)
-	log.Info("translation dropped parameters the target's API cannot carry",
-		"model", x.model, "provider", a.t.provider.name, "target_model", a.t.model,
-		"from", x.endpoint.Dialect.String(), "to", a.t.provider.dialect.String(), "dropped", x.cross.dropped)
 }
 
 // translateWhole reads the rest of a whole 2xx answer whose head is in

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/wire/contract"
