@@ -32,6 +32,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/limit"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/sim/report"
@@ -191,6 +192,9 @@ type replica struct {
 	crashes     int
 	extraBefore int
 	fl          replicaFleet
+	// limits are its scopes' limit algorithms, kept across a crash
+	// under seed 000's tick rules (scenario tick_rules: seed).
+	limits []limit.Algorithm
 }
 
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
@@ -295,6 +299,21 @@ func (r *run) restartEngine(rp *replica) error {
 	// draws afresh, as a restarted process would, and each replica draws
 	// its own (the first one as a lone gateway does).
 	ec.Seed = r.sc.Seed ^ uint64(rp.crashes)<<32 ^ uint64(rp.idx)*0x9e3779b97f4a7c15
+	if r.sc.SeedRules() {
+		// Seed 000's policies outlive its crashes: the restarted process
+		// goes on with the limit the old one had reached.
+		if rp.limits != nil {
+			for i := range ec.Scopes {
+				if ec.Scopes[i].Limit != nil && rp.limits[i] != nil {
+					ec.Scopes[i].Limit = rp.limits[i]
+				}
+			}
+		}
+		rp.limits = make([]limit.Algorithm, len(ec.Scopes))
+		for i, sc := range ec.Scopes {
+			rp.limits[i] = sc.Limit
+		}
+	}
 	if r.fleet != nil {
 		r.fleet.configure(r, rp, &ec)
 	}
@@ -388,6 +407,15 @@ func (r *run) loop() {
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:
+			if q := e.call.q; q != nil && r.sc.SeedRules() && q.state == stInGateway {
+				// Seed 000 settles a tick's calls one by one in arrival
+				// order: the slow flags and deadlines of calls admitted
+				// before this one come first.
+				r.apply(q.rep, q.rep.eng.TickAhead(r.clock(r.now), q.id))
+				if e.call.done {
+					continue
+				}
+			}
 			r.upstreamDone(e.call)
 		case evLaunch:
 			r.launch(e.call)
@@ -414,7 +442,13 @@ func (r *run) loop() {
 			}
 		case evArrivals:
 			for _, fl := range r.flows {
-				for range fl.arr.PerTick(r.now, r.sc.Tick) {
+				n := 0
+				if r.sc.SeedRules() {
+					n = fl.arr.PerTickSeed(r.now, r.sc.Tick)
+				} else {
+					n = fl.arr.PerTick(r.now, r.sc.Tick)
+				}
+				for range n {
 					r.arrive(r.newRequest(fl))
 				}
 			}
