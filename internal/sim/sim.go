@@ -548,6 +548,7 @@ func (r *run) arrive(q *request) {
 		r.timeline.Arrive(r.now)
 	} else {
 		r.timeline.Retry(r.now)
+		r.series.cur.Retries++
 	}
 	if t := r.sc.Clients.Timeout; t > 0 {
 		r.push(r.now+t, classClient, evAttemptTimeout, q)

@@ -246,6 +246,9 @@ func (r *run) generate(c *upCall) {
 	tpot := u.capacity.TPOT(u.cfg.TPOT, p.TPOTScale)
 	// Reading the prompt holds the slot, as generating does.
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
+	if c.q != nil && c.probe == 0 && first < r.sc.Duration {
+		r.timeline.NodeFirstToken(first, int(c.q.pri), first-r.now)
+	}
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
 	c.endKind, c.status = planEnd(p.Fail)
