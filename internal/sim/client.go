@@ -24,7 +24,7 @@ func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAf
 		return
 	}
 	e := workload.Ended{
-		Attempt:    q.attempt,
+		Attempt:    int(q.attempt),
 		Elapsed:    r.now - q.first,
 		Status:     status,
 		Started:    q.started,

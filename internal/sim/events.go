@@ -65,8 +65,9 @@ type event struct {
 	rep uint16
 	req *request
 	// token must match req.token for the event to still apply; a moved-on
-	// request ignores its stale events. For evAdopt it indexes the
-	// fleet's verdicts.
+	// request ignores its stale events. For an upstream event it is the
+	// call's generation (upCall.gen); for evAdopt it indexes the fleet's
+	// verdicts.
 	token uint32
 	// call is set for upstream events, which go stale when their call is
 	// done (answered or cancelled), whatever the request's token.
