@@ -171,6 +171,7 @@ type entry struct {
 	// started is when it took its slot; flightPrev and flightNext link
 	// the slots in flight, oldest first (hint.go).
 	started                time.Time
+	startedAt              int64 // started as an offset from Core.flightBase
 	flightPrev, flightNext *entry
 }
 
@@ -184,6 +185,10 @@ type Core struct {
 	// tenantIn counts each tenant's requests in flight (FairTenants).
 	tenantIn map[int]int
 	entries  map[Ticket]*entry
+	// flightBase is the first slot's start: the slots' ages are read as
+	// offsets from it (hint.go).
+	flightBase  time.Time
+	flightBased bool
 	// spare holds entries freed from flight, for Admit to reuse.
 	spare []*entry
 	last  Ticket

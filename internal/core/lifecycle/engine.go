@@ -446,6 +446,7 @@ type request struct {
 	// timers holds, per timer kind (timers.go), when it fires and the
 	// request's index in that kind's heap (-1: not armed).
 	timerAt  [numTimers]time.Time
+	timerKey [numTimers]int64 // timerAt as the heap orders it (timers.go)
 	timerIdx [numTimers]int
 	// The second call, when one was sent (see hedge.go).
 	second      *secondCall
