@@ -24,7 +24,7 @@ func (r *run) failStatus(q *request, outcome report.Outcome, status int, retryAf
 		return
 	}
 	e := workload.Ended{
-		Attempt:    q.attempt,
+		Attempt:    int(q.attempt),
 		Elapsed:    r.now - q.first,
 		Status:     status,
 		Started:    q.started,
@@ -147,6 +147,9 @@ func (r *run) attemptTimeout(q *request) {
 func (r *run) shedAnswer(q *request, a lifecycle.Reply) {
 	r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
 	r.timeline.Refuse(r.now, int(q.pri), r.now-q.sent)
+	if q.attempt > 1 {
+		r.timeline.RetryRefused(r.now)
+	}
 	s := repliedOf(a)
 	r.failStatus(q, s.outcome, s.status, s.retryAfter, s.noRetry)
 }

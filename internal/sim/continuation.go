@@ -166,7 +166,7 @@ func (r *run) continueFrom(q *request, c *upCall) {
 	q.cont.caps[d.Target] = lifecycle.ContinueCaps{} // once per answer
 	q.cont.done++
 	slot := 1 - c.attempt
-	scope := q.targets[d.Target]
+	scope := q.route.Targets[d.Target]
 	nc := &upCall{u: r.ups[scope], q: q, attempt: slot, cont: true, contLeft: left}
 	if reps := r.pools[scope]; reps != nil {
 		nc.u = reps[0]
@@ -193,7 +193,7 @@ func (r *run) endCont(q *request, u *upstream) {
 // policy.FromConfig as the gateway's is), copied, since a continuation
 // uses each target once.
 func (r *run) contCaps(q *request) []lifecycle.ContinueCaps {
-	return append([]lifecycle.ContinueCaps(nil), q.caps...)
+	return append([]lifecycle.ContinueCaps(nil), q.route.Continue...)
 }
 
 // stallCutAt is when the gateway cuts a stream that goes quiet after its

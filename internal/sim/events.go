@@ -2,13 +2,17 @@ package sim
 
 import "time"
 
-// Event classes order events that share a time, in the order a tick
-// simulation settles a tick: upstream answers first, then the engine's
-// timers (deadlines, then slow flags, then queue expiries: Engine.Tick),
-// then clients giving up, then arrivals, then bookkeeping. Seed 000's
-// tick settles each call in flight in that order: answered, timed out,
-// flagged slow; so a call that answers within the tick its slow flag
-// falls in is an answer, not a slow call.
+// Event classes order events that share a time: upstream answers first,
+// then the engine's timers (deadlines, then slow flags, then queue
+// expiries: Engine.Tick), then clients giving up, then arrivals, then
+// bookkeeping. So a call that answers in the instant its own slow flag
+// falls in is an answer, not a slow call, as in seed 000's tick. The
+// seed goes further: it settles the calls in flight one at a time, in
+// arrival order, each answered, timed out or flagged slow, so an earlier
+// call's slow flag comes before a later call's answer. By default every
+// answer of an instant comes before every timer; under tick_rules: seed
+// each answer first fires the timers of the calls admitted before it
+// (Engine.TickAhead), which is the seed's order.
 const (
 	classUpstream = iota
 	classEngine
@@ -61,8 +65,9 @@ type event struct {
 	rep uint16
 	req *request
 	// token must match req.token for the event to still apply; a moved-on
-	// request ignores its stale events. For evAdopt it indexes the
-	// fleet's verdicts.
+	// request ignores its stale events. For an upstream event it is the
+	// call's generation (upCall.gen); for evAdopt it indexes the fleet's
+	// verdicts.
 	token uint32
 	// call is set for upstream events, which go stale when their call is
 	// done (answered or cancelled), whatever the request's token.

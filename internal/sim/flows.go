@@ -156,12 +156,12 @@ func (r *run) request(q *request, deadline time.Duration) lifecycle.Request {
 	req := fl.route.Request(q.pri, stream, now, deadline)
 	req.Key, req.InputTokens, req.MaxOutput = fl.key, q.inTok, int64(fl.c.MaxTokens)
 	req.Choices = 1 // simulated clients ask for one answer
-	q.targets, q.caps = fl.route.Targets, fl.route.Continue
+	q.route = &fl.route
 	if d := fl.route.Degrade; d != nil {
 		dg := lifecycle.Degrade(req, r.degradeAsk(q, d))
 		var to lifecycle.Route
-		if rt, ok := r.routes[dg.To]; ok && dg.To != "" {
-			to, q.targets, q.caps = rt, rt.Targets, rt.Continue
+		if rt, ok := r.routeRefs[dg.To]; ok && dg.To != "" {
+			to, q.route = *rt, rt
 		} else {
 			dg.To = ""
 		}

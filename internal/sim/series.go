@@ -18,6 +18,8 @@ type Point struct {
 	// (vLLM's waiting queue), which the gateway cannot see.
 	Upstream int
 	OK, Shed int // outcomes during the period
+	// Retries counts the retry attempts sent during the period.
+	Retries  int
 	TimedOut int
 	// P99 is the 99th percentile latency of answers in the period.
 	P99 time.Duration

@@ -32,6 +32,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/limit"
 	"github.com/sluice-gw/sluice/internal/model/workload"
 	"github.com/sluice-gw/sluice/internal/policy"
 	"github.com/sluice-gw/sluice/internal/sim/report"
@@ -97,32 +98,24 @@ const (
 	stDone                      // final outcome recorded (or abandoned)
 )
 
-// request is one unique client request across its attempts.
+// request is one unique client request across its attempts. Its fields
+// are ordered to pack: the hour at 1,000 req/s allocates one per request
+// (TestAllocationsPerRequest).
 type request struct {
 	uid uint64
 	st  *flow // the traffic stream it belongs to
-	pri admission.Priority
 	// inTok is its prompt's tokens; maxOut the max_tokens this attempt
 	// asks for (0: none), after degradation.
 	inTok, maxOut int64
-	// targets are this attempt's route's providers, in failover order:
-	// its model's, or those of the model it was degraded to; caps,
-	// what each can do to continue a broken stream (the route's).
-	targets  []int
-	caps     []lifecycle.ContinueCaps
-	degraded bool          // this attempt is served degraded
-	first    time.Duration // first attempt: patience counts from here
-	sent     time.Duration // this attempt
-	attempt  int
-	state    reqState
-	token    uint32
-	id       lifecycle.ID
-	calls    [2]*upCall    // this attempt's first call and its hedge
-	scope    int           // the provider this attempt was routed to
-	ttft     time.Duration // client-observed first byte, from first
-	// started: this attempt's answer reached the client's first byte, so
-	// the client will not retry it (workload.Retryable).
-	started bool
+	// route is this attempt's route: its model's, or that of the model it
+	// was degraded to. Its Targets are the providers in failover order,
+	// its Continue what each can do to continue a broken stream.
+	route *lifecycle.Route
+	first time.Duration // first attempt: patience counts from here
+	sent  time.Duration // this attempt
+	id    lifecycle.ID
+	calls [2]*upCall    // this attempt's first call and its hedge
+	ttft  time.Duration // client-observed first byte, from first
 	// rep is the replica this attempt was sent to.
 	rep *replica
 	// hold is this attempt's reservation of its key's shared budget
@@ -132,6 +125,15 @@ type request struct {
 	// its continuation's state once its stream broke (continuation.go).
 	committed *upCall
 	cont      *contState
+	token     uint32
+	attempt   int32
+	scope     int32 // the provider this attempt was routed to
+	pri       admission.Priority
+	state     reqState
+	degraded  bool // this attempt is served degraded
+	// started: this attempt's answer reached the client's first byte, so
+	// the client will not retry it (workload.Retryable).
+	started bool
 }
 
 type run struct {
@@ -170,6 +172,9 @@ type run struct {
 	patienceQ    []event
 	patienceHead int
 	routes       map[string]lifecycle.Route
+	routeRefs    map[string]*lifecycle.Route // the same, for requests to point at
+	// spareCalls are calls done with, for reuse (recycleCall).
+	spareCalls []*upCall
 	// evals runs the models' fallback evals, nil without any; gradeRng
 	// draws whether an answer is right (evals.go).
 	evals    *simEvals
@@ -191,6 +196,9 @@ type replica struct {
 	crashes     int
 	extraBefore int
 	fl          replicaFleet
+	// limits are its scopes' limit algorithms, kept across a crash
+	// under seed 000's tick rules (scenario tick_rules: seed).
+	limits []limit.Algorithm
 }
 
 func newRun(f *scenario.File, p scenario.Policy, cfg *config.Config, o Options) (*run, error) {
@@ -295,6 +303,21 @@ func (r *run) restartEngine(rp *replica) error {
 	// draws afresh, as a restarted process would, and each replica draws
 	// its own (the first one as a lone gateway does).
 	ec.Seed = r.sc.Seed ^ uint64(rp.crashes)<<32 ^ uint64(rp.idx)*0x9e3779b97f4a7c15
+	if r.sc.SeedRules() {
+		// Seed 000's policies outlive its crashes: the restarted process
+		// goes on with the limit the old one had reached.
+		if rp.limits != nil {
+			for i := range ec.Scopes {
+				if ec.Scopes[i].Limit != nil && rp.limits[i] != nil {
+					ec.Scopes[i].Limit = rp.limits[i]
+				}
+			}
+		}
+		rp.limits = make([]limit.Algorithm, len(ec.Scopes))
+		for i, sc := range ec.Scopes {
+			rp.limits[i] = sc.Limit
+		}
+	}
 	if r.fleet != nil {
 		r.fleet.configure(r, rp, &ec)
 	}
@@ -303,6 +326,10 @@ func (r *run) restartEngine(rp *replica) error {
 		rp.eng.ShareEvidence()
 	}
 	r.routes = ec.Routes
+	r.routeRefs = make(map[string]*lifecycle.Route, len(ec.Routes))
+	for name, rt := range ec.Routes {
+		r.routeRefs[name] = &rt
+	}
 	r.reapplyEvals(rp)
 	rp.byID = make(map[lifecycle.ID]*request)
 	rp.tickAt = -1
@@ -335,7 +362,7 @@ func (r *run) pushCall(at time.Duration, kind eventKind, c *upCall) {
 	case evFirstByte:
 		c.firstAt = at
 	}
-	r.events.push(event{at: at, order: order(classUpstream, r.seq), kind: kind, call: c})
+	r.events.push(event{at: at, order: order(classUpstream, r.seq), kind: kind, call: c, token: c.gen})
 }
 
 func (r *run) push(at time.Duration, class uint8, kind eventKind, q *request) {
@@ -361,8 +388,8 @@ func (r *run) loop() {
 		if e.req != nil && e.kind != evPatience && e.token != e.req.token {
 			continue // stale: the request moved on (patience never is: see pushClient)
 		}
-		if e.call != nil && e.call.done {
-			continue // stale: the call was answered or cancelled
+		if e.call != nil && (e.call.done || e.call.gen != e.token) {
+			continue // stale: the call was answered or cancelled (and perhaps reused)
 		}
 		switch e.kind {
 		case evEngineTick:
@@ -388,6 +415,15 @@ func (r *run) loop() {
 		case evFirstByte:
 			r.firstByte(e.call)
 		case evDone:
+			if q := e.call.q; q != nil && r.sc.SeedRules() && q.state == stInGateway {
+				// Seed 000 settles a tick's calls one by one in arrival
+				// order: the slow flags and deadlines of calls admitted
+				// before this one come first.
+				r.apply(q.rep, q.rep.eng.TickAhead(r.clock(r.now), q.id))
+				if e.call.done {
+					continue
+				}
+			}
 			r.upstreamDone(e.call)
 		case evLaunch:
 			r.launch(e.call)
@@ -414,7 +450,13 @@ func (r *run) loop() {
 			}
 		case evArrivals:
 			for _, fl := range r.flows {
-				for range fl.arr.PerTick(r.now, r.sc.Tick) {
+				n := 0
+				if r.sc.SeedRules() {
+					n = fl.arr.PerTickSeed(r.now, r.sc.Tick)
+				} else {
+					n = fl.arr.PerTick(r.now, r.sc.Tick)
+				}
+				for range n {
 					r.arrive(r.newRequest(fl))
 				}
 			}
@@ -514,6 +556,7 @@ func (r *run) arrive(q *request) {
 		r.timeline.Arrive(r.now)
 	} else {
 		r.timeline.Retry(r.now)
+		r.series.cur.Retries++
 	}
 	if t := r.sc.Clients.Timeout; t > 0 {
 		r.push(r.now+t, classClient, evAttemptTimeout, q)
@@ -545,7 +588,7 @@ func (r *run) arrive(q *request) {
 		r.fleet.settle(r, q)
 		r.refused(q, a)
 	} else {
-		q.state, q.id, q.scope = stInGateway, a.ID, q.targets[a.Target]
+		q.state, q.id, q.scope = stInGateway, a.ID, int32(q.route.Targets[a.Target])
 		rp.byID[a.ID] = q
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)
@@ -570,7 +613,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 	for _, id := range rd.Start {
 		if q := rp.byID[id]; q != nil {
 			if t, ok := rp.eng.Target(id); ok {
-				q.scope = q.targets[t] // it may have been moved while it waited
+				q.scope = int32(q.route.Targets[t]) // it may have been moved while it waited
 			}
 			r.startUpstream(q)
 		}
@@ -606,7 +649,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 	}
 	for _, h := range rd.Second {
 		if q := rp.byID[h.ID]; q != nil {
-			r.startCall(q, 1, q.targets[h.Target])
+			r.startCall(q, 1, q.route.Targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
 			// expires, so this is a safety net): end the call unsent.

@@ -65,6 +65,9 @@ type upCall struct {
 	want      int
 	cont      bool
 	contLeft  int
+	// gen counts the call's reuses (recycleCall): an event for it
+	// applies only while its generation is the call's.
+	gen uint32
 }
 
 // result is how the call ended, as the gateway would report it: with the
@@ -131,11 +134,12 @@ func (r *run) probeDone(c *upCall, o lifecycle.Outcome) {
 }
 
 // startUpstream sends q's first call to the provider it was routed to.
-func (r *run) startUpstream(q *request) { r.startCall(q, 0, q.scope) }
+func (r *run) startUpstream(q *request) { r.startCall(q, 0, int(q.scope)) }
 
 // startCall sends one of q's calls to the provider of scope.
 func (r *run) startCall(q *request, attempt, scope int) {
-	c := &upCall{u: r.upstreamOf(q, attempt, scope), q: q, attempt: attempt}
+	c := r.newCall()
+	c.u, c.q, c.attempt = r.upstreamOf(q, attempt, scope), q, attempt
 	q.calls[attempt] = c
 	r.launch(c)
 }
@@ -246,6 +250,9 @@ func (r *run) generate(c *upCall) {
 	tpot := u.capacity.TPOT(u.cfg.TPOT, p.TPOTScale)
 	// Reading the prompt holds the slot, as generating does.
 	first := r.now + p.TTFT + u.cfg.Prefill(prompt)
+	if c.q != nil && c.probe == 0 && first < r.sc.Duration {
+		r.timeline.NodeFirstToken(first, int(c.q.pri), first-r.now)
+	}
 	end := first + time.Duration(tokens-1)*tpot
 	c.tokens, c.tokAt, c.tpot = tokens, first, tpot
 	c.endKind, c.status = planEnd(p.Fail)
@@ -350,9 +357,9 @@ func (r *run) upstreamDone(c *upCall) {
 		if ti, delay, ok := q.rep.eng.Retry(r.clock(r.now), q.id, o); ok {
 			r.apply(q.rep, r.finishCall(c, o))
 			if delay > 0 {
-				r.startCallAfter(q, 1, q.targets[ti], delay)
+				r.startCallAfter(q, 1, q.route.Targets[ti], delay)
 			} else {
-				r.startCall(q, 1, q.targets[ti])
+				r.startCall(q, 1, q.route.Targets[ti])
 			}
 			return
 		}
@@ -362,6 +369,7 @@ func (r *run) upstreamDone(c *upCall) {
 	case won:
 		r.leaveGateway(q)
 		r.answered(q, c.u, c.endsAt)
+		r.recycleCall(q, c)
 	case r.live(q):
 		// The other call may still answer.
 	default:
@@ -452,4 +460,29 @@ func (r *run) release(c *upCall) {
 	if next, ok := c.u.capacity.End(); ok {
 		r.generate(next)
 	}
+}
+
+// newCall returns a blank call: one recycled, or a new one.
+func (r *run) newCall() *upCall {
+	if n := len(r.spareCalls); n > 0 {
+		c := r.spareCalls[n-1]
+		r.spareCalls[n-1] = nil
+		r.spareCalls = r.spareCalls[:n-1]
+		*c = upCall{gen: c.gen}
+		return c
+	}
+	return new(upCall)
+}
+
+// recycleCall takes back c, q's only call, answered and done: the common
+// end of a call, which the hour's millions of requests take. Its pending
+// events, if any, carry the old generation and are skipped.
+func (r *run) recycleCall(q *request, c *upCall) {
+	if q.state != stDone || q.calls[0] != c || q.calls[1] != nil || q.cont != nil || c.cont || c.midStream || len(r.spareCalls) >= 1024 {
+		return
+	}
+	q.calls[0], q.committed = nil, nil
+	c.gen++
+	c.q, c.u = nil, nil
+	r.spareCalls = append(r.spareCalls, c)
 }

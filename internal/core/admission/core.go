@@ -171,6 +171,7 @@ type entry struct {
 	// started is when it took its slot; flightPrev and flightNext link
 	// the slots in flight, oldest first (hint.go).
 	started                time.Time
+	startedAt              int64 // started as an offset from Core.flightBase
 	flightPrev, flightNext *entry
 }
 
@@ -184,7 +185,13 @@ type Core struct {
 	// tenantIn counts each tenant's requests in flight (FairTenants).
 	tenantIn map[int]int
 	entries  map[Ticket]*entry
-	last     Ticket
+	// flightBase is the first slot's start: the slots' ages are read as
+	// offsets from it (hint.go).
+	flightBase  time.Time
+	flightBased bool
+	// spare holds entries freed from flight, for Admit to reuse.
+	spare []*entry
+	last  Ticket
 	// One FIFO per class: head is the oldest waiter.
 	head, tail [numPriorities]*entry
 	queued     [numPriorities]int
@@ -272,7 +279,8 @@ func (c *Core) start(now time.Time, e *entry) {
 // Admit decides for a new request: it starts now, waits, or is refused.
 func (c *Core) Admit(now time.Time, r Request) Result {
 	c.last++
-	e := &entry{ticket: c.last, req: r, heapIdx: -1}
+	e := c.newEntry()
+	*e = entry{ticket: c.last, req: r, heapIdx: -1}
 	res := Result{Ticket: e.ticket}
 	if c.fits(r) {
 		c.start(now, e)
@@ -283,6 +291,7 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 	}
 	victim, why, ok := c.room(now, r)
 	if !ok {
+		c.spare = append(c.spare, e) // never listed anywhere
 		return c.refuse(now, res, r, why)
 	}
 	c.tally(now, r, evDecided, evIn, evQueued)
@@ -570,7 +579,26 @@ func (c *Core) Free(now time.Time, t Ticket) bool {
 		}
 	}
 	c.drain.record(now)
+	if len(c.spare) < spareMax {
+		c.spare = append(c.spare, e)
+	}
 	return true
+}
+
+// spareMax bounds the entries kept for reuse.
+const spareMax = 1024
+
+// newEntry returns an entry to fill in whole: one freed, or a new one.
+// Only entries freed from flight are reused (Free), whose links are all
+// undone; the simulator runs millions of requests through one Core.
+func (c *Core) newEntry() *entry {
+	if n := len(c.spare); n > 0 {
+		e := c.spare[n-1]
+		c.spare[n-1] = nil
+		c.spare = c.spare[:n-1]
+		return e
+	}
+	return new(entry)
 }
 
 // Pump starts every waiter that fits, most important class first and

@@ -74,7 +74,20 @@ func remaining(a, mean, longest float64) float64 {
 
 // kthFree is when the k-th slot frees (seconds from now), given each
 // slot's remaining time rem and the length each serves after it, round.
+//
+// Only the k smallest remaining times can decide it: while fewer than k
+// slots have freed by t, every slot that has is among them, and once k
+// of them have, so have k frees. So with many slots and few ahead (the
+// common refusal), the search runs over those k alone, to the same
+// answer bit for bit; only its upper bracket reads every slot.
 func kthFree(rem []float64, round float64, k int) float64 {
+	hi := 0.0
+	for _, r := range rem {
+		hi = max(hi, r)
+	}
+	if k > 0 && k*8 <= len(rem) {
+		rem = smallest(rem, k)
+	}
 	count := func(t float64) int {
 		n := 0
 		for _, r := range rem {
@@ -86,10 +99,6 @@ func kthFree(rem []float64, round float64, k int) float64 {
 			}
 		}
 		return n
-	}
-	hi := 0.0
-	for _, r := range rem {
-		hi = max(hi, r)
 	}
 	hi += float64(k) * round
 	lo := 0.0
@@ -121,6 +130,27 @@ func kthFree(rem []float64, round float64, k int) float64 {
 	return at
 }
 
+// smallest moves the k smallest of rem to its front, in ascending
+// order, and returns them. REQUIRES: 0 < k <= len(rem).
+func smallest(rem []float64, k int) []float64 {
+	for i, r := range rem {
+		if i >= k && r >= rem[k-1] {
+			continue
+		}
+		// Insert r into the sorted front, dropping its largest when full.
+		j := min(i, k-1)
+		if i >= k {
+			rem[i] = rem[k-1]
+		}
+		for j > 0 && rem[j-1] > r {
+			rem[j] = rem[j-1]
+			j--
+		}
+		rem[j] = r
+	}
+	return rem[:k]
+}
+
 // scheduleDrain is DrainTime's estimate for k slot frees, or ok false
 // with no completed call yet (DrainTime falls back). REQUIRES: k >= 1.
 func (c *Core) scheduleDrain(now time.Time, k int) (time.Duration, bool) {
@@ -130,8 +160,10 @@ func (c *Core) scheduleDrain(now time.Time, k int) (time.Duration, bool) {
 	}
 	mean, longest = max(mean, 1e-6), max(longest, 1e-6)
 	rem, over := c.remScratch[:0], c.overScratch[:0]
+	nowAt := int64(now.Sub(c.flightBase))
 	for e := c.flightHead; e != nil; e = e.flightNext {
-		a := max(now.Sub(e.started).Seconds(), 0)
+		// now.Sub(e.started), read as two offsets from one base.
+		a := max(time.Duration(nowAt-e.startedAt).Seconds(), 0)
 		if a >= longest {
 			over = append(over, a)
 		}
@@ -165,6 +197,10 @@ func seconds(s float64) time.Duration {
 // first, that scheduleDrain reads.
 func (c *Core) flightAdd(now time.Time, e *entry) {
 	e.started = now
+	if !c.flightBased {
+		c.flightBase, c.flightBased = now, true
+	}
+	e.startedAt = int64(now.Sub(c.flightBase))
 	e.flightPrev, e.flightNext = c.flightTail, nil
 	if c.flightTail != nil {
 		c.flightTail.flightNext = e

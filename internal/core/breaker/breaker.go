@@ -52,7 +52,7 @@ type Breaker struct {
 	judged judgement
 
 	nextID uint64
-	calls  map[uint64]*inflight
+	calls  map[uint64]inflight // by value: no allocation per call
 
 	// Fleet evidence (fleet.go): outbox holds this breaker's own counts
 	// by absolute bucket until DrainEvidence, when sharing is on;
@@ -73,7 +73,7 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{cfg: s, calls: make(map[uint64]*inflight), hist: newHistory(s.scaled(historyWidth))}
+	b := &Breaker{cfg: s, calls: make(map[uint64]inflight), hist: newHistory(s.scaled(historyWidth))}
 	b.lat.every, b.lat.memory = s.scaled(time.Minute), s.scaled(BaselineMemory)
 	return b, nil
 }
@@ -128,11 +128,12 @@ type judgement struct {
 // counted again, and HalfOpen goes on.
 func (b *Breaker) expireTrickleProbes(now time.Time) {
 	b.probes = slices.DeleteFunc(b.probes, func(id uint64) bool {
-		c := b.calls[id]
-		if c == nil || now.Before(c.deadline) {
+		c, ok := b.calls[id]
+		if !ok || now.Before(c.deadline) {
 			return false
 		}
 		c.flagged = true
+		b.calls[id] = c
 		b.pfails++
 		return true
 	})

@@ -45,7 +45,7 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 		return Ticket{}, ErrOpen
 	}
 	b.nextID++
-	c := &inflight{start: now, gen: b.gen, slowAfter: b.SlowThreshold(), probe: probe, full: b.state == Closed}
+	c := inflight{start: now, gen: b.gen, slowAfter: b.SlowThreshold(), probe: probe, full: b.state == Closed}
 	if probe {
 		timeout := b.cfg.ProbeTimeout
 		if timeout == 0 {
@@ -68,8 +68,9 @@ func (b *Breaker) Slow(now time.Time, t Ticket) bool {
 		return false
 	}
 	c.flagged = true
+	b.calls[t.id] = c
 	if c.gen == b.gen {
-		b.count(now, c, vSlow, 0)
+		b.count(now, &c, vSlow, 0)
 	}
 	return true
 }
@@ -115,7 +116,7 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 			v = vSlow
 		}
 	}
-	b.count(now, c, v, lat)
+	b.count(now, &c, v, lat)
 	return true
 }
 

@@ -446,6 +446,7 @@ type request struct {
 	// timers holds, per timer kind (timers.go), when it fires and the
 	// request's index in that kind's heap (-1: not armed).
 	timerAt  [numTimers]time.Time
+	timerKey [numTimers]int64 // timerAt as the heap orders it (timers.go)
 	timerIdx [numTimers]int
 	// The second call, when one was sent (see hedge.go).
 	second      *secondCall
@@ -523,6 +524,9 @@ type Engine struct {
 	// poolOutSeen: per scope, its pool was out of rotation at the last
 	// Tick (poolEdge).
 	poolOutSeen []bool
+	// spare holds requests that have left, for Arrive to reuse
+	// (recycle.go).
+	spare []*request
 }
 
 // tenant is r's tenant for admission's fairness: its key's, or 0.
@@ -631,7 +635,8 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		e.settle(now, &rd)
 		return a, rd
 	}
-	q := &request{id: res.Ticket, req: r, arrived: now, timerIdx: unarmed, committed: -1,
+	q := e.newRequest()
+	*q = request{id: res.Ticket, req: r, arrived: now, timerIdx: unarmed, committed: -1,
 		scope: p.scope, target: p.target, ticket: p.ticket, hasTicket: p.hasTicket, held: p.held, through: p.through}
 	e.reqs[q.id] = q
 	e.hedges.earn()
@@ -817,6 +822,7 @@ func (e *Engine) drop(now time.Time, id ID) {
 		}
 		e.books.refund(now, q.req)
 		delete(e.reqs, id)
+		e.recycle(q)
 	}
 }
 
@@ -962,6 +968,7 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	e.dead.remove(q)
 	e.abandonT.remove(q)
 	delete(e.reqs, q.id)
+	e.recycle(q)
 	// If this request's outcome tripped its provider's breaker, the
 	// waiters for that provider move on (settle) before the slot it frees
 	// is handed out, or the oldest of them would start on the provider

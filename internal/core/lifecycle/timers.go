@@ -25,17 +25,24 @@ var unarmed = func() (idx [numTimers]int) {
 // once instead of lingering until its time comes. It is typed rather than
 // built on container/heap because the simulator runs millions of requests
 // through it.
+//
+// It orders by each timer's offset from the first time it was given
+// (request.timerKey), a plain integer, not by comparing time.Time values
+// on every step: the same order, since Sub and Before read the same
+// clock (the monotonic one when both times carry it).
 type timerHeap struct {
 	kind  int
 	items []*request
+	base  time.Time // the first timer armed; keys are offsets from it
+	based bool
 }
 
 func (h *timerHeap) less(i, j int) bool {
-	a, b := h.items[i].timerAt[h.kind], h.items[j].timerAt[h.kind]
-	if a.Equal(b) {
+	a, b := h.items[i].timerKey[h.kind], h.items[j].timerKey[h.kind]
+	if a == b {
 		return h.items[i].id < h.items[j].id
 	}
-	return a.Before(b)
+	return a < b
 }
 
 func (h *timerHeap) swap(i, j int) {
@@ -76,6 +83,10 @@ func (h *timerHeap) down(i int) {
 // push arms q's timer at at.
 func (h *timerHeap) push(q *request, at time.Time) {
 	q.timerAt[h.kind] = at
+	if !h.based {
+		h.base, h.based = at, true
+	}
+	q.timerKey[h.kind] = int64(at.Sub(h.base))
 	q.timerIdx[h.kind] = len(h.items)
 	h.items = append(h.items, q)
 	h.up(len(h.items) - 1)

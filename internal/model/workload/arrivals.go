@@ -140,3 +140,24 @@ func (a *Arrivals) PerTick(t, tick time.Duration) int {
 	a.owed -= float64(n)
 	return n
 }
+
+// PerTickSeed is PerTick counted as seed 000's tick loop counts it: a
+// flat rate's tick adds rate × tick-in-ms / 1000 to a float sum (a ramp's,
+// its integral), and the tick admits one arrival for each whole 1 the sum
+// holds, with no allowance for rounding. Where rate × tick is not exact
+// in binary the sum can fall a hair short of a whole arrival, which then
+// lands a tick late: the seed's count, not the integral's.
+//
+// REQUIRES: the Arrivals is driven by neither Next nor PerTick.
+func (a *Arrivals) PerTickSeed(t, tick time.Duration) int {
+	if r, ok := a.sched.flatOver(t, t+tick); ok {
+		a.owed += r * (float64(tick) / float64(time.Millisecond)) / 1000
+	} else {
+		a.owed += a.sched.Integral(t, t+tick)
+	}
+	n := 0
+	for ; a.owed >= 1; a.owed-- {
+		n++
+	}
+	return n
+}

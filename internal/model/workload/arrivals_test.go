@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -250,6 +251,52 @@ func TestPerTick(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPerTickSeed: seed 000 carries arrivals as a float sum of
+// rate × tick / 1000 and admits while it holds a whole 1; at 20 req/s and
+// 70 ms ticks the sum stands at 1.9999999999999996 at the fifth tick, so
+// the seed admits one there and three at the sixth, where the integral
+// gives two and two.
+func TestPerTickSeed(t *testing.T) {
+	sched := NewSchedule([]Step{{RPS: 20}}, 1, 1)
+	seed := NewArrivals(sched, time.Hour, Even, nil)
+	exact := NewArrivals(sched, time.Hour, Even, nil)
+	var gotSeed, gotExact []int
+	due, n := 0.0, 0
+	for i := range 200 {
+		at := time.Duration(i) * 70 * ms
+		gotSeed = append(gotSeed, seed.PerTickSeed(at, 70*ms))
+		gotExact = append(gotExact, exact.PerTick(at, 70*ms))
+		// The seed's own loop.
+		k := 0
+		for due += 20.0 * 70 / 1000; due >= 1; due-- {
+			k++
+		}
+		if gotSeed[i] != k {
+			t.Fatalf("tick %d: %d arrivals, the seed's loop %d", i, gotSeed[i], k)
+		}
+		n += k
+	}
+	if gotSeed[4] != 1 || gotExact[4] != 2 {
+		t.Errorf("fifth tick: seed %d (want 1), exact %d (want 2)", gotSeed[4], gotExact[4])
+	}
+	total := 0
+	for _, k := range gotExact {
+		total += k
+	}
+	if total != 280 || n > 280 || n < 279 {
+		t.Errorf("200 ticks of 1.4: exact %d (want 280), seed %d", total, n)
+	}
+	// A ramp has no rate × tick: its integral is carried instead.
+	ramp := NewArrivals(NewSchedule([]Step{{RPS: 80, Ramp: 400 * ms}}, 1, 1), time.Hour, Even, nil)
+	var got []int
+	for i := range 4 {
+		got = append(got, ramp.PerTickSeed(time.Duration(i)*100*ms, 100*ms))
+	}
+	if fmt.Sprint(got) != "[1 3 5 7]" {
+		t.Errorf("ramp: %v, want [1 3 5 7]", got)
 	}
 }
 

@@ -119,6 +119,21 @@ func (s Schedule) Rate(t time.Duration) float64 {
 	return 0
 }
 
+// flatOver returns the rate over [a, b) when one flat segment holds all
+// of it.
+func (s Schedule) flatOver(a, b time.Duration) (float64, bool) {
+	for _, seg := range s.segs {
+		if seg.t1 <= a {
+			continue
+		}
+		if seg.t0 <= a && seg.t1 >= b && seg.flat() {
+			return seg.r0, true
+		}
+		break
+	}
+	return 0, false
+}
+
 // Integral is the expected number of arrivals in [a, b).
 func (s Schedule) Integral(a, b time.Duration) float64 {
 	sum := 0.0

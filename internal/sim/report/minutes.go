@@ -35,6 +35,23 @@ type Minute struct {
 	// Refused counts attempts refused by the gateway or upstream, and
 	// TimedOut attempts the client abandoned at its timeout, by class.
 	Refused, TimedOut [3]int
+	// RetriesRefused counts the retry attempts among Refused: Retries
+	// less these is the retries admitted, the load retries added.
+	RetriesRefused int
+	// NodeTTFT sums the node's own time to first token of interactive
+	// calls whose first token came in the minute, from the moment the
+	// upstream server started the call (its waiting queue left out);
+	// NodeFirsts counts them.
+	NodeTTFT   time.Duration
+	NodeFirsts int
+}
+
+// MeanNodeTTFT is the mean of the minute's NodeTTFT, 0 if none.
+func (m *Minute) MeanNodeTTFT() time.Duration {
+	if m.NodeFirsts == 0 {
+		return 0
+	}
+	return m.NodeTTFT / time.Duration(m.NodeFirsts)
 }
 
 // Timeline is a run minute by minute. Its methods take the time since the
@@ -75,6 +92,19 @@ func (t *Timeline) Refuse(since time.Duration, pri int, took time.Duration) {
 	m := t.at(since)
 	m.Refused[pri]++
 	m.Rejection = append(m.Rejection, took)
+}
+
+// RetryRefused counts a refused attempt (recorded by Refuse) as a retry.
+func (t *Timeline) RetryRefused(since time.Duration) { t.at(since).RetriesRefused++ }
+
+// NodeFirstToken records an interactive call's first token at since,
+// d after the upstream server started it.
+func (t *Timeline) NodeFirstToken(since time.Duration, pri int, d time.Duration) {
+	if pri == interactive {
+		m := t.at(since)
+		m.NodeTTFT += d
+		m.NodeFirsts++
+	}
 }
 func (t *Timeline) TimeOut(since time.Duration, pri int) {
 	m := t.at(since)

@@ -32,6 +32,15 @@ type File struct {
 	upstreams map[string]upstream.Config
 }
 
+// The values of Scenario.TickRules.
+const (
+	TickExact = "exact"
+	TickSeed  = "seed"
+)
+
+// SeedRules reports whether ticks are settled by seed 000's own rules.
+func (s *Scenario) SeedRules() bool { return s.Tick > 0 && s.TickRules == TickSeed }
+
 // Scenario is the scenario: section.
 type Scenario struct {
 	Name     string        `yaml:"name"`
@@ -41,6 +50,14 @@ type Scenario struct {
 	// simulation does: each tick settles calls in flight, then admits
 	// arrivals, then checks the memory budget.
 	Tick time.Duration `yaml:"tick"`
+	// TickRules picks how a tick is settled: "exact" (the default) or
+	// "seed", seed 000's own loop in three details: arrivals carried
+	// between ticks as the seed's float sum (which may slip one to the
+	// next tick), the calls of a tick settled one at a time in arrival
+	// order (an answer before a later call's slow flag, and after an
+	// earlier call's), and a concurrency limit's state kept across a
+	// crash. See docs/SIMULATOR.md.
+	TickRules string `yaml:"tick_rules"`
 	// Drain, when set, lets the requests in flight at the end finish and
 	// counts them, as sluice load does. By default they are not counted,
 	// as in seed 000's simulation.
@@ -340,6 +357,15 @@ func (f *File) validate() error {
 	}
 	if s.Tick < 0 {
 		bad("tick: must not be negative")
+	}
+	switch s.TickRules {
+	case "", TickExact:
+	case TickSeed:
+		if s.Tick == 0 {
+			bad("tick_rules: seed needs a tick, e.g. tick: 100ms")
+		}
+	default:
+		bad("tick_rules: %q; use %q (the default) or %q", s.TickRules, TickExact, TickSeed)
 	}
 	if s.Clients.Timeout < 0 {
 		bad("clients.timeout: must not be negative")
