@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -60,22 +61,26 @@ func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	if err := c.reasoningToAnthropic(o, &out); err != nil {
 		return nil, err
 	}
-	msgs, err := getArray(o, "messages")
-	if err != nil {
-		return nil, err
-	}
+	msgs := o.get("messages")
 	if msgs == nil {
 		return nil, invalid("messages", "messages", "is required")
 	}
-	if err := c.messagesToAnthropic(msgs, &out); err != nil {
+	// The body is written as it is read, into one buffer sized from the
+	// source: the head, then the system prompt and the messages, then
+	// the rest.
+	var b bytes.Buffer
+	b.Grow(len(body) + 256)
+	out.encodeHead(&b)
+	if err := c.messagesToAnthropic(msgs, &b); err != nil {
 		return nil, err
 	}
 	if err := o.refuseUnused(c, "Anthropic"); err != nil {
 		return nil, err
 	}
-	if res.Body, err = out.encode(len(body)); err != nil {
+	if err := out.encodeTail(&b); err != nil {
 		return nil, err
 	}
+	res.Body = b.Bytes()
 	res.Dropped = c.Dropped()
 	return res, nil
 }

@@ -145,7 +145,7 @@ func (c *conv) systemToOpenAI(o *object, out *oaRequest) error {
 			return err
 		}
 		if typ != "text" {
-			if err := c.refuse("system."+typ, bo.path, "a system prompt can carry only text"); err != nil {
+			if err := c.refuse("system."+typ, bo.loc(), "a system prompt can carry only text"); err != nil {
 				return err
 			}
 			continue
@@ -324,7 +324,7 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 			}
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		default:
-			if err := c.refuse("messages.content."+typ, bo.path, "a "+role+" "+quote(typ)+" block has no OpenAI equivalent"); err != nil {
+			if err := c.refuse("messages.content."+typ, bo.loc(), "a "+role+" "+quote(typ)+" block has no OpenAI equivalent"); err != nil {
 				return err
 			}
 			continue
@@ -424,7 +424,7 @@ func (c *conv) toolResultToOpenAI(bo *object) (oaMessage, bool, error) {
 			return m, false, err
 		}
 		if typ != "text" {
-			if err := c.refuse("messages.content.content."+typ, io.path, "OpenAI's tool messages carry text only"); err != nil {
+			if err := c.refuse("messages.content.content."+typ, io.loc(), "OpenAI's tool messages carry text only"); err != nil {
 				return m, false, err
 			}
 			continue

@@ -396,14 +396,14 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		case "reasoning":
 			// The model's earlier reasoning: chat completions take none
 			// back. The item is left out whole, its keys unread.
-			err = c.refuse("input.reasoning", io.path, "Chat Completions takes no reasoning items back")
+			err = c.refuse("input.reasoning", io.loc(), "Chat Completions takes no reasoning items back")
 		case "item_reference":
 			err = c.inputReference(io, out)
 		default:
 			// web_search_call, file_search_call, computer_call and the
 			// other built-in tools' items, and their outputs: what a tool
 			// OpenAI runs did.
-			err = c.refuse("input."+typ, io.path, "an input item of type "+quote(typ)+" has no Chat Completions equivalent")
+			err = c.refuse("input."+typ, io.loc(), "an input item of type "+quote(typ)+" has no Chat Completions equivalent")
 		}
 		if err != nil {
 			return err
@@ -429,7 +429,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 	}
 	if c.opts.Items != nil {
 		if item, ok := c.opts.Items(id); ok {
-			ro, err := parseObject(item, io.path)
+			ro, err := parseObject(item, io.loc())
 			if err != nil {
 				return err
 			}
@@ -443,7 +443,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 			case "function_call":
 				err = c.inputFunctionCall(ro, out)
 			default:
-				return invalid("input.item_reference", io.path, "item "+quote(id)+" is of type "+quote(typ)+", which cannot be referred to")
+				return invalid("input.item_reference", io.loc(), "item "+quote(id)+" is of type "+quote(typ)+", which cannot be referred to")
 			}
 			if err != nil {
 				return err
@@ -451,7 +451,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 			return refuseRestInChat(c, ro)
 		}
 	}
-	return c.refuse("input.item_reference", io.path, "item "+quote(id)+" is not one Sluice keeps: a reference points into stored items, which Chat Completions cannot read; send the item itself (the AI SDK does with store: false)")
+	return c.refuse("input.item_reference", io.loc(), "item "+quote(id)+" is not one Sluice keeps: a reference points into stored items, which Chat Completions cannot read; send the item itself (the AI SDK does with store: false)")
 }
 
 // itemBookkeeping takes an input item's id and status: they describe the
@@ -577,7 +577,7 @@ func (c *conv) inputParts(io *object, role string) ([]oaPart, error) {
 		case typ == "output_text" || typ == "refusal":
 			return nil, invalid("input.content.type", po.at("type"), "a "+role+" message's content is input_text, input_image or input_file; "+typ+" is an assistant's")
 		default:
-			if err := c.refuse("input.content."+typ, po.path, "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
+			if err := c.refuse("input.content."+typ, po.loc(), "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
 				return nil, err
 			}
 			continue
@@ -696,7 +696,7 @@ func (c *conv) outputParts(io *object) ([]oaPart, error) {
 		case "input_text", "input_image", "input_file":
 			return nil, invalid("input.content.type", po.at("type"), "an assistant message's content is output_text or refusal; "+typ+" is a user's")
 		default:
-			if err := c.refuse("input.content."+typ, po.path, "an assistant's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
+			if err := c.refuse("input.content."+typ, po.loc(), "an assistant's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
 				return nil, err
 			}
 			continue
@@ -775,7 +775,7 @@ func (c *conv) inputFunctionOutput(io *object, out *oaRequest) error {
 				return err
 			}
 			if typ != "input_text" {
-				if err := c.refuse("input.output."+typ, po.path, "Chat Completions' tool messages carry text only"); err != nil {
+				if err := c.refuse("input.output."+typ, po.loc(), "Chat Completions' tool messages carry text only"); err != nil {
 					return err
 				}
 				continue
