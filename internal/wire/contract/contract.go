@@ -318,18 +318,21 @@ func (c *Contract) checkChoice(ch Choice) error {
 	if len(text) == 0 {
 		return errors.New("the answer's text is empty, not JSON")
 	}
-	v, err := decode(text)
-	if err != nil {
-		return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
-	}
-	if c.Format == JSONObject {
-		if _, ok := v.(map[string]any); !ok {
+	if c.Format == JSONObject || c.schema == nil {
+		// Nothing to check but the JSON itself: read without building
+		// a value, which costs a hundred times a text of many small
+		// elements.
+		if err := validJSON(text); err != nil {
+			return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
+		}
+		if c.Format == JSONObject && text[0] != '{' {
 			return errors.New("the answer's text is JSON but not an object, as response_format json_object requires")
 		}
 		return nil
 	}
-	if c.schema == nil {
-		return nil
+	v, err := decode(text)
+	if err != nil {
+		return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
 	}
 	if err := checkContained(c.schema, v); err != nil {
 		if IsCostly(err) {
@@ -352,15 +355,18 @@ func (c *Contract) checkCall(call Call) error {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	v, err := decode(args)
-	if err != nil {
+	if err := validJSON(args); err != nil {
 		return fmt.Errorf("tool %q's arguments are not JSON: %s", call.Name, clip(err.Error(), 120))
 	}
-	if _, ok := v.(map[string]any); !ok {
+	if args[0] != '{' {
 		return fmt.Errorf("tool %q's arguments are not a JSON object", call.Name)
 	}
 	if s == nil {
 		return nil
+	}
+	v, err := decode(args)
+	if err != nil {
+		return fmt.Errorf("tool %q's arguments are not JSON: %s", call.Name, clip(err.Error(), 120))
 	}
 	if err := checkContained(s, v); err != nil {
 		if IsCostly(err) {
@@ -383,6 +389,18 @@ func decode(doc []byte) (any, error) {
 		return nil, errors.New("more than one JSON value")
 	}
 	return v, nil
+}
+
+// validJSON is nil when doc (trimmed) is one JSON document, else
+// decode's error for it: checked without building its value.
+func validJSON(doc []byte) error {
+	if json.Valid(doc) {
+		return nil
+	}
+	if _, err := decode(doc); err != nil {
+		return err
+	}
+	return errors.New("invalid JSON after the value")
 }
 
 // clip shortens s to n bytes for a one-line reason.

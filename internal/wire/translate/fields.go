@@ -365,6 +365,12 @@ func isEmptyObject(v json.RawMessage) bool {
 	return json.Unmarshal(v, &m) == nil && len(m) == 0
 }
 
+// isArray reports whether v is a JSON array.
+func isArray(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '['
+}
+
 // marshal never fails on this package's own types; a failure would be a
 // bug here, not bad input, and is returned rather than panicked on.
 func marshal(v any) ([]byte, error) {

@@ -85,7 +85,6 @@ func refRequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	return res, nil
 }
 
-
 // FuzzMessagesMatchReference: whatever the messages, the body written as
 // it is read is the reference's, byte for byte, or both refuse it alike.
 func FuzzMessagesMatchReference(f *testing.F) {

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // RequestToOpenAI translates an Anthropic /v1/messages body into an
@@ -75,17 +76,19 @@ func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
 	if err := c.systemToOpenAI(o, &out); err != nil {
 		return nil, err
 	}
-	msgs, err := getArray(o, "messages")
-	if err != nil {
-		return nil, err
-	}
+	msgs := o.get("messages")
 	if msgs == nil {
 		return nil, invalid("messages", "messages", "is required")
 	}
-	for i, raw := range msgs {
-		if err := c.messageToOpenAI(raw, index("messages", i), &out); err != nil {
-			return nil, err
-		}
+	if isArray(msgs) {
+		// A message each, most often: sized once, not by doubling.
+		out.Messages = slices.Grow(out.Messages, elementCount(bytes.TrimSpace(msgs)))
+	}
+	mo, bo := &object{}, &object{} // one each for every message and block
+	if err := eachElement(msgs, "messages", func(i int, raw json.RawMessage) error {
+		return c.messageToOpenAI(mo, bo, raw, i, &out)
+	}); err != nil {
+		return nil, err
 	}
 	if out.Messages == nil {
 		out.Messages = []oaMessage{}
@@ -253,9 +256,11 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 // blocks become tool messages, ahead of a user message with the rest (as
 // Anthropic has them first); an assistant turn's tool_use blocks become
 // its tool_calls.
-func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) error {
-	mo, err := parseObject(raw, p)
-	if err != nil {
+//
+// mo and bo are the objects it reads the message and its blocks into,
+// reused from message to message.
+func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *oaRequest) error {
+	if err := mo.parseAt(raw, "messages", i); err != nil {
 		return err
 	}
 	role, _, err := getString(mo, "role")
@@ -276,16 +281,15 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 		out.Messages = append(out.Messages, oaMessage{Role: role, Content: content})
 		return nil
 	}
-	blocks, err := asArray(content, mo.at("content"))
-	if err != nil {
-		return err
+	path := mo.at("content")
+	if !isArray(content) {
+		return invalid(ParamOf(path), path, "must be an array")
 	}
 	msg := oaMessage{Role: role}
-	parts := []oaPart{}
+	parts := make([]oaPart, 0, elementCount(bytes.TrimSpace(content)))
 	toolResults := 0
-	for j, braw := range blocks {
-		bo, err := parseObject(braw, index(mo.at("content"), j))
-		if err != nil {
+	err = eachElement(content, path, func(j int, braw json.RawMessage) error {
+		if err := bo.parseAt(braw, path, j); err != nil {
 			return err
 		}
 		typ, _, err := getString(bo, "type")
@@ -305,7 +309,7 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 				return err
 			}
 			if !ok {
-				continue
+				return nil
 			}
 			parts = append(parts, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: url}})
 		case typ == "tool_result" && role == "user":
@@ -327,11 +331,12 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 			if err := c.refuse("messages.content."+typ, bo.loc(), "a "+role+" "+quote(typ)+" block has no OpenAI equivalent"); err != nil {
 				return err
 			}
-			continue
+			return nil
 		}
-		if err := bo.refuseUnused(c, "OpenAI"); err != nil {
-			return err
-		}
+		return bo.refuseUnused(c, "OpenAI")
+	})
+	if err != nil {
+		return err
 	}
 	if role == "user" && len(parts) == 0 && toolResults > 0 {
 		return nil // a turn of tool results only

@@ -1,0 +1,98 @@
+package contract
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+	"github.com/sluice-gw/sluice/internal/wire/tokens/tokenstest"
+)
+
+// contracts are the two kinds of check, each with the most it may
+// allocate per byte of the answer: json_object (the text must be a JSON
+// object), read without building a value; and json_schema, whose
+// schema reaches every element, decoded into values and walked by the
+// schema library, which costs well over a hundred bytes for a
+// two-byte element.
+var contracts = []struct {
+	name, rf   string
+	maxPerByte float64
+}{
+	{"json_object", `{"type":"json_object"}`, 8},
+	{"json_schema", `{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"a":{"type":"array","items":{}}}}}}`, 256},
+}
+
+// checkShape reads a whole answer and checks it against the contract
+// response_format rf asks for.
+func checkShape(body []byte, rf string) error {
+	c, err := ForRequest(context.Background(), protocol.OpenAI, []byte(rf), nil)
+	if err != nil {
+		return err
+	}
+	a, err := ParseAnswer(protocol.OpenAI, body)
+	if err != nil {
+		return err
+	}
+	return c.Check(a)
+}
+
+func answerShapes(size int) []tokenstest.Shape {
+	var out []tokenstest.Shape
+	for _, s := range tokenstest.Shapes(size) {
+		if s.Dialect == "answer" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// BenchmarkShapes validates answers of each shape (512 KB of JSON text
+// made of its smallest element, repeated), against each contract, and
+// reports what it allocates per byte of the answer.
+func BenchmarkShapes(b *testing.B) {
+	for _, s := range answerShapes(512 << 10) {
+		for _, ct := range contracts {
+			b.Run(ct.name+"/"+s.Name, func(b *testing.B) {
+				b.SetBytes(int64(len(s.Body)))
+				b.ReportAllocs()
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
+				for b.Loop() {
+					if err := checkShape(s.Body, ct.rf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.ReadMemStats(&ms1)
+				per := float64(b.N) * float64(len(s.Body))
+				b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/per, "B/byte")
+				b.ReportMetric(1000*float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/kB")
+			})
+		}
+	}
+}
+
+// Validation allocates within a fixed multiple of the answer, whatever
+// its JSON is made of.
+func TestShapesCheckWithinAnswer(t *testing.T) {
+	for _, s := range answerShapes(256 << 10) {
+		for _, ct := range contracts {
+			t.Run(ct.name+"/"+s.Name, func(t *testing.T) {
+				var ms0, ms1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms0)
+				err := checkShape(s.Body, ct.rf)
+				runtime.ReadMemStats(&ms1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				alloc := ms1.TotalAlloc - ms0.TotalAlloc
+				per := float64(alloc) / float64(len(s.Body))
+				t.Logf("%s/%s, %d bytes: allocated %d, %.2f a byte", ct.name, s.Name, len(s.Body), alloc, per)
+				if per > ct.maxPerByte {
+					t.Errorf("validating %d bytes of %s against %s allocated %d bytes, %.1f a byte; want at most %v", len(s.Body), s.Name, ct.name, alloc, per, ct.maxPerByte)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package translate_test
+
+import (
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/sluice-gw/sluice/internal/wire/tokens/tokenstest"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
+)
+
+// translateShape translates a shape's body the way the gateway does for
+// its dialect; ok is false for a shape this package does not translate.
+func translateShape(s tokenstest.Shape) (ok bool, err error) {
+	switch s.Dialect {
+	case "openai":
+		_, err = translate.RequestToAnthropic(s.Body, translate.Options{})
+	case "anthropic":
+		_, err = translate.RequestToOpenAI(s.Body, translate.Options{})
+	case "responses":
+		_, err = translate.ResponsesToChat(s.Body, translate.Options{})
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// BenchmarkShapes translates a body of each shape (1 MB of its smallest
+// element, repeated) and reports what it allocates per byte of the body.
+func BenchmarkShapes(b *testing.B) {
+	for _, s := range tokenstest.Shapes(1 << 20) {
+		if ok, _ := translateShape(s); !ok {
+			continue
+		}
+		b.Run(s.Dialect+"/"+s.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(s.Body)))
+			b.ReportAllocs()
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			for b.Loop() {
+				if _, err := translateShape(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&ms1)
+			per := float64(b.N) * float64(len(s.Body))
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/per, "B/byte")
+			b.ReportMetric(1000*float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/kB")
+		})
+	}
+}
+
+// maxBytesPerByte bounds what translating a body allocates, per byte
+// of it, whatever its shape: the translated body and the garbage of
+// reading it, a small multiple of the body.
+const maxBytesPerByte = 8
+
+// Translation allocates within a fixed multiple of the body, whatever
+// the body is made of: many messages, content blocks, tool calls,
+// tools, argument elements or nesting.
+func TestShapesTranslateWithinBody(t *testing.T) {
+	for _, s := range tokenstest.Shapes(256 << 10) {
+		if ok, _ := translateShape(s); !ok {
+			continue
+		}
+		t.Run(s.Dialect+"/"+s.Name, func(t *testing.T) {
+			alloc, err := allocated(func() error { _, err := translateShape(s); return err })
+			if err != nil {
+				t.Fatal(err)
+			}
+			per := float64(alloc) / float64(len(s.Body))
+			t.Logf("%s/%s, %d bytes: allocated %d, %.2f a byte", s.Dialect, s.Name, len(s.Body), alloc, per)
+			if per > maxBytesPerByte {
+				t.Errorf("translating %d bytes of %s allocated %d bytes, %.1f a byte; want at most %d", len(s.Body), s.Name, alloc, per, maxBytesPerByte)
+			}
+		})
+	}
+}
+
+// allocated is what f allocates on the heap: the least of three runs
+// after a first, so that encoding/json's pools are as full as a
+// gateway's earlier requests leave them, and a collection that empties
+// them during one run does not count.
+func allocated(f func() error) (uint64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		err := f()
+		runtime.ReadMemStats(&ms1)
+		if err != nil {
+			return 0, err
+		}
+		least = min(least, ms1.TotalAlloc-ms0.TotalAlloc)
+	}
+	return least, nil
+}
