@@ -70,9 +70,16 @@ func (r *anRequest) encodeTail(b *bytes.Buffer) error {
 		b.WriteString(`,"stream":true`)
 	}
 	if len(r.Tools) > 0 {
-		if err := writeMarshalled(b, `,"tools":`, r.Tools); err != nil {
-			return err
+		b.WriteString(`,"tools":[`)
+		for i := range r.Tools {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := r.Tools[i].encode(b); err != nil {
+				return err
+			}
 		}
+		b.WriteByte(']')
 	}
 	if r.ToolChoice != nil {
 		if err := writeMarshalled(b, `,"tool_choice":`, r.ToolChoice); err != nil {
@@ -158,6 +165,27 @@ func (k *anBlock) encode(b *bytes.Buffer) error {
 		if err := json.Compact(b, k.Content); err != nil {
 			return err
 		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// encode writes one tool as encoding/json does, omitempty included.
+func (t *anTool) encode(b *bytes.Buffer) error {
+	b.WriteString(`{"name":`)
+	writeString(b, t.Name)
+	if t.Description != "" {
+		b.WriteString(`,"description":`)
+		writeString(b, t.Description)
+	}
+	b.WriteString(`,"input_schema":`)
+	if len(t.InputSchema) == 0 {
+		b.WriteString("null")
+	} else if err := json.Compact(b, t.InputSchema); err != nil {
+		return err
+	}
+	if t.Strict {
+		b.WriteString(`,"strict":true`)
 	}
 	b.WriteByte('}')
 	return nil

@@ -198,14 +198,22 @@ func (c *conv) samplingToAnthropic(o *object, out *anRequest) error {
 }
 
 func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
-	tools, err := getArray(o, "tools")
-	if err != nil {
-		return err
+	if tools := o.get("tools"); tools != nil {
+		if isArray(tools) {
+			out.Tools = make([]anTool, 0, elementCount(bytes.TrimSpace(tools)))
+		}
+		if err := c.eachTool(tools, out); err != nil {
+			return err
+		}
 	}
-	for i, raw := range tools {
-		p := index("tools", i)
-		to, err := parseObject(raw, p)
-		if err != nil {
+	return c.toolChoiceToAnthropic(o, out)
+}
+
+// eachTool adds each function tool of tools to out.Tools.
+func (c *conv) eachTool(tools json.RawMessage, out *anRequest) error {
+	to, fo := &object{}, &object{} // one each for every tool
+	return eachElement(tools, "tools", func(i int, raw json.RawMessage) error {
+		if err := to.parseAt(raw, "tools", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(to, "type")
@@ -213,17 +221,13 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 			return err
 		}
 		if typ != "function" {
-			if err := c.refuse("tools.type", to.at("type"), "only function tools translate; "+quote(typ)+" has no Anthropic equivalent"); err != nil {
-				return err
-			}
-			continue
+			return c.refuse("tools.type", to.at("type"), "only function tools translate; "+quote(typ)+" has no Anthropic equivalent")
 		}
 		fn := to.get("function")
 		if fn == nil {
 			return invalid("tools.function", to.at("function"), "is required")
 		}
-		fo, err := parseObject(fn, to.at("function"))
-		if err != nil {
+		if err := fo.parse(fn, to.at("function")); err != nil {
 			return err
 		}
 		var t anTool
@@ -260,8 +264,8 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 			return err
 		}
 		out.Tools = append(out.Tools, t)
-	}
-	return c.toolChoiceToAnthropic(o, out)
+		return nil
+	})
 }
 
 func (c *conv) toolChoiceToAnthropic(o *object, out *anRequest) error {
