@@ -174,13 +174,22 @@ func (c *conv) systemToOpenAI(o *object, out *oaRequest) error {
 }
 
 func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
-	tools, err := getArray(o, "tools")
-	if err != nil {
-		return err
+	if tools := o.get("tools"); tools != nil {
+		if isArray(tools) {
+			out.Tools = make([]oaTool, 0, elementCount(bytes.TrimSpace(tools)))
+		}
+		if err := c.eachToolToOpenAI(tools, out); err != nil {
+			return err
+		}
 	}
-	for i, raw := range tools {
-		to, err := parseObject(raw, index("tools", i))
-		if err != nil {
+	return c.toolChoiceToOpenAI(o, out)
+}
+
+// eachToolToOpenAI adds each custom tool of tools to out.Tools.
+func (c *conv) eachToolToOpenAI(tools json.RawMessage, out *oaRequest) error {
+	to := &object{} // one for every tool
+	return eachElement(tools, "tools", func(i int, raw json.RawMessage) error {
+		if err := to.parseAt(raw, "tools", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(to, "type")
@@ -190,10 +199,7 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 		if typ != "" && typ != "custom" {
 			// Anthropic's server tools (web search, code execution, ...)
 			// run at Anthropic; an OpenAI upstream cannot run them.
-			if err := c.refuse("tools.type", to.at("type"), quote(typ)+" is an Anthropic server tool with no OpenAI equivalent"); err != nil {
-				return err
-			}
-			continue
+			return c.refuse("tools.type", to.at("type"), quote(typ)+" is an Anthropic server tool with no OpenAI equivalent")
 		}
 		var f oaFunctionDef
 		if f.Name, err = getRequired(to, "name", "tools.name"); err != nil {
@@ -212,7 +218,12 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 			return err
 		}
 		out.Tools = append(out.Tools, oaTool{Type: "function", Function: f})
-	}
+		return nil
+	})
+}
+
+// toolChoiceToOpenAI translates tool_choice.
+func (c *conv) toolChoiceToOpenAI(o *object, out *oaRequest) error {
 	raw := o.get("tool_choice")
 	if raw == nil {
 		return nil
