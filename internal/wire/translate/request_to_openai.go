@@ -297,8 +297,17 @@ func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *
 		return invalid(ParamOf(path), path, "must be an array")
 	}
 	msg := oaMessage{Role: role}
-	parts := make([]oaPart, 0, elementCount(bytes.TrimSpace(content)))
+	// The parts and the calls are sized at their first, for the blocks
+	// left: not by doubling, and not at all for a turn without any.
+	n := elementCount(bytes.TrimSpace(content))
+	parts := []oaPart{}
 	toolResults := 0
+	addPart := func(j int, p oaPart) {
+		if cap(parts) == 0 {
+			parts = make([]oaPart, 0, n-j)
+		}
+		parts = append(parts, p)
+	}
 	err = eachElement(content, path, func(j int, braw json.RawMessage) error {
 		if err := bo.parseAt(braw, path, j); err != nil {
 			return err
@@ -313,7 +322,7 @@ func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *
 			if err != nil {
 				return err
 			}
-			parts = append(parts, oaPart{Type: "text", Text: &text})
+			addPart(j, oaPart{Type: "text", Text: &text})
 		case typ == "image" && role == "user":
 			url, ok, err := c.imageToOpenAI(bo)
 			if err != nil {
@@ -322,7 +331,7 @@ func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *
 			if !ok {
 				return nil
 			}
-			parts = append(parts, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: url}})
+			addPart(j, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: url}})
 		case typ == "tool_result" && role == "user":
 			tm, ok, err := c.toolResultToOpenAI(bo)
 			if err != nil {
@@ -336,6 +345,9 @@ func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *
 			call, err := toolUseToOpenAI(bo)
 			if err != nil {
 				return err
+			}
+			if msg.ToolCalls == nil {
+				msg.ToolCalls = make([]oaToolCall, 0, n-j)
 			}
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		default:

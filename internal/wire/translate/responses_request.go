@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // ResponsesToChat translates a Responses API request body into a Chat
@@ -373,13 +374,13 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		out.Messages = append(out.Messages, oaMessage{Role: "user", Content: v})
 		return nil
 	}
-	items, err := asArray(v, "input")
-	if err != nil {
-		return err
+	if isArray(v) {
+		// A message each, most often: sized once, not by doubling.
+		out.Messages = slices.Grow(out.Messages, elementCount(bytes.TrimSpace(v)))
 	}
-	for i, raw := range items {
-		io, err := parseObject(raw, index("input", i))
-		if err != nil {
+	io := &object{} // one for every item
+	return eachElement(v, "input", func(i int, raw json.RawMessage) error {
+		if err := io.parseAt(raw, "input", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(io, "type")
@@ -410,12 +411,10 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		}
 		switch typ {
 		case "", "message", "function_call", "function_call_output":
-			if err := refuseRestInChat(c, io); err != nil {
-				return err
-			}
+			return refuseRestInChat(c, io)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // inputReference reads an item_reference as the item it names, when the
@@ -533,59 +532,54 @@ func (c *conv) inputMessage(io *object, out *oaRequest) error {
 // and developer messages carry text only, in chat completions as at
 // OpenAI.
 func (c *conv) inputParts(io *object, role string) ([]oaPart, error) {
-	raws, err := asArray(io.get("content"), io.at("content"))
-	if err != nil {
-		return nil, err
+	content, path := io.get("content"), io.at("content")
+	if !isArray(content) {
+		return nil, invalid(ParamOf(path), path, "must be an array")
 	}
-	parts := []oaPart{}
-	for j, raw := range raws {
-		po, err := parseObject(raw, index(io.at("content"), j))
-		if err != nil {
-			return nil, err
+	parts := make([]oaPart, 0, elementCount(bytes.TrimSpace(content)))
+	po := &object{} // one for every part
+	err := eachElement(content, path, func(j int, raw json.RawMessage) error {
+		if err := po.parseAt(raw, path, j); err != nil {
+			return err
 		}
 		typ, _, err := getString(po, "type")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var part oaPart
 		switch {
 		case typ == "input_text":
 			text, ok, err := getString(po, "text")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if !ok {
-				return nil, invalid("input.content.text", po.at("text"), "is required")
+				return invalid("input.content.text", po.at("text"), "is required")
 			}
 			part = oaPart{Type: "text", Text: &text}
 		case typ == "input_image" && role == "user":
 			ok, err := c.inputImage(po, &part)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if err != nil || !ok {
+				return err
 			}
 		case typ == "input_file" && role == "user":
 			ok, err := c.inputFile(po, &part)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if err != nil || !ok {
+				return err
 			}
 		case typ == "output_text" || typ == "refusal":
-			return nil, invalid("input.content.type", po.at("type"), "a "+role+" message's content is input_text, input_image or input_file; "+typ+" is an assistant's")
+			return invalid("input.content.type", po.at("type"), "a "+role+" message's content is input_text, input_image or input_file; "+typ+" is an assistant's")
 		default:
-			if err := c.refuse("input.content."+typ, po.loc(), "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
-				return nil, err
-			}
-			continue
+			return c.refuse("input.content."+typ, po.loc(), "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent")
 		}
 		if err := refuseRestInChat(c, po); err != nil {
-			return nil, err
+			return err
 		}
 		parts = append(parts, part)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return parts, nil
 }
