@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,12 +17,16 @@ import (
 // schema reaches every element, decoded into values and walked by the
 // schema library, which costs well over a hundred bytes for a
 // two-byte element.
+//
+// size is the answer each is measured on: for json_schema, small enough
+// that every shape's values are checked (within MaxCheckedValues).
 var contracts = []struct {
 	name, rf   string
+	size       int
 	maxPerByte float64
 }{
-	{"json_object", `{"type":"json_object"}`, 8},
-	{"json_schema", `{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"a":{"type":"array","items":{}}}}}}`, 256},
+	{"json_object", `{"type":"json_object"}`, 256 << 10, 8},
+	{"json_schema", `{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"a":{"type":"array","items":{}}}}}}`, 64 << 10, 256},
 }
 
 // unhurried lifts the check's time budget for the test or benchmark:
@@ -57,13 +62,13 @@ func answerShapes(size int) []tokenstest.Shape {
 	return out
 }
 
-// BenchmarkShapes validates answers of each shape (512 KB of JSON text
-// made of its smallest element, repeated), against each contract, and
+// BenchmarkShapes validates answers of each shape (JSON text made of
+// its smallest element, repeated, of each contract's size), and
 // reports what it allocates per byte of the answer.
 func BenchmarkShapes(b *testing.B) {
 	unhurried(b)
-	for _, s := range answerShapes(512 << 10) {
-		for _, ct := range contracts {
+	for _, ct := range contracts {
+		for _, s := range answerShapes(ct.size) {
 			b.Run(ct.name+"/"+s.Name, func(b *testing.B) {
 				b.SetBytes(int64(len(s.Body)))
 				b.ReportAllocs()
@@ -87,8 +92,8 @@ func BenchmarkShapes(b *testing.B) {
 // its JSON is made of.
 func TestShapesCheckWithinAnswer(t *testing.T) {
 	unhurried(t)
-	for _, s := range answerShapes(256 << 10) {
-		for _, ct := range contracts {
+	for _, ct := range contracts {
+		for _, s := range answerShapes(ct.size) {
 			t.Run(ct.name+"/"+s.Name, func(t *testing.T) {
 				var ms0, ms1 runtime.MemStats
 				runtime.GC()
@@ -106,5 +111,28 @@ func TestShapesCheckWithinAnswer(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An answer of more values than MaxCheckedValues is not judged against
+// its schema (IsCostly, as a check that takes too long), and costs a
+// scan: a megabyte of one-digit elements, decoded and walked by the
+// schema library, allocated 175 MB.
+func TestTooManyValuesAreNotJudged(t *testing.T) {
+	unhurried(t)
+	body := answerShapes(MaxAnswerBytes - 4096)[0].Body // json-array
+	schema := contracts[1].rf
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	err := checkShape(body, schema)
+	runtime.ReadMemStats(&ms1)
+	if !IsCostly(err) || !strings.Contains(err.Error(), "values") {
+		t.Fatalf("an answer of %d bytes of one-digit elements: %v; want it not judged, naming its values", len(body), err)
+	}
+	per := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(len(body))
+	t.Logf("%d bytes: %.2f bytes allocated a byte", len(body), per)
+	if per > 8 {
+		t.Errorf("refusing to judge %d bytes allocated %.1f bytes a byte; want at most 8", len(body), per)
 	}
 }
