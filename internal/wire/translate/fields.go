@@ -145,9 +145,21 @@ func (o *object) get(key string) json.RawMessage {
 // unused lists the keys nobody took, sorted, with null values left out:
 // a null asks for nothing.
 func (o *object) unused() []string {
+	// An object of many keys finds the repeated ones in a map: asked
+	// field by field, it took time in the square of its keys.
+	var last map[string]int
+	if len(o.fields) > 16 {
+		last = make(map[string]int, len(o.fields))
+		for i, f := range o.fields {
+			last[f.key] = i
+		}
+	}
 	var keys []string
 	for i, f := range o.fields {
-		if f.used || o.overridden(i) || isNull(f.val) {
+		if f.used || isNull(f.val) {
+			continue
+		}
+		if last != nil && last[f.key] != i || last == nil && o.overridden(i) {
 			continue
 		}
 		keys = append(keys, f.key)
@@ -169,9 +181,23 @@ func (o *object) overridden(i int) bool {
 
 // refuseUnused refuses every key nobody took (or drops it, as c allows).
 func (o *object) refuseUnused(c *conv, target string) error {
-	for _, k := range o.unused() {
-		p := o.at(k)
-		if err := c.refuse(ParamOf(p), p, "has no equivalent in "+target+"'s API"); err != nil {
+	keys := o.unused()
+	if len(keys) == 0 {
+		return nil
+	}
+	base, reason := ParamOf(o.loc()), "has no equivalent in "+target+"'s API"
+	for _, k := range keys {
+		param := ParamOf(k)
+		if base != "" {
+			param = base + "." + param
+		}
+		// The path is made only for a refusal, which names it: a body of
+		// many unknown keys, dropped, makes none.
+		path := ""
+		if !c.drops(param, Neutral(param)) {
+			path = o.at(k)
+		}
+		if err := c.refuse(param, path, reason); err != nil {
 			return err
 		}
 	}

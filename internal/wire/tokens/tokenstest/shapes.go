@@ -19,6 +19,8 @@ type Shape struct {
 
 // Shapes makes one body of each shape, each about size bytes: every
 // element as small as its API allows, repeated until the body is full.
+// The keys shape is one message of many keys its API does not have,
+// which a translation drops or refuses.
 func Shapes(size int) []Shape {
 	var out []Shape
 	add := func(name, dialect, head, tail string, elem func(i int) string) {
@@ -55,6 +57,8 @@ func Shapes(size int) []Shape {
 		func(i int) string {
 			return `{"type":"function","function":{"name":"f` + n(i) + `","parameters":{"type":"object"}}}`
 		})
+	add("keys", "openai", `{"model":"m","messages":[{"role":"user","content":"a",`, `}]}`,
+		func(i int) string { return `"k` + n(i) + `":1` })
 	add("tool-arguments", "openai", `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":[`,
 		`]}"}}]}]}`, func(int) string { return `1` })
 	add("nesting", "openai", `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":[`,
