@@ -9,10 +9,11 @@ import (
 
 // encode writes an Anthropic request as marshal would (the same fields
 // in the same order, the same omissions, raw values compacted), by hand
-// into one buffer sized from the source body. encoding/json, with a
-// MarshalJSON per turn, cost a buffer, an encoder and a reflective walk
-// for every message, several times the body in all; this costs about
-// the translated body once.
+// into one buffer sized from the source body. RequestToAnthropic writes
+// the same bytes in three steps, its messages as it reads them
+// (encodeHead, messagesToAnthropic, encodeTail); encode, from a request
+// whose turns are values, is their reference in tests
+// (TestEncodeMatchesMarshal, FuzzMessagesMatchReference).
 func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(sizeHint + 256)

@@ -2,7 +2,7 @@ package translate
 
 // The reference translation of messages: every turn and block built as
 // values, then encoded whole (anRequest.encode). The body translation
-// writes turns as it reads them instead; TestMessagesMatchReference
+// writes turns as it reads them instead; FuzzMessagesMatchReference
 // holds the two to the same bytes.
 
 import (
