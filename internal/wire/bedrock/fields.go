@@ -6,16 +6,27 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
 // obj is one JSON object of a hub request, read key by key: what no one
 // took is refused (or dropped) at the end, so an unknown parameter is
 // never lost in silence.
+//
+// Its fields are spans of the body found by one walk over the object's
+// bytes, not a map and a copy per object: a map for every content
+// block cost about seventy times a body of one-character blocks. A key
+// repeated takes its last value, as encoding/json's map would.
 type obj struct {
-	path string
-	m    map[string]json.RawMessage
-	used map[string]bool
+	path   string
+	fields []objField
+}
+
+type objField struct {
+	key  string
+	val  json.RawMessage
+	used bool
 }
 
 func invalid(param, path, reason string) error {
@@ -37,23 +48,59 @@ func isNull(v json.RawMessage) bool {
 	return len(v) == 0 || string(v) == "null"
 }
 
-// parseObj reads raw, at path, as a JSON object.
+// parseObj reads raw, at path, as a JSON object. The body (path "") is
+// checked whole once; a value inside it is valid JSON already.
 func parseObj(raw json.RawMessage, path string) (*obj, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' || path == "" && !json.Valid(raw) {
 		return nil, invalid(translate.ParamOf(path), path, "must be a JSON object")
 	}
-	return &obj{path: path, m: m, used: map[string]bool{}}, nil
+	o := &obj{path: path}
+	for i := protocol.SkipSpace(raw, 1); i < len(raw) && raw[i] != '}'; {
+		end := protocol.StringEnd(raw, i)
+		key := raw[i : end+1]
+		i = protocol.SkipSpace(raw, protocol.SkipSpace(raw, end+1)+1) // past the colon
+		vend := protocol.SkipValue(raw, i)
+		o.fields = append(o.fields, objField{key: keyOf(key), val: raw[i:vend]})
+		if i = protocol.SkipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
+			i = protocol.SkipSpace(raw, i+1)
+		}
+	}
+	return o, nil
+}
+
+// keyOf is a quoted JSON key's value.
+func keyOf(q []byte) string {
+	if s := q[1 : len(q)-1]; protocol.PlainString(s) {
+		return string(s)
+	}
+	var k string
+	_ = json.Unmarshal(q, &k) // valid JSON: a string
+	return k
 }
 
 // take returns key's value, nil when it is absent or null.
 func (o *obj) take(key string) json.RawMessage {
-	o.used[key] = true
-	v := o.m[key]
+	var v json.RawMessage
+	for i := range o.fields {
+		if f := &o.fields[i]; f.key == key {
+			f.used, v = true, f.val
+		}
+	}
 	if isNull(v) {
 		return nil
 	}
 	return v
+}
+
+// last lists the index of each key's last field: the one whose value
+// is the key's.
+func (o *obj) last() map[string]int {
+	m := make(map[string]int, len(o.fields))
+	for i, f := range o.fields {
+		m[f.key] = i
+	}
+	return m
 }
 
 // str reads key as a string, "" when absent.
@@ -135,9 +182,11 @@ func (o *obj) object(key string) (*obj, error) {
 // Sluice's mapping), everything else is not.
 func (o *obj) rest(b *translate.Bender) error {
 	var keys []string
-	for k, v := range o.m {
-		if !o.used[k] && !isNull(v) {
-			keys = append(keys, k)
+	last := o.last()
+	for i, f := range o.fields {
+		// take marks every field of its key: the last stands for all.
+		if last[f.key] == i && !f.used && !isNull(f.val) {
+			keys = append(keys, f.key)
 		}
 	}
 	slices.Sort(keys)

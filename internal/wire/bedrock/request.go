@@ -91,9 +91,10 @@ func (r *requestConv) convert(top *obj) (*native.Call, error) {
 		return nil, err
 	} else if md != nil {
 		// A user id (or any metadata) has no effect on the answer.
-		keys := slices.Sorted(maps.Keys(md.m))
+		last := md.last()
+		keys := slices.Sorted(maps.Keys(last))
 		for _, k := range keys {
-			if isNull(md.m[k]) {
+			if isNull(md.fields[last[k]].val) {
 				continue
 			}
 			if err := r.b.Refuse("metadata."+k, md.at(k), "Converse has no end-user id", true); err != nil {

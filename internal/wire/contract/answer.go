@@ -108,6 +108,10 @@ type streamChoice struct {
 	text    []byte
 	refusal []byte
 	calls   []Call
+	// names are OpenAI's tool call names as they arrive, in pieces
+	// (one per call, by index): joined at the end, not piece by piece,
+	// which costs time in the square of the pieces.
+	names [][]byte
 	// block maps an Anthropic content block's index to its call (-1: a
 	// text block or another kind).
 	block map[int]int
@@ -160,6 +164,9 @@ func (k *Collector) Answer() (Answer, error) {
 	}
 	a := Answer{Choices: make([]Choice, len(k.choices))}
 	for i, c := range k.choices {
+		for j, n := range c.names {
+			c.calls[j].Name = string(n)
+		}
 		a.Choices[i] = Choice{Text: c.text, Refusal: string(c.refusal), Calls: c.calls}
 	}
 	return a, nil
@@ -247,12 +254,13 @@ func (k *Collector) openAI(data []byte) {
 			}
 			for len(sc.calls) <= tc.Index {
 				sc.calls = append(sc.calls, Call{})
+				sc.names = append(sc.names, nil)
 			}
 			call := &sc.calls[tc.Index]
 			if !k.add(len(tc.Function.Name) + len(tc.Function.Arguments)) {
 				return
 			}
-			call.Name += tc.Function.Name
+			sc.names[tc.Index] = append(sc.names[tc.Index], tc.Function.Name...)
 			call.Args = append(call.Args, tc.Function.Arguments...)
 		}
 	}

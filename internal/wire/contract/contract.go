@@ -26,6 +26,14 @@ const (
 	// MaxAnswerBytes bounds the text and tool-call arguments of one
 	// answer that are held and checked; an answer with more is invalid.
 	MaxAnswerBytes = 1 << 20
+	// MaxCheckedValues bounds the JSON values (scalars, arrays and
+	// objects) of one answer's text, or one tool call's arguments,
+	// that are checked against a schema. The schema library holds
+	// every value decoded and walks each, about 330 bytes a value
+	// whatever its size: a megabyte of one-digit array elements cost
+	// 175 MB. Past the bound the document is not judged (IsCostly), as
+	// when its check takes too long.
+	MaxCheckedValues = 1 << 16
 )
 
 // Format is what response_format asks the text of an answer to be.
@@ -318,18 +326,24 @@ func (c *Contract) checkChoice(ch Choice) error {
 	if len(text) == 0 {
 		return errors.New("the answer's text is empty, not JSON")
 	}
-	v, err := decode(text)
-	if err != nil {
-		return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
-	}
-	if c.Format == JSONObject {
-		if _, ok := v.(map[string]any); !ok {
+	if c.Format == JSONObject || c.schema == nil {
+		// Nothing to check but the JSON itself: read without building
+		// a value, which costs a hundred times a text of many small
+		// elements.
+		if err := validJSON(text); err != nil {
+			return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
+		}
+		if c.Format == JSONObject && text[0] != '{' {
 			return errors.New("the answer's text is JSON but not an object, as response_format json_object requires")
 		}
 		return nil
 	}
-	if c.schema == nil {
-		return nil
+	if err := checkable(text); err != nil {
+		return err
+	}
+	v, err := decode(text)
+	if err != nil {
+		return fmt.Errorf("the answer's text is not JSON: %s", clip(err.Error(), 120))
 	}
 	if err := checkContained(c.schema, v); err != nil {
 		if IsCostly(err) {
@@ -352,15 +366,21 @@ func (c *Contract) checkCall(call Call) error {
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	v, err := decode(args)
-	if err != nil {
+	if err := validJSON(args); err != nil {
 		return fmt.Errorf("tool %q's arguments are not JSON: %s", call.Name, clip(err.Error(), 120))
 	}
-	if _, ok := v.(map[string]any); !ok {
+	if args[0] != '{' {
 		return fmt.Errorf("tool %q's arguments are not a JSON object", call.Name)
 	}
 	if s == nil {
 		return nil
+	}
+	if err := checkable(args); err != nil {
+		return err
+	}
+	v, err := decode(args)
+	if err != nil {
+		return fmt.Errorf("tool %q's arguments are not JSON: %s", call.Name, clip(err.Error(), 120))
 	}
 	if err := checkContained(s, v); err != nil {
 		if IsCostly(err) {
@@ -383,6 +403,47 @@ func decode(doc []byte) (any, error) {
 		return nil, errors.New("more than one JSON value")
 	}
 	return v, nil
+}
+
+// tooManyValues is a document not judged because it holds more than
+// MaxCheckedValues values; it is ErrCostly to errors.Is.
+type tooManyValues struct{}
+
+func (tooManyValues) Error() string {
+	return fmt.Sprintf("the answer's JSON holds more than %d values, more than the gateway checks against a schema, so it was not judged", MaxCheckedValues)
+}
+
+func (tooManyValues) Unwrap() error { return ErrCostly }
+
+// checkable is nil when doc holds at most MaxCheckedValues JSON values
+// (counted by its separators and openings outside strings, an upper
+// bound), else tooManyValues: found by a scan that stops at the bound,
+// before anything is decoded.
+func checkable(doc []byte) error {
+	n := 1
+	for i := 0; i < len(doc); i++ {
+		switch doc[i] {
+		case '"':
+			i = protocol.StringEnd(doc, i)
+		case ',', '[', '{':
+			if n++; n > MaxCheckedValues {
+				return tooManyValues{}
+			}
+		}
+	}
+	return nil
+}
+
+// validJSON is nil when doc (trimmed) is one JSON document, else
+// decode's error for it: checked without building its value.
+func validJSON(doc []byte) error {
+	if json.Valid(doc) {
+		return nil
+	}
+	if _, err := decode(doc); err != nil {
+		return err
+	}
+	return errors.New("invalid JSON after the value")
 }
 
 // clip shortens s to n bytes for a one-line reason.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sluice-gw/sluice/internal/wire/native"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
@@ -133,6 +134,16 @@ func (r Reply) Answer(body []byte) ([]byte, error) {
 	}
 	cand := g.Candidates[0]
 	tools := 0
+	// Consecutive text parts are one text block, built in text: joined
+	// pair by pair, an answer of many small parts cost time in the square
+	// of its length (250,000 parts of 3.25 MB, 12.6 s).
+	var text strings.Builder
+	endText := func() {
+		if text.Len() > 0 {
+			out.Content = append(out.Content, native.Block{Type: "text", Text: ptr(text.String())})
+			text.Reset()
+		}
+	}
 	if cand.Content != nil {
 		for _, p := range cand.Content.Parts {
 			switch {
@@ -144,20 +155,18 @@ func (r Reply) Answer(body []byte) ([]byte, error) {
 				if err != nil {
 					return nil, err
 				}
+				endText()
 				out.Content = append(out.Content, native.Block{Type: "tool_use", ID: toolID(p.FunctionCall.ID, tools), Name: p.FunctionCall.Name, Input: a})
 				tools++
 			case p.Thought:
 			case p.Text != nil && *p.Text != "":
-				if n := len(out.Content); n > 0 && out.Content[n-1].Type == "text" {
-					out.Content[n-1].Text = ptr(*out.Content[n-1].Text + *p.Text)
-					continue
-				}
-				out.Content = append(out.Content, native.Block{Type: "text", Text: ptr(*p.Text)})
+				text.WriteString(*p.Text)
 			case p.InlineData != nil, p.FileData != nil:
 				return nil, badResponse("the answer holds media, which the hub's answer has no block for")
 			}
 		}
 	}
+	endText()
 	out.StopReason = ptr(stopReason(cand.FinishReason, tools > 0))
 	return json.Marshal(out)
 }

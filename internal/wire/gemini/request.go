@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/wire/native"
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/translate"
 )
 
@@ -214,11 +216,29 @@ func blocks(raw json.RawMessage, at string) ([]hubBlockIn, error) {
 		}
 		return []hubBlockIn{{Type: "text", Text: &s}}, nil
 	}
-	var bs []hubBlockIn
+	// Sized once for every block: encoding/json grows a slice of these
+	// large values by doubling.
+	bs := make([]hubBlockIn, 0, elements(raw))
 	if err := json.Unmarshal(raw, &bs); err != nil {
 		return nil, invalid(translate.ParamOf(at), at, "content must be a string or an array of blocks: "+err.Error())
 	}
 	return bs, nil
+}
+
+// elements is how many elements the JSON array raw holds, 0 when raw is
+// not an array (or not valid JSON: encoding/json then says why).
+func elements(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' || !json.Valid(raw) {
+		return 0
+	}
+	n := 0
+	for i := protocol.SkipSpace(raw, 1); i < len(raw) && raw[i] != ']'; n++ {
+		if i = protocol.SkipSpace(raw, protocol.SkipValue(raw, i)); i < len(raw) && raw[i] == ',' {
+			i = protocol.SkipSpace(raw, i+1)
+		}
+	}
+	return n
 }
 
 func (c *reqConv) content(raw json.RawMessage, at string, model bool) ([]gmPart, error) {
@@ -226,25 +246,26 @@ func (c *reqConv) content(raw json.RawMessage, at string, model bool) ([]gmPart,
 	if err != nil {
 		return nil, err
 	}
-	var parts []gmPart
+	parts := make([]gmPart, 0, len(bs))
 	for j, b := range bs {
-		bat := fmt.Sprintf("%s[%d]", at, j)
+		// The block's path, made only when a refusal or an error names it.
+		bat := func() string { return at + "[" + strconv.Itoa(j) + "]" }
 		if b.CacheControl != nil && !isNull(b.CacheControl) {
-			if err := c.Refuse("messages.content.cache_control", bat+".cache_control", "Gemini caches prompts by itself", true); err != nil {
+			if err := c.Refuse("messages.content.cache_control", bat()+".cache_control", "Gemini caches prompts by itself", true); err != nil {
 				return nil, err
 			}
 		}
 		switch b.Type {
 		case "text":
 			if b.Text == nil {
-				return nil, invalid("messages.content.text", bat+".text", "a text block needs its text")
+				return nil, invalid("messages.content.text", bat()+".text", "a text block needs its text")
 			}
 			if *b.Text == "" {
 				continue
 			}
 			parts = append(parts, gmPart{Text: ptr(*b.Text)})
 		case "image", "document":
-			p, err := c.media(b, bat)
+			p, err := c.media(b, bat())
 			if err != nil {
 				return nil, err
 			}
@@ -253,18 +274,18 @@ func (c *reqConv) content(raw json.RawMessage, at string, model bool) ([]gmPart,
 			}
 		case "tool_use":
 			if b.ID == "" || b.Name == "" {
-				return nil, invalid("messages.content.id", bat, "a tool_use block needs its id and name")
+				return nil, invalid("messages.content.id", bat(), "a tool_use block needs its id and name")
 			}
 			args := b.Input
 			if isNull(args) {
 				args = json.RawMessage("{}")
 			} else if !json.Valid(args) || bytes.TrimSpace(args)[0] != '{' {
-				return nil, invalid("messages.content.input", bat+".input", "a tool_use input must be an object")
+				return nil, invalid("messages.content.input", bat()+".input", "a tool_use input must be an object")
 			}
 			c.names[b.ID] = b.Name
 			parts = append(parts, gmPart{FunctionCall: &gmFunctionCall{ID: ownID(b.ID), Name: b.Name, Args: args}})
 		case "tool_result":
-			p, err := c.toolResult(b, bat)
+			p, err := c.toolResult(b, bat())
 			if err != nil {
 				return nil, err
 			}
@@ -273,13 +294,13 @@ func (c *reqConv) content(raw json.RawMessage, at string, model bool) ([]gmPart,
 			// Gemini's thoughts carry its own signatures, not these: an
 			// earlier turn's thinking is left out, as Anthropic's models
 			// themselves ignore it.
-			if err := c.Refuse("messages.content.thinking", bat, "Gemini cannot take back another model's thinking", true); err != nil {
+			if err := c.Refuse("messages.content.thinking", bat(), "Gemini cannot take back another model's thinking", true); err != nil {
 				return nil, err
 			}
 		case "":
-			return nil, invalid("messages.content.type", bat+".type", "a content block needs its type")
+			return nil, invalid("messages.content.type", bat()+".type", "a content block needs its type")
 		default:
-			if err := c.Refuse("messages.content."+b.Type, bat, "Gemini has no "+b.Type+" content", false); err != nil {
+			if err := c.Refuse("messages.content."+b.Type, bat(), "Gemini has no "+b.Type+" content", false); err != nil {
 				return nil, err
 			}
 		}

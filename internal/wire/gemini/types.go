@@ -14,8 +14,8 @@ type gmRequest struct {
 }
 
 type gmContent struct {
-	Role  string   `json:"role,omitempty"`
-	Parts []gmPart `json:"parts"`
+	Role  string  `json:"role,omitempty"`
+	Parts gmParts `json:"parts"`
 }
 
 type gmPart struct {

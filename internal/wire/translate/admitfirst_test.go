@@ -64,7 +64,8 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 		{Model: "m", Messages: []anMessage{}, MaxTokens: 1},
 		{Model: odd, System: json.RawMessage(` "sys" `), MaxTokens: 5, StopSequences: []string{"x", odd},
 			Temperature: json.RawMessage(`0.5`), TopP: json.RawMessage(` 1 `), Stream: true,
-			Tools:      []anTool{{Name: "f", Description: odd, InputSchema: json.RawMessage(`{ "type" : "object" }`)}},
+			Tools: []anTool{{Name: "f", Description: odd, InputSchema: json.RawMessage(`{ "type" : "object" }`)},
+				{Name: "g", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`), Strict: true}},
 			ToolChoice: &anToolChoice{Type: "auto", DisableParallelToolUse: true}, Metadata: &anMetadata{UserID: "u"},
 			Messages: []anMessage{
 				{Role: "user", Blocks: []anBlock{textBlock(text)}, FromStr: true},

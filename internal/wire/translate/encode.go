@@ -9,15 +9,15 @@ import (
 
 // encode writes an Anthropic request as marshal would (the same fields
 // in the same order, the same omissions, raw values compacted), by hand
-// into one buffer sized from the source body. encoding/json, with a
-// MarshalJSON per turn, cost a buffer, an encoder and a reflective walk
-// for every message, several times the body in all; this costs about
-// the translated body once.
+// into one buffer sized from the source body. RequestToAnthropic writes
+// the same bytes in three steps, its messages as it reads them
+// (encodeHead, messagesToAnthropic, encodeTail); encode, from a request
+// whose turns are values, is their reference in tests
+// (TestEncodeMatchesMarshal, FuzzMessagesMatchReference).
 func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(sizeHint + 256)
-	b.WriteString(`{"model":`)
-	writeString(&b, r.Model)
+	r.encodeHead(&b)
 	if len(r.System) > 0 {
 		b.WriteString(`,"system":`)
 		if err := json.Compact(&b, r.System); err != nil {
@@ -33,11 +33,27 @@ func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b.WriteString(`],"max_tokens":`)
+	b.WriteByte(']')
+	if err := r.encodeTail(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encodeHead writes the request's start, up to its model; the system
+// prompt and the messages come next.
+func (r *anRequest) encodeHead(b *bytes.Buffer) {
+	b.WriteString(`{"model":`)
+	writeString(b, r.Model)
+}
+
+// encodeTail writes the fields after the messages, and the request's end.
+func (r *anRequest) encodeTail(b *bytes.Buffer) error {
+	b.WriteString(`,"max_tokens":`)
 	b.WriteString(strconv.FormatInt(r.MaxTokens, 10))
 	if len(r.StopSequences) > 0 {
-		if err := writeMarshalled(&b, `,"stop_sequences":`, r.StopSequences); err != nil {
-			return nil, err
+		if err := writeMarshalled(b, `,"stop_sequences":`, r.StopSequences); err != nil {
+			return err
 		}
 	}
 	for _, f := range [2]struct {
@@ -46,8 +62,8 @@ func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 	}{{`,"temperature":`, r.Temperature}, {`,"top_p":`, r.TopP}} {
 		if len(f.v) > 0 {
 			b.WriteString(f.name)
-			if err := json.Compact(&b, f.v); err != nil {
-				return nil, err
+			if err := json.Compact(b, f.v); err != nil {
+				return err
 			}
 		}
 	}
@@ -55,32 +71,39 @@ func (r *anRequest) encode(sizeHint int) ([]byte, error) {
 		b.WriteString(`,"stream":true`)
 	}
 	if len(r.Tools) > 0 {
-		if err := writeMarshalled(&b, `,"tools":`, r.Tools); err != nil {
-			return nil, err
+		b.WriteString(`,"tools":[`)
+		for i := range r.Tools {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := r.Tools[i].encode(b); err != nil {
+				return err
+			}
 		}
+		b.WriteByte(']')
 	}
 	if r.ToolChoice != nil {
-		if err := writeMarshalled(&b, `,"tool_choice":`, r.ToolChoice); err != nil {
-			return nil, err
+		if err := writeMarshalled(b, `,"tool_choice":`, r.ToolChoice); err != nil {
+			return err
 		}
 	}
 	if r.Metadata != nil {
-		if err := writeMarshalled(&b, `,"metadata":`, r.Metadata); err != nil {
-			return nil, err
+		if err := writeMarshalled(b, `,"metadata":`, r.Metadata); err != nil {
+			return err
 		}
 	}
 	if r.Thinking != nil {
-		if err := writeMarshalled(&b, `,"thinking":`, r.Thinking); err != nil {
-			return nil, err
+		if err := writeMarshalled(b, `,"thinking":`, r.Thinking); err != nil {
+			return err
 		}
 	}
 	if r.OutputConfig != nil {
-		if err := writeMarshalled(&b, `,"output_config":`, r.OutputConfig); err != nil {
-			return nil, err
+		if err := writeMarshalled(b, `,"output_config":`, r.OutputConfig); err != nil {
+			return err
 		}
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
 }
 
 // encode writes one turn as its MarshalJSON does.
@@ -143,6 +166,27 @@ func (k *anBlock) encode(b *bytes.Buffer) error {
 		if err := json.Compact(b, k.Content); err != nil {
 			return err
 		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// encode writes one tool as encoding/json does, omitempty included.
+func (t *anTool) encode(b *bytes.Buffer) error {
+	b.WriteString(`{"name":`)
+	writeString(b, t.Name)
+	if t.Description != "" {
+		b.WriteString(`,"description":`)
+		writeString(b, t.Description)
+	}
+	b.WriteString(`,"input_schema":`)
+	if len(t.InputSchema) == 0 {
+		b.WriteString("null")
+	} else if err := json.Compact(b, t.InputSchema); err != nil {
+		return err
+	}
+	if t.Strict {
+		b.WriteString(`,"strict":true`)
 	}
 	b.WriteByte('}')
 	return nil

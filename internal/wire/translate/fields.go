@@ -20,8 +20,18 @@ import (
 // message and part cost over fifty times the body). A key repeated takes
 // its last value, as encoding/json's map would.
 type object struct {
-	path   string
+	base   string // its path, or the path of the array it is an element of
+	idx    int    // its index in that array; -1: base is its own path
 	fields []field
+}
+
+// loc is the object's path in the body: made when an error or a
+// refusal names it, not for every element of an array read.
+func (o *object) loc() string {
+	if o.idx < 0 {
+		return o.base
+	}
+	return index(o.base, o.idx)
 }
 
 type field struct {
@@ -44,20 +54,27 @@ func parseObject(raw json.RawMessage, path string) (*object, error) {
 // parse is parseObject into o, whose fields' room it reuses: a loop over
 // many small objects (the messages) allocates for the largest, not each.
 func (o *object) parse(raw json.RawMessage, path string) error {
+	return o.parseAt(raw, path, -1)
+}
+
+// parseAt is parse for element i of the array at base.
+func (o *object) parseAt(raw json.RawMessage, base string, idx int) error {
+	o.base, o.idx = base, idx
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
+		path := o.loc()
 		return invalid(ParamOf(path), pathOr(path), "must be a JSON object")
 	}
-	if path == "" && !json.Valid(raw) {
+	if o.base == "" && o.idx < 0 && !json.Valid(raw) {
 		var m map[string]json.RawMessage
 		err := json.Unmarshal(raw, &m) // for the error's words
 		msg := "is not valid JSON"
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return invalid(ParamOf(path), pathOr(path), msg)
+		return invalid("", "body", msg)
 	}
-	o.path, o.fields = path, o.fields[:0]
+	o.fields = o.fields[:0]
 	i := protocol.SkipSpace(raw, 1)
 	for i < len(raw) && raw[i] != '}' {
 		end := protocol.StringEnd(raw, i)
@@ -103,10 +120,11 @@ func pathOr(path string) string {
 
 // at is the path of key in o.
 func (o *object) at(key string) string {
-	if o.path == "" {
+	path := o.loc()
+	if path == "" {
 		return key
 	}
-	return o.path + "." + key
+	return path + "." + key
 }
 
 // get takes key: its value, or nil when it is absent or null (JSON null
@@ -127,9 +145,21 @@ func (o *object) get(key string) json.RawMessage {
 // unused lists the keys nobody took, sorted, with null values left out:
 // a null asks for nothing.
 func (o *object) unused() []string {
+	// An object of many keys finds the repeated ones in a map: asked
+	// field by field, it took time in the square of its keys.
+	var last map[string]int
+	if len(o.fields) > 16 {
+		last = make(map[string]int, len(o.fields))
+		for i, f := range o.fields {
+			last[f.key] = i
+		}
+	}
 	var keys []string
 	for i, f := range o.fields {
-		if f.used || o.overridden(i) || isNull(f.val) {
+		if f.used || isNull(f.val) {
+			continue
+		}
+		if last != nil && last[f.key] != i || last == nil && o.overridden(i) {
 			continue
 		}
 		keys = append(keys, f.key)
@@ -151,9 +181,23 @@ func (o *object) overridden(i int) bool {
 
 // refuseUnused refuses every key nobody took (or drops it, as c allows).
 func (o *object) refuseUnused(c *conv, target string) error {
-	for _, k := range o.unused() {
-		p := o.at(k)
-		if err := c.refuse(ParamOf(p), p, "has no equivalent in "+target+"'s API"); err != nil {
+	keys := o.unused()
+	if len(keys) == 0 {
+		return nil
+	}
+	base, reason := ParamOf(o.loc()), "has no equivalent in "+target+"'s API"
+	for _, k := range keys {
+		param := ParamOf(k)
+		if base != "" {
+			param = base + "." + param
+		}
+		// The path is made only for a refusal, which names it: a body of
+		// many unknown keys, dropped, makes none.
+		path := ""
+		if !c.drops(param, Neutral(param)) {
+			path = o.at(k)
+		}
+		if err := c.refuse(param, path, reason); err != nil {
 			return err
 		}
 	}
@@ -284,6 +328,26 @@ func asArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
 	return a, nil
 }
 
+// eachElement calls f with each element of the JSON array v, located
+// at path, and its index, until f fails: asArray without the slice.
+func eachElement(v json.RawMessage, path string, f func(i int, raw json.RawMessage) error) error {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '[' {
+		return invalid(ParamOf(path), path, "must be an array")
+	}
+	n := 0
+	for i := protocol.SkipSpace(v, 1); i < len(v) && v[i] != ']'; n++ {
+		end := protocol.SkipValue(v, i)
+		if err := f(n, v[i:end:end]); err != nil {
+			return err
+		}
+		if i = protocol.SkipSpace(v, end); i < len(v) && v[i] == ',' {
+			i = protocol.SkipSpace(v, i+1)
+		}
+	}
+	return nil
+}
+
 // elementCount is how many elements the array v holds.
 func elementCount(v []byte) int {
 	n := 0
@@ -325,6 +389,12 @@ func isString(v json.RawMessage) bool {
 func isEmptyObject(v json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(v, &m) == nil && len(m) == 0
+}
+
+// isArray reports whether v is a JSON array.
+func isArray(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '['
 }
 
 // marshal never fails on this package's own types; a failure would be a

@@ -6,20 +6,35 @@ import (
 	"strings"
 )
 
-// messagesToAnthropic moves leading system and developer messages to the
-// top-level system, turns tool messages into user turns of tool_result
-// blocks, and merges consecutive turns of one role, since Anthropic
-// requires user and assistant to alternate.
-func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error {
-	var system []anBlock
-	// One turn per message at most: the array is sized once.
-	out.Messages = make([]anMessage, 0, len(msgs))
-	systemStr := true // every system message so far was a plain string
-	leading := true
+// messagesToAnthropic writes the system prompt and the turns of an
+// Anthropic request into b as it reads msgs, the messages array:
+// `,"system":…` when there is one, then `,"messages":[…]`. It moves
+// leading system and developer messages to the top-level system, turns
+// tool messages into user turns of tool_result blocks, and merges
+// consecutive turns of one role, since Anthropic requires user and
+// assistant to alternate.
+//
+// No turn or block is built as a value: each block is written where it
+// is read, so a body of many small blocks costs about its translated
+// size. A block value for each, in slices grown by doubling, cost
+// thirty-six times a body of one-character text blocks.
+func (c *conv) messagesToAnthropic(msgs json.RawMessage, b *bytes.Buffer) error {
+	system := run{b: b}
+	system.open(`,"system":`)
+	w := turnWriter{b: b}
+	leading, systems := true, 0
+	// begin ends the system prompt and opens the messages array, at the
+	// first message that is not a leading system message.
+	begin := func() {
+		if leading {
+			leading = false
+			system.close(false)
+			b.WriteString(`,"messages":[`)
+		}
+	}
 	mo := &object{} // one for every message: nothing keeps it past its turn
-	for i, raw := range msgs {
-		p := index("messages", i)
-		if err := mo.parse(raw, p); err != nil {
+	err := eachElement(msgs, "messages", func(i int, raw json.RawMessage) error {
+		if err := mo.parseAt(raw, "messages", i); err != nil {
 			return err
 		}
 		role, ok, err := getString(mo, "role")
@@ -34,65 +49,174 @@ func (c *conv) messagesToAnthropic(msgs []json.RawMessage, out *anRequest) error
 			if !leading {
 				// Hoisting it would move an instruction the client placed
 				// mid-conversation to before the conversation began.
-				if err := c.refuse("messages.system", p, "Anthropic has one system prompt, before the conversation; a "+role+" message after the first user or assistant message has no place"); err != nil {
-					return err
-				}
-				continue
+				return c.refuse("messages.system", mo.loc(), "Anthropic has one system prompt, before the conversation; a "+role+" message after the first user or assistant message has no place")
 			}
-			blocks, fromStr, err := c.textOnly(mo, "content", "system")
-			if err != nil {
+			if systems++; systems > 1 {
+				system.join()
+			}
+			if err := c.textOnly(mo, "content", "system", &system, false); err != nil {
 				return err
 			}
-			systemStr = systemStr && fromStr
-			system = append(system, blocks...)
+			system.seal()
 		case "user", "assistant":
-			leading = false
+			begin()
+			r := w.turn(role)
 			if text, ok := plainTurn(mo, role); ok {
-				appendText(out, role, text)
-				break
+				r.text(text, true)
+			} else if role == "assistant" {
+				err = c.assistantContent(mo, r)
+			} else {
+				err = c.userContent(mo, r)
 			}
-			if role == "assistant" {
-				blocks, fromStr, err := c.assistantContent(mo)
-				if err != nil {
-					return err
-				}
-				appendTurn(out, "assistant", blocks, fromStr)
-				break
-			}
-			blocks, fromStr, err := c.userContent(mo)
 			if err != nil {
 				return err
 			}
-			appendTurn(out, "user", blocks, fromStr)
+			r.seal()
 		case "tool":
-			leading = false
-			block, err := c.toolResult(mo)
-			if err != nil {
+			begin()
+			r := w.turn("user")
+			if err := c.toolResult(mo, r); err != nil {
 				return err
 			}
-			appendTurn(out, "user", []anBlock{block}, false)
+			r.seal()
 		case "function":
-			if err := c.refuse("messages.role", mo.at("role"), "the deprecated function role has no Anthropic equivalent; use tool messages"); err != nil {
-				return err
-			}
-			continue
+			return c.refuse("messages.role", mo.at("role"), "the deprecated function role has no Anthropic equivalent; use tool messages")
 		default:
 			return invalid("messages.role", mo.at("role"), "unknown role "+quote(role))
 		}
-		if err := mo.refuseUnused(c, "Anthropic"); err != nil {
-			return err
-		}
+		return mo.refuseUnused(c, "Anthropic")
+	})
+	if err != nil {
+		return err
 	}
-	if len(system) == 0 {
-		return nil
+	begin()
+	w.end()
+	b.WriteByte(']')
+	return nil
+}
+
+// run is one JSON value written as it is read: the one text of a turn
+// (or system prompt) that came as a plain string and that nothing joined,
+// written as that string; otherwise an array of blocks. Nothing is
+// written before its first piece, the prefix included, so an empty run
+// can be left out.
+type run struct {
+	b      *bytes.Buffer
+	prefix string // written before the value
+	// held is a text that came as a string, first in the run: written
+	// as a string at close, or as the array's first block if another
+	// piece joins it.
+	held    string
+	holding bool
+	n       int  // blocks written
+	fresh   bool // nothing is in the run, and the message that opened it is still being read
+}
+
+func (r *run) open(prefix string) { *r = run{b: r.b, prefix: prefix, fresh: true} }
+
+// text adds a text block; fromStr says it came as a plain string, which
+// stays a string while it is the run's only piece.
+func (r *run) text(s string, fromStr bool) {
+	if fromStr && r.fresh {
+		r.held, r.holding, r.fresh = s, true, false
+		return
 	}
-	if systemStr && len(system) == 1 {
-		out.System, _ = marshal(*system[0].Text)
-		return nil
+	r.next()
+	writeTextBlock(r.b, s)
+}
+
+// block adds a block of any kind.
+func (r *run) block(k *anBlock) error {
+	r.next()
+	return k.encode(r.b)
+}
+
+// join is a later message joining the run: a held string becomes the
+// first block of an array, whether or not the message adds one.
+func (r *run) join() {
+	r.fresh = false
+	if r.holding {
+		r.b.WriteString(r.prefix)
+		r.b.WriteByte('[')
+		writeTextBlock(r.b, r.held)
+		r.held, r.holding, r.n = "", false, 1
 	}
-	var err error
-	out.System, err = marshal(system)
-	return err
+}
+
+// next starts a block: the array's start, or a comma.
+func (r *run) next() {
+	r.join()
+	if r.n == 0 {
+		r.b.WriteString(r.prefix)
+		r.b.WriteByte('[')
+	} else {
+		r.b.WriteByte(',')
+	}
+	r.n++
+}
+
+// seal ends the message that opened the run: what later messages add
+// to it are blocks, never a held string.
+func (r *run) seal() { r.fresh = false }
+
+// close writes the end of the value. An empty run is written as [] when
+// always is set, else left out.
+func (r *run) close(always bool) {
+	switch {
+	case r.holding:
+		r.b.WriteString(r.prefix)
+		writeString(r.b, r.held)
+	case r.n > 0:
+		r.b.WriteByte(']')
+	case always:
+		r.b.WriteString(r.prefix)
+		r.b.WriteString("[]")
+	}
+}
+
+// writeTextBlock writes a text block as anBlock.encode does.
+func writeTextBlock(b *bytes.Buffer, s string) {
+	b.WriteString(`{"type":"text","text":`)
+	writeString(b, s)
+	b.WriteByte('}')
+}
+
+// turnWriter writes the turns of the messages array, one open at a time.
+type turnWriter struct {
+	b       *bytes.Buffer
+	role    string // the open turn's; "" when none is open
+	content run
+	turns   int
+}
+
+// turn is the content of role's turn: the open one if it is role's (the
+// message joins it), else a new one.
+func (w *turnWriter) turn(role string) *run {
+	if w.role == role {
+		w.content.join()
+		return &w.content
+	}
+	w.end()
+	if w.turns > 0 {
+		w.b.WriteByte(',')
+	}
+	w.turns++
+	w.b.WriteString(`{"role":`)
+	writeString(w.b, role)
+	w.b.WriteString(`,"content":`)
+	w.role = role
+	w.content = run{b: w.b}
+	w.content.open("")
+	return &w.content
+}
+
+// end closes the open turn, if any.
+func (w *turnWriter) end() {
+	if w.role != "" {
+		w.content.close(true)
+		w.b.WriteByte('}')
+		w.role = ""
+	}
 }
 
 // plainTurn is the text of a user or assistant message whose content is
@@ -115,124 +239,90 @@ func plainTurn(mo *object, role string) (string, bool) {
 	return s, true
 }
 
-// appendText adds a plain string as a turn of role, or to the last turn
-// if it has the same role.
-func appendText(out *anRequest, role, text string) {
-	if n := len(out.Messages); n == 0 || out.Messages[n-1].Role != role {
-		out.Messages = append(out.Messages, anMessage{Role: role, IsStr: true, Text: text})
-		return
-	}
-	appendTurn(out, role, []anBlock{textBlock(text)}, true)
-}
-
-// appendTurn adds blocks as a turn of role, or to the last turn if it has
-// the same role.
-func appendTurn(out *anRequest, role string, blocks []anBlock, fromStr bool) {
-	if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
-		last := &out.Messages[n-1]
-		last.materialize()
-		last.Blocks = append(last.Blocks, blocks...)
-		last.FromStr = false
-		return
-	}
-	out.Messages = append(out.Messages, anMessage{Role: role, Blocks: blocks, FromStr: fromStr})
-}
-
 func textBlock(s string) anBlock { return anBlock{Type: "text", Text: &s} }
 
-// textOnly reads a content that may hold text only: a string, or text
-// parts. fromStr reports a plain string.
-func (c *conv) textOnly(mo *object, key, what string) (blocks []anBlock, fromStr bool, err error) {
+// textOnly writes a content that may hold text only, a string or text
+// parts, into r; skipEmpty leaves out empty texts.
+func (c *conv) textOnly(mo *object, key, what string, r *run, skipEmpty bool) error {
 	v := mo.get(key)
 	if v == nil {
-		return nil, false, nil
+		return nil
 	}
 	if isString(v) {
 		s, ok := decodeString(v)
 		if !ok {
-			return nil, false, invalid(ParamOf(mo.at(key)), mo.at(key), "must be a string or an array of parts")
+			return invalid(ParamOf(mo.at(key)), mo.at(key), "must be a string or an array of parts")
 		}
-		return []anBlock{textBlock(s)}, true, nil
+		if s != "" || !skipEmpty {
+			r.text(s, true)
+		}
+		return nil
 	}
-	parts, err := asArray(v, mo.at(key))
-	if err != nil {
-		return nil, false, err
-	}
-	for j, raw := range parts {
-		po, err := parseObject(raw, index(mo.at(key), j))
-		if err != nil {
-			return nil, false, err
+	path := mo.at(key)
+	po := &object{} // one for every part
+	return eachElement(v, path, func(j int, raw json.RawMessage) error {
+		if err := po.parseAt(raw, path, j); err != nil {
+			return err
 		}
 		typ, _, err := getString(po, "type")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		if typ != "text" {
-			if err := c.refuse(ParamOf(po.path)+"."+typ, po.path, "a "+what+" message can carry only text in Anthropic's API"); err != nil {
-				return nil, false, err
-			}
-			continue
+			return c.refuse(ParamOf(po.loc())+"."+typ, po.loc(), "a "+what+" message can carry only text in Anthropic's API")
 		}
 		text, _, err := getString(po, "text")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		if err := po.refuseUnused(c, "Anthropic"); err != nil {
-			return nil, false, err
+			return err
 		}
-		blocks = append(blocks, textBlock(text))
-	}
-	return blocks, false, nil
+		if text != "" || !skipEmpty {
+			r.text(text, false)
+		}
+		return nil
+	})
 }
 
-func (c *conv) userContent(mo *object) ([]anBlock, bool, error) {
+func (c *conv) userContent(mo *object, r *run) error {
 	v := mo.get("content")
 	if v == nil || isString(v) {
-		return c.textOnly(mo, "content", "user")
+		return c.textOnly(mo, "content", "user", r, false)
 	}
-	parts, err := asArray(v, mo.at("content"))
-	if err != nil {
-		return nil, false, err
-	}
-	var blocks []anBlock
-	for j, raw := range parts {
-		po, err := parseObject(raw, index(mo.at("content"), j))
-		if err != nil {
-			return nil, false, err
+	path := mo.at("content")
+	po := &object{} // one for every part
+	return eachElement(v, path, func(j int, raw json.RawMessage) error {
+		if err := po.parseAt(raw, path, j); err != nil {
+			return err
 		}
 		typ, _, err := getString(po, "type")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		var b anBlock
 		switch typ {
 		case "text":
 			text, _, err := getString(po, "text")
 			if err != nil {
-				return nil, false, err
+				return err
 			}
-			b = textBlock(text)
+			if err := po.refuseUnused(c, "Anthropic"); err != nil {
+				return err
+			}
+			r.text(text, false)
+			return nil
 		case "image_url":
 			img, ok, err := c.imageToAnthropic(po)
-			if err != nil {
-				return nil, false, err
+			if err != nil || !ok {
+				return err
 			}
-			if !ok {
-				continue
+			if err := po.refuseUnused(c, "Anthropic"); err != nil {
+				return err
 			}
-			b = img
-		default:
-			if err := c.refuse("messages.content."+typ, po.path, "content of type "+quote(typ)+" has no Anthropic equivalent here"); err != nil {
-				return nil, false, err
-			}
-			continue
+			return r.block(&img)
 		}
-		if err := po.refuseUnused(c, "Anthropic"); err != nil {
-			return nil, false, err
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, false, nil
+		return c.refuse("messages.content."+typ, po.loc(), "content of type "+quote(typ)+" has no Anthropic equivalent here")
+	})
 }
 
 // imageToAnthropic turns an image_url part into an image block: a data:
@@ -274,69 +364,57 @@ func (c *conv) imageToAnthropic(po *object) (b anBlock, ok bool, err error) {
 	return b, false, invalid("messages.content.image_url.url", io.at("url"), "must be a data: URL or an http(s) URL")
 }
 
-func (c *conv) assistantContent(mo *object) ([]anBlock, bool, error) {
-	blocks, fromStr, err := c.textOnly(mo, "content", "assistant")
-	if err != nil {
-		return nil, false, err
+// assistantContent writes an assistant message's text, less empty texts
+// (Anthropic refuses empty text blocks, and a turn that is all tool
+// calls often comes with content ""), then its tool calls.
+func (c *conv) assistantContent(mo *object, r *run) error {
+	if err := c.textOnly(mo, "content", "assistant", r, true); err != nil {
+		return err
 	}
-	// Anthropic refuses empty text blocks; an assistant turn that is all
-	// tool calls often comes with content "".
-	kept := blocks[:0]
-	for _, b := range blocks {
-		if *b.Text != "" {
-			kept = append(kept, b)
-		}
+	calls := mo.get("tool_calls")
+	if calls == nil {
+		return nil
 	}
-	blocks = kept
-	calls, err := getArray(mo, "tool_calls")
-	if err != nil {
-		return nil, false, err
-	}
-	for k, raw := range calls {
-		co, err := parseObject(raw, index(mo.at("tool_calls"), k))
-		if err != nil {
-			return nil, false, err
+	path := mo.at("tool_calls")
+	co, fo := &object{}, &object{} // one each for every call
+	return eachElement(calls, path, func(k int, raw json.RawMessage) error {
+		if err := co.parseAt(raw, path, k); err != nil {
+			return err
 		}
 		typ, _, err := getString(co, "type")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		if typ != "function" {
-			if err := c.refuse("messages.tool_calls.type", co.at("type"), "only function tool calls translate"); err != nil {
-				return nil, false, err
-			}
-			continue
+			return c.refuse("messages.tool_calls.type", co.at("type"), "only function tool calls translate")
 		}
 		id, err := getRequired(co, "id", "messages.tool_calls.id")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		fo, err := parseObject(co.get("function"), co.at("function"))
-		if err != nil {
-			return nil, false, err
+		if err := fo.parse(co.get("function"), co.at("function")); err != nil {
+			return err
 		}
 		name, _, err := getString(fo, "name")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		args, _, err := getString(fo, "arguments")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		input, err := argumentsToInput(args, fo.at("arguments"))
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		if err := fo.refuseUnused(c, "Anthropic"); err != nil {
-			return nil, false, err
+			return err
 		}
 		if err := co.refuseUnused(c, "Anthropic"); err != nil {
-			return nil, false, err
+			return err
 		}
-		blocks = append(blocks, anBlock{Type: "tool_use", ID: id, Name: name, Input: input})
-		fromStr = false
-	}
-	return blocks, fromStr, nil
+		return r.block(&anBlock{Type: "tool_use", ID: id, Name: name, Input: input})
+	})
 }
 
 // argumentsToInput parses OpenAI's arguments string into Anthropic's input
@@ -356,21 +434,22 @@ func argumentsToInput(args, path string) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-func (c *conv) toolResult(mo *object) (anBlock, error) {
+// toolResult writes a tool message as a tool_result block; its content
+// is a string, an array of text blocks, or left out when empty.
+func (c *conv) toolResult(mo *object, r *run) error {
 	id, err := getRequired(mo, "tool_call_id", "messages.tool_call_id")
 	if err != nil {
-		return anBlock{}, err
+		return err
 	}
-	blocks, fromStr, err := c.textOnly(mo, "content", "tool")
-	if err != nil {
-		return anBlock{}, err
+	r.next()
+	r.b.WriteString(`{"type":"tool_result","tool_use_id":`)
+	writeString(r.b, id)
+	content := run{b: r.b}
+	content.open(`,"content":`)
+	if err := c.textOnly(mo, "content", "tool", &content, false); err != nil {
+		return err
 	}
-	b := anBlock{Type: "tool_result", ToolUseID: id}
-	switch {
-	case fromStr:
-		b.Content, err = marshal(*blocks[0].Text)
-	case len(blocks) > 0:
-		b.Content, err = marshal(blocks)
-	}
-	return b, err
+	content.close(false)
+	r.b.WriteByte('}')
+	return nil
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -60,22 +61,26 @@ func RequestToAnthropic(body []byte, opts Options) (*Translated, error) {
 	if err := c.reasoningToAnthropic(o, &out); err != nil {
 		return nil, err
 	}
-	msgs, err := getArray(o, "messages")
-	if err != nil {
-		return nil, err
-	}
+	msgs := o.get("messages")
 	if msgs == nil {
 		return nil, invalid("messages", "messages", "is required")
 	}
-	if err := c.messagesToAnthropic(msgs, &out); err != nil {
+	// The body is written as it is read, into one buffer sized from the
+	// source: the head, then the system prompt and the messages, then
+	// the rest.
+	var b bytes.Buffer
+	b.Grow(len(body) + 256)
+	out.encodeHead(&b)
+	if err := c.messagesToAnthropic(msgs, &b); err != nil {
 		return nil, err
 	}
 	if err := o.refuseUnused(c, "Anthropic"); err != nil {
 		return nil, err
 	}
-	if res.Body, err = out.encode(len(body)); err != nil {
+	if err := out.encodeTail(&b); err != nil {
 		return nil, err
 	}
+	res.Body = b.Bytes()
 	res.Dropped = c.Dropped()
 	return res, nil
 }
@@ -193,14 +198,22 @@ func (c *conv) samplingToAnthropic(o *object, out *anRequest) error {
 }
 
 func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
-	tools, err := getArray(o, "tools")
-	if err != nil {
-		return err
+	if tools := o.get("tools"); tools != nil {
+		if isArray(tools) {
+			out.Tools = make([]anTool, 0, elementCount(bytes.TrimSpace(tools)))
+		}
+		if err := c.eachTool(tools, out); err != nil {
+			return err
+		}
 	}
-	for i, raw := range tools {
-		p := index("tools", i)
-		to, err := parseObject(raw, p)
-		if err != nil {
+	return c.toolChoiceToAnthropic(o, out)
+}
+
+// eachTool adds each function tool of tools to out.Tools.
+func (c *conv) eachTool(tools json.RawMessage, out *anRequest) error {
+	to, fo := &object{}, &object{} // one each for every tool
+	return eachElement(tools, "tools", func(i int, raw json.RawMessage) error {
+		if err := to.parseAt(raw, "tools", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(to, "type")
@@ -208,17 +221,13 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 			return err
 		}
 		if typ != "function" {
-			if err := c.refuse("tools.type", to.at("type"), "only function tools translate; "+quote(typ)+" has no Anthropic equivalent"); err != nil {
-				return err
-			}
-			continue
+			return c.refuse("tools.type", to.at("type"), "only function tools translate; "+quote(typ)+" has no Anthropic equivalent")
 		}
 		fn := to.get("function")
 		if fn == nil {
 			return invalid("tools.function", to.at("function"), "is required")
 		}
-		fo, err := parseObject(fn, to.at("function"))
-		if err != nil {
+		if err := fo.parse(fn, to.at("function")); err != nil {
 			return err
 		}
 		var t anTool
@@ -255,8 +264,8 @@ func (c *conv) toolsToAnthropic(o *object, out *anRequest) error {
 			return err
 		}
 		out.Tools = append(out.Tools, t)
-	}
-	return c.toolChoiceToAnthropic(o, out)
+		return nil
+	})
 }
 
 func (c *conv) toolChoiceToAnthropic(o *object, out *anRequest) error {

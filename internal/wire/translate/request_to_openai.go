@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // RequestToOpenAI translates an Anthropic /v1/messages body into an
@@ -75,17 +76,19 @@ func RequestToOpenAI(body []byte, opts Options) (*Translated, error) {
 	if err := c.systemToOpenAI(o, &out); err != nil {
 		return nil, err
 	}
-	msgs, err := getArray(o, "messages")
-	if err != nil {
-		return nil, err
-	}
+	msgs := o.get("messages")
 	if msgs == nil {
 		return nil, invalid("messages", "messages", "is required")
 	}
-	for i, raw := range msgs {
-		if err := c.messageToOpenAI(raw, index("messages", i), &out); err != nil {
-			return nil, err
-		}
+	if isArray(msgs) {
+		// A message each, most often: sized once, not by doubling.
+		out.Messages = slices.Grow(out.Messages, elementCount(bytes.TrimSpace(msgs)))
+	}
+	mo, bo := &object{}, &object{} // one each for every message and block
+	if err := eachElement(msgs, "messages", func(i int, raw json.RawMessage) error {
+		return c.messageToOpenAI(mo, bo, raw, i, &out)
+	}); err != nil {
+		return nil, err
 	}
 	if out.Messages == nil {
 		out.Messages = []oaMessage{}
@@ -145,7 +148,7 @@ func (c *conv) systemToOpenAI(o *object, out *oaRequest) error {
 			return err
 		}
 		if typ != "text" {
-			if err := c.refuse("system."+typ, bo.path, "a system prompt can carry only text"); err != nil {
+			if err := c.refuse("system."+typ, bo.loc(), "a system prompt can carry only text"); err != nil {
 				return err
 			}
 			continue
@@ -171,13 +174,22 @@ func (c *conv) systemToOpenAI(o *object, out *oaRequest) error {
 }
 
 func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
-	tools, err := getArray(o, "tools")
-	if err != nil {
-		return err
+	if tools := o.get("tools"); tools != nil {
+		if isArray(tools) {
+			out.Tools = make([]oaTool, 0, elementCount(bytes.TrimSpace(tools)))
+		}
+		if err := c.eachToolToOpenAI(tools, out); err != nil {
+			return err
+		}
 	}
-	for i, raw := range tools {
-		to, err := parseObject(raw, index("tools", i))
-		if err != nil {
+	return c.toolChoiceToOpenAI(o, out)
+}
+
+// eachToolToOpenAI adds each custom tool of tools to out.Tools.
+func (c *conv) eachToolToOpenAI(tools json.RawMessage, out *oaRequest) error {
+	to := &object{} // one for every tool
+	return eachElement(tools, "tools", func(i int, raw json.RawMessage) error {
+		if err := to.parseAt(raw, "tools", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(to, "type")
@@ -187,10 +199,7 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 		if typ != "" && typ != "custom" {
 			// Anthropic's server tools (web search, code execution, ...)
 			// run at Anthropic; an OpenAI upstream cannot run them.
-			if err := c.refuse("tools.type", to.at("type"), quote(typ)+" is an Anthropic server tool with no OpenAI equivalent"); err != nil {
-				return err
-			}
-			continue
+			return c.refuse("tools.type", to.at("type"), quote(typ)+" is an Anthropic server tool with no OpenAI equivalent")
 		}
 		var f oaFunctionDef
 		if f.Name, err = getRequired(to, "name", "tools.name"); err != nil {
@@ -209,7 +218,12 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 			return err
 		}
 		out.Tools = append(out.Tools, oaTool{Type: "function", Function: f})
-	}
+		return nil
+	})
+}
+
+// toolChoiceToOpenAI translates tool_choice.
+func (c *conv) toolChoiceToOpenAI(o *object, out *oaRequest) error {
 	raw := o.get("tool_choice")
 	if raw == nil {
 		return nil
@@ -253,9 +267,11 @@ func (c *conv) toolsToOpenAI(o *object, out *oaRequest) error {
 // blocks become tool messages, ahead of a user message with the rest (as
 // Anthropic has them first); an assistant turn's tool_use blocks become
 // its tool_calls.
-func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) error {
-	mo, err := parseObject(raw, p)
-	if err != nil {
+//
+// mo and bo are the objects it reads the message and its blocks into,
+// reused from message to message.
+func (c *conv) messageToOpenAI(mo, bo *object, raw json.RawMessage, i int, out *oaRequest) error {
+	if err := mo.parseAt(raw, "messages", i); err != nil {
 		return err
 	}
 	role, _, err := getString(mo, "role")
@@ -276,16 +292,24 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 		out.Messages = append(out.Messages, oaMessage{Role: role, Content: content})
 		return nil
 	}
-	blocks, err := asArray(content, mo.at("content"))
-	if err != nil {
-		return err
+	path := mo.at("content")
+	if !isArray(content) {
+		return invalid(ParamOf(path), path, "must be an array")
 	}
 	msg := oaMessage{Role: role}
+	// The parts and the calls are sized at their first, for the blocks
+	// left: not by doubling, and not at all for a turn without any.
+	n := elementCount(bytes.TrimSpace(content))
 	parts := []oaPart{}
 	toolResults := 0
-	for j, braw := range blocks {
-		bo, err := parseObject(braw, index(mo.at("content"), j))
-		if err != nil {
+	addPart := func(j int, p oaPart) {
+		if cap(parts) == 0 {
+			parts = make([]oaPart, 0, n-j)
+		}
+		parts = append(parts, p)
+	}
+	err = eachElement(content, path, func(j int, braw json.RawMessage) error {
+		if err := bo.parseAt(braw, path, j); err != nil {
 			return err
 		}
 		typ, _, err := getString(bo, "type")
@@ -298,16 +322,16 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 			if err != nil {
 				return err
 			}
-			parts = append(parts, oaPart{Type: "text", Text: &text})
+			addPart(j, oaPart{Type: "text", Text: &text})
 		case typ == "image" && role == "user":
 			url, ok, err := c.imageToOpenAI(bo)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				continue
+				return nil
 			}
-			parts = append(parts, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: url}})
+			addPart(j, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: url}})
 		case typ == "tool_result" && role == "user":
 			tm, ok, err := c.toolResultToOpenAI(bo)
 			if err != nil {
@@ -322,16 +346,20 @@ func (c *conv) messageToOpenAI(raw json.RawMessage, p string, out *oaRequest) er
 			if err != nil {
 				return err
 			}
+			if msg.ToolCalls == nil {
+				msg.ToolCalls = make([]oaToolCall, 0, n-j)
+			}
 			msg.ToolCalls = append(msg.ToolCalls, call)
 		default:
-			if err := c.refuse("messages.content."+typ, bo.path, "a "+role+" "+quote(typ)+" block has no OpenAI equivalent"); err != nil {
+			if err := c.refuse("messages.content."+typ, bo.loc(), "a "+role+" "+quote(typ)+" block has no OpenAI equivalent"); err != nil {
 				return err
 			}
-			continue
+			return nil
 		}
-		if err := bo.refuseUnused(c, "OpenAI"); err != nil {
-			return err
-		}
+		return bo.refuseUnused(c, "OpenAI")
+	})
+	if err != nil {
+		return err
 	}
 	if role == "user" && len(parts) == 0 && toolResults > 0 {
 		return nil // a turn of tool results only
@@ -424,7 +452,7 @@ func (c *conv) toolResultToOpenAI(bo *object) (oaMessage, bool, error) {
 			return m, false, err
 		}
 		if typ != "text" {
-			if err := c.refuse("messages.content.content."+typ, io.path, "OpenAI's tool messages carry text only"); err != nil {
+			if err := c.refuse("messages.content.content."+typ, io.loc(), "OpenAI's tool messages carry text only"); err != nil {
 				return m, false, err
 			}
 			continue

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // ResponsesToChat translates a Responses API request body into a Chat
@@ -373,13 +374,13 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		out.Messages = append(out.Messages, oaMessage{Role: "user", Content: v})
 		return nil
 	}
-	items, err := asArray(v, "input")
-	if err != nil {
-		return err
+	if isArray(v) {
+		// A message each, most often: sized once, not by doubling.
+		out.Messages = slices.Grow(out.Messages, elementCount(bytes.TrimSpace(v)))
 	}
-	for i, raw := range items {
-		io, err := parseObject(raw, index("input", i))
-		if err != nil {
+	io := &object{} // one for every item
+	return eachElement(v, "input", func(i int, raw json.RawMessage) error {
+		if err := io.parseAt(raw, "input", i); err != nil {
 			return err
 		}
 		typ, _, err := getString(io, "type")
@@ -396,26 +397,24 @@ func (c *conv) responsesInput(o *object, out *oaRequest) error {
 		case "reasoning":
 			// The model's earlier reasoning: chat completions take none
 			// back. The item is left out whole, its keys unread.
-			err = c.refuse("input.reasoning", io.path, "Chat Completions takes no reasoning items back")
+			err = c.refuse("input.reasoning", io.loc(), "Chat Completions takes no reasoning items back")
 		case "item_reference":
 			err = c.inputReference(io, out)
 		default:
 			// web_search_call, file_search_call, computer_call and the
 			// other built-in tools' items, and their outputs: what a tool
 			// OpenAI runs did.
-			err = c.refuse("input."+typ, io.path, "an input item of type "+quote(typ)+" has no Chat Completions equivalent")
+			err = c.refuse("input."+typ, io.loc(), "an input item of type "+quote(typ)+" has no Chat Completions equivalent")
 		}
 		if err != nil {
 			return err
 		}
 		switch typ {
 		case "", "message", "function_call", "function_call_output":
-			if err := refuseRestInChat(c, io); err != nil {
-				return err
-			}
+			return refuseRestInChat(c, io)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // inputReference reads an item_reference as the item it names, when the
@@ -429,7 +428,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 	}
 	if c.opts.Items != nil {
 		if item, ok := c.opts.Items(id); ok {
-			ro, err := parseObject(item, io.path)
+			ro, err := parseObject(item, io.loc())
 			if err != nil {
 				return err
 			}
@@ -443,7 +442,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 			case "function_call":
 				err = c.inputFunctionCall(ro, out)
 			default:
-				return invalid("input.item_reference", io.path, "item "+quote(id)+" is of type "+quote(typ)+", which cannot be referred to")
+				return invalid("input.item_reference", io.loc(), "item "+quote(id)+" is of type "+quote(typ)+", which cannot be referred to")
 			}
 			if err != nil {
 				return err
@@ -451,7 +450,7 @@ func (c *conv) inputReference(io *object, out *oaRequest) error {
 			return refuseRestInChat(c, ro)
 		}
 	}
-	return c.refuse("input.item_reference", io.path, "item "+quote(id)+" is not one Sluice keeps: a reference points into stored items, which Chat Completions cannot read; send the item itself (the AI SDK does with store: false)")
+	return c.refuse("input.item_reference", io.loc(), "item "+quote(id)+" is not one Sluice keeps: a reference points into stored items, which Chat Completions cannot read; send the item itself (the AI SDK does with store: false)")
 }
 
 // itemBookkeeping takes an input item's id and status: they describe the
@@ -533,59 +532,54 @@ func (c *conv) inputMessage(io *object, out *oaRequest) error {
 // and developer messages carry text only, in chat completions as at
 // OpenAI.
 func (c *conv) inputParts(io *object, role string) ([]oaPart, error) {
-	raws, err := asArray(io.get("content"), io.at("content"))
-	if err != nil {
-		return nil, err
+	content, path := io.get("content"), io.at("content")
+	if !isArray(content) {
+		return nil, invalid(ParamOf(path), path, "must be an array")
 	}
-	parts := []oaPart{}
-	for j, raw := range raws {
-		po, err := parseObject(raw, index(io.at("content"), j))
-		if err != nil {
-			return nil, err
+	parts := make([]oaPart, 0, elementCount(bytes.TrimSpace(content)))
+	po := &object{} // one for every part
+	err := eachElement(content, path, func(j int, raw json.RawMessage) error {
+		if err := po.parseAt(raw, path, j); err != nil {
+			return err
 		}
 		typ, _, err := getString(po, "type")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var part oaPart
 		switch {
 		case typ == "input_text":
 			text, ok, err := getString(po, "text")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if !ok {
-				return nil, invalid("input.content.text", po.at("text"), "is required")
+				return invalid("input.content.text", po.at("text"), "is required")
 			}
 			part = oaPart{Type: "text", Text: &text}
 		case typ == "input_image" && role == "user":
 			ok, err := c.inputImage(po, &part)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if err != nil || !ok {
+				return err
 			}
 		case typ == "input_file" && role == "user":
 			ok, err := c.inputFile(po, &part)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if err != nil || !ok {
+				return err
 			}
 		case typ == "output_text" || typ == "refusal":
-			return nil, invalid("input.content.type", po.at("type"), "a "+role+" message's content is input_text, input_image or input_file; "+typ+" is an assistant's")
+			return invalid("input.content.type", po.at("type"), "a "+role+" message's content is input_text, input_image or input_file; "+typ+" is an assistant's")
 		default:
-			if err := c.refuse("input.content."+typ, po.path, "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
-				return nil, err
-			}
-			continue
+			return c.refuse("input.content."+typ, po.loc(), "a "+role+" message's "+quote(typ)+" content has no Chat Completions equivalent")
 		}
 		if err := refuseRestInChat(c, po); err != nil {
-			return nil, err
+			return err
 		}
 		parts = append(parts, part)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return parts, nil
 }
@@ -696,7 +690,7 @@ func (c *conv) outputParts(io *object) ([]oaPart, error) {
 		case "input_text", "input_image", "input_file":
 			return nil, invalid("input.content.type", po.at("type"), "an assistant message's content is output_text or refusal; "+typ+" is a user's")
 		default:
-			if err := c.refuse("input.content."+typ, po.path, "an assistant's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
+			if err := c.refuse("input.content."+typ, po.loc(), "an assistant's "+quote(typ)+" content has no Chat Completions equivalent"); err != nil {
 				return nil, err
 			}
 			continue
@@ -775,7 +769,7 @@ func (c *conv) inputFunctionOutput(io *object, out *oaRequest) error {
 				return err
 			}
 			if typ != "input_text" {
-				if err := c.refuse("input.output."+typ, po.path, "Chat Completions' tool messages carry text only"); err != nil {
+				if err := c.refuse("input.output."+typ, po.loc(), "Chat Completions' tool messages carry text only"); err != nil {
 					return err
 				}
 				continue

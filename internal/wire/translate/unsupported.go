@@ -54,7 +54,14 @@ type Bender struct {
 	drop        []string
 	unsupported Unsupported
 	dropped     []string
+	// more: parameters past maxDropped were dropped and not listed.
+	more bool
 }
+
+// maxDropped bounds the parameters Dropped lists (the gateway sends
+// them in a header and a log line): a body of many distinct unknown
+// keys, all dropped, would otherwise list every one.
+const maxDropped = 64
 
 // NewBender returns a Bender for one translation under opts.
 func NewBender(opts Options) Bender {
@@ -68,8 +75,12 @@ func NewBender(opts Options) Bender {
 // refuses the request.
 func (b *Bender) Refuse(param, path, reason string, neutral bool) error {
 	if b.drops(param, neutral) {
-		if !slices.Contains(b.dropped, param) {
+		switch {
+		case slices.Contains(b.dropped, param):
+		case len(b.dropped) < maxDropped:
 			b.dropped = append(b.dropped, param)
+		default:
+			b.more = true
 		}
 		return nil
 	}
@@ -91,8 +102,14 @@ func (b *Bender) drops(param string, neutral bool) bool {
 	return neutral
 }
 
-// Dropped lists what was dropped, in the order met and without repeats.
-func (b *Bender) Dropped() []string { return b.dropped }
+// Dropped lists what was dropped, in the order met and without repeats:
+// the first maxDropped, then "..." when more were dropped.
+func (b *Bender) Dropped() []string {
+	if b.more {
+		return append(slices.Clip(b.dropped), "...")
+	}
+	return b.dropped
+}
 
 // Neutral reports whether a parameter (an Error.Param name) leaves the
 // answer's shape alone, so that UnsupportedDefault drops it rather than

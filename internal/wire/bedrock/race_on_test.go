@@ -1,0 +1,7 @@
+//go:build race
+
+package bedrock
+
+// raceEnabled: the race detector's instrumentation allocates more, so
+// allocation bounds are doubled under it.
+const raceEnabled = true

@@ -1,0 +1,41 @@
+package bedrock
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/sluice-gw/sluice/internal/wire/tokens/tokenstest"
+	"github.com/sluice-gw/sluice/internal/wire/translate"
+)
+
+// maxRequestBytesPerByte bounds what writing the vendor's request from a
+// hub body allocates per byte of it, whatever the body is made of
+// (messages, content blocks, tool use, tool results, tools, nesting);
+// twice as much under the race detector.
+const maxRequestBytesPerByte = 48
+
+// The request codec allocates within a fixed multiple of the body.
+func TestShapesRequestWithinBody(t *testing.T) {
+	limit := float64(maxRequestBytesPerByte)
+	if raceEnabled {
+		limit *= 2
+	}
+	for _, s := range tokenstest.Shapes(256 << 10) {
+		if s.Dialect != "anthropic" {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			opts := translate.Options{Drop: []string{"*"}}
+			codec{}.Request(s.Body, "m", opts) // fills encoding/json's pools
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			_, err := codec{}.Request(s.Body, "m", opts)
+			runtime.ReadMemStats(&ms1)
+			per := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(len(s.Body))
+			t.Logf("%s, %d bytes: %.2f bytes allocated a byte (%v)", s.Name, len(s.Body), per, err)
+			if per > limit {
+				t.Errorf("writing the request for %d bytes of %s allocated %.1f bytes a byte; want at most %v", len(s.Body), s.Name, per, limit)
+			}
+		})
+	}
+}
