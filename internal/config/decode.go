@@ -458,3 +458,25 @@ func editDistance(a, b string) int {
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
+
+// DecodeKey reads one key's definition (YAML, or JSON, which YAML
+// reads) as a config file's keys are read: strictly, so that a field
+// the key has not, or a count that is not a whole number (rpm: 0.9), is
+// an error naming the field and what to write, never a silent zero. It
+// is for keys made at run time (package keystore); it applies no
+// defaults and no validation beyond the decoding.
+func DecodeKey(data []byte) (Key, error) {
+	var k Key
+	root, err := parseYAML(data, "")
+	if err != nil || root == nil {
+		return k, err
+	}
+	d := &decoder{src: newSource("")}
+	d.decode(root, reflect.ValueOf(&k).Elem(), "")
+	if len(d.errs) > 0 {
+		e := *d.errs[0]
+		e.Line = 0 // the line of a document the caller did not write
+		return k, &e
+	}
+	return k, nil
+}

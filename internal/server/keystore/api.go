@@ -495,6 +495,12 @@ func decodeKey(body map[string]any) (config.Key, error) {
 		}
 		return k, badRequest{"a field has the wrong type: " + strings.TrimSpace(msg)}
 	}
+	// The config's own decoder, which the YAML package is not: a count
+	// must be a whole number (rpm: 0.9 is refused, not read as 0, which
+	// would be no limit at all).
+	if _, err := config.DecodeKey(data); err != nil {
+		return k, badRequest{err.Error()}
+	}
 	return k, nil
 }
 

@@ -158,6 +158,11 @@ func TestAPIRefusals(t *testing.T) {
 			{"limit 0", "POST", "/admin/keys", `{"name":"z","limits":{"rpm":0}}`, 400, "leave it out for no limit"},
 			{"limit negative", "POST", "/admin/keys", `{"name":"z","limits":{"itpm":-5}}`, 400, "above 0"},
 			{"limit huge", "POST", "/admin/keys", `{"name":"z","limits":{"rpm":1e400}}`, 400, "not a number"},
+			// A count that is not whole is refused, never read as 0 (no
+			// limit) or cut to 2, as the config file refuses it.
+			{"rpm fractional", "POST", "/admin/keys", `{"name":"z","limits":{"rpm":0.9}}`, 400, "limits.rpm: want a whole number, got number 0.9"},
+			{"itpm fractional", "POST", "/admin/keys", `{"name":"z","limits":{"itpm":2.5}}`, 400, "limits.itpm: want a whole number"},
+			{"otpm fractional", "POST", "/admin/keys", `{"name":"z","limits":{"otpm":0.9}}`, 400, "limits.otpm: want a whole number"},
 			{"burst 0", "POST", "/admin/keys", `{"name":"z","limits":{"rpm":5,"burst":"0s"}}`, 400, "burst"},
 			{"unknown model", "POST", "/admin/keys", `{"name":"z","models":["gpt-9"]}`, 400, `"gpt-9" is not one this gateway serves`},
 			{"bad priority", "POST", "/admin/keys", `{"name":"z","priority":"urgent"}`, 400, "critical, interactive or background"},
