@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
 	"io"

@@ -8,6 +8,10 @@ import (
 	"github.com/sluice-gw/sluice/internal/wire/native"
 )
 
+// The adapter registry: what a provider kind added to the build
+// registers beside its codec (package vendors), so that the gateway can
+// sign its calls; adapter.go has the recipe.
+
 // SignerFunc builds a native provider's signer from its config when the
 // configuration loads. Its error names what to set, never a secret.
 type SignerFunc func(ctx context.Context, pc *config.Provider) (native.Signer, error)
