@@ -1224,28 +1224,11 @@ func (e *Engine) Tick(now time.Time) Ready {
 	// come due in one Tick has timed out, and is judged as such (sample),
 	// not flagged slow as well; seed 000's tick settles in that order.
 	for e.dead.due(now) {
-		q := e.dead.pop()
-		if e.outliveProbe(now, q, &rd) {
-			continue
-		}
-		q.expired = true
-		rd.Expire = append(rd.Expire, q.id)
+		e.expire(now, e.dead.pop(), &rd)
 	}
 	moved := false
 	for e.slow.due(now) {
-		q := e.slow.pop()
-		if q.expired {
-			continue // ending at its deadline: its Finish judges it
-		}
-		q.slow = true
-		sc := e.scopes[q.scope]
-		if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
-			moved = e.dropped(now, sc, q) || moved
-		}
-		if q.hasTicket {
-			sc.cfg.Breaker.Slow(now, q.ticket)
-		}
-		e.onSlow(now, q, sc, &rd)
+		moved = e.turnSlow(now, e.slow.pop(), &rd) || moved
 	}
 	for e.dropT.due(now) {
 		q := e.dropT.pop()
@@ -1347,4 +1330,35 @@ func (e *Engine) ScopeLimit(i int) int {
 		return sc.limiter.Limit()
 	}
 	return 0
+}
+
+// expire ends q at its deadline (Ready.Expire), unless it outlives it
+// for a probe's verdict (outliveProbe).
+func (e *Engine) expire(now time.Time, q *request, rd *Ready) {
+	if e.outliveProbe(now, q, rd) {
+		return
+	}
+	q.expired = true
+	rd.Expire = append(rd.Expire, q.id)
+}
+
+// turnSlow flags q slow: its breaker hears of it, and a limit without a
+// slow threshold of its own counts it as a drop. It reports whether the
+// limit moved. A call ending at its deadline is not flagged: its Finish
+// judges it.
+func (e *Engine) turnSlow(now time.Time, q *request, rd *Ready) bool {
+	if q.expired {
+		return false
+	}
+	q.slow = true
+	sc := e.scopes[q.scope]
+	moved := false
+	if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
+		moved = e.dropped(now, sc, q)
+	}
+	if q.hasTicket {
+		sc.cfg.Breaker.Slow(now, q.ticket)
+	}
+	e.onSlow(now, q, sc, rd)
+	return moved
 }

@@ -14,26 +14,11 @@ import "time"
 func (e *Engine) TickAhead(now time.Time, id ID) Ready {
 	var rd Ready
 	for _, q := range e.dueAhead(&e.dead, now, id) {
-		if e.outliveProbe(now, q, &rd) {
-			continue
-		}
-		q.expired = true
-		rd.Expire = append(rd.Expire, q.id)
+		e.expire(now, q, &rd)
 	}
 	moved := false
 	for _, q := range e.dueAhead(&e.slow, now, id) {
-		if q.expired {
-			continue
-		}
-		q.slow = true
-		sc := e.scopes[q.scope]
-		if sc.cfg.Limit != nil && sc.cfg.SlowThreshold == 0 {
-			moved = e.dropped(now, sc, q) || moved
-		}
-		if q.hasTicket {
-			sc.cfg.Breaker.Slow(now, q.ticket)
-		}
-		e.onSlow(now, q, sc, &rd)
+		moved = e.turnSlow(now, q, &rd) || moved
 	}
 	for _, q := range e.dueAhead(&e.dropT, now, id) {
 		if !q.expired {

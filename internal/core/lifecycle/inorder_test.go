@@ -19,7 +19,7 @@ func TestTickAhead(t *testing.T) {
 	b, _ := h.arrive(req(admission.Interactive, 0), admission.Admitted)
 	h.at(200 * time.Millisecond)
 	h.arrive(req(admission.Interactive, 0), admission.Admitted) // c
-	h.at(1300 * time.Millisecond) // every one's slow flag is due
+	h.at(1300 * time.Millisecond)                               // every one's slow flag is due
 	if rd := h.e.TickAhead(h.now, a); len(f.samples) != 0 || len(rd.Expire) != 0 {
 		t.Fatalf("TickAhead(first) fired %+v, want nothing", f.samples)
 	}
