@@ -176,7 +176,7 @@ const (
 )
 
 // bodyWithin gives every request's body d to arrive, counted from its
-// headers. readBody sets the same deadline again and clears it once the
+// headers. intake.read sets the same deadline again and clears it once the
 // body is in; this one bounds a request answered before its body is
 // read (a wrong Host, a refused origin or key, a shed): net/http reads
 // what is left of a small body before it writes such an answer, and
@@ -195,7 +195,7 @@ func bodyWithin(d time.Duration, next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads the request body, bounded in size (max_body_bytes),
+// read reads the request body, bounded in size (max_body_bytes),
 // time (body_read_timeout) and memory: its client's share, and every
 // request's budget. held is what it took from the budget, which the
 // caller gives back when the request ends, error or not.

@@ -63,7 +63,7 @@ func countSlot() bool {
 // X-Sluice-Token-Count: provider. Otherwise, or when that call fails in
 // any way (no answer within countTokensTimeout, a non-2xx status, a body
 // without input_tokens), the count is Sluice's own, from its tokenizer in
-// the encoding of the model's first target (see countInput): the count
+// the encoding of the model's first target (see counting.input): the count
 // the gateway charges against budgets, with X-Sluice-Token-Count: exact
 // or estimated (Claude's tokenizer is not public, so a Claude model's
 // own count is always an estimate). A count spends nothing of a key's
