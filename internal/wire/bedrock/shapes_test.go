@@ -1,7 +1,6 @@
 package bedrock
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/sluice-gw/sluice/internal/wire/tokens/tokenstest"
@@ -27,11 +26,8 @@ func TestShapesRequestWithinBody(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			opts := translate.Options{Drop: []string{"*"}}
 			codec{}.Request(s.Body, "m", opts) // fills encoding/json's pools
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			_, err := codec{}.Request(s.Body, "m", opts)
-			runtime.ReadMemStats(&ms1)
-			per := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(len(s.Body))
+			var err error
+			per := tokenstest.AllocatedPerByte(len(s.Body), func() { _, err = codec{}.Request(s.Body, "m", opts) })
 			t.Logf("%s, %d bytes: %.2f bytes allocated a byte (%v)", s.Name, len(s.Body), per, err)
 			if per > limit {
 				t.Errorf("writing the request for %d bytes of %s allocated %.1f bytes a byte; want at most %v", len(s.Body), s.Name, per, limit)

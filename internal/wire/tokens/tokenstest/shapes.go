@@ -2,6 +2,7 @@ package tokenstest
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
 )
 
@@ -89,4 +90,15 @@ func Shapes(size int) []Shape {
 	answer("json-objects", `{\"a\":[`, `]}`, `{\"a\":1}`)
 	answer("json-nesting", `{\"a\":[`, `]}`, `[[[[[[[[1]]]]]]]]`)
 	return out
+}
+
+// AllocatedPerByte is what one run of f allocates, per byte of an input
+// of n bytes. The caller runs f once before, so that pools and caches
+// it fills are not counted.
+func AllocatedPerByte(n int, f func()) float64 {
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	f()
+	runtime.ReadMemStats(&ms1)
+	return float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(n)
 }
