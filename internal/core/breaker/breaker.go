@@ -23,6 +23,10 @@ type Breaker struct {
 
 	started bool
 	last    time.Time // latest now seen: time never runs backwards here
+	// lastOff is last as an offset in nanoseconds from hist.origin: the
+	// windows, the calls' starts and the probes' deadlines are integers
+	// from it, so judging a call costs no time.Time arithmetic.
+	lastOff int64
 
 	state State
 	step  int
@@ -79,18 +83,27 @@ func New(cfg Config) (*Breaker, error) {
 }
 
 // advance takes the host's now, never letting time run backwards, and
-// applies every transition due by it.
+// applies every transition due by it. A zero now is no time at all (a
+// host asking before its clock has started): it neither starts the
+// clock, which would put the window's origin in year 1 and every call
+// in one bucket, nor moves it.
 func (b *Breaker) advance(now time.Time) time.Time {
-	if !b.started {
-		b.started, b.last, b.hist.origin = true, now, now
-	}
-	if now.Before(b.last) {
+	switch {
+	case now.IsZero():
 		now = b.last
+	case !b.started:
+		b.started, b.last, b.hist.origin = true, now, now
+	case now.Before(b.last):
+		now = b.last
+	default:
+		b.last, b.lastOff = now, int64(now.Sub(b.hist.origin))
 	}
-	b.last = now
 	b.fire(now)
 	return now
 }
+
+// at is the time off nanoseconds after the history's origin.
+func (b *Breaker) at(off int64) time.Time { return b.hist.origin.Add(time.Duration(off)) }
 
 // fire applies what is due at now. No transition it makes is itself due
 // at now, so one pass is enough.
@@ -129,7 +142,7 @@ type judgement struct {
 func (b *Breaker) expireTrickleProbes(now time.Time) {
 	b.probes = slices.DeleteFunc(b.probes, func(id uint64) bool {
 		c, ok := b.calls[id]
-		if !ok || now.Before(c.deadline) {
+		if !ok || b.lastOff < c.deadline {
 			return false
 		}
 		c.flagged = true
@@ -139,11 +152,12 @@ func (b *Breaker) expireTrickleProbes(now time.Time) {
 	})
 }
 
-// errorEvidence is what the error rate judges: the calls started within
-// the last Window whose verdict is in. An error is known when the call
-// ends, like a success, so recent starts bias neither way.
-func (b *Breaker) errorEvidence(now time.Time) counts {
-	return b.hist.sum(0, now.Add(-b.cfg.Window), now)
+// errorEvidence is what the error rate judges at the last now seen: the
+// calls started within the last Window whose verdict is in. An error is
+// known when the call ends, like a success, so recent starts bias
+// neither way.
+func (b *Breaker) errorEvidence() counts {
+	return b.hist.sum(0, b.lastOff-int64(b.cfg.Window), b.lastOff)
 }
 
 // slowEvidence is what the slow rate judges: the calls started within a
@@ -151,19 +165,20 @@ func (b *Breaker) errorEvidence(now time.Time) counts {
 // its verdict (it answered, or was flagged slow as it passed the
 // threshold), so the share is exact; a later start is known only if it
 // answered fast, which would bias the share towards health.
-func (b *Breaker) slowEvidence(now time.Time) counts {
-	edge := now.Add(-b.SlowThreshold())
-	return b.hist.sum(1, edge.Add(-b.cfg.Window), edge)
+func (b *Breaker) slowEvidence() counts {
+	edge := b.lastOff - int64(b.SlowThreshold())
+	return b.hist.sum(1, edge-int64(b.cfg.Window), edge)
 }
 
-// judge checks the evidence for a trip and, while Recovering, for a step.
+// judge checks the evidence for a trip and, while Recovering, for a
+// step. now is the last now seen (advance).
 func (b *Breaker) judge(now time.Time) {
 	j := judgement{b.hist.index(now), b.SlowThreshold(), b.hist.changes}
 	if b.state == Closed && j == b.judged {
 		return // the same evidence as last time
 	}
 	b.judged = j
-	e, sl := b.errorEvidence(now), b.slowEvidence(now)
+	e, sl := b.errorEvidence(), b.slowEvidence()
 	if e.calls >= b.cfg.MinCalls && e.errorRate() >= b.cfg.ErrorRate {
 		b.trip(now, ReasonErrorRate, e)
 		return
@@ -245,13 +260,14 @@ func (b *Breaker) round(v verdict) counts {
 }
 
 func (b *Breaker) probeDeadline() (time.Time, bool) {
-	var at time.Time
-	for _, id := range b.probes {
-		if d := b.calls[id].deadline; at.IsZero() || d.Before(at) {
-			at = d
-		}
+	if len(b.probes) == 0 {
+		return time.Time{}, false
 	}
-	return at, !at.IsZero()
+	at := b.calls[b.probes[0]].deadline
+	for _, id := range b.probes[1:] {
+		at = min(at, b.calls[id].deadline)
+	}
+	return b.at(at), true
 }
 
 func (b *Breaker) record(now time.Time, to State, r Reason, c counts) {
@@ -363,7 +379,7 @@ func (b *Breaker) Transitions() []Transition {
 // Stats is a snapshot at now.
 func (b *Breaker) Stats(now time.Time) Stats {
 	state, step := b.State(now)
-	c, sl := b.errorEvidence(b.last), b.slowEvidence(b.last)
+	c, sl := b.errorEvidence(), b.slowEvidence()
 	return Stats{
 		State: state, Step: step, Weight: b.Weight(now),
 		Calls: c.calls, Errors: c.errors, Slow: c.slow, RateLimited: c.limited,

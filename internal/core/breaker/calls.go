@@ -7,10 +7,11 @@ import (
 
 // inflight is an admitted call until its Done.
 type inflight struct {
-	start     time.Time
+	start     int64 // an offset from the history's origin (Breaker.lastOff)
+	wall      int64 // when it started, in Unix nanoseconds: only when sharing (export)
 	gen       uint64
 	slowAfter time.Duration
-	deadline  time.Time // probes only: start + ProbeTimeout
+	deadline  int64 // probes only: start + ProbeTimeout, an offset like start
 	probe     bool
 	full      bool // admitted while Closed: its latency may teach the threshold
 	flagged   bool // reported Slow while in flight: already counted
@@ -45,17 +46,22 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 		return Ticket{}, ErrOpen
 	}
 	b.nextID++
-	c := inflight{start: now, gen: b.gen, slowAfter: b.SlowThreshold(), probe: probe, full: b.state == Closed}
+	c := inflight{start: b.lastOff, gen: b.gen, slowAfter: b.SlowThreshold(), probe: probe, full: b.state == Closed}
+	if b.sharing {
+		c.wall = now.UnixNano()
+	}
+	t := Ticket{id: b.nextID, slowAfter: c.slowAfter, probe: probe}
 	if probe {
 		timeout := b.cfg.ProbeTimeout
 		if timeout == 0 {
 			timeout = c.slowAfter
 		}
-		c.deadline = now.Add(timeout)
+		c.deadline = c.start + int64(timeout)
+		t.deadline = now.Add(timeout)
 		b.probes = append(b.probes, b.nextID)
 	}
 	b.calls[b.nextID] = c
-	return Ticket{id: b.nextID, slowAfter: c.slowAfter, probe: probe, deadline: c.deadline}, nil
+	return t, nil
 }
 
 // Slow reports that a call is still in flight past its SlowAfter. It
@@ -98,7 +104,7 @@ func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 	}
 	lat := o.Latency
 	if lat <= 0 {
-		lat = now.Sub(c.start)
+		lat = time.Duration(b.lastOff - c.start)
 	}
 	v := vIgnore
 	switch o.Kind {
@@ -172,8 +178,11 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	default:
 		return
 	}
-	b.hist.add(c.start, d)
-	b.export(c.start, d)
+	b.hist.addAt(b.hist.bucket(c.start), d)
+	if b.sharing && c.wall == 0 { // started before ShareEvidence
+		c.wall = b.at(c.start).UnixNano()
+	}
+	b.export(c.wall, d)
 	b.stepCalls += d.calls
 	if b.countRun(now, v) {
 		return

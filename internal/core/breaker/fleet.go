@@ -68,12 +68,13 @@ func (b *Breaker) ShareEvidence() {
 	}
 }
 
-// export notes an own count for the fleet.
-func (b *Breaker) export(start time.Time, d counts) {
+// export notes an own count for the fleet, of a call started at wall
+// (Unix nanoseconds).
+func (b *Breaker) export(wall int64, d counts) {
 	if !b.sharing {
 		return
 	}
-	k := start.UnixNano() / int64(b.hist.width)
+	k := wall / int64(b.hist.width)
 	c := b.outbox[k]
 	c.add(d)
 	b.outbox[k] = c

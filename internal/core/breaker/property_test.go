@@ -3,6 +3,7 @@ package breaker
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -185,11 +186,26 @@ func TestHistorySumsMatchAFullPass(t *testing.T) {
 			which := rng.IntN(2)
 			to := now.Add(-time.Duration(which*rng.IntN(3000)) * time.Millisecond)
 			from := to.Add(-12 * time.Second)
-			got := h.sum(which, from, to)
+			got := h.sum(which, int64(from.Sub(t0)), int64(to.Sub(t0)))
 			want := h.span(h.index(from), h.index(to), 1)
 			if got != want {
 				t.Fatalf("sum(%v, %v) = %+v, a full pass says %+v", from.Sub(t0), to.Sub(t0), got, want)
 			}
+		}
+	}
+}
+
+// TestLatenciesStaySorted: after every sample, the sorted copy is the
+// ring's values in order, however the new sample falls against the one
+// it replaces (above, below, equal, duplicates).
+func TestLatenciesStaySorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var l latencies
+	for n := range 5 * HealthySamples {
+		l.add(time.Duration(rng.IntN(40)) * time.Millisecond) // few values: many ties
+		want := slices.Sorted(slices.Values(l.ring))
+		if !slices.Equal(l.sorted, want) {
+			t.Fatalf("after %d samples: sorted %v, the ring sorted is %v", n+1, l.sorted, want)
 		}
 	}
 }

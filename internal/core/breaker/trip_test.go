@@ -321,3 +321,20 @@ func TestTimeoutsJudgedByTheirAge(t *testing.T) {
 	}
 	t.Fatal("100 calls timed out at the slow threshold did not trip it")
 }
+
+// TestZeroNowIsNoTime: a host that asks before its clock has started
+// (a zero now) does not start the breaker's clock. Were the window's
+// origin put in year 1, every later call would fall in one bucket and
+// the window would never forget: calls a whole Window old would still
+// count.
+func TestZeroNowIsNoTime(t *testing.T) {
+	b := mustNew(t, Config{Window: 10 * time.Second, MinCalls: 10, ErrorRate: 0.5})
+	if st, _ := b.State(time.Time{}); st != Closed {
+		t.Fatalf("State(zero) = %v, want Closed", st)
+	}
+	calls(t, b, at(0), 4, failed)
+	calls(t, b, at(30*time.Second), 6, fast)
+	if s := b.Stats(at(30 * time.Second)); s.Calls != 6 || s.Errors != 0 {
+		t.Fatalf("a Window after the errors, the window holds %d calls, %d errors; want the 6 recent ones and no error", s.Calls, s.Errors)
+	}
+}

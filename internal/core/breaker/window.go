@@ -73,18 +73,23 @@ func newHistory(width time.Duration) history {
 	return history{width: width, ring: make([]slot, historySlots)}
 }
 
-func (h *history) index(t time.Time) int64 {
-	d := t.Sub(h.origin)
-	if d < 0 {
-		return -1 - int64((-d-1)/h.width) // floor for times before origin
+func (h *history) index(t time.Time) int64 { return h.bucket(int64(t.Sub(h.origin))) }
+
+// bucket is the index of the bucket that holds off, an offset in
+// nanoseconds from origin.
+func (h *history) bucket(off int64) int64 {
+	if off < 0 {
+		return -1 - (-off-1)/int64(h.width) // floor for times before origin
 	}
-	return int64(d / h.width)
+	return off / int64(h.width)
 }
 
 // add records c against the bucket of start. A start older than the
 // ring keeps is dropped: no judgement reaches back that far.
-func (h *history) add(start time.Time, c counts) {
-	idx := h.index(start)
+func (h *history) add(start time.Time, c counts) { h.addAt(h.index(start), c) }
+
+// addAt records c against bucket idx.
+func (h *history) addAt(idx int64, c counts) {
 	s := &h.ring[((idx%historySlots)+historySlots)%historySlots]
 	if s.idx != idx {
 		if s.idx > idx && s.calls+s.limited > 0 {
@@ -101,11 +106,11 @@ func (h *history) add(start time.Time, c counts) {
 	}
 }
 
-// sum totals the calls started from from to to, by bucket: the buckets
-// that hold from and to are both included. which names one of two
-// memos, one per kind of evidence.
-func (h *history) sum(which int, from, to time.Time) counts {
-	lo, hi := h.index(from), h.index(to)
+// sum totals the calls started from from to to, offsets from origin,
+// by bucket: the buckets that hold from and to are both included. which
+// names one of two memos, one per kind of evidence.
+func (h *history) sum(which int, from, to int64) counts {
+	lo, hi := h.bucket(from), h.bucket(to)
 	if hi-lo >= historySlots {
 		lo = hi - historySlots + 1
 	}
@@ -204,15 +209,28 @@ func (l *latencies) baseline(now time.Time) time.Duration {
 func (l *latencies) add(d time.Duration) {
 	if len(l.ring) < HealthySamples {
 		l.ring = append(l.ring, d)
-	} else {
-		old := l.ring[l.next]
-		l.ring[l.next] = d
-		l.next = (l.next + 1) % HealthySamples
-		i, _ := slices.BinarySearch(l.sorted, old)
-		l.sorted = slices.Delete(l.sorted, i, i+1)
+		i, _ := slices.BinarySearch(l.sorted, d)
+		l.sorted = slices.Insert(l.sorted, i, d)
+		return
 	}
-	i, _ := slices.BinarySearch(l.sorted, d)
-	l.sorted = slices.Insert(l.sorted, i, d)
+	old := l.ring[l.next]
+	l.ring[l.next] = d
+	l.next = (l.next + 1) % HealthySamples
+	// d replaces old in sorted: only the values between the two move,
+	// one place towards old's.
+	s := l.sorted
+	i, _ := slices.BinarySearch(s, old)
+	switch {
+	case d > old:
+		j, _ := slices.BinarySearch(s[i+1:], d)
+		j += i + 1 // the first value not below d
+		copy(s[i:j-1], s[i+1:j])
+		s[j-1] = d
+	case d < old:
+		j, _ := slices.BinarySearch(s[:i], d)
+		copy(s[j+1:i+1], s[j:i])
+		s[j] = d
+	}
 }
 
 func (l *latencies) len() int { return len(l.sorted) }

@@ -248,12 +248,18 @@ func (p *Pool) allowsNow(now time.Time, r *replica) bool {
 // queue cap, or, when every usable one is past it, all usable ones), 0
 // (unlimited) if any of them has no limit, and 1 when none takes calls,
 // so a waiter is not started on a pool that has nowhere to send it.
+// Before the pool has seen an instant, no replica is judged: every one
+// counts (no breaker is asked about a time that never was).
 func (p *Pool) Limit() int {
 	sum, sumCapped := 0, 0
 	open, openCapped := false, false
 	any, anyCapped := false, false
 	for _, r := range p.reps {
-		switch p.drain(p.now, r) {
+		d := NotDrained
+		if !p.now.IsZero() {
+			d = p.drain(p.now, r)
+		}
+		switch d {
 		case NotDrained:
 			any = true
 			sum += r.cfg.Limit
