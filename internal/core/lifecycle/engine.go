@@ -448,6 +448,7 @@ type request struct {
 	timerAt  [numTimers]time.Time
 	timerKey [numTimers]int64 // timerAt as the heap orders it (timers.go)
 	timerIdx [numTimers]int
+	timerArm [numTimers]uint64 // the arming its FIFO entry is under (timers.go)
 	// The second call, when one was sent (see hedge.go).
 	second      *secondCall
 	primaryDone bool

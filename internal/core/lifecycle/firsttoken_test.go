@@ -33,7 +33,7 @@ func ftEngine(t *testing.T, withBreaker bool) *Engine {
 func ftAfter(e *Engine, now time.Duration, r Request) (time.Duration, ID) {
 	a, _ := e.Arrive(at(now), r)
 	q := e.reqs[a.ID]
-	if q.timerIdx[hedgeTimer] < 0 {
+	if !q.armed(hedgeTimer) {
 		return 0, a.ID
 	}
 	return q.timerAt[hedgeTimer].Sub(at(now)), a.ID
