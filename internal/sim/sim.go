@@ -303,6 +303,8 @@ func (r *run) restartEngine(rp *replica) error {
 	// draws afresh, as a restarted process would, and each replica draws
 	// its own (the first one as a lone gateway does).
 	ec.Seed = r.sc.Seed ^ uint64(rp.crashes)<<32 ^ uint64(rp.idx)*0x9e3779b97f4a7c15
+	// A Retry-After no client reads is not worth its estimate.
+	ec.Admission.Unhinted = !r.retry.ReadsRetryAfter()
 	if r.sc.SeedRules() {
 		// Seed 000's policies outlive its crashes: the restarted process
 		// goes on with the limit the old one had reached.

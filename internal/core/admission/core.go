@@ -87,6 +87,11 @@ type Config struct {
 	// that cannot start while most of its class's waiters leave the
 	// queue unserved (see futileMeter).
 	FailFast bool
+	// Unhinted: the host tells its clients no Retry-After (a simulated
+	// client that never reads one), so refusals carry none and the drain
+	// estimate behind it, which reads every slot in flight, is not made.
+	// Off (the default), every refusal has one.
+	Unhinted bool
 }
 
 // Verdict is Admit's answer.
@@ -718,7 +723,11 @@ func (c *Core) DrainTime(now time.Time, p Priority) time.Duration {
 // RetryAfter is DrainTime spread by jitter, uniformly over half to one
 // and a half times it: refused together, clients come back spread over
 // the drain rather than as one wave. The jitter comes from Config.Seed.
+// It is 0 when Config.Unhinted.
 func (c *Core) RetryAfter(now time.Time, p Priority) time.Duration {
+	if c.cfg.Unhinted {
+		return 0
+	}
 	d := c.DrainTime(now, p)
 	j := time.Duration(float64(d) * (0.5 + c.rng.Float64()))
 	return c.cfg.boundRetryAfter(j)

@@ -187,3 +187,22 @@ func TestDrainHintWhileLongCallsHoldEverySlot(t *testing.T) {
 		}
 	}
 }
+
+// TestUnhintedRefusalsCarryNoRetryAfter: with Unhinted a refusal is the
+// same refusal, without the Retry-After no client would read; without
+// it, every refusal has one.
+func TestUnhintedRefusalsCarryNoRetryAfter(t *testing.T) {
+	for _, unhinted := range []bool{false, true} {
+		c := NewCore(Config{Global: Fixed(1), MaxDepth: 0, Unhinted: unhinted})
+		if res := c.Admit(t0, Request{Priority: Interactive, Scope: NoScope}); res.Verdict != Admitted {
+			t.Fatalf("unhinted %v: the first request was %v, want admitted", unhinted, res.Verdict)
+		}
+		res := c.Admit(t0, Request{Priority: Interactive, Scope: NoScope})
+		if res.Verdict != Rejected {
+			t.Fatalf("unhinted %v: with the one slot held and no queue, got %v, want rejected", unhinted, res.Verdict)
+		}
+		if got := res.Refusal.RetryAfter; (got == 0) != unhinted {
+			t.Errorf("unhinted %v: Retry-After %v", unhinted, got)
+		}
+	}
+}

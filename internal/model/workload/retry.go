@@ -160,6 +160,11 @@ func (p Retry) Next(e Ended, rng *rand.Rand) (time.Duration, bool) {
 	return d, true
 }
 
+// ReadsRetryAfter reports whether the client ever reads a server's
+// Retry-After: the SDK-like strategies do; one that never retries, or
+// backs off on a fixed schedule, does not.
+func (p Retry) ReadsRetryAfter() bool { return p.Strategy == Jittered || p.Strategy == Governed }
+
 func (p Retry) capOrDefault() time.Duration {
 	if p.Cap <= 0 {
 		return DefaultCap

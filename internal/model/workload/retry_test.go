@@ -149,3 +149,17 @@ func TestParseStrategy(t *testing.T) {
 		t.Error("an unknown strategy parsed")
 	}
 }
+
+// TestReadsRetryAfter: exactly the strategies whose Next reads
+// Ended.RetryAfter say they read it.
+func TestReadsRetryAfter(t *testing.T) {
+	for _, s := range []Strategy{NoRetry, Backoff, Jittered, Governed} {
+		p := Retry{Strategy: s, MaxAttempts: 5}
+		a, okA := p.Next(Ended{Attempt: 1, Status: 503}, rand.New(rand.NewPCG(1, 2)))
+		b, okB := p.Next(Ended{Attempt: 1, Status: 503, RetryAfter: 7 * time.Second}, rand.New(rand.NewPCG(1, 2)))
+		reads := a != b || okA != okB
+		if reads != p.ReadsRetryAfter() {
+			t.Errorf("%v: a Retry-After changes its decision: %v; ReadsRetryAfter says %v", s, reads, p.ReadsRetryAfter())
+		}
+	}
+}
