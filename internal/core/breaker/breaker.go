@@ -93,6 +93,7 @@ func (b *Breaker) advance(now time.Time) time.Time {
 		now = b.last
 	case !b.started:
 		b.started, b.last, b.hist.origin = true, now, now
+	case now.Equal(b.last): // the same instant: lastOff holds
 	case now.Before(b.last):
 		now = b.last
 	default:
@@ -173,7 +174,7 @@ func (b *Breaker) slowEvidence() counts {
 // judge checks the evidence for a trip and, while Recovering, for a
 // step. now is the last now seen (advance).
 func (b *Breaker) judge(now time.Time) {
-	j := judgement{b.hist.index(now), b.SlowThreshold(), b.hist.changes}
+	j := judgement{b.hist.bucket(b.lastOff), b.SlowThreshold(), b.hist.changes}
 	if b.state == Closed && j == b.judged {
 		return // the same evidence as last time
 	}
