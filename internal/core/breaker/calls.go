@@ -166,7 +166,9 @@ func (b *Breaker) count(now time.Time, c *inflight, v verdict, lat time.Duration
 	case vOK:
 		d.calls = 1
 		if c.full && b.state == Closed { // at full weight throughout
-			b.lat.mark(now, min(b.cfg.MinCalls, HealthySamples))
+			if b.cfg.SlowThreshold == 0 { // marks serve the derived threshold alone
+				b.lat.mark(now, min(b.cfg.MinCalls, HealthySamples))
+			}
 			b.lat.add(lat)
 		}
 	case vError:

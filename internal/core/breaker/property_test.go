@@ -195,17 +195,22 @@ func TestHistorySumsMatchAFullPass(t *testing.T) {
 	}
 }
 
-// TestLatenciesStaySorted: after every sample, the sorted copy is the
-// ring's values in order, however the new sample falls against the one
+// TestLatenciesStaySorted: once the p95 has been read, after every
+// sample the sorted copy is the ring's values in order, however the new sample falls against the one
 // it replaces (above, below, equal, duplicates).
 func TestLatenciesStaySorted(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	var l latencies
-	for n := range 5 * HealthySamples {
-		l.add(time.Duration(rng.IntN(40)) * time.Millisecond) // few values: many ties
-		want := slices.Sorted(slices.Values(l.ring))
-		if !slices.Equal(l.sorted, want) {
-			t.Fatalf("after %d samples: sorted %v, the ring sorted is %v", n+1, l.sorted, want)
+	for _, first := range []int{0, 10, HealthySamples + 10} { // the p95's first reader comes then
+		rng := rand.New(rand.NewPCG(7, 11))
+		var l latencies
+		for n := range 5 * HealthySamples {
+			l.add(time.Duration(rng.IntN(40)) * time.Millisecond) // few values: many ties
+			if n < first {
+				continue
+			}
+			want := slices.Sorted(slices.Values(l.ring))
+			if got := l.p95(); got != want[(95*len(want)+99)/100-1] || !slices.Equal(l.sorted, want) {
+				t.Fatalf("first read at %d, after %d samples: p95 %v, sorted %v; the ring sorted is %v", first, n+1, got, l.sorted, want)
+			}
 		}
 	}
 }

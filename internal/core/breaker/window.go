@@ -150,8 +150,10 @@ func (h *history) reset() {
 }
 
 // latencies keeps the last HealthySamples healthy latencies as a ring,
-// and the same values sorted, so the p95 is an index and a new sample
-// costs two binary searches and a small memmove rather than a sort.
+// and, from the first time its p95 is asked for, the same values sorted,
+// so the p95 is an index and a new sample costs two binary searches and
+// a small memmove rather than a sort. A breaker whose threshold is fixed
+// and whose p95 nobody reads (no hedging) keeps the ring alone.
 //
 // It also marks the ring's p95 once a minute, for BaselineMemory, so the
 // derived threshold can rest on the lowest of them (baseline): a ring of
@@ -162,6 +164,7 @@ type latencies struct {
 	ring   []time.Duration
 	next   int // the oldest sample once the ring is full
 	sorted []time.Duration
+	kept   bool // sorted is kept: the p95 has been asked for
 	marks  []mark
 	markAt time.Time // when the current minute began
 	// every is the minute between marks, memory BaselineMemory: both
@@ -209,13 +212,18 @@ func (l *latencies) baseline(now time.Time) time.Duration {
 func (l *latencies) add(d time.Duration) {
 	if len(l.ring) < HealthySamples {
 		l.ring = append(l.ring, d)
-		i, _ := slices.BinarySearch(l.sorted, d)
-		l.sorted = slices.Insert(l.sorted, i, d)
+		if l.kept {
+			i, _ := slices.BinarySearch(l.sorted, d)
+			l.sorted = slices.Insert(l.sorted, i, d)
+		}
 		return
 	}
 	old := l.ring[l.next]
 	l.ring[l.next] = d
 	l.next = (l.next + 1) % HealthySamples
+	if !l.kept {
+		return
+	}
 	// d replaces old in sorted: only the values between the two move,
 	// one place towards old's.
 	s := l.sorted
@@ -233,10 +241,13 @@ func (l *latencies) add(d time.Duration) {
 	}
 }
 
-func (l *latencies) len() int { return len(l.sorted) }
+func (l *latencies) len() int { return len(l.ring) }
 
 // p95 is the nearest-rank 95th percentile; 0 when empty.
 func (l *latencies) p95() time.Duration {
+	if !l.kept {
+		l.sorted, l.kept = slices.Sorted(slices.Values(l.ring)), true
+	}
 	n := len(l.sorted)
 	if n == 0 {
 		return 0
