@@ -122,7 +122,7 @@ func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
 			Help: "Usage rows (day, key, team, model, upstream model) waiting to be flushed to the store, a failed flush's included."},
 			func() float64 { return float64(u.Pending()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_usage_dropped_total",
-			Help: "Requests not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
+			Help: "Upstream calls not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
 			func() float64 { return float64(u.Dropped()) }),
 		usageFlushErrors,
 	} {
