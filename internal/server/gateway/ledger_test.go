@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -220,12 +221,12 @@ func logBooks(t *testing.T, text string) (b books, lines int) {
 	return b, lines
 }
 
-// metricBooks adds up sluice_cost_total and sluice_tokens_total for key k.
-func metricBooks(t *testing.T, s *stack) books {
+// metricBooks adds up sluice_cost_total and sluice_tokens_total for key.
+func metricBooks(t *testing.T, s *stack, key string) books {
 	b := books{haveTokens: true}
 	for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
 		name, rest, ok := strings.Cut(l, "{")
-		if !ok || !strings.Contains(rest, `key="k"`) {
+		if !ok || !strings.Contains(rest, `key="`+key+`"`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
@@ -328,7 +329,7 @@ func TestLedgerViewsAgree(t *testing.T) {
 		{"spend (sluice_spend_dollars)", spend},
 		{"usage export (/admin/usage)", exportBooks(t, s)},
 		{"request log lines", logs},
-		{"sluice_cost_total, sluice_tokens_total", metricBooks(t, s)},
+		{"sluice_cost_total, sluice_tokens_total", metricBooks(t, s, "k")},
 	}
 	var report strings.Builder
 	for _, v := range views {
@@ -356,5 +357,93 @@ func TestLedgerViewsAgree(t *testing.T) {
 	known := micros((80*2.5+20*1.25+30*10)/1e6) + micros((90*3+12*15)/1e6) + micros((80*3+9*15)/1e6) + micros((60*3+8*15)/1e6)
 	if spend.costMicros <= known {
 		t.Errorf("spend %d µ$, want more than the reported usage's %d µ$ (the loser's input and the cut stream's output come on top)", spend.costMicros, known)
+	}
+}
+
+// loserTransport answers the backup's calls at once and holds the
+// primary's, whatever their context, until release is closed: a race's
+// loser that ends after its request has been answered.
+type loserTransport struct{ release chan struct{} }
+
+func (l loserTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	if strings.HasPrefix(r.URL.Path, "/p/") && r.Header.Get("X-Sluice-Probe") == "" {
+		<-l.release
+		if err := r.Context().Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("released")
+	}
+	body := `{"id":"c","object":"chat.completion","created":1,"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":80,"completion_tokens":9,"total_tokens":89}}`
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+// A hedged request's log line waits for its loser: the answer goes out
+// and the request is counted, but its line, which sums its calls, is
+// written only once the loser (held here past the answer) is recorded,
+// and then carries both calls and the loser's input.
+func TestLogLineWaitsForTheLoser(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	y := `
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+hedging: {budget: 1, burst: 10}
+providers:
+  - {name: primary, kind: openai, base_url: "http://127.0.0.1:9/p/v1"}
+  - {name: backup, kind: openai, base_url: "http://127.0.0.1:9/b/v1"}
+models:
+  - name: h
+    hedge_after: 20ms
+    targets: [{provider: primary, model: up-a}, {provider: backup, model: up-b}]
+prices:
+  up-a: {input: 2.5, output: 10}
+  up-b: {input: 3, output: 15}
+`
+	cfg, err := config.Parse([]byte(y), "loser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	sw := &syncWriter{w: logs}
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(sw, cfg.Log), Transport: loserTransport{release: release}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.Close)
+	s := &stack{t: t, url: srv.URL, gw: g, logs: logs, logMu: &sw.mu}
+	t.Cleanup(s.assertDrained)
+
+	if status, _, b := s.do("/v1/chat/completions", `{"model":"h","max_tokens":20,"messages":[{"role":"user","content":"hedge"}]}`, nil); status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	counted := func() bool {
+		for _, l := range strings.Split(httpGetAdmin(t, s, "/metrics"), "\n") {
+			if strings.HasPrefix(l, "sluice_requests_total{") && strings.Contains(l, `outcome="ok"`) && strings.HasSuffix(l, " 1") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the request to be counted (its handler done)", counted)
+	if strings.Contains(s.logText(), "msg=request ") {
+		t.Fatalf("the log line was written before the loser was recorded:\n%s", s.logText())
+	}
+	free()
+	waitFor(t, "the request's log line", func() bool { return strings.Contains(s.logText(), "msg=request ") })
+	b, _ := logBooks(t, s.logText())
+	// The backup's answer: 80 in at $3, 9 out at $15 a million; the
+	// loser adds its counted input at $2.50.
+	if b.calls != 2 || b.costMicros <= 80*3+9*15 || !strings.Contains(s.logText(), "second_call=hedge") {
+		t.Errorf("log line: %s; want calls=2 and more than the answer's 375 µ$\n%s", b, s.logText())
+	}
+	if m := metricBooks(t, s, "-"); m.costMicros != b.costMicros {
+		t.Errorf("sluice_cost_total %d µ$, the log line %d µ$", m.costMicros, b.costMicros)
 	}
 }
