@@ -130,7 +130,8 @@ type tally struct {
 
 // post prices r (the one place a call's cost is computed) and hands it
 // to every book; it returns the cost. model is the client-facing model
-// the call served. Safe to call off the request's path (a race's loser).
+// the call served. At debug level it logs the record (msg=call). Safe
+// to call off the request's path (a race's loser).
 func (g *Gateway) post(x *exchange, model string, r *callRecord) price.Micros {
 	if r.billed {
 		if p, ok := g.prices[r.upstream]; ok {
@@ -167,6 +168,13 @@ func (g *Gateway) post(x *exchange, model string, r *callRecord) price.Micros {
 		t.answerCost += r.cost // settles the answering call's reservation
 	}
 	t.mu.Unlock()
+	if g.log.Enabled(context.Background(), slog.LevelDebug) {
+		g.log.LogAttrs(context.Background(), slog.LevelDebug, "call", slog.String("kind", r.kind.String()),
+			slog.String("model", model), slog.String("provider", r.provider), slog.String("upstream_model", r.upstream),
+			slog.Bool("billed", r.billed), slog.Int64("input_tokens", r.use.Input+r.use.CachedInput),
+			slog.Int64("cached_input_tokens", r.use.CachedInput), slog.Int64("output_tokens", r.use.Output),
+			slog.Int64("cost_micros", int64(r.cost)))
+	}
 	return r.cost
 }
 

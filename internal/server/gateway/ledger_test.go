@@ -134,6 +134,7 @@ func ledgerStack(t *testing.T, u *ledgerUpstream, rec *usage.Recorder) *stack {
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 state: {dir: %q}
+log: {level: debug}
 hedging: {budget: 1, burst: 10}
 providers:
   - {name: primary, kind: openai, base_url: "%s/p/v1", continuation: none}
@@ -189,7 +190,11 @@ func (b books) String() string {
 
 func micros(dollars float64) int64 { return int64(math.Round(dollars * 1e6)) }
 
-var logField = regexp.MustCompile(`\b(cost_dollars|input_tokens|output_tokens|calls)=(\S+)`)
+var (
+	logField = regexp.MustCompile(`\b(cost_dollars|input_tokens|output_tokens|calls)=(\S+)`)
+	callKind = regexp.MustCompile(`kind=(\S+)`)
+	callCost = regexp.MustCompile(`cost_micros=(\d+)`)
+)
 
 // logBooks adds up the request log lines.
 func logBooks(t *testing.T, text string) (b books, lines int) {
@@ -285,7 +290,8 @@ func exportBooks(t *testing.T, s *stack) books {
 // export, the request log lines and sluice_cost_total) adds up to the
 // same figure, to the micro-dollar; the tokens of the export, the log
 // lines and sluice_tokens_total agree too. The log names each request's
-// calls, the export counts the calls it billed.
+// calls, the export counts the calls it billed, and the debug log's
+// per-call lines name each call's kind.
 func TestLedgerViewsAgree(t *testing.T) {
 	u := newLedgerUpstream(t)
 	rec := usage.NewRecorder(usage.Options{})
@@ -351,6 +357,21 @@ func TestLedgerViewsAgree(t *testing.T) {
 	// followed too).
 	if exp.requests != 4 || exp.calls != 6 || logs.calls != 7 {
 		t.Errorf("export: %d requests, %d calls; log: %d calls; want 4, 6 and 7", exp.requests, exp.calls, logs.calls)
+	}
+	// At debug level each record is logged: its kind, and a cost that
+	// adds up to the same figure.
+	kinds := map[string]int{}
+	var perCall int64
+	for _, l := range strings.Split(s.logText(), "\n") {
+		if !strings.Contains(l, "msg=call ") {
+			continue
+		}
+		kinds[callKind.FindStringSubmatch(l)[1]]++
+		c, _ := strconv.ParseInt(callCost.FindStringSubmatch(l)[1], 10, 64)
+		perCall += c
+	}
+	if want := map[string]int{"attempt": 3, "retry": 1, "hedge": 1, "hedge_loser": 1, "continuation": 1}; fmt.Sprint(kinds) != fmt.Sprint(want) || perCall != spend.costMicros {
+		t.Errorf("call records logged: %v, %d µ$; want %v and %d µ$", kinds, perCall, want, spend.costMicros)
 	}
 	// Every call's reported usage is in, at its own target's price; the
 	// loser's and the continuation's inputs come on top.
