@@ -181,7 +181,7 @@ func TestAgreementRetry(t *testing.T) {
 					attempts[1] = next
 					continue
 				}
-				a.discard(call, g.spend, a.outcome(call.Context()))
+				a.discard(&calls{g: g, call: call, m: m}, a.outcome(call.Context()), false)
 			}
 		})
 	}

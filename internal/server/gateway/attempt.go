@@ -220,16 +220,17 @@ func (a *attempt) ending(callCtx context.Context) lifecycle.Ending {
 	return lifecycle.Ending{Kind: lifecycle.EndUnreachable}
 }
 
-// discard ends an attempt whose answer the client will not get.
-func (a *attempt) discard(call *runner.Call, s *spender, o lifecycle.Outcome) {
-	s.settleLoser(a)
+// discard ends an attempt of c whose answer the client will not get,
+// and records it (lost: it lost a race).
+func (a *attempt) discard(c *calls, o lifecycle.Outcome, lost bool) {
+	c.recordDiscarded(a, lost)
 	a.cancel()
 	a.endAttemptSpan(o.Kind.String())
 	if a.resp != nil {
 		a.resp.Body.Close()
 	}
 	a.release()
-	call.End(a.n, o)
+	c.call.End(a.n, o)
 }
 
 // refusal classifies an upstream answer that is not a usable one: the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
@@ -22,8 +21,8 @@ import (
 // request's max_tokens, from the key's budget (lifecycle/budgets.go).
 // The answer's usage settles the reservation. Without any of those,
 // nothing is counted and the path costs nothing more; the provider's
-// reported usage, which costs nothing to read, is exported either way
-// (account).
+// reported usage, which costs nothing to read, is recorded either way
+// (ledger.go).
 
 // usesTokens reports whether a config needs input tokens counted.
 func usesTokens(cfg *config.Config) bool {
@@ -202,60 +201,4 @@ func (c *counting) trim(m *model, dialect protocol.Dialect, body *protocol.Body,
 		return nil, 0, total
 	}
 	return out, dropped, max(total, 0)
-}
-
-// account records the tokens and cost of a request whose provider
-// answered (a 2xx), however it ended: answered, cut by the provider,
-// abandoned by the client or by its deadline. The provider's reported
-// usage is free to read, so it is recorded whatever the configuration;
-// Sluice's own input count exists only when something needs tokens
-// counted (usesTokens), and is recorded then, where the provider
-// reported none. The output is the provider's count, or else what was
-// counted of the relayed stream. Cost uses the same figures: the
-// provider's input count when it gave one, of which the part it served
-// from its prompt cache (reportedCached) is priced as cached input
-// (price.Price.Cost). Both metrics label model with the client-facing
-// name and provider with the provider; the cost adds upstream_model,
-// the name prices are keyed by. The same figures go to the usage
-// records (usage.go).
-func (g *Gateway) account(x *exchange) {
-	if x.borrowed || x.upstreamStatus/100 != 2 {
-		return
-	}
-	key := "-"
-	if x.key != nil {
-		key = x.key.name
-	}
-	model := x.model
-	if model == "" {
-		model = "-"
-	}
-	in, inSource, haveIn := x.inputTokens, "counted", g.counts.on
-	if !x.exactCount {
-		inSource = "estimated"
-	}
-	var cached int64
-	if x.reportedInput > 0 {
-		in, inSource, haveIn = x.reportedInput, "reported", true
-		cached = min(x.reportedCached, in)
-		x.inputTokens = in // the log and the trace show the provider's count
-	}
-	out := "estimated"
-	if x.usageKnown {
-		out = "reported"
-	}
-	if haveIn {
-		g.metrics.Tokens.WithLabelValues(key, model, x.provider, "input", inSource).Add(float64(in))
-	}
-	g.metrics.Tokens.WithLabelValues(key, model, x.provider, "output", out).Add(float64(x.outputTokens))
-	u := price.Usage{Input: in - cached, CachedInput: cached, Output: int64(x.outputTokens)}
-	if !haveIn {
-		u.Input = 0
-	}
-	p, priced := g.prices[x.upstreamModel]
-	if priced {
-		x.cost = p.Cost(u)
-		g.metrics.Cost.WithLabelValues(key, model, x.provider, x.upstreamModel).Add(x.cost.Dollars())
-	}
-	g.usage.record(x, u, priced)
 }

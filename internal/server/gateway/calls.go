@@ -31,6 +31,11 @@ type calls struct {
 	ep       protocol.Endpoint
 	body     *outgoing
 	deadline time.Time
+	// input is the request's input as counted (exact: in the model's
+	// own encoding), choices the answers it asks for (at least 1): what
+	// a call that lost a race is billed when its provider said nothing.
+	input, choices int64
+	exact          bool
 
 	// The race (race): the calls in flight report on results; live
 	// counts them; failed is a call that failed while another was in
@@ -73,6 +78,7 @@ func (c *calls) forward() {
 // answer gives the client a's answer, or its failure, and ends it.
 func (c *calls) answer(a *attempt) {
 	c.x.spendWinner, a.hold = a.hold, nil
+	defer c.recordAnswer(a) // once relayed, on every path
 	c.respond(a)
 	c.call.End(a.n, outcomeOf(c.x))
 	a.cancel()
@@ -156,14 +162,22 @@ func (c *calls) settled(a *attempt) bool {
 	call := c.call
 	if a.usable() && call.Commit(a.n) {
 		if c.failed != nil {
-			c.failed.discard(call, c.g.spend, c.failed.outcome(call.Context()))
+			c.failed.discard(c, c.failed.outcome(call.Context()), false)
 		}
 		if c.live > 0 {
 			// Cancel the loser now, so the cancel reaches its provider
 			// at once; its goroutine reports back and is finished off
-			// the request's path.
+			// the request's path, and the request's log line waits for
+			// its record.
 			c.attempts[1-a.n].cancel()
-			go func() { l := <-c.results; l.discard(call, c.g.spend, lifecycle.Outcome{Kind: lifecycle.Cancelled}) }()
+			c.x.tally.expect()
+			go func() {
+				l := <-c.results
+				l.discard(c, lifecycle.Outcome{Kind: lifecycle.Cancelled}, true)
+				if c.x.tally.settled() {
+					c.g.logRequest(c.x)
+				}
+			}()
 		}
 		if a.n == 1 {
 			c.g.metrics.Hedges.WithLabelValues(c.m.name, "won").Inc()
@@ -177,7 +191,7 @@ func (c *calls) settled(a *attempt) bool {
 			// gets if nothing better comes.
 			c.failed, a = a, c.failed
 		}
-		c.failed.discard(call, c.g.spend, c.failed.outcome(call.Context()))
+		c.failed.discard(c, c.failed.outcome(call.Context()), false)
 	}
 	c.failed = a // wait for the other call, if there is one
 	if c.live > 0 {
@@ -252,7 +266,7 @@ func (c *calls) retry(a *attempt) *attempt {
 	next.hold, a.hold = a.hold, nil
 	next.second = saidRetry[rc.Why]
 	g.metrics.Retries.WithLabelValues(m.name, next.t.provider.name).Inc()
-	a.discard(call, g.spend, o)
+	a.discard(c, o, false)
 	if delay > 0 {
 		// A retry on the same provider waits out its Retry-After (or a
 		// jittered backoff); a client that leaves meanwhile ends the wait,

@@ -58,6 +58,12 @@
 // stage's end, an idempotent Call.Finish), and every client gets exactly one well-formed
 // answer: a success, or an error in its API's own shape.
 //
+// Every upstream call a request makes (its first, a retry, a hedge and
+// the race's loser, a continuation) is recorded once, as one record
+// priced once (ledger.go); the call's spend settlement, the usage
+// records, sluice_tokens_total and sluice_cost_total, and the request's
+// log line all read those records, so they agree.
+//
 // Beside the request path, each side concern is a component of its own,
 // built by New and holding only what it needs (never the Gateway): the
 // keyring (keys.go, runtimekeys.go: who may call, and whether a key is

@@ -50,6 +50,9 @@ type exchange struct {
 	routeState    // the model and what changed it (contextroute.go, budgets.go, translate.go)
 	upstreamState // the calls made (attempt.go, forward.go)
 	relayState    // the answer's stream and usage (relay.go)
+	// tally sums the request's call records, for its log line
+	// (ledger.go).
+	tally tally
 }
 
 // who is the request's identity: its key and its class.
@@ -116,14 +119,12 @@ type contractState struct {
 
 // spendState is the request's spend: spendHold its reservation until its
 // first call takes it; spendWinner the answering call's, settled when
-// the request ends; contUses the continuation calls' usage (spend.go).
+// the hop ends with what its call records cost (spend.go, ledger.go).
 type spendState struct {
 	spendHold, spendWinner *spendHold
 	// spendBase is the request's first reservation, whose sizes price
 	// a second call's.
 	spendBase *spendHold
-	contUses  []contUse
-	cost      price.Micros // at the effective prices (policy.Prices)
 }
 
 // routeState is the model the request runs on and what changed it.
@@ -218,8 +219,13 @@ func (x *exchange) failParam(w http.ResponseWriter, k protocol.Kind, outcome, re
 	x.endpoint.Dialect.WriteErrorParam(w, k, msg, param, retryAfter)
 }
 
-// logAttrs is the request's log line.
-func (x *exchange) logAttrs(model, provider string, dur time.Duration) []slog.Attr {
+// logAttrs is the request's log line. Its tokens and cost are its call
+// records' sums (ledger.go), read once every call is recorded.
+func (x *exchange) logAttrs(model, provider string) []slog.Attr {
+	t := &x.tally
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dur := t.dur
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
 		slog.String("endpoint", x.endpointName()),
@@ -249,14 +255,22 @@ func (x *exchange) logAttrs(model, provider string, dur time.Duration) []slog.At
 	if x.bytesOut > 0 {
 		attrs = append(attrs, slog.Int64("bytes_out", x.bytesOut))
 	}
-	if x.inputTokens > 0 {
-		attrs = append(attrs, slog.Int64("input_tokens", x.inputTokens))
+	if t.calls > 0 {
+		attrs = append(attrs, slog.Int("calls", t.calls))
 	}
-	if x.outputTokens > 0 {
-		attrs = append(attrs, slog.Int("output_tokens", x.outputTokens))
+	switch {
+	case t.inKnown && t.billed > 0:
+		attrs = append(attrs, slog.Int64("input_tokens", t.use.Input+t.use.CachedInput))
+	case t.billed == 0 && x.inputTokens > 0:
+		// No call was billed: the count is what the request would
+		// have sent, not what it used.
+		attrs = append(attrs, slog.Int64("counted_input_tokens", x.inputTokens))
 	}
-	if x.cost > 0 {
-		attrs = append(attrs, slog.Float64("cost_dollars", x.cost.Dollars()))
+	if t.use.Output > 0 {
+		attrs = append(attrs, slog.Int64("output_tokens", t.use.Output))
+	}
+	if t.cost > 0 {
+		attrs = append(attrs, slog.Float64("cost_dollars", t.cost.Dollars()))
 	}
 	if x.key != nil {
 		attrs = append(attrs, slog.String("key", x.key.name), slog.String("tenant", x.key.tenant))
@@ -314,10 +328,4 @@ func (h *spendHold) settle(actual price.Micros) {
 			}
 		}
 	})
-}
-
-// contUse is one continuation call's usage.
-type contUse struct {
-	model         string
-	input, output int64
 }

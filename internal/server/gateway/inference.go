@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -323,10 +322,11 @@ func (g *Gateway) clientGone(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 }
 
-// finish records the exchange in metrics and writes its log line.
+// finish records the exchange in metrics and writes its log line, now
+// or, when a race's loser is still to be recorded, once it is
+// (ledger.go).
 func (g *Gateway) finish(x *exchange) {
 	dur := g.now().Sub(x.start)
-	g.account(x)
 	g.tracing.endRequest(x)
 	model, provider := x.model, x.provider
 	if model == "" {
@@ -344,13 +344,7 @@ func (g *Gateway) finish(x *exchange) {
 			m.TTFT.WithLabelValues(provider, model).Observe(x.ttft.Seconds())
 		}
 	}
-
-	level := slog.LevelInfo
-	if x.outcome == outcomeInternal {
-		level = slog.LevelError
+	if x.tally.finish(dur) {
+		g.logRequest(x)
 	}
-	if !g.log.Enabled(context.Background(), level) {
-		return
-	}
-	g.log.LogAttrs(context.Background(), level, "request", x.logAttrs(model, provider, dur)...)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/server/runner"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
@@ -249,6 +250,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 	resp, err := t.provider.rt.RoundTrip(req)
 	if err != nil {
 		cancel()
+		s.g.recordContinuation(x, t, false, price.Usage{}, false, false)
 		return false
 	}
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header) {
@@ -256,6 +258,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 		io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
 		resp.Body.Close()
 		cancel()
+		s.g.recordContinuation(x, t, false, price.Usage{}, false, false)
 		return false
 	}
 	// The broken source is done with: cancel its call at its provider,
@@ -434,12 +437,16 @@ func (sp *splice) settle(s *streamRelay) {
 	if !inKnown {
 		in = s.x.inputTokens + sp.input/4
 	}
+	var cached int64
+	if inKnown {
+		cached = min(f.CachedTokens(), in)
+	}
 	a := &s.answer
 	a.contTokens += out
 	a.contKnown = a.contKnown && known
 	a.contInput += in
 	// Billed on its own: the prompt again, with the answer so far.
-	s.x.contUses = append(s.x.contUses, contUse{model: sp.to.model, input: in, output: int64(out)})
+	s.g.recordContinuation(s.x, sp.to, true, price.Usage{Input: in - cached, CachedInput: cached, Output: int64(out)}, inKnown, known)
 }
 
 // continuePrompt asks a model without prefill to go on from its own

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,7 +24,8 @@ import (
 // counted and before any upstream call, in the store (spendstore):
 // Redis with store:, else state.dir's journal. Refused, it gets 429 in
 // its dialect with Retry-After until the reset and x-should-retry:
-// false. Each upstream call is billed for what it used:
+// false. Each upstream call is billed for what it used, as the ledger
+// records it (ledger.go), which every other book reads too:
 //
 //   - the call that answered, at its provider's reported usage (or what
 //     was relayed of a stream cut short), plus each continuation call of
@@ -251,78 +251,22 @@ func (s *spender) holdSecond(x *exchange, a *attempt) bool {
 	return true
 }
 
-// loserCost is what a call whose answer the client did not get cost:
-// nothing when it failed; else its input and what it generated.
-func (s *spender) loserCost(a *attempt) price.Micros {
-	h := a.hold
-	switch {
-	case h == nil:
-		return 0
-	case a.resp == nil && a.err != nil && a.ctx.Err() != nil && !errors.Is(a.err, errNoSpend):
-		// Cancelled in flight (it lost the race before answering): its
-		// provider may well have read the prompt, so its input is billed.
-		return s.prices[a.t.model].Cost(price.Usage{Input: h.input})
-	case !a.answered():
-		return 0 // refused, or never reached its provider
-	}
-	in, cached, out := h.input, int64(0), h.choices
-	if a.haveWhole {
-		if n, found, _, _, input := protocol.AnswerUsage(a.whole); found {
-			out = int64(n)
-			if input.Found {
-				in, cached = input.Tokens, input.Cached
-			}
-		}
-	}
-	return s.prices[a.t.model].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
-}
-
-// settleLoser settles the reservation of a call the client will not get.
-func (s *spender) settleLoser(a *attempt) {
-	if a.hold == nil {
-		return
-	}
-	a.hold.settle(s.loserCost(a))
-	a.hold = nil
-}
-
 // settleSpend settles what x's calls reserved and did not settle: the
-// answering call's with what the answer cost (the continuations of a
-// broken stream included), a reservation never handed to a call with
-// nothing.
+// answering call's with what its record and its continuations' cost
+// (ledger.go), a reservation never handed to a call with nothing. A
+// call the client did not get settles its own when it is recorded
+// (calls.recordDiscarded).
 func (h *hop) settleSpend() {
-	s, x := h.g.spend, h.x
+	x := h.x
+	cost := x.tally.answerSettled()
 	if h := x.spendHold; h != nil {
 		x.spendHold = nil
 		h.settle(0) // the request never reached a provider
 	}
 	if h := x.spendWinner; h != nil {
 		x.spendWinner = nil
-		h.settle(s.answerCost(x))
+		h.settle(cost)
 	}
-}
-
-// answerCost is what the answering call, and the continuations of its
-// stream, cost.
-func (s *spender) answerCost(x *exchange) price.Micros {
-	var cost price.Micros
-	var contOut int64
-	for _, c := range x.contUses {
-		cost += s.prices[c.model].Cost(price.Usage{Input: c.input, Output: c.output})
-		contOut += c.output
-	}
-	if x.upstreamStatus/100 != 2 {
-		return cost
-	}
-	in, cached := x.inputTokens, int64(0)
-	if x.reportedInput > 0 {
-		in, cached = x.reportedInput, min(x.reportedCached, x.reportedInput)
-	}
-	out := int64(x.outputTokens)
-	if len(x.contUses) > 0 {
-		out = max(out-contOut, 0) // the summed output counts the continuations too
-	}
-	return cost + s.prices[x.upstreamModel].Cost(price.Usage{Input: in - cached, CachedInput: cached, Output: out})
 }
 
 // spendMetrics reads every key's and team's spend for the metrics.

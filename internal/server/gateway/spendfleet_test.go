@@ -257,7 +257,7 @@ func spendFleet(t *testing.T, disrupt string) {
 		hedges += max(seriesValue(t, s, `sluice_hedges_total{model="mock-gpt",result="fired"}`), 0)
 		answered += max(seriesValue(t, s, costMetric), 0)
 	}
-	t.Logf("%s: limit $%.2f: %d requests, %d served (%v), %d refused; %.0f hedges fired; %s after 6 served; spend in Redis $%.4f (answered calls alone, sluice_cost_total: $%.4f); over the limit by $%.4f, bound $%.4f",
+	t.Logf("%s: limit $%.2f: %d requests, %d served (%v), %d refused; %.0f hedges fired; %s after 6 served; spend in Redis $%.4f (every call billed, sluice_cost_total: $%.4f); over the limit by $%.4f, bound $%.4f",
 		disrupt, limit, sent.Load(), served.Load(), byKind, refused.Load(), hedges, what, spent, answered, spent-limit, maxReserve+slack)
 	if !disrupted.Load() {
 		t.Fatal("the load ended before the disruption")

@@ -197,7 +197,8 @@ func (h *hop) release() {
 // refusal of the prompt as too long names the model it goes on to.
 func (h *hop) forward() bool {
 	h.x.contextRoute = &h.m.route
-	c := calls{g: h.g, call: h.call, w: h.w, r: h.r, x: h.x, m: h.m, ep: h.x.endpoint, body: h.out, deadline: h.req.Deadline}
+	c := calls{g: h.g, call: h.call, w: h.w, r: h.r, x: h.x, m: h.m, ep: h.x.endpoint, body: h.out, deadline: h.req.Deadline,
+		input: h.req.InputTokens, exact: h.x.exactCount, choices: max(h.req.Choices, 1)}
 	c.forward()
 	h.next = h.x.contextNext
 	return true

@@ -11,38 +11,36 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-gw/sluice/internal/config"
-	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/server/dashboard"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/usage"
 )
 
-// Usage records (docs/USAGE.md): every request account charges is
-// added, with the same figures, to the usage records, per key, team,
-// client-facing model, upstream model and UTC day. The recorder belongs
-// to the Host, so it outlives reloads; it keeps the records in the
-// store (store:), else in state.dir, else in memory only.
+// Usage records (docs/USAGE.md): every upstream call the ledger
+// records as billed (ledger.go) is added, with the same figures, to the
+// usage records, per key, team, client-facing model, upstream model
+// (the call's own) and UTC day. The recorder belongs to the Host, so it
+// outlives reloads; it keeps the records in the store (store:), else in
+// state.dir, else in memory only.
 
-// usageBook is where a gateway adds its requests to the usage records:
+// usageBook is where a gateway adds its calls to the usage records:
 // the Host's recorder, and the gateway's clock for the day.
 type usageBook struct {
 	rec *usage.Recorder
 	now func() time.Time
 }
 
-// record adds x, accounted with u (account), to the usage records.
-// priced: x's upstream model has a price, and x.cost is its cost.
-func (b *usageBook) record(x *exchange, u price.Usage, priced bool) {
-	row := usage.Row{Key: "-", Team: "-", Model: x.model, Upstream: x.upstreamModel}
+// record adds call r of x, which served model, to the usage records:
+// to the row of r's upstream model, as one call, and as x's request
+// when r's answer was the client's.
+func (b *usageBook) record(x *exchange, model string, r *callRecord) {
+	row := usage.Row{Key: "-", Team: "-", Model: model, Upstream: r.upstream}
 	if x.key != nil {
 		row.Key, row.Team = x.key.name, x.key.tenant
 	}
-	if row.Model == "" {
-		row.Model = "-"
-	}
-	c := usage.Counts{Requests: 1, Input: u.Input, CachedInput: u.CachedInput, Output: u.Output}
-	if priced {
-		c.Cost = int64(x.cost)
+	c := usage.Counts{Calls: 1, Input: r.use.Input, CachedInput: r.use.CachedInput, Output: r.use.Output, Cost: int64(r.cost)}
+	if r.answer {
+		c.Requests = 1
 	}
 	b.rec.Add(b.now(), row, c)
 }
@@ -124,7 +122,7 @@ func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
 			Help: "Usage rows (day, key, team, model, upstream model) waiting to be flushed to the store, a failed flush's included."},
 			func() float64 { return float64(u.Pending()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_usage_dropped_total",
-			Help: "Requests not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
+			Help: "Upstream calls not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
 			func() float64 { return float64(u.Dropped()) }),
 		usageFlushErrors,
 	} {

@@ -90,7 +90,7 @@ func TestUsageRecordsAnsweredCutAndCancelled(t *testing.T) {
 	rec.Store().Read(context.Background(), usage.Day(time.Now()), func(r usage.Record) error { got[r.Key] = r; return nil })
 	a := got["answered"]
 	if a.Row != (usage.Row{Key: "answered", Team: "search", Model: "mock-gpt", Upstream: "mock-gpt-4o"}) ||
-		a.Counts != (usage.Counts{Requests: 1, Input: 464, CachedInput: 1536, Output: 50, Cost: 464*5/2 + 1536*5/4 + 500}) {
+		a.Counts != (usage.Counts{Requests: 1, Calls: 1, Input: 464, CachedInput: 1536, Output: 50, Cost: 464*5/2 + 1536*5/4 + 500}) {
 		t.Errorf("answered: %+v", a)
 	}
 	if c := got["cut"]; c.Team != "search" || c.Requests != 1 || c.Output != 20 || c.Cost < 200 {

@@ -64,7 +64,9 @@ type Metrics struct {
 	// estimated (an encoding close to, not the same as, the model's; see
 	// package tokens; or the deltas of a relayed stream).
 	Tokens *prometheus.CounterVec
-	// Cost is the dollar cost of answers at the configured prices, by
+	// Cost is the dollar cost of billed upstream calls (the gateway's
+	// ledger: answers, a race's loser, continuations) at the configured
+	// prices, by
 	// key, model (client-facing, as Tokens), provider and upstream model
 	// (the name prices are keyed by).
 	Cost *prometheus.CounterVec
@@ -214,11 +216,11 @@ func New() *Metrics {
 		}, []string{"result"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_tokens_total",
-			Help: "Tokens of requests the provider answered, cut and cancelled streams included, by key, model (the client-facing name), provider, direction (input, output) and source: reported (by the provider), counted (by Sluice, in the model's own encoding) or estimated (in a close encoding, or counted from the relayed stream).",
+			Help: "Tokens of billed upstream calls (answers, cut and cancelled streams included; a race's loser; continuations), by key, model (the client-facing name), provider, direction (input, output) and source: reported (by the provider), counted (by Sluice, in the model's own encoding) or estimated (in a close encoding, or counted from the relayed stream).",
 		}, []string{"key", "model", "provider", "direction", "source"}),
 		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_cost_total",
-			Help: "Cost in dollars of requests the provider answered at the configured prices (prices:), by key, model (the client-facing name, as in sluice_tokens_total), provider and upstream_model (the provider's name for it, which prices are keyed by).",
+			Help: "Cost in dollars of billed upstream calls (answers, a race's loser, continuations) at the configured prices (prices:), the figure spend and the usage records read, by key, model (the client-facing name, as in sluice_tokens_total), provider and upstream_model (the provider's name for it, which prices are keyed by).",
 		}, []string{"key", "model", "provider", "upstream_model"}),
 		Degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_degraded_total",

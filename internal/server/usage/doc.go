@@ -1,7 +1,9 @@
 // Package usage keeps Sluice's usage records: per key, team, model (the
-// client-facing name), upstream model and UTC day, the requests, the
-// input, cached input and output tokens, and their cost in
-// micro-dollars, for a finance team's export (docs/USAGE.md).
+// client-facing name), upstream model and UTC day, the requests and
+// the billed upstream calls, the input, cached input and output tokens,
+// and their cost in micro-dollars, for a finance team's export
+// (docs/USAGE.md). The gateway adds one call at a time, from the same
+// record its spend and metrics read, so the totals are spend's.
 //
 // Goals: exact totals across replicas; nothing on the request path but
 // a map update under a short lock; an export that streams any span of
@@ -11,7 +13,7 @@
 //
 // Organisation:
 //   - Recorder aggregates records in memory (Add, called where the
-//     gateway accounts a request) and flushes them to a Store in the
+//     gateway records an upstream call) and flushes them to a Store in the
 //     background about once a second (Run); a flush that fails is kept
 //     and retried, and memory is bounded by MaxRows (Options).
 //   - Store is where records live: Redis hashes, one per day, added to

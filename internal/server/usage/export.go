@@ -115,7 +115,7 @@ func (q Query) columns() []string {
 		"model": {"day", "model", "upstream_model"},
 		"day":   {"day"},
 	}[q.Group]
-	return append(names, "requests", "input_tokens", "cached_input_tokens", "output_tokens", "cost_micros", "cost_usd")
+	return append(names, "requests", "calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_micros", "cost_usd")
 }
 
 // group is rec's row as the query groups it: the names it keeps.
@@ -272,6 +272,8 @@ func field(r Record, col string) string {
 		return r.Upstream
 	case "requests":
 		return strconv.FormatInt(r.Requests, 10)
+	case "calls":
+		return strconv.FormatInt(r.Calls, 10)
 	case "input_tokens":
 		return strconv.FormatInt(r.Input, 10)
 	case "cached_input_tokens":
@@ -319,7 +321,7 @@ func (j *jsonRows) row(r Record) error {
 		b = append(b, col...)
 		b = append(b, `":`...)
 		switch col {
-		case "requests", "input_tokens", "cached_input_tokens", "output_tokens", "cost_micros":
+		case "requests", "calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_micros":
 			b = append(b, field(r, col)...)
 		default:
 			q, _ := json.Marshal(field(r, col))

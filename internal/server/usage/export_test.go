@@ -20,11 +20,11 @@ func exportRecorder(t *testing.T) *Recorder {
 	t.Helper()
 	r := NewRecorder(Options{})
 	err := r.Store().Add(context.Background(), "seed", []Record{
-		{Day: "2026-01-01", Row: Row{"search", "core", "gpt", "gpt-4o"}, Counts: Counts{2, 100, 50, 20, 1_500_000}},
-		{Day: "2026-01-01", Row: Row{"search", "core", "claude", "claude-sonnet-4-5"}, Counts: Counts{1, 10, 0, 5, 250}},
-		{Day: "2026-01-01", Row: Row{"chat", "core", "gpt", "gpt-4o"}, Counts: Counts{3, 30, 0, 3, 7}},
-		{Day: "2026-01-02", Row: Row{"batch", "data", "gpt", "gpt-4o-mini"}, Counts: Counts{4, 40, 4, 4, 44}},
-		{Day: "2026-01-03", Row: Row{"search", "core", "gpt", "gpt-4o"}, Counts: Counts{1, 1, 1, 1, 1}},
+		{Day: "2026-01-01", Row: Row{"search", "core", "gpt", "gpt-4o"}, Counts: Counts{2, 100, 50, 20, 1_500_000, 3}},
+		{Day: "2026-01-01", Row: Row{"search", "core", "claude", "claude-sonnet-4-5"}, Counts: Counts{1, 10, 0, 5, 250, 1}},
+		{Day: "2026-01-01", Row: Row{"chat", "core", "gpt", "gpt-4o"}, Counts: Counts{3, 30, 0, 3, 7, 4}},
+		{Day: "2026-01-02", Row: Row{"batch", "data", "gpt", "gpt-4o-mini"}, Counts: Counts{4, 40, 4, 4, 44, 4}},
+		{Day: "2026-01-03", Row: Row{"search", "core", "gpt", "gpt-4o"}, Counts: Counts{1, 1, 1, 1, 1, 2}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,23 +45,23 @@ func TestExportCSV(t *testing.T) {
 	if code != 200 || h.Get("Content-Type") != "text/csv; charset=utf-8" || !strings.Contains(h.Get("Content-Disposition"), "usage-2026-01-01-2026-01-02.csv") {
 		t.Fatalf("%d %v\n%s", code, h, body)
 	}
-	want := `day,key,team,model,upstream_model,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd
-2026-01-01,chat,core,gpt,gpt-4o,3,30,0,3,7,0.000007
-2026-01-01,search,core,claude,claude-sonnet-4-5,1,10,0,5,250,0.000250
-2026-01-01,search,core,gpt,gpt-4o,2,100,50,20,1500000,1.500000
-2026-01-02,batch,data,gpt,gpt-4o-mini,4,40,4,4,44,0.000044
+	want := `day,key,team,model,upstream_model,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd
+2026-01-01,chat,core,gpt,gpt-4o,3,4,30,0,3,7,0.000007
+2026-01-01,search,core,claude,claude-sonnet-4-5,1,1,10,0,5,250,0.000250
+2026-01-01,search,core,gpt,gpt-4o,2,3,100,50,20,1500000,1.500000
+2026-01-02,batch,data,gpt,gpt-4o-mini,4,4,40,4,4,44,0.000044
 `
 	if body != want {
 		t.Errorf("csv:\n%s\nwant\n%s", body, want)
 	}
 	for _, c := range []struct{ query, want string }{
-		{"group=key", "day,key,team,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,chat,core,3,30,0,3,7,0.000007\n2026-01-01,search,core,3,110,50,25,1500250,1.500250\n2026-01-02,batch,data,4,40,4,4,44,0.000044\n"},
-		{"group=team", "day,team,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,core,6,140,50,28,1500257,1.500257\n2026-01-02,data,4,40,4,4,44,0.000044\n"},
-		{"group=model", "day,model,upstream_model,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,claude,claude-sonnet-4-5,1,10,0,5,250,0.000250\n2026-01-01,gpt,gpt-4o,5,130,50,23,1500007,1.500007\n2026-01-02,gpt,gpt-4o-mini,4,40,4,4,44,0.000044\n"},
-		{"group=day", "day,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,6,140,50,28,1500257,1.500257\n2026-01-02,4,40,4,4,44,0.000044\n"},
-		{"group=day&team=data", "day,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-02,4,40,4,4,44,0.000044\n"},
-		{"key=search&model=claude", "day,key,team,model,upstream_model,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,search,core,claude,claude-sonnet-4-5,1,10,0,5,250,0.000250\n"},
-		{"key=nobody", "day,key,team,model,upstream_model,requests,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n"},
+		{"group=key", "day,key,team,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,chat,core,3,4,30,0,3,7,0.000007\n2026-01-01,search,core,3,4,110,50,25,1500250,1.500250\n2026-01-02,batch,data,4,4,40,4,4,44,0.000044\n"},
+		{"group=team", "day,team,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,core,6,8,140,50,28,1500257,1.500257\n2026-01-02,data,4,4,40,4,4,44,0.000044\n"},
+		{"group=model", "day,model,upstream_model,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,claude,claude-sonnet-4-5,1,1,10,0,5,250,0.000250\n2026-01-01,gpt,gpt-4o,5,7,130,50,23,1500007,1.500007\n2026-01-02,gpt,gpt-4o-mini,4,4,40,4,4,44,0.000044\n"},
+		{"group=day", "day,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,6,8,140,50,28,1500257,1.500257\n2026-01-02,4,4,40,4,4,44,0.000044\n"},
+		{"group=day&team=data", "day,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-02,4,4,40,4,4,44,0.000044\n"},
+		{"key=search&model=claude", "day,key,team,model,upstream_model,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n2026-01-01,search,core,claude,claude-sonnet-4-5,1,1,10,0,5,250,0.000250\n"},
+		{"key=nobody", "day,key,team,model,upstream_model,requests,calls,input_tokens,cached_input_tokens,output_tokens,cost_micros,cost_usd\n"},
 	} {
 		_, _, body := get(t, r, "from=2026-01-01&to=2026-01-02&format=csv&"+c.query)
 		if body != c.want {
@@ -86,7 +86,7 @@ func TestExportJSON(t *testing.T) {
 	if v.From != "2026-01-02" || v.To != "2026-01-03" || v.Group != "key" || len(v.Rows) != 2 {
 		t.Fatalf("%s", body)
 	}
-	want := map[string]any{"day": "2026-01-03", "key": "search", "team": "core", "requests": 1.0, "input_tokens": 1.0,
+	want := map[string]any{"day": "2026-01-03", "key": "search", "team": "core", "requests": 1.0, "calls": 2.0, "input_tokens": 1.0,
 		"cached_input_tokens": 1.0, "output_tokens": 1.0, "cost_micros": 1.0, "cost_usd": "0.000001"}
 	if fmt.Sprint(v.Rows[1]) != fmt.Sprint(want) {
 		t.Errorf("row: %v\nwant %v", v.Rows[1], want)

@@ -72,14 +72,15 @@ type line struct {
 	CachedInput int64  `json:"cached_input_tokens"`
 	Output      int64  `json:"output_tokens"`
 	Cost        int64  `json:"cost_micros"`
+	Calls       int64  `json:"calls"` // 0 in lines written before calls were counted
 }
 
 func toLine(r Record) line {
-	return line{r.Key, r.Team, r.Model, r.Upstream, r.Requests, r.Input, r.CachedInput, r.Output, r.Cost}
+	return line{r.Key, r.Team, r.Model, r.Upstream, r.Requests, r.Input, r.CachedInput, r.Output, r.Cost, r.Calls}
 }
 
 func (l line) record(day string) Record {
-	return Record{Day: day, Row: Row{l.Key, l.Team, l.Model, l.Upstream}, Counts: Counts{l.Requests, l.Input, l.CachedInput, l.Output, l.Cost}}
+	return Record{Day: day, Row: Row{l.Key, l.Team, l.Model, l.Upstream}, Counts: Counts{l.Requests, l.Input, l.CachedInput, l.Output, l.Cost, l.Calls}}
 }
 
 // Add implements Store.

@@ -14,13 +14,19 @@ type Row struct {
 	Model, Upstream string
 }
 
-// Counts are what a row's requests used on a day. Input excludes
-// CachedInput: the prompt was Input + CachedInput tokens.
+// Counts are what a row's upstream calls used on a day. Input excludes
+// CachedInput: the prompt was Input + CachedInput tokens. Each billed
+// call adds its tokens and cost to the row of its own upstream model
+// (Calls); Requests counts the client requests a row's calls answered.
 type Counts struct {
 	Requests, Input, CachedInput, Output int64
 	// Cost is in micro-dollars, at the effective prices (0 for a model
 	// with no price).
 	Cost int64
+	// Calls is the billed upstream calls: every call a provider may
+	// charge for (an answer, a hedge's loser, a continuation), so a
+	// request can add several.
+	Calls int64
 }
 
 // Add adds o to c.
@@ -30,6 +36,7 @@ func (c *Counts) Add(o Counts) {
 	c.CachedInput += o.CachedInput
 	c.Output += o.Output
 	c.Cost += o.Cost
+	c.Calls += o.Calls
 }
 
 // Record is one row's counts on one UTC day (YYYY-MM-DD).

@@ -42,7 +42,7 @@ type Options struct {
 	// MaxRows bounds the rows (day, key, team, model, upstream model)
 	// waiting to be flushed (default DefaultMaxRows). A failed flush is
 	// held for retry beside them, so at most twice this is held; past
-	// it, a request on a row not already waiting is not recorded, and
+	// it, a call on a row not already waiting is not recorded, and
 	// is counted (Dropped).
 	MaxRows int
 	Log     *slog.Logger
@@ -126,7 +126,7 @@ func (r *Recorder) Add(now time.Time, row Row, c Counts) {
 	cur.Add(c)
 }
 
-// Dropped is how many requests were not recorded because MaxRows rows
+// Dropped is how many calls were not recorded because MaxRows rows
 // were already waiting.
 func (r *Recorder) Dropped() int64 {
 	r.mu.Lock()

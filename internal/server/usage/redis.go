@@ -13,14 +13,15 @@ import (
 // RedisStore keeps each day's records in one Redis hash,
 // <prefix>usage:{YYYY-MM-DD}, whose fields are a row's names and a
 // count's letter (n requests, i input, c cached input, o output, $
-// cost in µ$), joined by \x1f, added to with HINCRBY, so every replica
-// adds to the same totals and they are exact. A flush runs one Lua
-// script per day and per chunk of rows, which adds the chunk and notes,
-// in a small hash of this writer's own (<day key>:w:<writer>, kept two
-// days), the batch and chunk it added last; a retried flush whose
-// chunks landed finds them noted and adds them again no more, so a
-// flush counts once. Each day's hash expires (EXPIREAT) retention days
-// after the day ends, set at every write; Prune has nothing left to do.
+// cost in µ$, k calls), joined by \x1f, added to with HINCRBY, so
+// every replica adds to the same totals and they are exact. A flush
+// runs one Lua script per day and per chunk of rows, which adds the
+// chunk and notes, in a small hash of this writer's own (<day
+// key>:w:<writer>, kept two days), the batch and chunk it added last; a
+// retried flush whose chunks landed finds them noted and adds them
+// again no more, so a flush counts once. Each day's hash expires
+// (EXPIREAT) retention days after the day ends, set at every write;
+// Prune has nothing left to do.
 type RedisStore struct {
 	c         redis.UniversalClient
 	prefix    string
@@ -64,10 +65,10 @@ return 1
 // hold Redis for long.
 const chunkRows = 500
 
-var letters = [5]string{"n", "i", "c", "o", "$"}
+var letters = [6]string{"n", "i", "c", "o", "$", "k"}
 
-func (c Counts) values() [5]int64 {
-	return [5]int64{c.Requests, c.Input, c.CachedInput, c.Output, c.Cost}
+func (c Counts) values() [6]int64 {
+	return [6]int64{c.Requests, c.Input, c.CachedInput, c.Output, c.Cost, c.Calls}
 }
 
 // Add adds recs, in chunks of at most chunkRows rows of one day each.
@@ -86,7 +87,7 @@ func (s *RedisStore) Add(ctx context.Context, id string, recs []Record) error {
 			return fmt.Errorf("usage: record of day %q: %w", day, err)
 		}
 		expire := t.AddDate(0, 0, 1+s.retention).Unix()
-		args := make([]any, 3, 3+10*(end-start))
+		args := make([]any, 3, 3+2*len(letters)*(end-start))
 		args[0], args[1], args[2] = expire, id, start
 		for _, r := range recs[start:end] {
 			f := r.Row.field() + sep
@@ -140,6 +141,8 @@ func (s *RedisStore) Read(ctx context.Context, day string, fn func(Record) error
 				c.Output = v
 			case "$":
 				c.Cost = v
+			case "k":
+				c.Calls = v
 			}
 		}
 		if cursor = next; cursor == 0 {

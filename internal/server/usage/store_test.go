@@ -29,9 +29,9 @@ func TestStoreAddsAndReadsBack(t *testing.T) {
 			s := mk(t)
 			ctx := context.Background()
 			b1 := []Record{
-				{Day: "2026-03-01", Row: rowA, Counts: Counts{1, 100, 50, 20, 700}},
-				{Day: "2026-03-01", Row: rowB, Counts: Counts{2, 10, 0, 5, 90}},
-				{Day: "2026-03-02", Row: rowA, Counts: Counts{1, 1, 1, 1, 1}},
+				{Day: "2026-03-01", Row: rowA, Counts: Counts{1, 100, 50, 20, 700, 1}},
+				{Day: "2026-03-01", Row: rowB, Counts: Counts{2, 10, 0, 5, 90, 2}},
+				{Day: "2026-03-02", Row: rowA, Counts: Counts{1, 1, 1, 1, 1, 1}},
 			}
 			if err := s.Add(ctx, "b1", b1); err != nil {
 				t.Fatal(err)
@@ -39,18 +39,18 @@ func TestStoreAddsAndReadsBack(t *testing.T) {
 			if err := s.Add(ctx, "b1", b1); err != nil { // the retry of a batch that landed
 				t.Fatal(err)
 			}
-			if err := s.Add(ctx, "b2", []Record{{Day: "2026-03-01", Row: rowA, Counts: Counts{3, 1000, 0, 30, 5000}}}); err != nil {
+			if err := s.Add(ctx, "b2", []Record{{Day: "2026-03-01", Row: rowA, Counts: Counts{3, 1000, 0, 30, 5000, 3}}}); err != nil {
 				t.Fatal(err)
 			}
 			got := readDay(t, s, "2026-03-01")
 			want := []Record{
-				{Day: "2026-03-01", Row: rowB, Counts: Counts{2, 10, 0, 5, 90}},
-				{Day: "2026-03-01", Row: rowA, Counts: Counts{4, 1100, 50, 50, 5700}},
+				{Day: "2026-03-01", Row: rowB, Counts: Counts{2, 10, 0, 5, 90, 2}},
+				{Day: "2026-03-01", Row: rowA, Counts: Counts{4, 1100, 50, 50, 5700, 4}},
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("2026-03-01:\n got %+v\nwant %+v", got, want)
 			}
-			if got := readDay(t, s, "2026-03-02"); len(got) != 1 || got[0].Counts != (Counts{1, 1, 1, 1, 1}) {
+			if got := readDay(t, s, "2026-03-02"); len(got) != 1 || got[0].Counts != (Counts{1, 1, 1, 1, 1, 1}) {
 				t.Errorf("2026-03-02: %+v", got)
 			}
 			if got := readDay(t, s, "2026-03-03"); len(got) != 0 {
