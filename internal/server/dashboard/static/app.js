@@ -164,7 +164,7 @@
         cols.push(ss.map(function (s) { var r = s.eval_pass_rate || {}; return k in r ? 100 * r[k] : null; }));
       });
       return { series: series, cols: cols, axes: [unitAxis("% passed")],
-        empty: "No eval sets: declare models[].evals to grade each target on a schedule (README, \"Fallback evals\")." };
+        empty: "No eval sets: declare models[].evals to grade each target on a schedule (docs/EVALS.md)." };
     }
   };
 
