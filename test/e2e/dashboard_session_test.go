@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -34,7 +35,8 @@ models:
 // session, not the token, in an HttpOnly, SameSite=Strict cookie for
 // /dashboard/ and /admin/ that expires, and no script can read it. From
 // the dashboard's own page a POST to the key API with the session makes
-// a key. From a page on another port of the same machine (same-site to
+// a key. Without its session the page says how to open a new one. From
+// a page on another port of the same machine (same-site to
 // the browser, so it attaches the cookie) text/plain POSTs that need no
 // preflight make no key and disable none. The page logs no error.
 func TestDashboardSessionInBrowser(t *testing.T) {
@@ -134,6 +136,21 @@ func TestDashboardSessionInBrowser(t *testing.T) {
 	mu.Unlock()
 	if len(got) > 0 {
 		t.Errorf("the dashboard's page logged %d errors:\n%s", len(got), strings.Join(got, "\n"))
+	}
+
+	// When the session is gone (it ended, or the gateway restarted), the
+	// page says how to open a new one.
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	const told = `document.getElementById("status").textContent.includes("/dashboard/?token=")`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](told, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`))
+		t.Errorf("without its session the page does not say how to open a new one: %v (status %q)", err, status)
+	}
+	// A new session, for the page of another port to borrow.
+	if err := chromedp.Do(ctx, chromedp.Navigate(adminURL+"/dashboard/?token="+token)); err != nil {
+		t.Fatal(err)
 	}
 
 	// The same browser, on a page of another port: text/plain POSTs,
