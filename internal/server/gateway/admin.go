@@ -105,7 +105,7 @@ func guardAdmin(token string, sessions *adminSessions, next http.Handler) http.H
 			for _, p := range sessionPaths {
 				http.SetCookie(w, &http.Cookie{Name: adminSessionCookie, Path: p, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			}
-			http.Error(w, fmt.Sprintf("the dashboard session has expired (a session lasts %v): open /dashboard/?token=TOKEN again, or send Authorization: Bearer TOKEN\n", sessions.ttl), http.StatusUnauthorized)
+			http.Error(w, fmt.Sprintf("the dashboard session has expired (a session lasts %.0f hours): open /dashboard/?token=TOKEN again, or send Authorization: Bearer TOKEN\n", sessions.ttl.Hours()), http.StatusUnauthorized)
 			return
 		}
 		http.Error(w, "the admin API needs its token: send Authorization: Bearer TOKEN (the value of the variable admin.token_env names), or open /dashboard/?token=TOKEN in a browser\n", http.StatusUnauthorized)
@@ -113,8 +113,9 @@ func guardAdmin(token string, sessions *adminSessions, next http.Handler) http.H
 }
 
 // The admin session's cookie, and the paths it is sent to: the dashboard
-// (its page and its data) and the admin API, never /metrics, the
-// profiles, or anything on the host's other ports (the client API).
+// (its page and its data) and the admin API; not /metrics or the
+// profiles, nor the client API's paths (a browser sends a cookie to
+// every port of its host, so only the path narrows it).
 const (
 	adminSessionCookie = "sluice_session"
 	// legacyAdminCookie is the cookie that held the token itself.
