@@ -31,6 +31,7 @@ if [ ! -s "$certs" ]; then
 fi
 cp "$certs" "$ctx/ca-certificates.crt"
 cp deploy/sluice.yaml "$ctx/sluice.yaml"
+cp LICENSE NOTICE "$ctx/"
 
 # The key only has to be set for the check; it is never used.
 OPENAI_API_KEY=placeholder "$ctx/sluice" serve --check --config "$ctx/sluice.yaml"

@@ -39,6 +39,9 @@ type demoPlan struct {
 	listen, admin                  string
 }
 
+// demoDuration is how long the tour runs unless --duration says.
+const demoDuration = 60 * time.Second
+
 // brownout places the scripted brownout in the run: from a quarter of it
 // to seven twelfths (15 s to 35 s of the default 60 s), leaving time to
 // watch the gateway notice, fail over, and then probe and fail back.
@@ -67,7 +70,7 @@ func (p demoPlan) scenarioText(primary, backup string) []byte {
 func Demo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	duration := fs.Duration("duration", 60*time.Second, "how long the traffic runs; the brownout takes the middle third")
+	duration := fs.Duration("duration", demoDuration, "how long the traffic runs; the brownout runs from a quarter of it to seven twelfths")
 	listen := fs.String("listen", "127.0.0.1:8080", "the gateway's client `address` (a free port when the default is taken)")
 	admin := fs.String("admin", "127.0.0.1:9090", "the admin `address`: dashboard and /metrics (a free port when the default is taken)")
 	noHint := fs.Bool("no-browser-hint", false, "print the dashboard URL without the suggestion to open it")

@@ -14,9 +14,11 @@ type Admin struct {
 	// TokenEnv names the environment variable holding the admin bearer
 	// token (default: none). With it, every admin request but the probes
 	// needs "Authorization: Bearer TOKEN" (Prometheus: authorization
-	// credentials), or the cookie a browser gets by opening
-	// /dashboard/?token=TOKEN once. serve refuses to start while the
-	// variable is unset or empty.
+	// credentials), or the session cookie a browser gets by opening
+	// /dashboard/?token=TOKEN once (a random session, not the token,
+	// for 12 hours). The token is read at start: a reload does not
+	// change it. serve refuses to start while the variable is unset or
+	// empty.
 	TokenEnv string `yaml:"token_env"`
 	// Open (default false) serves the admin API without a token on an
 	// address beyond loopback. Without a token, serve binds admin_listen

@@ -249,11 +249,11 @@ func TestInputSettledOnReportedCount(t *testing.T) {
 	}
 }
 
-// With the embedded default (no keys, prices or lanes: nothing counts
-// tokens), the provider's reported usage still reaches
-// sluice_tokens_total.
+// With nothing that counts tokens (the embedded default without its
+// illustrative prices: no keys, prices or lanes), the provider's
+// reported usage still reaches sluice_tokens_total.
 func TestReportedTokensWithoutBudgets(t *testing.T) {
-	s := newStack(t, mock.Config{}, nil)
+	s := newStack(t, mock.Config{}, func(c *config.Config) { c.Prices = nil })
 	if status, _, body := s.do("/v1/chat/completions", chatBody, nil); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}

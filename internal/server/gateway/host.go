@@ -199,7 +199,7 @@ func (h *Host) AdminHandler() http.Handler {
 		}
 		serveOK(w, r)
 	})
-	return guardAdmin(h.token, mux)
+	return guardAdmin(h.token, newAdminSessions(nil), mux)
 }
 
 // Serve serves the client API on client and the admin API on admin until
@@ -261,6 +261,9 @@ func (h *Host) Reload(cfg *config.Config) error {
 	}
 	if !reflect.DeepEqual(cfg.Tracing, h.tracing) {
 		h.log.Warn("reload: tracing settings change only at a restart; the running ones stay")
+	}
+	if cfg.AdminToken() != h.token {
+		h.log.Warn("reload: the admin token (admin.token_env) changes only at a restart, which also ends every dashboard session; the running token stays")
 	}
 	if [2]string{cfg.Store, cfg.State.Dir} != h.keysAt {
 		h.log.Warn("reload: where keys made at run time live (store:, state.dir:) changes only at a restart; the running store stays")

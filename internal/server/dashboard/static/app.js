@@ -164,7 +164,7 @@
         cols.push(ss.map(function (s) { var r = s.eval_pass_rate || {}; return k in r ? 100 * r[k] : null; }));
       });
       return { series: series, cols: cols, axes: [unitAxis("% passed")],
-        empty: "No eval sets: declare models[].evals to grade each target on a schedule (README, \"Fallback evals\")." };
+        empty: "No eval sets: declare models[].evals to grade each target on a schedule (docs/EVALS.md)." };
     }
   };
 
@@ -383,6 +383,11 @@
     // each sample and event once.
     fetch("data.json?since=" + Math.max(0, state.since - 5000), { cache: "no-store", credentials: "same-origin" })
       .then(function (r) {
+        if (r.status === 401) {
+          // Behind an admin token: the session this page was opened
+          // with has ended (12 hours), or the gateway restarted.
+          throw new Error("the admin session has ended; open this page again as /dashboard/?token=TOKEN");
+        }
         if (!r.ok) { throw new Error("HTTP " + r.status); }
         return r.json();
       })
