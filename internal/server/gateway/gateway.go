@@ -249,7 +249,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	// step, so each process seeds its own.
 	ec.Seed = rand.Uint64()
 	if cfg.Store != "" {
-		if g.fleet, err = newFleet(cfg, g.log, g.metrics.Registry); err != nil {
+		if g.fleet, err = newFleet(cfg, g.log, g.metrics); err != nil {
 			return nil, err
 		}
 		ec.Replicas = g.fleet.members.Live
