@@ -195,3 +195,84 @@ func TestRedisUnreachable(t *testing.T) {
 		t.Fatalf("Redis holds %d", v)
 	}
 }
+
+// A replica's memory of a bucket is the latest total Redis told it,
+// whatever order concurrent calls' answers arrive in: an answer that
+// arrives after a later one does not lower it. So after a loss of
+// Redis's data it re-seeds what it last knew was spent, not an older
+// total. Before, the last answer to arrive won, and a replica could
+// re-seed less than it had seen (by the reservations answered in
+// between).
+func TestRedisMemoryKeepsTheLatestTotal(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	o := RedisOptions{Prefix: p, Timeout: 2 * time.Second, SyncEvery: time.Hour, Settle: 50 * time.Millisecond}
+	s := NewRedis(c, o)
+	defer s.Close()
+	needs := spend.Plan(limits, t0, nil)
+	for range 3 {
+		s.Reserve(ctx, needs, 1000)
+	}
+	// Two calls' answers, the later (seq 2 more) learnt first.
+	b := needs[0].Reserve
+	s.mu.Lock()
+	k := s.known[b.ID]
+	epoch, seq := k.epoch, k.seq
+	s.learn(b, 5000, epoch, seq+2, 0)
+	s.learn(b, 4000, epoch, seq+1, 0)
+	s.mu.Unlock()
+	redistest.Flush(c, p)
+	tot, r, _ := s.Reserve(ctx, needs, 1000)
+	if r != nil || tot.Sum(0) != 6000 {
+		t.Fatalf("after the loss: %v %+v, want the latest total seen (5000) re-seeded + 1000", tot, r)
+	}
+}
+
+// Deciding alone, a replica spends only its share of the headroom it
+// last saw: one of three, with 4000 of 10000 spent when Redis went, it
+// admits 1000s while 4000 + 3 × its own spend since is under 10000 (2 of
+// them). Three such replicas admit 6000 together: the headroom, not
+// three times it. Before, each admitted the whole 6000 alone, and the
+// fleet 18000.
+func TestRedisAloneSpendsItsShare(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	needs := spend.Plan(limits, t0, nil)
+	var fleet []*Redis
+	for range 3 {
+		s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, SyncEvery: time.Hour, Replicas: func() int { return 3 }})
+		defer s.Close()
+		fleet = append(fleet, s)
+	}
+	fleet[0].Reserve(ctx, needs, 4000)
+	for _, s := range fleet {
+		s.Reserve(ctx, needs, 0) // each has seen the 4000
+		s.rdb = dead
+	}
+	admitted := 0
+	var last *spend.Refusal
+	for round := 0; round < 10; round++ {
+		for _, s := range fleet {
+			if _, r, _ := s.Reserve(ctx, needs, 1000); r == nil {
+				admitted++
+			} else {
+				last = r
+			}
+		}
+	}
+	if admitted != 6 {
+		t.Errorf("three replicas alone admitted %d of 1000 on 4000 of 10000 spent; want 6 (2 each: the headroom shared)", admitted)
+	}
+	if last == nil || last.Spent < last.Limit.Amount {
+		t.Errorf("a share's refusal says %+v: what it counts spent must reach the limit", last)
+	}
+	for _, s := range fleet {
+		s.rdb = c
+		s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0)
+	}
+	if v, _ := c.Get(ctx, fleet[0].Key(needs[0].Reserve.ID)).Int64(); v != 10000 {
+		t.Errorf("Redis holds %d once back, want 10000 (4000 and the 6000 admitted alone)", v)
+	}
+}
