@@ -259,6 +259,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log, g.now, g.metrics); err != nil {
 		return nil, err
 	}
+	if g.fleet != nil {
+		g.spend.countReplicas(g.fleet.members.Live)
+	}
 	g.runner = runner.NewRunner(ec, g.now)
 	g.keys = newKeyring(cfg, keys, g.defaultPri, opts.keys, g.modelNames, g.runner, g.now)
 	g.runner.OnTransition(transitions(g.log, g.metrics, g.fleet, g.byScope, scopeNames))
