@@ -164,16 +164,44 @@ func (s *Redis) Key(id string) string { return s.prefix + "spend:" + id }
 // epochKey is the fleet's epoch (fleetstore.EpochKey).
 func (s *Redis) epochKey() string { return fleetstore.EpochKey(s.prefix) }
 
-// load reads a counter, first raising it to what the caller remembers
-// when the memory is from another epoch, and adding the caller's
-// unsent changes. Counters never go below zero.
+// floorKey is the companion of bucket key k that holds the floor merged
+// into it in the current epoch (loadLua).
+func floorKey(k string) string { return k + ":floor" }
+
+// load reads a counter, merging in what the caller remembers when the
+// memory is from another epoch, and adding the caller's unsent changes.
+// Counters never go below zero.
+//
+// The merge: after a loss a counter must end at the highest total any
+// replica remembers plus everything any of them added since (unsent
+// changes from deciding alone, and new reservations), in whatever order
+// their calls arrive. So each bucket has a companion key (floorKey,
+// "<epoch>|<floor>", expiring with the bucket), made at the bucket's
+// first touch in an epoch with what the counter held then (0 after a
+// loss; the counter itself when it survived), and a remembered total
+// above that floor adds only the difference and becomes the floor:
+// raising the counter to a memory instead would swallow what others
+// had added before it.
 const loadLua = `
-local function load(key, exp, floor, fe, pending, epoch)
+local function load(key, fkey, exp, floor, fe, pending, epoch)
   local raw = redis.call('GET', key)
   local v = 0
   if raw then v = tonumber(raw) end
   local nv = v
-  if fe ~= epoch and floor > nv then nv = floor end
+  local f = nil
+  local fr = redis.call('GET', fkey)
+  if fr then
+    local fep, fv = string.match(fr, '^(.*)|(%d+)$')
+    if fep == epoch then f = tonumber(fv) end
+  end
+  if f == nil then
+    f = v
+    redis.call('SET', fkey, epoch .. '|' .. string.format('%d', f), 'PXAT', exp)
+  end
+  if fe ~= epoch and floor > f then
+    nv = nv + (floor - f)
+    redis.call('SET', fkey, epoch .. '|' .. string.format('%d', floor), 'PXAT', exp)
+  end
   nv = nv + pending
   if nv < 0 then nv = 0 end
   if nv ~= v then
@@ -198,7 +226,7 @@ end
 `
 
 // reserveScript: KEYS[1] the epoch key, then every need's counted
-// buckets in order. ARGV[1] the amount, ARGV[2] a new epoch's name,
+// buckets in order, then their floor keys in the same order. ARGV[1] the amount, ARGV[2] a new epoch's name,
 // ARGV[3] the epoch the caller knew last, ARGV[4] the settling time
 // after a loss (ms), ARGV[5] the number of needs, then each need's limit
 // and bucket count, then each bucket's expiry (Unix ms), remembered
@@ -218,10 +246,11 @@ end
 local vals, exps, lasts = {}, {}, {}
 local ok = 1
 local k = 2
+local nb = (#KEYS - 1) / 2
 for i = 1, nneeds do
   local total = 0
   for j = 1, counts[i] do
-    local v = load(KEYS[k], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
+    local v = load(KEYS[k], KEYS[k + nb], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
     vals[k - 1] = v; exps[k - 1] = ARGV[a]
     total = total + v
     a = a + 4; k = k + 1
@@ -242,7 +271,8 @@ for j = 1, #vals do out[#out + 1] = vals[j] end
 return out
 `)
 
-// adjustScript: KEYS[1] the epoch key, then the buckets. ARGV[1] the
+// adjustScript: KEYS[1] the epoch key, then the buckets, then their
+// floor keys. ARGV[1] the
 // delta, ARGV[2..4] as reserveScript's, then each bucket's expiry,
 // remembered total, its epoch and unsent changes (the delta added).
 // Returns {epoch, seq, totals...}.
@@ -250,8 +280,9 @@ var adjustScript = redis.NewScript(fleetstore.EpochLua + loadLua + `
 local epoch, _, seq = epochOf()
 local out = {epoch, seq}
 local a = 5
-for k = 2, #KEYS do
-  out[#out + 1] = load(KEYS[k], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
+local nb = (#KEYS - 1) / 2
+for k = 2, nb + 1 do
+  out[#out + 1] = load(KEYS[k], KEYS[k + nb], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
   a = a + 4
 end
 return out
@@ -360,6 +391,9 @@ func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 		}
 	}
 	s.mu.Unlock()
+	for _, b := range buckets {
+		keys = append(keys, floorKey(s.Key(b.ID)))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Slice()
@@ -517,6 +551,9 @@ func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.
 		sent = append(sent, p)
 	}
 	s.mu.Unlock()
+	for _, b := range buckets {
+		keys = append(keys, floorKey(s.Key(b.ID)))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := adjustScript.Run(ctx, s.rdb, keys, args...).Slice()
