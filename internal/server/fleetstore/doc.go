@@ -1,4 +1,4 @@
-// Package store is the state a fleet of Sluice replicas shares through
+// Package fleetstore is the state a fleet of Sluice replicas shares through
 // Redis, so that the fleet decides as one: per-minute budgets exact
 // across replicas (Budgets), the count of live replicas (Members),
 // ownership of a task such as probing a tripped provider (Leases), and
@@ -124,7 +124,13 @@
 // replicas seen within 3 intervals (one MULTI/EXEC round trip per
 // heartbeat), dropping entries dated more than 3 intervals ahead; Live
 // is the largest count seen within 3 intervals (fleet.Census), and
-// Joined says when a new replica may report ready. A call Redis answers
+// Joined says when a new replica may report ready. The same round trip
+// reads the fleet's epoch (epoch.go: a random name kept in Redis, made
+// afresh when missing), so a replica learns within a heartbeat that
+// Redis lost its data (OnLoss); the run-time keys (package keystore)
+// and spend (package spendstore) read the same epoch and write back
+// what they hold. Every heartbeat that misses is heard (OnError), so
+// an outage no other call noticed is counted. A call Redis answers
 // with WRONGTYPE (KeyError) breaks that key alone: the store stays
 // Shared. Leases acquires or renews a named lease atomically (SET NX
 // PX, or PEXPIRE when already the holder's), so one replica at a time

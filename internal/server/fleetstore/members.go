@@ -32,6 +32,15 @@ type MemberOptions struct {
 	// another type there). Redis answers, so OnReach does not hear it;
 	// the count stays as it was. It must not block.
 	OnKeyError func(err error)
+	// OnError, when set, hears each heartbeat that did not reach Redis
+	// (not only the first of an outage, as OnReach does), so that an
+	// outage only the heartbeat sees is counted. It must not block.
+	OnError func(err error)
+	// OnLoss, when set, hears each heartbeat that found the fleet's
+	// epoch (EpochKey) missing or changed since the last one read:
+	// Redis lost its data. old is the epoch known before, new the one
+	// Redis holds now. It must not block.
+	OnLoss func(old, new string)
 }
 
 // Members is the fleet's membership: each replica heartbeats an entry
@@ -55,7 +64,15 @@ type Members struct {
 	reached    atomic.Bool // the last heartbeat answered
 	onReach    func(bool, error)
 	onKeyError func(error)
+	onError    func(error)
+	onLoss     func(old, new string)
 	now        func() time.Time
+	epochKey   string
+
+	// emu guards epoch, the fleet's epoch as the last heartbeat read it
+	// ("" before any).
+	emu   sync.Mutex
+	epoch string
 
 	// cmu guards census and joined.
 	cmu    sync.Mutex
@@ -85,7 +102,8 @@ func NewMembers(rdb redis.UniversalClient, o MemberOptions) *Members {
 	if o.Timeout <= 0 {
 		o.Timeout = o.Interval / 2
 	}
-	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now, onReach: o.OnReach, onKeyError: o.OnKeyError}
+	m := &Members{rdb: rdb, key: o.Prefix + "members", id: o.ID, interval: o.Interval, timeout: o.Timeout, now: time.Now,
+		onReach: o.OnReach, onKeyError: o.OnKeyError, onError: o.OnError, onLoss: o.OnLoss, epochKey: EpochKey(o.Prefix)}
 	m.census.Hold = 3 * o.Interval
 	return m
 }
@@ -125,11 +143,20 @@ func (m *Members) Joined() bool {
 // Reached reports whether the last heartbeat answered.
 func (m *Members) Reached() bool { return m.reached.Load() }
 
+// Epoch is the fleet's epoch as the last heartbeat that reached Redis
+// read it ("" before any).
+func (m *Members) Epoch() string {
+	m.emu.Lock()
+	defer m.emu.Unlock()
+	return m.epoch
+}
+
 // Beat is one heartbeat, one round trip (a MULTI/EXEC pipeline): refresh
 // this replica's entry, drop entries older than 3 intervals or more
-// than 3 intervals in the future, count the rest. It returns the count
-// it saw (which Live takes into the census), or the error leaving Live
-// as it was.
+// than 3 intervals in the future, count the rest, and read the fleet's
+// epoch (making it when missing; OnLoss hears it changed). It returns
+// the count it saw (which Live takes into the census), or the error
+// leaving Live as it was.
 func (m *Members) Beat(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
@@ -138,10 +165,13 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 	window := 3 * m.interval.Milliseconds()
 	var card *redis.IntCmd
 	var others *redis.ZSliceCmd
+	var ep *redis.Cmd
 	m.cmu.Lock()
 	joining := !m.settled
 	m.cmu.Unlock()
+	known := m.Epoch()
 	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ep = p.Eval(ctx, epochScript, []string{m.epochKey}, NewEpochName(), known)
 		p.ZAdd(ctx, m.key, redis.Z{Score: float64(now), Member: m.id})
 		p.ZRemRangeByScore(ctx, m.key, "-inf", "("+strconv.FormatInt(now-window, 10))
 		p.ZRemRangeByScore(ctx, m.key, "("+strconv.FormatInt(now+window, 10), "+inf")
@@ -152,6 +182,15 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 		p.PExpire(ctx, m.key, 2*time.Duration(window)*time.Millisecond)
 		return nil
 	})
+	if err != nil && card != nil && card.Err() == nil && KeyError(ep.Err()) {
+		// Only the epoch key is wrong (someone wrote another type
+		// there): the count stands; the epoch is not known this beat.
+		if m.onKeyError != nil {
+			m.onKeyError(ep.Err())
+		}
+		err = nil
+		ep = nil
+	}
 	if err != nil {
 		m.cmu.Lock()
 		m.census.Lost(at)
@@ -163,10 +202,16 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 			}
 			return m.Live(), err
 		}
+		if m.onError != nil {
+			m.onError(err)
+		}
 		if m.reached.Swap(false) && m.onReach != nil {
 			m.onReach(false, err)
 		}
 		return m.Live(), err
+	}
+	if ep != nil {
+		m.learnEpoch(known, ep)
 	}
 	if !m.reached.Swap(true) && m.onReach != nil {
 		m.onReach(true, nil)
@@ -178,6 +223,30 @@ func (m *Members) Beat(ctx context.Context) (int, error) {
 	}
 	m.cmu.Unlock()
 	return int(max(card.Val(), 1)), nil
+}
+
+// learnEpoch takes the epoch a heartbeat read (ep, fleetEpoch's answer)
+// after knowing known, and tells OnLoss when it changed.
+func (m *Members) learnEpoch(known string, ep *redis.Cmd) {
+	res, err := ep.Slice()
+	if err != nil || len(res) < 1 {
+		return
+	}
+	id, _ := res[0].(string)
+	if id == "" {
+		return
+	}
+	m.emu.Lock()
+	if m.epoch != known {
+		// Another beat learnt a newer one meanwhile.
+		m.emu.Unlock()
+		return
+	}
+	m.epoch = id
+	m.emu.Unlock()
+	if EpochLost(known, id) && m.onLoss != nil {
+		m.onLoss(known, id)
+	}
 }
 
 // settle notes whether this replica has joined the fleet (Joined), from

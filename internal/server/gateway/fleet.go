@@ -3,9 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -60,6 +60,54 @@ type fleet struct {
 	// last when, so a failing call logs once a minute.
 	errs   *prometheus.CounterVec
 	logged sync.Map // string -> time.Time
+	// losses counts the store's losses of its data
+	// (sluice_fleet_store_losses_total); lost is the last one this
+	// replica's heartbeat saw, for /readyz.
+	losses *prometheus.CounterVec
+	lost   atomic.Pointer[storeLoss]
+}
+
+// storeLoss is a loss of the store's data a heartbeat saw: the fleet's
+// epoch before and after, and when.
+type storeLoss struct {
+	old, new string
+	at       time.Time
+}
+
+// sawLoss is the heartbeat finding the fleet's epoch missing or changed
+// (fleetstore.EpochLost): Redis lost its data. It says so in the log,
+// sluice_fleet_store_losses_total and /readyz. The run-time keys and
+// spend see the same epoch and write back what this replica holds
+// (packages keystore and spendstore) before acting on what Redis says.
+func (f *fleet) sawLoss(old, new string) {
+	f.lost.Store(&storeLoss{old: old, new: new, at: time.Now()})
+	if f.losses != nil {
+		f.losses.WithLabelValues("heartbeat").Inc()
+	}
+	f.log.Warn("shared store lost its data (the fleet's epoch changed): this replica writes back the run-time keys and the spend it holds; spend reservations wait for the fleet to do so, and key changes too. Run Redis with persistence (appendonly yes) and maxmemory-policy noeviction to keep it from happening",
+		"epoch_was", old, "epoch", new)
+}
+
+// readyDetail is what /readyz adds about the fleet: the last loss of the
+// store's data this replica saw, if any ("" outside a fleet or without
+// one).
+func (f *fleet) readyDetail() string {
+	if f == nil {
+		return ""
+	}
+	l := f.lost.Load()
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("shared store: lost its data %s ago (epoch %s, now %s); this replica wrote back what it held\n",
+		time.Since(l.at).Round(time.Second), l.old, l.new)
+}
+
+// serveReady answers a /readyz that found the replica ready: ok, and
+// what the fleet has to say (readyDetail).
+func serveReady(w http.ResponseWriter, f *fleet) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n" + f.readyDetail()))
 }
 
 // storeError counts a failed call to the store (op: heartbeat, budget,
@@ -80,24 +128,6 @@ func (f *fleet) storeError(op, name string, err error, msg string, attrs ...any)
 	}
 	f.logged.Store(op+"\x00"+name, now)
 	f.log.Warn(msg, append([]any{"op", op, "name", name, "kind", kind, "cause", err.Error()}, attrs...)...)
-}
-
-// storeErrors is sluice_fleet_store_errors_total, registered once in reg
-// (a reloaded config's gateway finds the first's).
-func storeErrors(reg prometheus.Registerer) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_fleet_store_errors_total",
-		Help: "Calls to the shared store that failed, by op (heartbeat, budget, lease) and kind (wrongtype: a key holds another type; error: no answer in time, or another error)."},
-		[]string{"op", "kind"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if old, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return old
-			}
-		}
-		return nil
-	}
-	return c
 }
 
 // ready reports whether this replica may report ready as one of the
@@ -134,7 +164,7 @@ func (f *fleet) reach(ok bool, cause error) {
 // that does not answer yet means deciding locally, not refusing to
 // start; it is logged at once, whatever else is configured, and shown
 // in sluice_fleet_store_shared.
-func newFleet(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*fleet, error) {
+func newFleet(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*fleet, error) {
 	rdb, err := fleetstore.NewClientURL(cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("store: not a Redis URL: %w", err)
@@ -146,8 +176,8 @@ func newFleet(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (
 	}
 	prefix := cfg.Fleet.Prefix
 	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
-	if reg != nil {
-		f.errs = storeErrors(reg)
+	if m != nil {
+		f.errs, f.losses = m.FleetStoreErrors, m.FleetStoreLosses
 	}
 	f.evidenceEvery = max(time.Millisecond, time.Duration(float64(fleetcore.EvidenceEvery)*cfg.TimeFactor()))
 	f.probeLease = max(time.Millisecond, time.Duration(float64(fleetcore.ProbeLease)*cfg.TimeFactor()))
@@ -156,9 +186,21 @@ func newFleet(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (
 	f.leases = fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: prefix})
 	f.members = fleetstore.NewMembers(rdb, fleetstore.MemberOptions{Prefix: prefix, ID: id, OnReach: f.reach,
 		OnKeyError: func(err error) {
-			f.storeError("heartbeat", prefix+"members", err, "shared store: the fleet's members key holds another type; keeping the last replica count (delete the key to repair it)",
+			f.storeError("heartbeat", prefix+"members", err, "shared store: the fleet's members key or its epoch key holds another type; keeping the last replica count (delete the key to repair it)",
 				"replicas", f.members.Live())
-		}})
+		},
+		// Every heartbeat that misses is counted, not only the first of
+		// an outage: an outage that only the heartbeat sees (no budget
+		// call failed) moves sluice_fleet_store_errors_total too, which
+		// the shipped alert watches. The log says it once per outage
+		// (reach).
+		OnError: func(error) {
+			if f.errs != nil {
+				f.errs.WithLabelValues("heartbeat", "error").Inc()
+			}
+		},
+		OnLoss: f.sawLoss,
+	})
 	f.budgets = fleetstore.NewBudgets(rdb, fleetstore.BudgetOptions{
 		Prefix:  prefix,
 		Timeout: f.timeout,
@@ -179,9 +221,6 @@ func newFleet(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (
 		},
 	})
 	if err := f.members.Start(); err != nil && !fleetstore.KeyError(err) {
-		if f.errs != nil {
-			f.errs.WithLabelValues("heartbeat", "error").Inc()
-		}
 		f.reachable.Store(false)
 		log.Warn("shared store unreachable at start; deciding alone, as a fleet of one, with the whole of every limit until it answers",
 			"store", redactURL(cfg.Store), "cause", err.Error())

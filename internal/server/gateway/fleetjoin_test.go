@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
@@ -24,10 +24,9 @@ func TestFleetLeaseErrorDoesNotProbe(t *testing.T) {
 	rdb := fleetstore.NewClient(redistest.Silent(t))
 	defer rdb.Close()
 	var logs bytes.Buffer
-	reg := prometheus.NewRegistry()
 	f := &fleet{rdb: rdb, id: "me", timeout: 5 * time.Millisecond, probeLease: time.Second,
 		leases: fleetstore.NewLeases(rdb, fleetstore.Options{Prefix: "sluicetest:lease-error:"}),
-		log:    slog.New(slog.NewTextHandler(&logs, nil)), errs: storeErrors(reg)}
+		log:    slog.New(slog.NewTextHandler(&logs, nil)), errs: metrics.NewFleetStoreErrors()}
 	f.reachable.Store(true)
 	g := &Gateway{fleet: f}
 	p := &provider{name: "llm"}
@@ -65,7 +64,7 @@ func TestFleetLeaseWrongTypeProbesAlone(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	var logs bytes.Buffer
 	f := &fleet{rdb: rdb, id: "me", timeout: 50 * time.Millisecond, probeLease: time.Second, leases: leases,
-		log: slog.New(slog.NewTextHandler(&logs, nil)), errs: storeErrors(prometheus.NewRegistry())}
+		log: slog.New(slog.NewTextHandler(&logs, nil)), errs: metrics.NewFleetStoreErrors()}
 	f.reachable.Store(true)
 	g := &Gateway{fleet: f}
 	if !g.fleet.mayProbe(ctx, &provider{name: "llm"}) {
@@ -85,7 +84,7 @@ func TestFleetUnreachableStoreLoggedAtStart(t *testing.T) {
 	cfg := &config.Config{Store: "redis://:secret@" + redistest.Silent(t) + "/0"}
 	cfg.Fleet.ID = "lonely"
 	cfg.Fleet.Timeout = config.Duration(5 * time.Millisecond)
-	f, err := newFleet(cfg, slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
+	f, err := newFleet(cfg, slog.New(slog.NewTextHandler(&logs, nil)), metrics.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,7 +249,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	// step, so each process seeds its own.
 	ec.Seed = rand.Uint64()
 	if cfg.Store != "" {
-		if g.fleet, err = newFleet(cfg, g.log, g.metrics.Registry); err != nil {
+		if g.fleet, err = newFleet(cfg, g.log, g.metrics); err != nil {
 			return nil, err
 		}
 		ec.Replicas = g.fleet.members.Live
@@ -258,6 +258,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.idem = newIdemState(cfg, opts.idem, g.fleet, g.metrics, g.log, g.now, g.writeTimeout, g.setRateHeaders)
 	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log, g.now, g.metrics); err != nil {
 		return nil, err
+	}
+	if g.fleet != nil {
+		g.spend.countReplicas(g.fleet.members.Live)
 	}
 	g.runner = runner.NewRunner(ec, g.now)
 	g.keys = newKeyring(cfg, keys, g.defaultPri, opts.keys, g.modelNames, g.runner, g.now)

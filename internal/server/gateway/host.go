@@ -99,7 +99,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
 	opts.items = newItemStore(time.Now)
-	keys, closeKeys, err := openKeyStore(cfg)
+	keys, closeKeys, err := openKeyStore(cfg, opts.Logger, opts.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -193,11 +193,12 @@ func (h *Host) AdminHandler() http.Handler {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)
 			return
 		}
-		if !h.cur.Load().fleet.ready() {
+		f := h.cur.Load().fleet
+		if !f.ready() {
 			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
 			return
 		}
-		serveOK(w, r)
+		serveReady(w, f)
 	})
 	return guardAdmin(h.token, newAdminSessions(nil), mux)
 }

@@ -72,7 +72,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 			http.Error(w, "joining the fleet\n", http.StatusServiceUnavailable)
 			return
 		}
-		serveOK(w, r)
+		serveReady(w, g.fleet)
 	})
 	return mux
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/keystore"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 )
 
 // Keys made at run time (package keystore) authenticate after the
@@ -250,7 +252,10 @@ func (kr *keyring) runtimeKeyList() []*virtualKey {
 
 // openKeyStore opens where keys made at run time live: Redis when the
 // config names a store, else state.dir/keys.json, else nowhere (nil).
-func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
+// A Redis store that finds Redis lost its data writes back the keys this
+// replica holds (keystore.Loss), logged and counted in
+// sluice_fleet_store_losses_total{seen_by="keys"}.
+func openKeyStore(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (keystore.Store, func(), error) {
 	switch {
 	case cfg.Store != "":
 		rdb, err := fleetstore.NewClientURL(cfg.Store)
@@ -259,7 +264,8 @@ func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
 		}
 		// The first read waits at most a second: a Redis that does not
 		// answer must not hold the gateway's start for long.
-		s := keystore.OpenRedis(rdb, keystore.RedisOptions{Prefix: cfg.Fleet.Prefix, Wait: time.Second})
+		s := keystore.OpenRedis(rdb, keystore.RedisOptions{Prefix: cfg.Fleet.Prefix, Wait: time.Second,
+			OnLoss: func(l keystore.Loss) { keysLost(log, m, l) }})
 		return s, func() { s.Close(); rdb.Close() }, nil
 	case cfg.State.Dir != "":
 		s, err := keystore.OpenFile(cfg.State.Dir)
@@ -269,6 +275,20 @@ func openKeyStore(cfg *config.Config) (keystore.Store, func(), error) {
 		return s, func() {}, nil
 	}
 	return nil, func() {}, nil
+}
+
+// keysLost says that the run-time keys' store found Redis had lost its
+// data, and what it wrote back.
+func keysLost(log *slog.Logger, m *metrics.Metrics, l keystore.Loss) {
+	if m != nil {
+		m.FleetStoreLosses.WithLabelValues("keys").Inc()
+	}
+	why := "the fleet's epoch changed"
+	if l.Backwards {
+		why = "the keys' version went backwards"
+	}
+	log.Warn("keys made at run time: the shared store lost them ("+why+"); this replica wrote back those it held, and key changes wait a second for the other replicas to do the same",
+		"held", l.Held, "written_back", l.Wrote, "epoch_was", l.Was, "epoch", l.Is)
 }
 
 // env is what the admin key API needs of the configuration serving

@@ -50,6 +50,20 @@ type spendShared struct {
 	store spendstore.Store
 	// closers release what open made (the store, its Redis client).
 	closers []func() error
+	// redis is store when it is Redis's: the serving configuration's
+	// fleet tells it the live replica count (countReplicas).
+	redis *spendstore.Redis
+}
+
+// countReplicas points a Redis spend store at the fleet's live replica
+// count, which a replica deciding alone divides the headroom by (the
+// configuration serving now's census: a reload's gateway takes over).
+func (s *spendShared) countReplicas(live func() int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redis != nil && live != nil {
+		s.redis.CountReplicas(live)
+	}
 }
 
 // close releases the store.
@@ -59,11 +73,11 @@ func (s *spendShared) close() {
 	for _, c := range s.closers {
 		c()
 	}
-	s.closers, s.store = nil, nil
+	s.closers, s.store, s.redis = nil, nil, nil
 }
 
 // open returns the store cfg names, opening it the first time.
-func (s *spendShared) open(cfg *config.Config, log *slog.Logger) (spendstore.Store, error) {
+func (s *spendShared) open(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (spendstore.Store, error) {
 	where := "memory"
 	switch {
 	case cfg.Store != "":
@@ -88,16 +102,27 @@ func (s *spendShared) open(cfg *config.Config, log *slog.Logger) (spendstore.Sto
 		}
 		var mu sync.Mutex
 		var last time.Time
-		st = spendstore.NewRedis(rdb, spendstore.RedisOptions{Prefix: cfg.Fleet.Prefix, Timeout: max(4*cfg.Fleet.Timeout.D(), 100*time.Millisecond),
+		r := spendstore.NewRedis(rdb, spendstore.RedisOptions{Prefix: cfg.Fleet.Prefix, Timeout: max(4*cfg.Fleet.Timeout.D(), 100*time.Millisecond),
 			OnError: func(err error) {
+				if m != nil {
+					m.FleetStoreErrors.WithLabelValues("spend", "error").Inc()
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				if time.Since(last) < time.Minute {
 					return
 				}
 				last = time.Now()
-				log.Warn("spend: the store did not answer; deciding spend limits alone from what this replica knows until it does", "cause", err.Error())
+				log.Warn("spend: the store did not answer; deciding spend limits alone, on this replica's share of what was left, until it does", "cause", err.Error())
+			},
+			OnLoss: func(old, new string) {
+				if m != nil {
+					m.FleetStoreLosses.WithLabelValues("spend").Inc()
+				}
+				log.Warn("spend: the shared store lost its data; this replica re-seeds the totals it last saw, and reservations wait for the fleet to do so",
+					"epoch_was", old, "epoch", new)
 			}})
+		st, s.redis = r, r
 		s.closers = append(s.closers, st.Close, rdb.Close)
 	case cfg.State.Dir != "":
 		f, err := spendstore.OpenFile(cfg.State.Dir)
@@ -126,8 +151,9 @@ type spender struct {
 	// now is the gateway's clock; metrics count refusals.
 	now     func() time.Time
 	metrics *metrics.Metrics
-	// own is the store this gateway opened for itself, closed with it.
-	own *spendShared
+	// own is the store this gateway opened for itself, closed with it;
+	// shared the one it uses (own, or its host's).
+	own, shared *spendShared
 }
 
 // newSpender returns cfg's spend limits, or nil when there are none.
@@ -148,13 +174,21 @@ func newSpender(cfg *config.Config, shared *spendShared, injected spendstore.Sto
 			shared = &spendShared{}
 			s.own = shared
 		}
-		st, err := shared.open(cfg, log)
+		st, err := shared.open(cfg, log, m)
 		if err != nil {
 			return nil, err
 		}
-		s.store = st
+		s.store, s.shared = st, shared
 	}
 	return s, nil
+}
+
+// countReplicas tells a Redis spend store the fleet's live replica count
+// (fleet.go); nothing for another store, or without spend limits.
+func (s *spender) countReplicas(live func() int) {
+	if s != nil && s.shared != nil {
+		s.shared.countReplicas(live)
+	}
 }
 
 // limitsOf are x's key's spend limits, its team's included, for a key

@@ -29,25 +29,35 @@ import (
 // clients at once. After six answers, the fleet is disrupted, once per
 // subtest:
 //
-//   - flush: the test's keys are deleted from Redis (a FLUSH of the
-//     test's prefix: Redis restarted without persistence, as far as this
-//     fleet can tell);
+//   - flush: the test's keys are deleted from Redis, at one instant (a
+//     FLUSH of the test's prefix: Redis restarted without persistence,
+//     as far as this fleet can tell);
 //   - redis-restart: the fleet's Redis (one of the test's own) is
 //     killed and started again, empty, under load;
+//   - outage: the fleet's Redis (one of the test's own) is killed and
+//     stays down while every replica decides alone, until the replicas
+//     have refused six requests on their shares, and is then started
+//     again, empty;
 //   - restart: one replica is replaced by a new gateway on the same
 //     store (a restart);
 //   - reload: every replica's configuration is reloaded.
 //
-// What must hold: no refusal says less than the limit is spent (spend
-// is never refused under the limit), and spend passes the limit by at
-// most one request's reserved maximum (n = 2 answers of max_tokens 10:
-// $0.20, plus its input), plus what continuations of cut streams add in
-// input beyond their reservation (under a tenth of a cent here), both
-// in Redis and in what the replicas charged for answers (kept in each
-// process, so a flush of Redis does not reset it). Then a replica
-// restarted on the store, and a reloaded one, are each refused at once.
+// A hedged request (its first call slow enough that the hedge always
+// fires) goes first, so hedges are in the mix whatever the machine's
+// speed. What must hold: no refusal says less than the limit is spent
+// (spend is never refused under the limit), and spend passes the limit
+// by at most one request's reserved maximum (n = 2 answers of
+// max_tokens 10: $0.20, plus its input), plus what continuations of cut
+// streams add in input beyond their reservation (under a tenth of a
+// cent here), both in Redis and in what the replicas charged for
+// answers (kept in each process, so a flush of Redis does not reset
+// it); while a replica decides alone (the outage; or a spend call that
+// timed out on a loaded machine, which sluice_fleet_store_errors_total
+// {op="spend"} shows), by at most one maximum per replica, three. Then a
+// replica restarted on the store, and a reloaded one, are each refused
+// at once.
 func TestSpendFleet(t *testing.T) {
-	for _, disrupt := range []string{"flush", "redis-restart", "restart", "reload"} {
+	for _, disrupt := range []string{"flush", "redis-restart", "outage", "restart", "reload"} {
 		t.Run(disrupt, func(t *testing.T) { spendFleet(t, disrupt) })
 	}
 }
@@ -70,23 +80,13 @@ func (r *fleetReplica) close() {
 func spendFleet(t *testing.T, disrupt string) {
 	addr := redistest.Addr(t)
 	var own *redistest.Server
-	if disrupt == "redis-restart" {
+	if disrupt == "redis-restart" || disrupt == "outage" {
 		own = redistest.Own(t)
 		addr = own.Addr()
 	}
 	prefix := fmt.Sprintf("sluicetest:spend:%d:", rand.Uint64())
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	flushPrefix := func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		n := 0
-		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-			n++
-		}
-		return n
-	}
+	flushPrefix := func() int { return redistest.FlushCount(rdb, prefix) }
 	t.Cleanup(func() { flushPrefix(); rdb.Close() })
 	base, stopMock, err := mock.New(mock.Config{}).Start("127.0.0.1:0")
 	if err != nil {
@@ -203,6 +203,15 @@ func spendFleet(t *testing.T, disrupt string) {
 			own.Kill()
 			own.Start()
 			what = fmt.Sprintf("Redis killed and restarted empty (down %v)", time.Since(began).Round(time.Millisecond))
+		case "outage":
+			began := time.Now()
+			own.Kill()
+			before := refused.Load()
+			for refused.Load() < before+6 && time.Since(began) < 10*time.Second {
+				time.Sleep(5 * time.Millisecond)
+			}
+			own.Start()
+			what = fmt.Sprintf("Redis killed for %v under load (%d refused meanwhile), restarted empty", time.Since(began).Round(time.Millisecond), refused.Load()-before)
 		case "restart":
 			old := slots[1].Load()
 			slots[1].Store(start(1))
@@ -219,6 +228,20 @@ func spendFleet(t *testing.T, disrupt string) {
 			}
 			what = "every replica reloaded"
 		}
+	}
+	// A hedge goes first: its first call answers after 300 ms, the hedge
+	// after 20 ms is sent whatever the load, and the limit has room.
+	warm := bearer("sk-k")
+	warm["X-Mock-Output-Tokens"], warm["X-Mock-Latency"] = "8", "300ms"
+	if resp, err := slots[0].Load().stack(t).post(context.Background(), "/v1/chat/completions", kinds[3].body, warm); err != nil {
+		t.Fatal(err)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("the first hedged request: %d", resp.StatusCode)
+		}
+		served.Add(1)
 	}
 	var wg sync.WaitGroup
 	for w := range 6 {
@@ -241,9 +264,15 @@ func spendFleet(t *testing.T, disrupt string) {
 	spentMetric := `sluice_spend_dollars{name="k",scope="key",window="daily"}`
 	// A race's loser settles after its request has answered: wait for
 	// the figure to stop moving.
+	// After Redis came back empty, the counter holds what the replicas
+	// re-seed at their next sync (every 500 ms): wait past one.
 	var spent float64
 	last := -1.0
-	waitWithin(t, 10*time.Second, 100*time.Millisecond, "the spend to settle", func() bool {
+	poll := 100 * time.Millisecond
+	if own != nil {
+		poll = 600 * time.Millisecond
+	}
+	waitWithin(t, 10*time.Second, poll, "the spend to settle", func() bool {
 		spent = seriesValue(t, slots[0].Load().stack(t), spentMetric)
 		stable := spent == last
 		last = spent
@@ -251,20 +280,30 @@ func spendFleet(t *testing.T, disrupt string) {
 	})
 	maxReserve := 2*10*0.01 + 0.0001 // n = 2 answers of 10 tokens at a cent, and the input
 	slack := 0.001                   // continuations' input beyond their reservation
-	answered, hedges := retiredCost, 0.0
+	answered, hedges, alone := retiredCost, 0.0, 0.0
 	for i := range slots {
 		s := slots[i].Load().stack(t)
 		hedges += max(seriesValue(t, s, `sluice_hedges_total{model="mock-gpt",result="fired"}`), 0)
 		answered += max(seriesValue(t, s, costMetric), 0)
+		alone += max(seriesValue(t, s, `sluice_fleet_store_errors_total{kind="error",op="spend"}`), 0)
 	}
-	t.Logf("%s: limit $%.2f: %d requests, %d served (%v), %d refused; %.0f hedges fired; %s after 6 served; spend in Redis $%.4f (every call billed, sluice_cost_total: $%.4f); over the limit by $%.4f, bound $%.4f",
-		disrupt, limit, sent.Load(), served.Load(), byKind, refused.Load(), hedges, what, spent, answered, spent-limit, maxReserve+slack)
+	// Spend decided alone (the outage, or a call past its timeout) may
+	// pass the limit by one maximum per replica.
+	bound, boundWhat := maxReserve, "one request's maximum"
+	if alone > 0 {
+		bound, boundWhat = float64(len(slots))*maxReserve, fmt.Sprintf("a maximum per replica (%d spend calls decided alone)", int(alone))
+	}
+	t.Logf("%s: limit $%.2f: %d requests, %d served (%v), %d refused; %.0f hedges fired; %s after 6 served; spend in Redis $%.4f (every call billed, sluice_cost_total: $%.4f); over the limit by $%.4f, bound $%.4f (%s)",
+		disrupt, limit, sent.Load(), served.Load(), byKind, refused.Load(), hedges, what, spent, answered, spent-limit, bound+slack, boundWhat)
 	if !disrupted.Load() {
 		t.Fatal("the load ended before the disruption")
 	}
+	if disrupt == "outage" && alone == 0 {
+		t.Fatal("no replica decided alone during the outage; the test measures nothing")
+	}
 	for what, v := range map[string]float64{"spend in Redis": spent, "the answers' cost": answered} {
-		if v > limit+maxReserve+slack {
-			t.Errorf("%s, $%.4f, passed the limit $%.2f by more than one request's maximum ($%.4f)", what, v, limit, maxReserve)
+		if v > limit+bound+slack {
+			t.Errorf("%s, $%.4f, passed the limit $%.2f by more than %s ($%.4f)", what, v, limit, boundWhat, bound)
 		}
 	}
 	if refused.Load() == 0 || (hedges == 0 && disrupt != "restart") {

@@ -21,7 +21,16 @@
 //     PollEvery (250 ms), so a missed announcement (a dropped
 //     connection) still arrives within about a quarter second plus a
 //     round trip. Redis unreachable, a replica keeps the last keys it
-//     read; changes fail with ErrUnavailable.
+//     read; changes fail with ErrUnavailable. Every read (and the poll)
+//     reads the fleet's epoch too (fleetstore.EpochKey): when it changed
+//     or vanished since the last read, or the version went backwards,
+//     Redis lost its data, and the replica writes back every record it
+//     holds (Loss) before it publishes what Redis holds: those Redis
+//     lacks, or holds at a lower version from before the loss, never
+//     over one written since (each record carries the version and
+//     epoch it was written at), and raises the version past every one
+//     it held. Changes wait Settle (a second) after the loss was first
+//     seen, so that every live replica has written back first.
 //   - A JSON file, state.dir/keys.json, when there is no store: written
 //     whole on each change, to a temporary file in the same directory
 //     that is synced and then renamed over the old one, so a crash

@@ -94,6 +94,7 @@ func (f *File) Apply(_ context.Context, name string, change Change) (*Record, er
 	for n, r := range old.Records {
 		snap.Records[n] = r
 	}
+	next.Version = snap.Version
 	snap.Records[name] = next.Clone()
 	if err := f.write(snap); err != nil {
 		return nil, err

@@ -27,6 +27,14 @@ type Record struct {
 	// works until OldUntil.
 	OldSHA256 string    `json:"old_sha256,omitempty"`
 	OldUntil  time.Time `json:"old_until,omitzero"`
+	// Version is the store's version (Snapshot.Version) this record was
+	// written at, and Epoch the fleet's epoch then (Redis only): when
+	// Redis loses its data, each replica writes back the records it
+	// holds, and of two copies of a record written before the loss the
+	// higher version wins, while a record written since the loss (in
+	// the current epoch) is never replaced by one written before it.
+	Version uint64 `json:"version,omitempty"`
+	Epoch   string `json:"epoch,omitempty"`
 }
 
 // Clone is a deep copy of r, which the store's callers may change.

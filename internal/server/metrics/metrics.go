@@ -79,6 +79,17 @@ type Metrics struct {
 	// SpendRefusals counts requests (and second calls not made) refused
 	// by a spend limit, by scope, name and window.
 	SpendRefusals *prometheus.CounterVec
+	// FleetStoreErrors counts calls to the fleet's shared store that
+	// failed, by op (heartbeat, budget, lease, spend) and kind
+	// (wrongtype: a key holds another type; error: no answer in time,
+	// or another error). Every heartbeat that does not reach Redis
+	// counts, so every outage a replica notices moves it.
+	FleetStoreErrors *prometheus.CounterVec
+	// FleetStoreLosses counts the times this replica found that the
+	// shared store had lost its data (the fleet's epoch missing or
+	// changed, or the run-time keys' version gone backwards), by what
+	// saw it: heartbeat, keys (the run-time keys' store) or spend.
+	FleetStoreLosses *prometheus.CounterVec
 	// TimeScale is the factor the serving configuration's times were
 	// multiplied by (sluice serve --time-scale): 1 at real time. sluice
 	// load reads it to refuse a replay at another speed.
@@ -234,6 +245,11 @@ func New() *Metrics {
 			Name: "sluice_spend_refusals_total",
 			Help: "Requests refused by a spend limit, and hedges or rescues not made for one, by scope (key, team), name and window.",
 		}, []string{"scope", "name", "window"}),
+		FleetStoreErrors: NewFleetStoreErrors(),
+		FleetStoreLosses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_fleet_store_losses_total",
+			Help: "Times this replica found that the shared store had lost its data (the fleet's epoch missing or changed, or the run-time keys' version gone backwards) and wrote back what it held, by what saw it (heartbeat, keys, spend).",
+		}, []string{"seen_by"}),
 		TimeScale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_time_scale",
 			Help: "The factor every time in the configuration was multiplied by, and every per-minute rate divided by (sluice serve --time-scale); 1 at real time.",
@@ -241,12 +257,20 @@ func New() *Metrics {
 	}
 	m.TimeScale.Set(1)
 	reg.MustRegister(m.Requests, m.Duration, m.Upstream, m.TTFT, m.QueueWait, m.UpstreamStatus, m.Failovers, m.BreakerTransitions, m.Hedges, m.Retries, m.Validation, m.Rescues, m.ReplicaCalls, m.ReplicaScrapes, m.ReplicaDrained, m.Probes, m.Reloads,
-		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.SpendRefusals, m.TimeScale,
+		m.Tokens, m.Cost, m.Degraded, m.BudgetRefusals, m.SpendRefusals, m.FleetStoreErrors, m.FleetStoreLosses, m.TimeScale,
 		&gateCollector{m}, &breakerCollector{m}, budgetCollector{m}, quotaCollector{m}, fleetCollector{m}, spendCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerIdempotency()
 	m.registerEvals()
 	return m
+}
+
+// NewFleetStoreErrors is sluice_fleet_store_errors_total, unregistered
+// (New registers the one it makes).
+func NewFleetStoreErrors() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_fleet_store_errors_total",
+		Help: "Calls to the shared store that failed, by op (heartbeat, budget, lease, spend) and kind (wrongtype: a key holds another type; error: no answer in time, or another error). Every heartbeat that misses counts, so every outage a replica notices moves it."},
+		[]string{"op", "kind"})
 }
 
 // Snapshotter reports admission state; runner.Runner is one.

@@ -73,15 +73,28 @@ func Prefix(t testing.TB, c *redis.Client) string {
 	return prefix
 }
 
-// Flush deletes every key under prefix: as far as a test's keys go,
-// Redis losing its data.
-func Flush(c *redis.Client, prefix string) {
+// Flush deletes every key under prefix, at one instant (one script): as
+// far as a test's keys go, Redis losing its data, as a restart without
+// persistence loses it all at once. (Deleting them one by one, while
+// the code under test writes, can leave some of the old state beside
+// the new: a loss no real Redis has.)
+func Flush(c *redis.Client, prefix string) { FlushCount(c, prefix) }
+
+var flushScript = redis.NewScript(`
+local n = 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  redis.call('DEL', k)
+  n = n + 1
+end
+return n
+`)
+
+// FlushCount is Flush, returning how many keys it deleted.
+func FlushCount(c *redis.Client, prefix string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
-	}
+	n, _ := flushScript.Run(ctx, c, nil, prefix+"*").Int()
+	return n
 }
 
 // newClient has the options Sluice's own clients have

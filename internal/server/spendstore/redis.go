@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 )
 
 // Redis keeps spend in the fleet's store: one integer counter of
@@ -25,28 +26,35 @@ import (
 // Redis losing its data (restarted without persistence, failed over to
 // a replica that had not caught up, or the keys deleted) must not grant
 // a fresh allowance. Each replica remembers, per bucket it has used,
-// the last total Redis told it and under which epoch: a random name
-// kept at <prefix>spend:epoch, made afresh when that key is missing.
-// Every call, and a sync every SyncEvery, sends that memory; when the
-// epoch in Redis is not the one a memory was learnt under, the script
-// raises the counter to the remembered total. A call from a replica
-// that knew an older epoch marks the new one lost, and from then until
-// Settle after the epoch began, reservations wait (they are not
-// refused): by then every live replica's sync has re-seeded what it
-// knew, so the counters are the highest total any live replica saw.
-// What can still be lost is spend recorded only in Redis by replicas
-// that died with it; a remembered total can be a little high (refunds
-// settled since it was read), which errs toward spent. Redis must not
-// evict these keys (maxmemory-policy noeviction): an evicted counter
-// with its epoch intact is not seen as a loss.
+// the last total Redis told it and under which epoch: the fleet's
+// (fleetstore.EpochKey, a random name made afresh when missing, which
+// the heartbeat and the run-time keys read too). Every call, and a sync
+// every SyncEvery, sends that memory; when the epoch in Redis is not
+// the one a memory was learnt under, the script raises the counter to
+// the remembered total. The first call of any part of any replica that
+// knew an older epoch marks the new one lost, and from then until
+// Settle after it, reservations wait (they are not refused): by then
+// every live replica's sync has re-seeded what it knew, so the counters
+// are the highest total any live replica saw. A replica's memory of a
+// bucket is the latest total Redis told it: each answer carries a
+// sequence number (per epoch), and an answer that arrives after a later
+// one does not lower the memory, so a replica never re-seeds less than
+// it knew was spent. What can still be lost is spend recorded only in
+// Redis by replicas that died with it; a remembered total can be a
+// little high (refunds settled since it was read), which errs toward
+// spent. Redis must not evict these keys (maxmemory-policy noeviction):
+// an evicted counter with its epoch intact is not seen as a loss.
 //
 // With Redis unreachable (or slower than the timeout), a replica
-// decides alone from what it remembers plus what it has reserved since,
-// and keeps those changes to send with its next call that Redis answers
-// (added to the counters then). Each replica then admits up to the
-// limit on its own view, so a fleet of N whose views were current can
-// pass a limit by up to N requests' maxima for as long as Redis is
-// gone, and a replica that never used a limit starts it from zero.
+// decides alone, and keeps what it reserves and settles to send with
+// its next call that Redis answers (added to the counters then). Alone,
+// it may spend only its share of the headroom it last saw: with N the
+// fleet's live replicas as its census last counted them (Replicas), it
+// admits while what it last saw plus N times what it added since is
+// under the limit (its refunds counted once), so each replica takes at
+// most 1/N of what was left, plus one request, and a fleet of N passes a
+// limit by at most N requests' maxima however long Redis is gone. A
+// replica that never used a limit starts it from zero.
 type Redis struct {
 	rdb     *redis.Client
 	prefix  string
@@ -60,11 +68,17 @@ type Redis struct {
 	settle, syncEvery time.Duration
 	stop, done        chan struct{}
 	closeOnce         sync.Once
+	// replicas is the fleet's live replica count (Replicas), read while
+	// Redis does not answer.
+	replicas atomic.Pointer[func() int]
+	onLoss   func(old, new string)
 
 	mu    sync.Mutex
 	known map[string]*known
-	// epochSeen is the epoch Redis answered with last.
-	epochSeen string
+	// epochSeen is the epoch Redis answered with last, and epochLeft
+	// the one before it (an answer under it, arriving late, is not a
+	// new loss).
+	epochSeen, epochLeft string
 	// now is the clock memory expiry is judged by.
 	now func() time.Time
 }
@@ -72,6 +86,7 @@ type Redis struct {
 type known struct {
 	v       price.Micros // the last total Redis reported
 	epoch   string       // the epoch it was reported under
+	seq     int64        // the answer's sequence number in that epoch
 	pending price.Micros // changes made while Redis did not answer, unsent
 	exp     time.Time
 }
@@ -90,6 +105,15 @@ type RedisOptions struct {
 	// data is seen (default 4 x SyncEvery), so that every live replica
 	// has re-seeded first.
 	SyncEvery, Settle time.Duration
+	// Replicas is the fleet's live replica count (fleetstore
+	// Members.Live: the census, which holds the last count while Redis
+	// does not answer); alone, the replica spends 1/Replicas() of the
+	// headroom it last saw. Nil counts 1 (CountReplicas sets it later).
+	Replicas func() int
+	// OnLoss, when set, hears each loss of Redis's data this store
+	// found (the fleet's epoch changed since its last answer). It must
+	// not block.
+	OnLoss func(old, new string)
 }
 
 // NewRedis returns a store on rdb.
@@ -109,10 +133,25 @@ func NewRedis(rdb *redis.Client, o RedisOptions) *Redis {
 		o.Settle = 4 * o.SyncEvery
 	}
 	s := &Redis{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, epoch: hex.EncodeToString(b[:]), onError: o.OnError,
-		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery,
+		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery, onLoss: o.OnLoss,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if o.Replicas != nil {
+		s.CountReplicas(o.Replicas)
+	}
 	go s.syncLoop()
 	return s
+}
+
+// CountReplicas sets where the fleet's live replica count is read
+// (RedisOptions.Replicas), for a store opened before the fleet was.
+func (s *Redis) CountReplicas(f func() int) { s.replicas.Store(&f) }
+
+// liveReplicas is the count the share divides by: at least 1.
+func (s *Redis) liveReplicas() int {
+	if f := s.replicas.Load(); f != nil {
+		return max((*f)(), 1)
+	}
+	return 1
 }
 
 // newEpoch names the epoch a call starts if Redis has none: never one
@@ -122,16 +161,47 @@ func (s *Redis) newEpoch() string { return s.epoch + "." + strconv.FormatUint(s.
 // Key is bucket id's key in Redis.
 func (s *Redis) Key(id string) string { return s.prefix + "spend:" + id }
 
-// load reads a counter, first raising it to what the caller remembers
-// when the memory is from another epoch, and adding the caller's
-// unsent changes. Counters never go below zero.
+// epochKey is the fleet's epoch (fleetstore.EpochKey).
+func (s *Redis) epochKey() string { return fleetstore.EpochKey(s.prefix) }
+
+// floorKey is the companion of bucket key k that holds the floor merged
+// into it in the current epoch (loadLua).
+func floorKey(k string) string { return k + ":floor" }
+
+// load reads a counter, merging in what the caller remembers when the
+// memory is from another epoch, and adding the caller's unsent changes.
+// Counters never go below zero.
+//
+// The merge: after a loss a counter must end at the highest total any
+// replica remembers plus everything any of them added since (unsent
+// changes from deciding alone, and new reservations), in whatever order
+// their calls arrive. So each bucket has a companion key (floorKey,
+// "<epoch>|<floor>", expiring with the bucket), made at the bucket's
+// first touch in an epoch with what the counter held then (0 after a
+// loss; the counter itself when it survived), and a remembered total
+// above that floor adds only the difference and becomes the floor:
+// raising the counter to a memory instead would swallow what others
+// had added before it.
 const loadLua = `
-local function load(key, exp, floor, fe, pending, epoch)
+local function load(key, fkey, exp, floor, fe, pending, epoch)
   local raw = redis.call('GET', key)
   local v = 0
   if raw then v = tonumber(raw) end
   local nv = v
-  if fe ~= epoch and floor > nv then nv = floor end
+  local f = nil
+  local fr = redis.call('GET', fkey)
+  if fr then
+    local fep, fv = string.match(fr, '^(.*)|(%d+)$')
+    if fep == epoch then f = tonumber(fv) end
+  end
+  if f == nil then
+    f = v
+    redis.call('SET', fkey, epoch .. '|' .. string.format('%d', f), 'PXAT', exp)
+  end
+  if fe ~= epoch and floor > f then
+    nv = nv + (floor - f)
+    redis.call('SET', fkey, epoch .. '|' .. string.format('%d', floor), 'PXAT', exp)
+  end
   nv = nv + pending
   if nv < 0 then nv = 0 end
   if nv ~= v then
@@ -139,42 +209,33 @@ local function load(key, exp, floor, fe, pending, epoch)
   end
   return nv
 end
--- The epoch: a hash {id, born (ms), lost}. Made afresh when missing;
+-- The fleet's epoch (fleetstore.EpochLua): made afresh when missing;
 -- marked lost when a caller arrives that knew another (ARGV[3]): the
--- data was lost, and until ARGV[4] ms after the epoch was born every
+-- data was lost, and until ARGV[4] ms after it was marked every
 -- reservation waits, so that each live replica's sync re-seeds what it
--- knew before anything more is admitted.
+-- knew before anything more is admitted. seq numbers the answers in the
+-- epoch, so a replica can tell the later of two.
 local function epochOf()
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local e = redis.call('HMGET', KEYS[1], 'id', 'born', 'lost')
-  local id, born, lost = e[1], tonumber(e[2] or '0'), e[3]
-  if not id then
-    id = ARGV[2]; born = now; lost = false
-    redis.call('HSET', KEYS[1], 'id', id, 'born', now)
-  end
-  if ARGV[3] ~= '' and ARGV[3] ~= id and not lost then
-    lost = '1'
-    redis.call('HSET', KEYS[1], 'lost', '1')
-  end
+  local id, lost, now = fleetEpoch(KEYS[1], ARGV[2], ARGV[3])
   local wait = 0
   local settle = tonumber(ARGV[4])
-  if lost and now - born < settle then wait = settle - (now - born) end
-  return id, wait
+  if lost > 0 and now - lost < settle then wait = settle - (now - lost) end
+  local seq = redis.call('HINCRBY', KEYS[1], 'spend_seq', 1)
+  return id, wait, seq
 end
 `
 
 // reserveScript: KEYS[1] the epoch key, then every need's counted
-// buckets in order. ARGV[1] the amount, ARGV[2] a new epoch's name,
+// buckets in order, then their floor keys in the same order. ARGV[1] the amount, ARGV[2] a new epoch's name,
 // ARGV[3] the epoch the caller knew last, ARGV[4] the settling time
 // after a loss (ms), ARGV[5] the number of needs, then each need's limit
 // and bucket count, then each bucket's expiry (Unix ms), remembered
 // total, its epoch and unsent changes. It admits when every need's sum
 // is below its limit (spend.Fits), and then adds the amount to each
 // need's last bucket. Returns {admitted (1, 0, or -1: wait), epoch,
-// wait ms, totals...}.
-var reserveScript = redis.NewScript(loadLua + `
-local epoch, wait = epochOf()
+// wait ms, seq, totals...}.
+var reserveScript = redis.NewScript(fleetstore.EpochLua + loadLua + `
+local epoch, wait, seq = epochOf()
 local amount = tonumber(ARGV[1])
 local nneeds = tonumber(ARGV[5])
 local a = 6
@@ -185,10 +246,11 @@ end
 local vals, exps, lasts = {}, {}, {}
 local ok = 1
 local k = 2
+local nb = (#KEYS - 1) / 2
 for i = 1, nneeds do
   local total = 0
   for j = 1, counts[i] do
-    local v = load(KEYS[k], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
+    local v = load(KEYS[k], KEYS[k + nb], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
     vals[k - 1] = v; exps[k - 1] = ARGV[a]
     total = total + v
     a = a + 4; k = k + 1
@@ -204,21 +266,23 @@ if ok == 1 then
     redis.call('SET', KEYS[j + 1], vals[j], 'PXAT', exps[j])
   end
 end
-local out = {ok, epoch, wait}
+local out = {ok, epoch, wait, seq}
 for j = 1, #vals do out[#out + 1] = vals[j] end
 return out
 `)
 
-// adjustScript: KEYS[1] the epoch key, then the buckets. ARGV[1] the
+// adjustScript: KEYS[1] the epoch key, then the buckets, then their
+// floor keys. ARGV[1] the
 // delta, ARGV[2..4] as reserveScript's, then each bucket's expiry,
 // remembered total, its epoch and unsent changes (the delta added).
-// Returns {epoch, totals...}.
-var adjustScript = redis.NewScript(loadLua + `
-local epoch = epochOf()
-local out = {epoch}
+// Returns {epoch, seq, totals...}.
+var adjustScript = redis.NewScript(fleetstore.EpochLua + loadLua + `
+local epoch, _, seq = epochOf()
+local out = {epoch, seq}
 local a = 5
-for k = 2, #KEYS do
-  out[#out + 1] = load(KEYS[k], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
+local nb = (#KEYS - 1) / 2
+for k = 2, nb + 1 do
+  out[#out + 1] = load(KEYS[k], KEYS[k + nb], ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]), epoch)
   a = a + 4
 end
 return out
@@ -237,15 +301,37 @@ func (s *Redis) memory(args []any, b spend.Bucket, extra price.Micros) ([]any, p
 }
 
 // learn records what Redis answered for bucket b: its total, under
-// epoch, once sent of its unsent changes were added. Under mu.
-func (s *Redis) learn(b spend.Bucket, v price.Micros, epoch string, sent price.Micros) {
+// epoch, as answer seq, once sent of its unsent changes were added. An
+// answer older than one already learnt (concurrent calls' answers
+// arrive in any order) does not replace the later total. Under mu.
+func (s *Redis) learn(b spend.Bucket, v price.Micros, epoch string, seq int64, sent price.Micros) {
 	k := s.known[b.ID]
 	if k == nil {
 		k = &known{}
 		s.known[b.ID] = k
 	}
-	k.v, k.epoch, k.exp = v, epoch, b.Expires
 	k.pending -= sent
+	k.exp = b.Expires
+	if epoch == k.epoch && seq <= k.seq {
+		return
+	}
+	if epoch != k.epoch && epoch == s.epochLeft {
+		return // a late answer from before a loss already learnt
+	}
+	k.v, k.epoch, k.seq = v, epoch, seq
+}
+
+// sawEpoch notes the epoch an answer came under, and tells OnLoss of a
+// new one after another. Under mu.
+func (s *Redis) sawEpoch(epoch string) {
+	if epoch == "" || epoch == s.epochSeen || epoch == s.epochLeft {
+		return
+	}
+	old := s.epochSeen
+	s.epochLeft, s.epochSeen = old, epoch
+	if old != "" && s.onLoss != nil {
+		s.onLoss(old, epoch)
+	}
 }
 
 // forget drops memories of buckets that expired. Under mu.
@@ -287,7 +373,7 @@ func (s *Redis) Reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 // reserve makes one reserve call: ok false when Redis did not answer,
 // wait positive when the epoch is settling.
 func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Micros) (spend.Totals, *spend.Refusal, time.Duration, bool) {
-	keys := []string{s.Key("epoch")}
+	keys := []string{s.epochKey()}
 	args := []any{int64(amount), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds(), len(needs)}
 	for _, n := range needs {
 		args = append(args, int64(n.Limit.Amount), len(n.Count))
@@ -305,11 +391,14 @@ func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 		}
 	}
 	s.mu.Unlock()
+	for _, b := range buckets {
+		keys = append(keys, floorKey(s.Key(b.ID)))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := reserveScript.Run(ctx, s.rdb, keys, args...).Slice()
-	if err == nil && len(res) != 3+len(buckets) {
-		err = fmt.Errorf("spend: the reserve script answered %d values, want %d", len(res), 3+len(buckets))
+	if err == nil && len(res) != 4+len(buckets) {
+		err = fmt.Errorf("spend: the reserve script answered %d values, want %d", len(res), 4+len(buckets))
 	}
 	if err != nil {
 		s.onError(err)
@@ -318,18 +407,19 @@ func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 	admitted, _ := res[0].(int64)
 	epoch, _ := res[1].(string)
 	waitMs, _ := res[2].(int64)
+	seq, _ := res[3].(int64)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forget()
-	s.epochSeen = epoch
+	s.sawEpoch(epoch)
 	t := make(spend.Totals, len(needs))
 	j := 0
 	for i, n := range needs {
 		t[i] = make([]price.Micros, len(n.Count))
 		for c := range n.Count {
-			v, _ := res[3+j].(int64)
+			v, _ := res[4+j].(int64)
 			t[i][c] = price.Micros(v)
-			s.learn(buckets[j], price.Micros(v), epoch, sent[j])
+			s.learn(buckets[j], price.Micros(v), epoch, seq, sent[j])
 			j++
 		}
 	}
@@ -383,20 +473,44 @@ func (s *Redis) syncLoop() {
 	}
 }
 
-// alone decides from memory while Redis does not answer, keeping an
-// admitted reservation to send later.
+// alone decides while Redis does not answer, on this replica's share
+// (shareView), keeping an admitted reservation to send later.
 func (s *Redis) alone(needs []spend.Need, amount price.Micros) (spend.Totals, *spend.Refusal) {
+	n := s.liveReplicas()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.remembered(needs)
+	t := s.shareView(needs, n)
 	if r := spend.Decide(needs, t); r != nil {
 		return t, r
 	}
-	for i, n := range needs {
-		s.pend(n.Reserve, amount)
-		t[i][len(t[i])-1] += amount
+	for _, need := range needs {
+		s.pend(need.Reserve, amount)
 	}
-	return t, nil
+	return s.shareView(needs, n), nil
+}
+
+// shareView is the needs' totals as a replica deciding alone counts
+// them, one of n live replicas: what Redis last told it, plus n times
+// what it has added since (as if every replica spent as it did), its
+// refunds counted once. Deciding on it, a replica admits while its own
+// spend since is under 1/n of the headroom it last saw, so the fleet's
+// spend while Redis is away stays within that headroom plus one
+// request per replica. Under mu.
+func (s *Redis) shareView(needs []spend.Need, n int) spend.Totals {
+	t := make(spend.Totals, len(needs))
+	for i, need := range needs {
+		t[i] = make([]price.Micros, len(need.Count))
+		for j, b := range need.Count {
+			if k := s.known[b.ID]; k != nil {
+				p := k.pending
+				if p > 0 {
+					p *= price.Micros(n)
+				}
+				t[i][j] = max(k.v+p, 0)
+			}
+		}
+	}
+	return t
 }
 
 // remembered is the needs' totals as this replica knows them. Under mu.
@@ -426,7 +540,7 @@ func (s *Redis) pend(b spend.Bucket, d price.Micros) {
 // Adjust implements Store. Unanswered, the change is kept and sent
 // with the bucket's next call.
 func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros) error {
-	keys := []string{s.Key("epoch")}
+	keys := []string{s.epochKey()}
 	args := []any{int64(delta), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds()}
 	var sent []price.Micros
 	s.mu.Lock()
@@ -437,11 +551,14 @@ func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.
 		sent = append(sent, p)
 	}
 	s.mu.Unlock()
+	for _, b := range buckets {
+		keys = append(keys, floorKey(s.Key(b.ID)))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := adjustScript.Run(ctx, s.rdb, keys, args...).Slice()
-	if err == nil && len(res) != 1+len(buckets) {
-		err = fmt.Errorf("spend: the adjust script answered %d values, want %d", len(res), 1+len(buckets))
+	if err == nil && len(res) != 2+len(buckets) {
+		err = fmt.Errorf("spend: the adjust script answered %d values, want %d", len(res), 2+len(buckets))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -453,10 +570,11 @@ func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.
 		return nil
 	}
 	epoch, _ := res[0].(string)
-	s.epochSeen = epoch
+	seq, _ := res[1].(int64)
+	s.sawEpoch(epoch)
 	for j, b := range buckets {
-		v, _ := res[1+j].(int64)
-		s.learn(b, price.Micros(v), epoch, sent[j])
+		v, _ := res[2+j].(int64)
+		s.learn(b, price.Micros(v), epoch, seq, sent[j])
 	}
 	return nil
 }

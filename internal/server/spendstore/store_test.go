@@ -141,17 +141,18 @@ func TestRedisLossReseeds(t *testing.T) {
 		t.Fatalf("a replica with no memory: %v %+v", tot, r)
 	}
 	// a knew the old epoch: the loss is seen, a waits for the settling
-	// time, by which b's sync has raised the counter to the 8000 it saw.
+	// time, by which b's sync has merged in the 8000 it saw: the highest
+	// total remembered, plus what was spent since (fresh's 1, a's 1000).
 	start := time.Now()
 	tot, r, _ := a.Reserve(ctx, needs, 1000)
-	if r != nil || tot.Sum(0) != 9000 {
-		t.Fatalf("a after the loss: %v %+v, want 8000 re-seeded + 1000", tot, r)
+	if r != nil || tot.Sum(0) != 9001 {
+		t.Fatalf("a after the loss: %v %+v, want 8000 re-seeded + 1 + 1000", tot, r)
 	}
 	if waited := time.Since(start); waited < 200*time.Millisecond {
 		t.Fatalf("a did not wait for the fleet to re-seed (%v)", waited)
 	}
-	if tot, r, _ = b.Reserve(ctx, needs, 1000); r != nil || tot.Sum(0) != 10000 {
-		t.Fatalf("b: %v %+v, want 10000", tot, r)
+	if tot, r, _ = b.Reserve(ctx, needs, 1000); r != nil || tot.Sum(0) != 10001 {
+		t.Fatalf("b: %v %+v, want 10001", tot, r)
 	}
 	if _, r, _ = a.Reserve(ctx, needs, 1); r == nil {
 		t.Fatal("admitted at the limit after a loss")
@@ -193,5 +194,120 @@ func TestRedisUnreachable(t *testing.T) {
 	}
 	if v, _ := c.Get(ctx, s.Key(needs[0].Reserve.ID)).Int64(); v != 11000 {
 		t.Fatalf("Redis holds %d", v)
+	}
+}
+
+// A replica's memory of a bucket is the latest total Redis told it,
+// whatever order concurrent calls' answers arrive in: an answer that
+// arrives after a later one does not lower it. So after a loss of
+// Redis's data it re-seeds what it last knew was spent, not an older
+// total. Before, the last answer to arrive won, and a replica could
+// re-seed less than it had seen (by the reservations answered in
+// between).
+func TestRedisMemoryKeepsTheLatestTotal(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	o := RedisOptions{Prefix: p, Timeout: 2 * time.Second, SyncEvery: time.Hour, Settle: 50 * time.Millisecond}
+	s := NewRedis(c, o)
+	defer s.Close()
+	needs := spend.Plan(limits, t0, nil)
+	for range 3 {
+		s.Reserve(ctx, needs, 1000)
+	}
+	// Two calls' answers, the later (seq 2 more) learnt first.
+	b := needs[0].Reserve
+	s.mu.Lock()
+	k := s.known[b.ID]
+	epoch, seq := k.epoch, k.seq
+	s.learn(b, 5000, epoch, seq+2, 0)
+	s.learn(b, 4000, epoch, seq+1, 0)
+	s.mu.Unlock()
+	redistest.Flush(c, p)
+	tot, r, _ := s.Reserve(ctx, needs, 1000)
+	if r != nil || tot.Sum(0) != 6000 {
+		t.Fatalf("after the loss: %v %+v, want the latest total seen (5000) re-seeded + 1000", tot, r)
+	}
+}
+
+// Deciding alone, a replica spends only its share of the headroom it
+// last saw: one of three, with 4000 of 10000 spent when Redis went, it
+// admits 1000s while 4000 + 3 × its own spend since is under 10000 (2 of
+// them). Three such replicas admit 6000 together: the headroom, not
+// three times it. Before, each admitted the whole 6000 alone, and the
+// fleet 18000.
+func TestRedisAloneSpendsItsShare(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	needs := spend.Plan(limits, t0, nil)
+	var fleet []*Redis
+	for range 3 {
+		s := NewRedis(c, RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, SyncEvery: time.Hour, Replicas: func() int { return 3 }})
+		defer s.Close()
+		fleet = append(fleet, s)
+	}
+	fleet[0].Reserve(ctx, needs, 4000)
+	for _, s := range fleet {
+		s.Reserve(ctx, needs, 0) // each has seen the 4000
+		s.rdb = dead
+	}
+	admitted := 0
+	var last *spend.Refusal
+	for round := 0; round < 10; round++ {
+		for _, s := range fleet {
+			if _, r, _ := s.Reserve(ctx, needs, 1000); r == nil {
+				admitted++
+			} else {
+				last = r
+			}
+		}
+	}
+	if admitted != 6 {
+		t.Errorf("three replicas alone admitted %d of 1000 on 4000 of 10000 spent; want 6 (2 each: the headroom shared)", admitted)
+	}
+	if last == nil || last.Spent < last.Limit.Amount {
+		t.Errorf("a share's refusal says %+v: what it counts spent must reach the limit", last)
+	}
+	for _, s := range fleet {
+		s.rdb = c
+		s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0)
+	}
+	if v, _ := c.Get(ctx, fleet[0].Key(needs[0].Reserve.ID)).Int64(); v != 10000 {
+		t.Errorf("Redis holds %d once back, want 10000 (4000 and the 6000 admitted alone)", v)
+	}
+}
+
+// After a loss the counter is the highest total any replica remembers
+// plus everything each added since, in whatever order their calls
+// arrive: a replica that saw a higher total before the loss does not
+// swallow what another spent alone meanwhile. Here a saw 3000 and then
+// spent 1000 alone; c saw 6000. Redis comes back empty, a's call lands
+// first (3000 + 1000), c's memory then adds only what it knew beyond
+// a's: 7000, what was spent. Before, c's memory raised the counter to
+// 6000, and a's 1000 was lost: the fleet could spend it again.
+func TestRedisLossMergesWhatEachReplicaKnew(t *testing.T) {
+	c, p := redistest.Client(t)
+	ctx := context.Background()
+	o := RedisOptions{Prefix: p, Timeout: 200 * time.Millisecond, SyncEvery: time.Hour, Settle: 10 * time.Millisecond}
+	a, b := NewRedis(c, o), NewRedis(c, o)
+	defer a.Close()
+	defer b.Close()
+	needs := spend.Plan(limits, t0, nil)
+	a.Reserve(ctx, needs, 3000) // a saw 3000
+	b.Reserve(ctx, needs, 3000) // b saw 6000
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	a.rdb = dead
+	if _, r, _ := a.Reserve(ctx, needs, 1000); r != nil {
+		t.Fatalf("a alone at 3000 of 10000: %+v", r)
+	}
+	redistest.Flush(c, p) // Redis restarted empty meanwhile
+	a.rdb = c
+	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
+	b.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
+	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0) // again: nothing more
+	if v, _ := c.Get(ctx, a.Key(needs[0].Reserve.ID)).Int64(); v != 7000 {
+		t.Fatalf("the counter after the loss holds %d, want 7000 (6000 seen + 1000 spent alone)", v)
 	}
 }
