@@ -4,67 +4,101 @@ import (
 	"bytes"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// No configured key, and nothing shaped like a bearer token, reaches a
-// client, a log line or a metric. The gateway's own messages never carry
-// one; what a provider sends back might (an upstream that echoes the
-// Authorization header it received in a 401's body, a debug header), so
-// provider bytes are scrubbed on the way through:
+// No credential reaches a client, a log line, a trace or a metric,
+// whatever its source. The gateway's own messages never carry one; what
+// a provider sends back might (an upstream that echoes the
+// Authorization header it received in a 401's body, a debug header, a
+// model made to repeat it), so provider bytes are scrubbed on the way
+// through, on every path, by one type, keyScrub, reading one set:
 //
-//   - error bodies, response header values and the request id the log
-//     keeps lose the provider's secrets and anything bearer-shaped
-//     (keyScrub.text);
-//   - success bodies, streamed or whole, lose the provider's secrets
-//     wherever they appear, even split across reads (keyScrub.scrub and
-//     partial) or across a stream's events (eventScrub,
-//     redact_events.go). They are not searched for other bearer-shaped
-//     text: a model's answer may quote "Bearer abc123" in code it was
-//     asked to write.
+//   - what a request's calls were made with (credentials,
+//     redact_secrets.go): each provider's static secrets (its key, the
+//     values of the headers the operator sets on its calls), joined
+//     when a call to it is made, and whatever a signer reports as it
+//     signs (native.UsedCredentials: an OAuth2 access token, a SigV4
+//     access key id, signature, session token and the secret behind
+//     them). Every request holds its own set; a stream's scrubbers read
+//     it afresh for each read, so a continuation's credentials count
+//     from its first byte;
+//   - each secret in every form a body can give it: as it is,
+//     percent-encoded, and base64 (standard and URL alphabets, at each
+//     of the three alignments a secret can have inside a longer
+//     encoding: the characters that depend on it alone), each of those
+//     read through JSON's escapes (`\/` for '/', `\u0063` for 'c') as a
+//     client decodes them (secretForms);
+//   - error bodies, response header values, the request id the log
+//     keeps, a verdict's reason and an upstream call's error in a trace
+//     lose those and anything shaped like a credential (a bearer token,
+//     a provider key, a SigV4 Authorization, a Google access token:
+//     keyScrub.text);
+//   - success bodies, streamed or whole, lose the secrets wherever they
+//     appear, even split across reads (keyScrub.scrub and partial) or
+//     across a stream's events (eventScrub, redact_events.go). They are
+//     not searched for other credential-shaped text: a model's answer
+//     may quote "Bearer abc123" in code it was asked to write.
 //
-// A secret is found by what the client will read, not by its bytes: a
-// provider's JSON may write any character of it as an escape (`\/` for
-// '/', `\u0063` for 'c'), and the client decodes those. keyScrub reads
-// the escapes as it matches (it sees bytes with no grammar: a whole
-// body, a part of one); eventScrub reads each event's JSON with a
-// tokenizer.
-//
-// A provider's secrets are its key and the values of any credential
-// header the operator sets for it (providers[].headers: api-key, say).
+// keyScrub reads the escapes as it matches (it sees bytes with no
+// grammar: a whole body, a part of one); eventScrub reads each event's
+// JSON with a tokenizer and matches the decoded text.
 
-// bearerLike matches credentials in text: a bearer token, or a key in the
-// shapes OpenAI-style and Anthropic providers issue.
-var bearerLike = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{16,}`)
+// bearerLike matches credentials in text by their shape: a bearer token,
+// a key in the shapes OpenAI-style and Anthropic providers issue, a
+// SigV4 Authorization value (its credential scope and signature) or a
+// bare signature, and a Google OAuth2 access token.
+var bearerLike = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{16,}` +
+	`|AWS4-HMAC-SHA256\s+Credential=[^\s"',]+(?:,\s*SignedHeaders=[^\s"',]+)?(?:,\s*Signature=[0-9a-f]+)?` +
+	`|\bSignature=[0-9a-f]{64}\b|\bya29\.[A-Za-z0-9._-]{16,}`)
 
 var redacted = []byte("[redacted]")
 
-// keyScrub blanks a provider's secrets out of what it sends back.
+// keyScrub blanks a set of secrets out of what a provider sends back.
+// It is made once for a set and never changed: a set that grows is a
+// new keyScrub (credentials.add).
 type keyScrub struct {
-	keys [][]byte
+	// secrets are the values the set was made from; keys, every form of
+	// each (secretForms), the matcher's patterns.
+	secrets []string
+	keys    [][]byte
 	// risky are the letters c of the JSON escapes \c that can stand for
 	// a byte of a secret: u always, the others (/, n, ", ...) when a
 	// secret holds the byte they stand for. An event whose escapes are
 	// all others reads the same escaped as not.
 	risky string
-	// longest is the longest secret's length.
+	// longest is the longest key's length.
 	longest int
+	// first holds, as a bitset, the bytes a key begins with.
+	first [4]uint64
 }
 
 // shortEscapes are JSON's two-byte escapes and the bytes they stand for.
 const shortEscapes = "\"\"\\\\//b\bf\fn\nr\rt\t"
 
-// newKeyScrub scrubs the given secrets; those too short to mistake for
-// anything else (under 8 bytes, or empty for a keyless provider) are left
-// out, since blanking them would mangle ordinary text.
-func newKeyScrub(secrets ...string) keyScrub {
-	var k keyScrub
+// minSecret is the shortest secret scrubbed: shorter ones (or empty, for
+// a keyless provider) are too easy to mistake for ordinary text, and
+// blanking them would mangle it.
+const minSecret = 8
+
+// newKeyScrub scrubs the given secrets, in every form (secretForms);
+// those under minSecret bytes are left out.
+func newKeyScrub(secrets ...string) *keyScrub {
+	k := new(keyScrub)
 	for _, s := range secrets {
-		if len(s) >= 8 {
-			k.keys = append(k.keys, []byte(s))
-			k.longest = max(k.longest, len(s))
+		if len(s) < minSecret || slices.Contains(k.secrets, s) {
+			continue
+		}
+		k.secrets = append(k.secrets, s)
+		for _, f := range secretForms(s) {
+			if len(f) >= minSecret && !slices.ContainsFunc(k.keys, func(key []byte) bool { return string(key) == f }) {
+				k.keys = append(k.keys, []byte(f))
+				k.longest = max(k.longest, len(f))
+				k.first[f[0]>>6] |= 1 << (f[0] & 63)
+			}
 		}
 	}
 	k.risky = "u"
@@ -80,7 +114,7 @@ func newKeyScrub(secrets ...string) keyScrub {
 }
 
 // text removes the secrets and bearer-shaped tokens from b.
-func (k keyScrub) text(b []byte) []byte {
+func (k *keyScrub) text(b []byte) []byte {
 	if s, e := k.next(b, 0); s >= 0 {
 		out := make([]byte, 0, len(b))
 		last := 0
@@ -98,7 +132,7 @@ func (k keyScrub) text(b []byte) []byte {
 // asterisks: each byte that spells it, an escape's bytes included, so a
 // Content-Length stays true (and a client decoding an escaped secret
 // reads more asterisks than it has characters).
-func (k keyScrub) scrub(p []byte) {
+func (k *keyScrub) scrub(p []byte) {
 	if len(k.keys) == 0 {
 		return
 	}
@@ -115,7 +149,7 @@ func (k keyScrub) scrub(p []byte) {
 // joined extends the occurrence of a secret at b[s:*e] over every one
 // that begins inside it (two secrets that overlap), and returns the next
 // occurrence after it, both found in b as it was.
-func (k keyScrub) joined(b []byte, s int, e *int) (int, int) {
+func (k *keyScrub) joined(b []byte, s int, e *int) (int, int) {
 	ns, ne := k.next(b, s+1)
 	for ns >= 0 && ns < *e {
 		*e = max(*e, ne)
@@ -126,7 +160,7 @@ func (k keyScrub) joined(b []byte, s int, e *int) (int, int) {
 
 // next is where the first secret at or after b[from] is, written
 // plainly or with JSON escapes: b[s:e], or -1s.
-func (k keyScrub) next(b []byte, from int) (s, e int) {
+func (k *keyScrub) next(b []byte, from int) (s, e int) {
 	s, e = -1, -1
 	if from >= len(b) {
 		return
@@ -166,21 +200,15 @@ func nextPlain(keys [][]byte, b []byte, from int) (s, e int) {
 	return
 }
 
-func (k keyScrub) begins(c byte) bool {
-	for _, key := range k.keys {
-		if key[0] == c {
-			return true
-		}
-	}
-	return false
-}
+// begins reports whether a key begins with c.
+func (k *keyScrub) begins(c byte) bool { return k.first[c>>6]&(1<<(c&63)) != 0 }
 
 // partial is how many bytes at the end of p could be the start of a
 // secret, plainly or with JSON escapes (an escape cut short included):
 // a relay holds them back until the next read shows whether they are.
 // A whole secret that ends among them is not held: its bytes go on,
 // blanked, with what comes before.
-func (k keyScrub) partial(p []byte) int {
+func (k *keyScrub) partial(p []byte) int {
 	if len(k.keys) == 0 || len(p) == 0 {
 		return 0
 	}
@@ -329,7 +357,7 @@ func hexRune(s []byte, i int) (r rune, ok, short bool) {
 // headers redacts the secrets and bearer-shaped tokens from every value
 // of h. A cheap look for the tell-tale substrings comes first: headers
 // are on every response, and almost never hold either.
-func (k keyScrub) headers(h http.Header) {
+func (k *keyScrub) headers(h http.Header) {
 	for name, vv := range h {
 		for i, v := range vv {
 			if !k.mayHold(v) {
@@ -344,8 +372,8 @@ func (k keyScrub) headers(h http.Header) {
 	}
 }
 
-func (k keyScrub) mayHold(v string) bool {
-	if strings.Contains(v, "sk-") {
+func (k *keyScrub) mayHold(v string) bool {
+	if strings.Contains(v, "sk-") || strings.Contains(v, "Signature=") || strings.Contains(v, "ya29.") || strings.Contains(v, "AWS4-") {
 		return true
 	}
 	for _, key := range k.keys {
@@ -363,7 +391,7 @@ func (k keyScrub) mayHold(v string) bool {
 
 // logSafe makes a provider's value fit for the log: secrets redacted,
 // only the characters an id uses, and at most 128 of them.
-func (k keyScrub) logSafe(v string) string {
+func (k *keyScrub) logSafe(v string) string {
 	if k.mayHold(v) {
 		v = string(k.text([]byte(v)))
 	}

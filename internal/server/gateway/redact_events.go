@@ -149,7 +149,7 @@ type dataLine struct{ data, ev, n int }
 // events scrubs whole events p, in place and across events (see above),
 // and returns what goes on: p, or its own bytes when events are held,
 // released or rewritten.
-func (s *eventScrub) events(k keyScrub, p []byte) []byte {
+func (s *eventScrub) events(k *keyScrub, p []byte) []byte {
 	if len(k.keys) == 0 || !s.following() && !k.mayBegin(p) {
 		return p
 	}
@@ -187,7 +187,7 @@ func (s *eventScrub) own(own *bool, prefix []byte) {
 }
 
 // event scrubs event e, held or not, and decides what goes on.
-func (s *eventScrub) event(k keyScrub, e []byte, own *bool, prefix []byte) {
+func (s *eventScrub) event(k *keyScrub, e []byte, own *bool, prefix []byte) {
 	if s.r == nil {
 		s.r = eventReaders.Get().(*eventReader)
 	}
@@ -272,7 +272,7 @@ func (s *eventScrub) heldRef(i, base int) int {
 // the text they end with that could begin a secret (s.r.next). Bytes of e
 // outside the data's strings lose whole secrets in place. It reports
 // false when e has no data.
-func (s *eventScrub) read(k keyScrub, e []byte) bool {
+func (s *eventScrub) read(k *keyScrub, e []byte) bool {
 	s.r.spans, s.r.meta, s.r.bl, s.r.next = s.r.spans[:0], s.r.meta[:0], s.r.bl[:0], s.r.next[:0]
 	for i := range s.r.tails {
 		s.r.tails[i].used = false
@@ -300,7 +300,7 @@ func (s *eventScrub) read(k keyScrub, e []byte) bool {
 
 // str scrubs the event's string i: the secrets in it, with the text
 // before it at its place, and the tail it leaves.
-func (s *eventScrub) str(k keyScrub, e []byte, i int) {
+func (s *eventScrub) str(k *keyScrub, e []byte, i int) {
 	sp, m := s.r.spans[i], s.r.meta[i]
 	var old *tail
 	if !m.name {
@@ -394,7 +394,7 @@ func (s *eventScrub) flush() []byte {
 // held before it: a part is scrubbed by its bytes (keyScrub.scrub, the
 // relay holding back what could begin a secret, keyScrub.partial), not
 // followed across.
-func (s *eventScrub) part(k keyScrub, p []byte) []byte {
+func (s *eventScrub) part(k *keyScrub, p []byte) []byte {
 	k.scrub(p)
 	s.unfollow()
 	if len(s.held) == 0 {
@@ -474,12 +474,22 @@ func appendDecoded(dst, raw []byte) []byte {
 
 // partialPlain is how many bytes at the end of text (decoded) could be
 // the start of a secret.
-func partialPlain(k keyScrub, text []byte) int {
+func partialPlain(k *keyScrub, text []byte) int {
 	hold := 0
 	for _, key := range k.keys {
-		for n := min(len(key)-1, len(text)); n > hold; n-- {
-			if bytes.HasPrefix(key, text[len(text)-n:]) {
-				hold = n
+		// The longest first: the earliest place the key's first byte is,
+		// among the last len(key)-1 bytes, from which text's end is a
+		// start of the key. A long key (a session token's) costs a
+		// look at each of its first byte's places, not a comparison at
+		// every length.
+		for j := max(0, len(text)-len(key)+1); j < len(text)-hold; j++ {
+			i := bytes.IndexByte(text[j:len(text)-hold], key[0])
+			if i < 0 {
+				break
+			}
+			j += i
+			if bytes.HasPrefix(key, text[j:]) {
+				hold = len(text) - j
 				break
 			}
 		}

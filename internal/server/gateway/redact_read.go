@@ -19,7 +19,7 @@ import (
 // reads the same decoded as raw. An object name that ends with a
 // secret's start (`"choices":` for a key that begins with s) is not
 // text, so it is not a start.
-func (k keyScrub) mayBegin(p []byte) bool {
+func (k *keyScrub) mayBegin(p []byte) bool {
 	for i := bytes.IndexByte(p, '\\'); i >= 0; {
 		if i+1 >= len(p) || strings.IndexByte(k.risky, p[i+1]) >= 0 {
 			return true

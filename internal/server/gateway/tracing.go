@@ -268,7 +268,9 @@ func (a *attempt) endAttemptSpan(outcome string) {
 	}
 	a.span.SetAttributes(attribute.String("sluice.outcome", outcome))
 	if a.err != nil && outcome != "cancelled" {
-		a.span.SetStatus(codes.Error, a.err.Error())
+		// A transport's or a codec's error may quote what the provider
+		// sent.
+		a.span.SetStatus(codes.Error, string(a.creds.scrubber().text([]byte(a.err.Error()))))
 	}
 	a.span.End()
 	a.span = nil
