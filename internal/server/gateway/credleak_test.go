@@ -140,7 +140,7 @@ func (e *credEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.heard[api] = append(e.heard[api], creds...)
 	e.mu.Unlock()
 	mode := "whole"
-	for _, m := range []string{"refuse", "streamerr", "cut", "large"} {
+	for _, m := range []string{"refuse", "refusecut", "streamerr", "cut", "large"} {
 		if bytes.Contains(body.Bytes(), []byte("mode:"+m)) {
 			mode = m
 		}
@@ -164,6 +164,10 @@ func (e *credEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case mode == "refuse":
 		v.refuse(w, text)
+	case mode == "refusecut":
+		// Bedrock's codec keeps 2 KiB of a message: the cut falls 11
+		// bytes into the access key id.
+		v.refuse(w, strings.Repeat("x", 2036)+" "+text[len("echo | "):])
 	case mode == "large":
 		// Over the gateway's 64 KiB for a whole answer held whole: relayed
 		// as it comes, the write cut inside a credential.
@@ -525,7 +529,7 @@ func TestNoCredentialLeavesWhateverItsSource(t *testing.T) {
 			calls = append(calls, call{m, mode})
 		}
 	}
-	calls = append(calls, call{"m-oai", "large"}, call{"m-cont", "cut"})
+	calls = append(calls, call{"m-oai", "large"}, call{"m-cont", "cut"}, call{"m-rock", "refusecut"}, call{"m-rocks", "refusecut"})
 	for _, c := range calls {
 		for _, api := range []string{"openai", "anthropic"} {
 			if c.mode == "large" && api == "anthropic" {
@@ -539,11 +543,19 @@ func TestNoCredentialLeavesWhateverItsSource(t *testing.T) {
 			}
 			status, h, got := s.do(path, body, hdr)
 			what := fmt.Sprintf("%s %s to %s", c.mode, api, c.model)
-			want := http.StatusOK
-			if c.mode == "refuse" {
+			want, echoed := http.StatusOK, "echo"
+			switch c.mode {
+			case "refuse":
 				want = http.StatusBadRequest
+			case "refusecut":
+				want, echoed = http.StatusBadRequest, "xxx"
+				for _, id := range []string{leakEnvKeyID, leakProfKeyID} {
+					if bytes.Contains(got, []byte(id[:11])) {
+						t.Errorf("%s: what is left of a credential cut short reached the client:\n%s", what, got[len(got)-200:])
+					}
+				}
 			}
-			if status != want || !bytes.Contains(got, []byte("echo")) {
+			if status != want || !bytes.Contains(got, []byte(echoed)) {
 				t.Errorf("%s: status %d, want %d with the blanked echo:\n%.2000s", what, status, want, got)
 			}
 			if !utf8.Valid(got) {

@@ -34,9 +34,10 @@ import (
 //     client decodes them (secretForms);
 //   - error bodies, response header values, the request id the log
 //     keeps, a verdict's reason and an upstream call's error in a trace
-//     lose those and anything shaped like a credential (a bearer token,
-//     a provider key, a SigV4 Authorization, a Google access token:
-//     keyScrub.text);
+//     lose those, what is left of one cut short where a string ends (a
+//     message a codec bounded), and anything shaped like a credential
+//     (a bearer token, a provider key, a SigV4 Authorization, a Google
+//     access token: keyScrub.text);
 //   - success bodies, streamed or whole, lose the secrets wherever they
 //     appear, even split across reads (keyScrub.scrub and partial) or
 //     across a stream's events (eventScrub, redact_events.go). They are
@@ -125,7 +126,59 @@ func (k *keyScrub) text(b []byte) []byte {
 		}
 		b = append(out, b[last:]...)
 	}
-	return bearerLike.ReplaceAll(b, redacted)
+	return k.cutShort(bearerLike.ReplaceAll(b, redacted))
+}
+
+// cutShort redacts what is left of a secret cut short where a JSON
+// string, or b, ends: a message bounded before it reached the gateway
+// (a codec keeps 2 KiB of a vendor's words) can end inside one, and
+// what is left is most of it. A start of minSecret bytes or more counts,
+// as it is written (the codecs write no escapes in it).
+func (k *keyScrub) cutShort(b []byte) []byte {
+	if len(k.keys) == 0 {
+		return b
+	}
+	var ends []int
+	for i := bytes.IndexByte(b, '"'); i >= 0; {
+		if !escapedBackslash(b, i) {
+			ends = append(ends, i)
+		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	ends = append(ends, len(b))
+	for i := len(ends) - 1; i >= 0; i-- {
+		if e := ends[i]; e >= minSecret {
+			if n := k.cutAt(b[:e]); n > 0 {
+				b = slices.Replace(b, e-n, e, redacted...)
+			}
+		}
+	}
+	return b
+}
+
+// cutAt is how many bytes at the end of t are the start of a secret,
+// minSecret of them at least and not the whole of it; 0 if none are.
+func (k *keyScrub) cutAt(t []byte) int {
+	n := 0
+	for _, key := range k.keys {
+		hi := len(t) - max(minSecret, n+1) // where a longer start would begin, at the latest
+		for j := max(0, len(t)-len(key)+1); j <= hi; j++ {
+			i := bytes.IndexByte(t[j:hi+1], key[0])
+			if i < 0 {
+				break
+			}
+			j += i
+			if bytes.HasPrefix(key, t[j:]) {
+				n = len(t) - j
+				break
+			}
+		}
+	}
+	return n
 }
 
 // scrub blanks every whole occurrence of a secret in p, in place, with
