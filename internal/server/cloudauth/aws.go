@@ -87,8 +87,10 @@ func (s *awsSigner) Sign(req *http.Request, body []byte) error {
 		return errors.New("aws: cannot sign the Bedrock request: its URL or headers are not well-formed")
 	}
 	// The secret never leaves, but the vendor knows it; the rest is in
-	// the request's headers.
-	native.UsedCredentials(req, creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken, signatureOf(req.Header.Get("Authorization")))
+	// the request's headers. The signature, made for this request alone,
+	// is reported on its own (native.UsedCredentials).
+	native.UsedCredentials(req, creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
+	native.UsedCredentials(req, signatureOf(req.Header.Get("Authorization")))
 	return nil
 }
 

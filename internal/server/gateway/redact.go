@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -60,7 +62,7 @@ var redacted = []byte("[redacted]")
 
 // keyScrub blanks a set of secrets out of what a provider sends back.
 // It is made once for a set and never changed: a set that grows is a
-// new keyScrub (credentials.add).
+// new keyScrub (keyScrub.with).
 type keyScrub struct {
 	// secrets are the values the set was made from; keys, every form of
 	// each (secretForms), the matcher's patterns.
@@ -75,6 +77,10 @@ type keyScrub struct {
 	longest int
 	// first holds, as a bitset, the bytes a key begins with.
 	first [4]uint64
+	// grown is the last set made from this one by a report (with), kept
+	// so that the next report of the same secrets (the same access
+	// token, request after request) makes nothing.
+	grown atomic.Pointer[keyScrub]
 }
 
 // shortEscapes are JSON's two-byte escapes and the bytes they stand for.
@@ -88,23 +94,43 @@ const minSecret = 8
 // newKeyScrub scrubs the given secrets, in every form (secretForms);
 // those under minSecret bytes are left out.
 func newKeyScrub(secrets ...string) *keyScrub {
-	k := new(keyScrub)
+	return extend(&keyScrub{}, secrets)
+}
+
+// extend is base with secrets added: a new keyScrub, base's keys
+// shared, the new forms in one array.
+func extend(base *keyScrub, secrets []string) *keyScrub {
+	k := &keyScrub{longest: base.longest, first: base.first}
+	k.secrets = append(make([]string, 0, len(base.secrets)+len(secrets)), base.secrets...)
+	var buf []byte
+	var ends []int
 	for _, s := range secrets {
 		if len(s) < minSecret || slices.Contains(k.secrets, s) {
 			continue
 		}
 		k.secrets = append(k.secrets, s)
-		for _, f := range secretForms(s) {
-			if len(f) >= minSecret && !slices.ContainsFunc(k.keys, func(key []byte) bool { return string(key) == f }) {
-				k.keys = append(k.keys, []byte(f))
-				k.longest = max(k.longest, len(f))
-				k.first[f[0]>>6] |= 1 << (f[0] & 63)
-			}
-		}
+		buf, ends = appendForms(buf, ends, s)
 	}
-	k.risky = "u"
+	k.keys = append(make([][]byte, 0, len(base.keys)+len(ends)), base.keys...)
+	added := len(k.keys)
+	for i, start := range ends {
+		if i%2 == 1 {
+			continue
+		}
+		f := buf[start:ends[i+1]:ends[i+1]]
+		if len(f) < minSecret || slices.ContainsFunc(k.keys, func(key []byte) bool { return bytes.Equal(key, f) }) {
+			continue
+		}
+		k.keys = append(k.keys, f)
+		k.longest = max(k.longest, len(f))
+		k.first[f[0]>>6] |= 1 << (f[0] & 63)
+	}
+	k.risky = cmp.Or(base.risky, "u")
 	for i := 0; i < len(shortEscapes); i += 2 {
-		for _, key := range k.keys {
+		if strings.IndexByte(k.risky, shortEscapes[i]) >= 0 {
+			continue
+		}
+		for _, key := range k.keys[added:] {
 			if bytes.IndexByte(key, shortEscapes[i+1]) >= 0 {
 				k.risky += shortEscapes[i : i+1]
 				break
@@ -430,8 +456,14 @@ func (k *keyScrub) mayHold(v string) bool {
 		return true
 	}
 	for _, key := range k.keys {
-		if strings.Contains(v, string(key)) {
-			return true
+		for i := 0; i+len(key) <= len(v); i++ {
+			j := strings.IndexByte(v[i:len(v)-len(key)+1], key[0])
+			if j < 0 {
+				break
+			}
+			if i += j; v[i:i+len(key)] == string(key) {
+				return true
+			}
 		}
 	}
 	for i := 0; i+6 <= len(v); i++ {

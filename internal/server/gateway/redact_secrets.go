@@ -1,10 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -86,18 +86,28 @@ func (c *credentials) Credentials(values ...string) {
 var _ native.CredentialSink = (*credentials)(nil)
 
 // with is k with values added: k itself when it has them all (or they
-// are too short to scrub), else a new keyScrub.
+// are too short to scrub), else a set made once for them (k.grown, when
+// it has them all and k's), or a new one.
 func (k *keyScrub) with(values ...string) *keyScrub {
-	var add []string
-	for _, v := range values {
-		if len(v) >= minSecret && !slices.Contains(k.secrets, v) && !slices.Contains(add, v) {
-			add = append(add, v)
-		}
-	}
-	if len(add) == 0 {
+	if !k.lacks(values) {
 		return k
 	}
-	return newKeyScrub(append(slices.Clip(k.secrets), add...)...)
+	if g := k.grown.Load(); g != nil && !g.lacks(values) {
+		return g
+	}
+	n := extend(k, values)
+	k.grown.Store(n)
+	return n
+}
+
+// lacks reports whether one of values, long enough to scrub, is not in k.
+func (k *keyScrub) lacks(values []string) bool {
+	for _, v := range values {
+		if len(v) >= minSecret && !slices.Contains(k.secrets, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretForms are the forms secret s can take in what a provider sends
@@ -109,26 +119,72 @@ func (k *keyScrub) with(values ...string) *keyScrub {
 // characters that depend on s alone are a form: whatever text
 // surrounds s, its encoding holds one of the three.
 func secretForms(s string) []string {
-	forms := []string{s}
-	if q := url.QueryEscape(s); q != s {
-		forms = append(forms, q)
-	}
-	buf := make([]byte, 2+len(s))
-	copy(buf[2:], s)
-	for o := range 3 {
-		enc := base64.RawStdEncoding.EncodeToString(buf[2-o:])
-		// Character i holds bits [6i, 6i+6) of the o bytes before s and
-		// s: those wholly within s.
-		core := enc[(8*o+5)/6 : 8*(o+len(s))/6]
-		forms = append(forms, core)
-		if u := urlAlphabet.Replace(core); u != core {
-			forms = append(forms, u)
-		}
+	buf, ends := appendForms(nil, nil, s)
+	var forms []string
+	for i := 0; i < len(ends); i += 2 {
+		forms = append(forms, string(buf[ends[i]:ends[i+1]]))
 	}
 	return forms
 }
 
-var urlAlphabet = strings.NewReplacer("+", "-", "/", "_")
+// appendForms appends the forms of s (secretForms) to buf, and where
+// each starts and ends to ends.
+func appendForms(buf []byte, ends []int, s string) ([]byte, []int) {
+	form := func(start int) {
+		ends = append(ends, start, len(buf))
+	}
+	start := len(buf)
+	buf = append(buf, s...)
+	form(start)
+	start = len(buf)
+	if buf = appendQueryEscape(buf, s); string(buf[start:]) != s {
+		form(start)
+	} else {
+		buf = buf[:start]
+	}
+	in := make([]byte, 2+len(s))
+	copy(in[2:], s)
+	for o := range 3 {
+		start = len(buf)
+		buf = base64.RawStdEncoding.AppendEncode(buf, in[2-o:])
+		// Character i holds bits [6i, 6i+6) of the o bytes before s and
+		// s: those wholly within s.
+		from, to := start+(8*o+5)/6, start+8*(o+len(s))/6
+		buf = buf[:start+copy(buf[start:], buf[from:to])]
+		form(start)
+		if bytes.ContainsAny(buf[start:], "+/") {
+			u := len(buf)
+			buf = append(buf, buf[start:u]...)
+			for i := u; i < len(buf); i++ {
+				switch buf[i] {
+				case '+':
+					buf[i] = '-'
+				case '/':
+					buf[i] = '_'
+				}
+			}
+			form(u)
+		}
+	}
+	return buf, ends
+}
+
+// appendQueryEscape appends s percent-encoded as url.QueryEscape writes
+// it.
+func appendQueryEscape(buf []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			buf = append(buf, c)
+		case c == ' ':
+			buf = append(buf, '+')
+		default:
+			buf = append(buf, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return buf
+}
 
 // publicHeaders are the headers an operator may set on a provider's
 // calls whose values are not secrets: an API's version and feature

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -191,6 +193,78 @@ func TestHeaderSecrets(t *testing.T) {
 	} {
 		if got := headerSecrets(c.name, c.value); !slices.Equal(got, c.want) {
 			t.Errorf("headerSecrets(%s: %s) = %q, want %q", c.name, c.value, got, c.want)
+		}
+	}
+}
+
+// What a request's set costs to make: joining a provider's static set
+// (shared, nothing made), and a signer's report, which makes the
+// request a set of its own, every form of every secret in it: an OAuth2
+// access token's, and a SigV4 call's (access key id, secret, a 1 KiB
+// session token, signature) beside the provider's operator header.
+func BenchmarkCredentials(b *testing.B) {
+	static := &provider{scrub: newKeyScrub("sk-static-provider-key-0123456789")}
+	session := strings.Repeat("IQoJb3JpZ2luX2VjE/sluice+session", 32)
+	token := "ya29.a0AfB_byC-sluiceBenchToken_" + strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 4)
+	creds := []string{"ASIASLUICEBENCH00001", "bench/Secret+Key0123456789abcdefABCDEF", session}
+	var sigs [64][]string // a signature a request, made beforehand
+	for i := range sigs {
+		sigs[i] = []string{fmt.Sprintf("%064x", i+1)}
+	}
+	for _, c := range []struct {
+		name   string
+		native bool
+		report func(c *credentials, n int)
+	}{
+		{"static", false, func(*credentials, int) {}},
+		{"oauth", true, func(c *credentials, _ int) { c.Credentials(token) }},
+		{"sigv4", true, func(c *credentials, n int) { c.Credentials(creds...); c.Credentials(sigs[n%len(sigs)]...) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := static
+			if c.native {
+				p = &provider{scrub: newKeyScrub("opr/Header+Secret-0123456789"), native: &nativeProvider{}}
+			}
+			x := new(exchange) // the set lives in the request's record
+			ctx := context.Background()
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				x.creds = credentials{}
+				x.creds.calling(ctx, p)
+				c.report(&x.creds, n)
+				n++
+			}
+		})
+	}
+}
+
+// secretForms writes what the standard library would: the secret,
+// url.QueryEscape's form when it differs, and of each alignment's
+// base64 the characters that depend on the secret alone, in both
+// alphabets.
+func TestSecretFormsAsTheLibraryWritesThem(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		b := make([]byte, 8+rng.IntN(40))
+		for i := range b {
+			b[i] = byte(32 + rng.IntN(95))
+		}
+		s := string(b)
+		want := []string{s}
+		if q := url.QueryEscape(s); q != s {
+			want = append(want, q)
+		}
+		for o := range 3 {
+			enc := base64.StdEncoding.EncodeToString(append(make([]byte, o), s...))
+			core := enc[(8*o+5)/6 : 8*(o+len(s))/6]
+			want = append(want, core)
+			if u := strings.NewReplacer("+", "-", "/", "_").Replace(core); u != core {
+				want = append(want, u)
+			}
+		}
+		if got := secretForms(s); !slices.Equal(got, want) {
+			t.Fatalf("secretForms(%q) = %q, want %q", s, got, want)
 		}
 	}
 }

@@ -199,7 +199,10 @@ func WithCredentialSink(ctx context.Context, s CredentialSink) context.Context {
 }
 
 // UsedCredentials tells the sink of req's context, if it has one, that
-// req was signed with values (an empty one is none).
+// req was signed with values (an empty one is none). A signer reports a
+// value made for this request alone (a signature) in a call of its own,
+// apart from those it uses again (a key, a token): the sink can then
+// keep what it makes of the others from one request to the next.
 func UsedCredentials(req *http.Request, values ...string) {
 	if s, _ := req.Context().Value(sinkKey{}).(CredentialSink); s != nil {
 		s.Credentials(values...)
