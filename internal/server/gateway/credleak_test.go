@@ -31,7 +31,7 @@ import (
 // percent-encoded forms differ from the raw one.
 const (
 	leakOpenAIKey   = "oai-static/Key+0123456789abcdef=="
-	leakOprHeader   = "opr/Header+Secret-0123456789"
+	leakOprHeader   = "opr/Hdr+Secret-01234567" // short enough to be a finish reason
 	leakVtxHeader   = "vtx/Header+Secret-9876543210"
 	leakGoogleToken = "ya29.a0AfB_byC-sluiceTestToken_0123456789abcdefghij"
 	leakEnvKeyID    = "AKIASLUICEENV0000001"
@@ -155,7 +155,9 @@ func (e *credEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var v vendorEcho
 	switch api {
 	case "oai":
-		v = openAIEcho{}
+		// Its whole answer's finish reason is the operator's header,
+		// which the trace would carry.
+		v = openAIEcho{finish: r.Header.Get("X-Gw-Auth")}
 	case "vtx":
 		v = geminiEcho{}
 	default:
@@ -171,7 +173,7 @@ func (e *credEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case mode == "large":
 		// Over the gateway's 64 KiB for a whole answer held whole: relayed
 		// as it comes, the write cut inside a credential.
-		b := []byte(openAIAnswer(strings.Repeat("padding ", 9000) + text))
+		b := []byte(openAIAnswer(strings.Repeat("padding ", 9000)+text, "stop"))
 		at := bytes.Index(b, []byte(creds[0])) + len(creds[0])/2
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b[:at])
@@ -215,16 +217,16 @@ type vendorEcho interface {
 	streamEnd(w http.ResponseWriter)
 }
 
-type openAIEcho struct{}
+type openAIEcho struct{ finish string }
 
-func openAIAnswer(text string) string {
+func openAIAnswer(text, finish string) string {
 	return `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` + text +
-		`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`
+		`"},"finish_reason":"` + finish + `"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`
 }
 
-func (openAIEcho) whole(w http.ResponseWriter, text string) {
+func (o openAIEcho) whole(w http.ResponseWriter, text string) {
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprint(w, openAIAnswer(text))
+	fmt.Fprint(w, openAIAnswer(text, o.finish))
 }
 
 func (openAIEcho) refuse(w http.ResponseWriter, text string) {
@@ -441,12 +443,13 @@ func streamText(body []byte) string {
 // keys and session token. The upstream echoes every credential it heard
 // (and the AWS secrets, which it knows) raw, \/-escaped, \u-escaped,
 // percent-encoded and base64 (alone and inside an encoded header line),
-// in whole answers, streams (each form split across two events), error
-// bodies, stream error events, a large answer cut between writes inside
-// a credential, and a stream cut short and continued on Vertex; to
-// clients of both APIs. No form of any of them reaches the client (body,
-// headers, the text its events carry joined), the request log, a trace
-// or /metrics.
+// in whole answers (and one's finish reason), streams (each form split
+// across two events), error bodies, stream error events, a large answer
+// cut between writes inside a credential, a message long enough that
+// Bedrock's codec cuts it inside one, and a stream cut short and
+// continued on Vertex; to clients of both APIs. No form of any of them
+// reaches the client (body, headers, the text its events carry
+// joined), the request log, a trace or /metrics.
 func TestNoCredentialLeavesWhateverItsSource(t *testing.T) {
 	if _, ok := vendors.Lookup(config.KindGemini); !ok {
 		t.Skip("this build has no gemini codec")
@@ -619,7 +622,16 @@ func TestNoCredentialLeavesWhateverItsSource(t *testing.T) {
 	waitFor(t, "the requests' spans", func() bool { return len(exp.GetSpans()) > 0 })
 	var spans strings.Builder
 	for _, sp := range exp.GetSpans() {
-		fmt.Fprintf(&spans, "%s %+v %+v %+v\n", sp.Name, sp.Attributes, sp.Status, sp.Events)
+		fmt.Fprintf(&spans, "%s %s %s\n", sp.Name, sp.Status.Code, sp.Status.Description)
+		for _, kv := range sp.Attributes {
+			fmt.Fprintf(&spans, "  %s=%s\n", kv.Key, kv.Value.Emit())
+		}
+		for _, ev := range sp.Events {
+			fmt.Fprintf(&spans, "  event %s\n", ev.Name)
+			for _, kv := range ev.Attributes {
+				fmt.Fprintf(&spans, "    %s=%s\n", kv.Key, kv.Value.Emit())
+			}
+		}
 	}
 	check("the traces", spans.String())
 }

@@ -222,7 +222,8 @@ func (t *tracing) endRequest(x *exchange) {
 		attrs = append(attrs, attribute.Int("gen_ai.usage.output_tokens", x.outputTokens), attribute.Bool("sluice.usage_reported", x.usageKnown))
 	}
 	if x.finish != "" {
-		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{x.finish}))
+		// The provider's own word: made safe as its request id is.
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{x.creds.scrubber().logSafe(x.finish)}))
 	}
 	if x.degraded != "" {
 		attrs = append(attrs, attribute.String("sluice.degraded", x.degraded))
