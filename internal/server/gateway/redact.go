@@ -73,10 +73,14 @@ type keyScrub struct {
 	// secret holds the byte they stand for. An event whose escapes are
 	// all others reads the same escaped as not.
 	risky string
-	// longest is the longest key's length.
-	longest int
-	// first holds, as a bitset, the bytes a key begins with.
+	// longest and shortest are the longest and the shortest key's
+	// lengths.
+	longest, shortest int
+	// first holds, as a bitset, the bytes a key begins with; keys are
+	// in the order of their first bytes, those that begin with c being
+	// keys[at[c]:at[c+1]] (bucket).
 	first [4]uint64
+	at    [257]uint16
 	// grown is the last set made from this one by a report (with), kept
 	// so that the next report of the same secrets (the same access
 	// token, request after request) makes nothing.
@@ -112,7 +116,6 @@ func extend(base *keyScrub, secrets []string) *keyScrub {
 		buf, ends = appendForms(buf, ends, s)
 	}
 	k.keys = append(make([][]byte, 0, len(base.keys)+len(ends)), base.keys...)
-	added := len(k.keys)
 	for i, start := range ends {
 		if i%2 == 1 {
 			continue
@@ -125,12 +128,22 @@ func extend(base *keyScrub, secrets []string) *keyScrub {
 		k.longest = max(k.longest, len(f))
 		k.first[f[0]>>6] |= 1 << (f[0] & 63)
 	}
+	slices.SortStableFunc(k.keys, func(a, b []byte) int { return cmp.Compare(a[0], b[0]) })
+	for _, key := range k.keys {
+		if k.shortest == 0 || len(key) < k.shortest {
+			k.shortest = len(key)
+		}
+		k.at[int(key[0])+1]++
+	}
+	for c := 1; c <= 256; c++ {
+		k.at[c] += k.at[c-1]
+	}
 	k.risky = cmp.Or(base.risky, "u")
 	for i := 0; i < len(shortEscapes); i += 2 {
 		if strings.IndexByte(k.risky, shortEscapes[i]) >= 0 {
 			continue
 		}
-		for _, key := range k.keys[added:] {
+		for _, key := range k.keys {
 			if bytes.IndexByte(key, shortEscapes[i+1]) >= 0 {
 				k.risky += shortEscapes[i : i+1]
 				break
@@ -245,13 +258,18 @@ func (k *keyScrub) next(b []byte, from int) (s, e int) {
 		return
 	}
 	if bytes.IndexByte(b[from:], '\\') < 0 {
-		return nextPlain(k.keys, b, from)
+		return k.nextPlain(b, from)
 	}
 	for i := from; i < len(b); i++ {
-		if c := b[i]; c != '\\' && !k.begins(c) {
+		c := b[i]
+		if c != '\\' && !k.begins(c) {
 			continue
 		}
-		for _, key := range k.keys {
+		keys := k.keys // an escape can spell any first byte
+		if c != '\\' {
+			keys = k.bucket(c)
+		}
+		for _, key := range keys {
 			if end, _ := follow(b, i, key); end > e || end >= 0 && s < 0 {
 				s, e = i, end
 			}
@@ -264,16 +282,33 @@ func (k *keyScrub) next(b []byte, from int) (s, e int) {
 	return
 }
 
-// nextPlain is where the first of keys at or after b[from] is, byte for
-// byte: b[s:e], or -1s.
-func nextPlain(keys [][]byte, b []byte, from int) (s, e int) {
+// nextPlain is where the first key at or after b[from] is, byte for
+// byte (the longest of those that begin there): b[s:e], or -1s. A few
+// keys are searched for one by one, many in one pass over b.
+func (k *keyScrub) nextPlain(b []byte, from int) (s, e int) {
 	s, e = -1, -1
-	if from > len(b) {
+	if from > len(b) || len(b)-from < k.shortest {
 		return
 	}
-	for _, key := range keys {
-		if i := bytes.Index(b[from:], key); i >= 0 && (s < 0 || from+i < s || from+i == s && from+i+len(key) > e) {
-			s, e = from+i, from+i+len(key)
+	if len(k.keys) <= 4 {
+		for _, key := range k.keys {
+			if i := bytes.Index(b[from:], key); i >= 0 && (s < 0 || from+i < s || from+i == s && from+i+len(key) > e) {
+				s, e = from+i, from+i+len(key)
+			}
+		}
+		return
+	}
+	for i := from; i+k.shortest <= len(b); i++ {
+		if !k.begins(b[i]) {
+			continue
+		}
+		for _, key := range k.bucket(b[i]) {
+			if i+len(key) > e && bytes.HasPrefix(b[i:], key) {
+				s, e = i, i+len(key)
+			}
+		}
+		if s >= 0 {
+			return
 		}
 	}
 	return
@@ -281,6 +316,9 @@ func nextPlain(keys [][]byte, b []byte, from int) (s, e int) {
 
 // begins reports whether a key begins with c.
 func (k *keyScrub) begins(c byte) bool { return k.first[c>>6]&(1<<(c&63)) != 0 }
+
+// bucket is the keys that begin with c.
+func (k *keyScrub) bucket(c byte) [][]byte { return k.keys[k.at[c]:k.at[int(c)+1]] }
 
 // partial is how many bytes at the end of p could be the start of a
 // secret, plainly or with JSON escapes (an escape cut short included):
@@ -297,10 +335,15 @@ func (k *keyScrub) partial(p []byte) int {
 		lo = max(lo, e)
 	}
 	for i := lo; i < len(p); i++ {
-		if c := p[i]; c != '\\' && !k.begins(c) || escapedAt(p, i) {
+		c := p[i]
+		if c != '\\' && !k.begins(c) || escapedAt(p, i) {
 			continue
 		}
-		for _, key := range k.keys {
+		keys := k.keys
+		if c != '\\' {
+			keys = k.bucket(c)
+		}
+		for _, key := range keys {
 			if _, cut := follow(p, i, key); cut {
 				return len(p) - i
 			}

@@ -320,11 +320,11 @@ func (s *eventScrub) str(k *keyScrub, e []byte, i int) {
 	s.r.cont = cont
 	// Every secret that ends in the string: those in the text before it
 	// were blanked when it came.
-	for a, b := nextPlain(k.keys, cont, 0); a >= 0; {
-		na, nb := nextPlain(k.keys, cont, a+1)
+	for a, b := k.nextPlain(cont, 0); a >= 0; {
+		na, nb := k.nextPlain(cont, a+1)
 		for na >= 0 && na < b {
 			b = max(b, nb)
-			na, nb = nextPlain(k.keys, cont, na+1)
+			na, nb = k.nextPlain(cont, na+1)
 		}
 		if b > base {
 			for q := a; q < base; q++ {
@@ -475,24 +475,18 @@ func appendDecoded(dst, raw []byte) []byte {
 // partialPlain is how many bytes at the end of text (decoded) could be
 // the start of a secret.
 func partialPlain(k *keyScrub, text []byte) int {
-	hold := 0
-	for _, key := range k.keys {
-		// The longest first: the earliest place the key's first byte is,
-		// among the last len(key)-1 bytes, from which text's end is a
-		// start of the key. A long key (a session token's) costs a
-		// look at each of its first byte's places, not a comparison at
-		// every length.
-		for j := max(0, len(text)-len(key)+1); j < len(text)-hold; j++ {
-			i := bytes.IndexByte(text[j:len(text)-hold], key[0])
-			if i < 0 {
-				break
-			}
-			j += i
-			if bytes.HasPrefix(key, text[j:]) {
-				hold = len(text) - j
-				break
+	// The longest first: the earliest place, among the last longest-1
+	// bytes, from which text's end is the start of a key that begins
+	// with that byte.
+	for j := max(0, len(text)-k.longest+1); j < len(text); j++ {
+		if !k.begins(text[j]) {
+			continue
+		}
+		for _, key := range k.bucket(text[j]) {
+			if len(key) > len(text)-j && bytes.HasPrefix(key, text[j:]) {
+				return len(text) - j
 			}
 		}
 	}
-	return hold
+	return 0
 }

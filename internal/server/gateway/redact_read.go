@@ -30,13 +30,11 @@ func (k *keyScrub) mayBegin(p []byte) bool {
 		}
 		i += 2 + j
 	}
-	for _, key := range k.keys {
-		for i := 0; i < len(p); {
-			j := bytes.IndexByte(p[i:], key[0])
-			if j < 0 {
-				break
-			}
-			i += j
+	for i := 0; i < len(p); i++ {
+		if !k.begins(p[i]) {
+			continue
+		}
+		for _, key := range k.bucket(p[i]) {
 			for l := 1; l <= len(key) && i+l <= len(p) && p[i+l-1] == key[l-1]; l++ {
 				if l == len(key) {
 					return true
@@ -45,7 +43,6 @@ func (k *keyScrub) mayBegin(p []byte) bool {
 					return true
 				}
 			}
-			i++
 		}
 	}
 	return false

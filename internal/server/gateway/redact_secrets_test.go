@@ -268,3 +268,42 @@ func TestSecretFormsAsTheLibraryWritesThem(t *testing.T) {
 		}
 	}
 }
+
+// The matcher finds what a search for each key would, whether it
+// searches key by key (a few keys) or in one pass over the text (many):
+// the first place a key begins, and there the longest.
+func TestNextPlainFindsWhatEachKeyWould(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const alphabet = "abcAB/+=-_0"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for trial := range 2000 {
+		var secrets []string
+		for range 1 + rng.IntN(5) {
+			secrets = append(secrets, word(8+rng.IntN(4)))
+		}
+		k := newKeyScrub(secrets...)
+		text := []byte(word(rng.IntN(80)))
+		for _, s := range secrets {
+			if rng.IntN(2) == 0 {
+				at := rng.IntN(len(text) + 1)
+				text = append(text[:at], append([]byte(s), text[at:]...)...)
+			}
+		}
+		from := rng.IntN(len(text) + 1)
+		ws, we := -1, -1
+		for _, key := range k.keys {
+			if i := bytes.Index(text[from:], key); i >= 0 && (ws < 0 || from+i < ws || from+i == ws && from+i+len(key) > we) {
+				ws, we = from+i, from+i+len(key)
+			}
+		}
+		if s, e := k.nextPlain(text, from); s != ws || e != we {
+			t.Fatalf("trial %d: %d keys, nextPlain(%q, %d) = %d, %d; want %d, %d", trial, len(k.keys), text, from, s, e, ws, we)
+		}
+	}
+}
