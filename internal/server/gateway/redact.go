@@ -61,8 +61,8 @@ var bearerLike = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A
 var redacted = []byte("[redacted]")
 
 // keyScrub blanks a set of secrets out of what a provider sends back.
-// It is made once for a set and never changed: a set that grows is a
-// new keyScrub (keyScrub.with).
+// It is made once for a set and never changed (but for grown, a
+// cache): a set that grows is a new keyScrub (keyScrub.with).
 type keyScrub struct {
 	// secrets are the values the set was made from; keys, every form of
 	// each (secretForms), the matcher's patterns.
@@ -138,16 +138,11 @@ func extend(base *keyScrub, secrets []string) *keyScrub {
 	for c := 1; c <= 256; c++ {
 		k.at[c] += k.at[c-1]
 	}
+	// base's escapes, and those of the bytes the new forms hold.
 	k.risky = cmp.Or(base.risky, "u")
 	for i := 0; i < len(shortEscapes); i += 2 {
-		if strings.IndexByte(k.risky, shortEscapes[i]) >= 0 {
-			continue
-		}
-		for _, key := range k.keys {
-			if bytes.IndexByte(key, shortEscapes[i+1]) >= 0 {
-				k.risky += shortEscapes[i : i+1]
-				break
-			}
+		if strings.IndexByte(k.risky, shortEscapes[i]) < 0 && bytes.IndexByte(buf, shortEscapes[i+1]) >= 0 {
+			k.risky += shortEscapes[i : i+1]
 		}
 	}
 	return k
