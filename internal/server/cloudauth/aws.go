@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,5 +86,23 @@ func (s *awsSigner) Sign(req *http.Request, body []byte) error {
 		// its words carry no credential, but are not needed either.
 		return errors.New("aws: cannot sign the Bedrock request: its URL or headers are not well-formed")
 	}
+	// The secret never leaves, but the vendor knows it; the rest is in
+	// the request's headers. The signature, made for this request alone,
+	// is reported on its own (native.UsedCredentials).
+	native.UsedCredentials(req, creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
+	native.UsedCredentials(req, signatureOf(req.Header.Get("Authorization")))
 	return nil
+}
+
+// signatureOf is the signature of a SigV4 Authorization header value:
+// what follows its "Signature=", or "" when it has none.
+func signatureOf(auth string) string {
+	_, sig, ok := strings.Cut(auth, "Signature=")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(sig, ", "); i >= 0 {
+		sig = sig[:i]
+	}
+	return sig
 }

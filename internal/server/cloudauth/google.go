@@ -34,6 +34,7 @@ func (k apiKey) Sign(req *http.Request, _ []byte) error {
 	req.Header.Del("Authorization")
 	req.Header.Del("X-Api-Key")
 	req.Header.Set(k.header, k.key)
+	native.UsedCredentials(req, k.key)
 	return nil
 }
 
@@ -99,6 +100,7 @@ func (g *googleSigner) Sign(req *http.Request, _ []byte) error {
 	req.Header.Del("X-Api-Key")
 	req.Header.Del("X-Goog-Api-Key")
 	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	native.UsedCredentials(req, tok.AccessToken)
 	return nil
 }
 

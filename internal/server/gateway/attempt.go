@@ -60,6 +60,9 @@ type attempt struct {
 	ep      protocol.Endpoint // the client's, which says how its streams end
 	// span is the call's trace span; nil with tracing off (tracing.go).
 	span trace.Span
+	// creds are the request's secrets (exchange.creds), set when the
+	// call is made.
+	creds *credentials
 	// checked: a whole answer read and checked against the request's
 	// contract (readAnswer); invalid says why it failed, empty when it
 	// held; unchecked says why it could not be judged (the check took

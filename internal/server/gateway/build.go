@@ -121,12 +121,13 @@ func newProvider(i int, pc *config.Provider, base http.RoundTripper, sign Signer
 		p.keyHeader = []string{p.keyHeaderValue(p.key)}
 	}
 	p.responses.Store(pc.ServesResponses())
+	// The provider's static secrets: its key, and what the operator's
+	// headers carry (all but the public ones). A signer's are the
+	// request's (credentials).
 	secrets := []string{p.key}
 	for k, v := range pc.Headers {
 		p.headers.Set(k, v)
-		if config.IsCredentialHeader(k) {
-			secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
-		}
+		secrets = append(secrets, headerSecrets(k, v)...)
 	}
 	p.scrub = newKeyScrub(secrets...)
 	for _, r := range pc.Replicas {

@@ -217,7 +217,8 @@ func (c *calls) settled(a *attempt) bool {
 func (c *calls) send(a *attempt) {
 	g, r, ep, body, deadline := c.g, c.r, c.ep, c.body, c.deadline
 	ctx := g.tracing.attempt(a, ep)
-	req, err := upstreamRequest(ctx, r, a.t, a.base, ep, body, deadline)
+	a.creds = &c.x.creds
+	req, err := upstreamRequest(ctx, r, a.t, a.base, ep, body, deadline, a.creds)
 	if err != nil {
 		a.err = err
 		return
@@ -304,7 +305,7 @@ func (c *calls) respond(a *attempt) {
 		return
 	}
 	x.upstreamStatus = a.resp.StatusCode
-	x.requestID = requestID(a.resp.Header, a.t.provider.scrub)
+	x.requestID = requestID(a.resp.Header, x.creds.scrubber())
 	if judged(x, a, x.onInvalid) {
 		refuseInvalid(w, x, a, g.now())
 		return

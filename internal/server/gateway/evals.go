@@ -121,8 +121,8 @@ func evalBody(d protocol.Dialect, model string, c evals.Case, completionTokens b
 // call sends one eval case to a target, with the provider's own
 // credentials and headers and nothing of any client's, outside
 // admission and every budget, and judges the answer. The reason it
-// gives quotes the answer only after the provider's secrets are
-// scrubbed from it.
+// gives quotes the answer only after the secrets the call was made with
+// are scrubbed from it.
 func (e *evaluator) call(ctx context.Context, s *evals.Set, target int, c evals.Case) evals.Result {
 	t := s.Targets[target]
 	p := e.providers[t.Provider]
@@ -130,6 +130,9 @@ func (e *evaluator) call(ctx context.Context, s *evals.Set, target int, c evals.
 		return evals.Result{Reason: "unknown provider"}
 	}
 	start := time.Now()
+	// The secrets the call is made with, its signer's included.
+	var creds credentials
+	ctx = creds.calling(ctx, p)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.callURL(p.anyBase(), chatPath(p.dialect), t.Upstream),
 		bytes.NewReader(evalBody(p.dialect, t.Upstream, c, p.probeCompletionTokens.Load())))
 	if err != nil {
@@ -164,7 +167,7 @@ func (e *evaluator) call(ctx context.Context, s *evals.Set, target int, c evals.
 	if !ok {
 		return evals.Result{Reason: "the answer is not a chat completion"}
 	}
-	text = string(p.scrub.text([]byte(text)))
+	text = string(creds.scrubber().text([]byte(text)))
 	return evals.Result{Answered: true, Reason: c.Check.Judge(text), Latency: took}
 }
 

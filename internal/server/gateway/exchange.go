@@ -168,6 +168,10 @@ type upstreamState struct {
 	// retryAfter is the provider's Retry-After on a refusal, for the
 	// engine (which bounds it).
 	retryAfter time.Duration
+	// creds are the secrets the calls were made with: whatever leaves
+	// for the client, the log or a trace is scrubbed of them
+	// (redact.go).
+	creds credentials
 }
 
 // relayState is the answer as it was relayed.

@@ -41,8 +41,11 @@ const (
 // API needs and nothing else (headers.go), the operator's own headers,
 // the provider's key, the body with its model rewritten (read from the
 // request's one buffer, not copied), and the time left.
-func upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time) (*http.Request, error) {
+func upstreamRequest(ctx context.Context, r *http.Request, t target, base string, ep protocol.Endpoint, out *outgoing, deadline time.Time, creds *credentials) (*http.Request, error) {
 	p := t.provider
+	// The request's set knows the call's secrets before it is made: the
+	// provider's own now, its signer's as it signs.
+	ctx = creds.calling(ctx, p)
 	// The client's query string is not passed on either: no model API's
 	// POST takes one from the caller, and a provider that routes on one
 	// would let a client's query fail its calls for everyone.
@@ -257,8 +260,9 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 		// In the client's shape; overloaded's 529 and 503 swap.
 		status, data = translate.ErrorBody(p.dialect, x.endpoint.Dialect, status, data)
 	}
-	data = p.scrub.text(data)
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	k := x.creds.scrubber()
+	data = k.text(data)
+	copyResponseHeaders(w.Header(), resp.Header, k)
 	if x.retryAfter > 0 {
 		// The provider's wait, bounded as the engine bounds it.
 		ra := g.runner.BoundRetryAfter(p.scope, x.retryAfter)

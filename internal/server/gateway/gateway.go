@@ -153,7 +153,7 @@ type provider struct {
 	responses, responsesWarned atomic.Bool
 	key                        string // never logged
 	keyEnv                     string // the variable it came from, for the operator's logs
-	scrub                      keyScrub
+	scrub                      *keyScrub
 	timeout                    time.Duration
 	scope                      int // admission scope index
 	// forward lists the client headers this provider hears; headers are

@@ -80,7 +80,7 @@ func relayed(k string) bool { return relayedHeaders[k] || isRateLimitHeader(k) }
 // degraded, or which provider served it), with its secrets and anything
 // bearer-shaped redacted. Retry-After is never copied as sent: a
 // refusal's is set from the bounded value.
-func copyResponseHeaders(dst, src http.Header, scrub keyScrub) {
+func copyResponseHeaders(dst, src http.Header, scrub *keyScrub) {
 	// A key's own rate-limit headers, when Sluice set them, stand: the
 	// provider's describe the gateway's account, not the client's.
 	ours := false
@@ -107,7 +107,7 @@ func countFields(h http.Header) int {
 
 // requestID picks the provider's request id from a response, for the
 // log, made safe to log.
-func requestID(h http.Header, scrub keyScrub) string {
+func requestID(h http.Header, scrub *keyScrub) string {
 	id := h.Get("X-Request-Id")
 	if id == "" {
 		id = h.Get("Request-Id")

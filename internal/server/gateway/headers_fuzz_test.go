@@ -88,7 +88,7 @@ func FuzzReasonText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, before, after string, pad uint16) {
 		p := &provider{scrub: newKeyScrub(key)}
 		s := strings.Repeat("x", int(pad)%(2*maxReason)) + before + key + after
-		got := reasonText(p, s)
+		got := reasonText(p.scrub, s)
 		if len(got) > maxReason+len("...") {
 			t.Fatalf("%d bytes", len(got))
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/sluice-gw/sluice/internal/config"
@@ -39,6 +38,9 @@ import (
 //     gateway's own count answers.
 //   - The signer is built when the configuration loads; a failure is a
 //     load error naming the provider and what to set, never a secret.
+//   - Each call's signer reports the credentials it signed with to the
+//     request's set (credentials, redact_secrets.go), which scrubs them
+//     from whatever comes back, as a provider's key is.
 
 // nativeProvider is what a native provider has beyond other providers.
 type nativeProvider struct {
@@ -106,15 +108,6 @@ func setUpNative(p *provider, i int, pc *config.Provider, base http.RoundTripper
 		// The error is the signer's, which never carries a credential;
 		// scrubbed all the same.
 		return fmt.Errorf("providers[%d] (%s): cannot sign %s calls: %s; %s", i, pc.Name, pc.Kind, p.scrub.text([]byte(err.Error())), whatToSet(pc))
-	}
-	if pc.Kind == config.KindBedrock {
-		// What the AWS chain may read from the environment is scrubbed
-		// from what the provider sends back, as a key is.
-		for _, v := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"} {
-			if s := os.Getenv(v); len(s) >= 8 {
-				p.scrub.keys = append(p.scrub.keys, []byte(s))
-			}
-		}
 	}
 	p.native = &nativeProvider{kind: pc.Kind, codec: k.Codec, opts: translate.Options{
 		Drop: defaultDrop,

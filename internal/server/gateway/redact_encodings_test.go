@@ -282,7 +282,7 @@ func pieces(rng *rand.Rand, s string, most int) []string {
 // scrubStream runs stream through an eventScrub, the events batched at
 // random (whole events, as the relay frames them), and returns what the
 // client gets.
-func scrubStream(rng *rand.Rand, k keyScrub, events []string) string {
+func scrubStream(rng *rand.Rand, k *keyScrub, events []string) string {
 	var s eventScrub
 	var out bytes.Buffer
 	for i := 0; i < len(events); {

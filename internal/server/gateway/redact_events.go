@@ -149,7 +149,7 @@ type dataLine struct{ data, ev, n int }
 // events scrubs whole events p, in place and across events (see above),
 // and returns what goes on: p, or its own bytes when events are held,
 // released or rewritten.
-func (s *eventScrub) events(k keyScrub, p []byte) []byte {
+func (s *eventScrub) events(k *keyScrub, p []byte) []byte {
 	if len(k.keys) == 0 || !s.following() && !k.mayBegin(p) {
 		return p
 	}
@@ -187,7 +187,7 @@ func (s *eventScrub) own(own *bool, prefix []byte) {
 }
 
 // event scrubs event e, held or not, and decides what goes on.
-func (s *eventScrub) event(k keyScrub, e []byte, own *bool, prefix []byte) {
+func (s *eventScrub) event(k *keyScrub, e []byte, own *bool, prefix []byte) {
 	if s.r == nil {
 		s.r = eventReaders.Get().(*eventReader)
 	}
@@ -272,7 +272,7 @@ func (s *eventScrub) heldRef(i, base int) int {
 // the text they end with that could begin a secret (s.r.next). Bytes of e
 // outside the data's strings lose whole secrets in place. It reports
 // false when e has no data.
-func (s *eventScrub) read(k keyScrub, e []byte) bool {
+func (s *eventScrub) read(k *keyScrub, e []byte) bool {
 	s.r.spans, s.r.meta, s.r.bl, s.r.next = s.r.spans[:0], s.r.meta[:0], s.r.bl[:0], s.r.next[:0]
 	for i := range s.r.tails {
 		s.r.tails[i].used = false
@@ -300,7 +300,7 @@ func (s *eventScrub) read(k keyScrub, e []byte) bool {
 
 // str scrubs the event's string i: the secrets in it, with the text
 // before it at its place, and the tail it leaves.
-func (s *eventScrub) str(k keyScrub, e []byte, i int) {
+func (s *eventScrub) str(k *keyScrub, e []byte, i int) {
 	sp, m := s.r.spans[i], s.r.meta[i]
 	var old *tail
 	if !m.name {
@@ -320,11 +320,11 @@ func (s *eventScrub) str(k keyScrub, e []byte, i int) {
 	s.r.cont = cont
 	// Every secret that ends in the string: those in the text before it
 	// were blanked when it came.
-	for a, b := nextPlain(k.keys, cont, 0); a >= 0; {
-		na, nb := nextPlain(k.keys, cont, a+1)
+	for a, b := k.nextPlain(cont, 0); a >= 0; {
+		na, nb := k.nextPlain(cont, a+1)
 		for na >= 0 && na < b {
 			b = max(b, nb)
-			na, nb = nextPlain(k.keys, cont, na+1)
+			na, nb = k.nextPlain(cont, na+1)
 		}
 		if b > base {
 			for q := a; q < base; q++ {
@@ -394,7 +394,7 @@ func (s *eventScrub) flush() []byte {
 // held before it: a part is scrubbed by its bytes (keyScrub.scrub, the
 // relay holding back what could begin a secret, keyScrub.partial), not
 // followed across.
-func (s *eventScrub) part(k keyScrub, p []byte) []byte {
+func (s *eventScrub) part(k *keyScrub, p []byte) []byte {
 	k.scrub(p)
 	s.unfollow()
 	if len(s.held) == 0 {
@@ -474,15 +474,19 @@ func appendDecoded(dst, raw []byte) []byte {
 
 // partialPlain is how many bytes at the end of text (decoded) could be
 // the start of a secret.
-func partialPlain(k keyScrub, text []byte) int {
-	hold := 0
-	for _, key := range k.keys {
-		for n := min(len(key)-1, len(text)); n > hold; n-- {
-			if bytes.HasPrefix(key, text[len(text)-n:]) {
-				hold = n
-				break
+func partialPlain(k *keyScrub, text []byte) int {
+	// The longest first: the earliest place, among the last longest-1
+	// bytes, from which text's end is the start of a key that begins
+	// with that byte.
+	for j := max(0, len(text)-k.longest+1); j < len(text); j++ {
+		if !k.begins(text[j]) {
+			continue
+		}
+		for _, key := range k.bucket(text[j]) {
+			if len(key) > len(text)-j && bytes.HasPrefix(key, text[j:]) {
+				return len(text) - j
 			}
 		}
 	}
-	return hold
+	return 0
 }

@@ -19,7 +19,7 @@ import (
 // reads the same decoded as raw. An object name that ends with a
 // secret's start (`"choices":` for a key that begins with s) is not
 // text, so it is not a start.
-func (k keyScrub) mayBegin(p []byte) bool {
+func (k *keyScrub) mayBegin(p []byte) bool {
 	for i := bytes.IndexByte(p, '\\'); i >= 0; {
 		if i+1 >= len(p) || strings.IndexByte(k.risky, p[i+1]) >= 0 {
 			return true
@@ -30,13 +30,11 @@ func (k keyScrub) mayBegin(p []byte) bool {
 		}
 		i += 2 + j
 	}
-	for _, key := range k.keys {
-		for i := 0; i < len(p); {
-			j := bytes.IndexByte(p[i:], key[0])
-			if j < 0 {
-				break
-			}
-			i += j
+	for i := 0; i < len(p); i++ {
+		if !k.begins(p[i]) {
+			continue
+		}
+		for _, key := range k.bucket(p[i]) {
 			for l := 1; l <= len(key) && i+l <= len(p) && p[i+l-1] == key[l-1]; l++ {
 				if l == len(key) {
 					return true
@@ -45,7 +43,6 @@ func (k keyScrub) mayBegin(p []byte) bool {
 					return true
 				}
 			}
-			i++
 		}
 	}
 	return false

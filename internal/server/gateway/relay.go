@@ -163,7 +163,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, r *htt
 	a.buf, a.text = nil, nil
 	defer s.release()
 	defer func() { s.src.body.Close() }()
-	copyResponseHeaders(w.Header(), a.resp.Header, s.src.p.scrub)
+	copyResponseHeaders(w.Header(), a.resp.Header, x.creds.scrubber())
 	w.Header().Set("X-Accel-Buffering", "no")
 	x.wroteHeader, x.status = true, a.resp.StatusCode
 	w.WriteHeader(a.resp.StatusCode)

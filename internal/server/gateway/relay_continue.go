@@ -240,7 +240,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	dl, _ := s.ctx.Deadline()
-	req, err := upstreamRequest(ctx, s.r, t, t.provider.baseURL, x.endpoint, x.cont.out, dl)
+	req, err := upstreamRequest(ctx, s.r, t, t.provider.baseURL, x.endpoint, x.cont.out, dl, &x.creds)
 	if err != nil {
 		cancel()
 		return false

@@ -121,7 +121,7 @@ func (s *streamRelay) newChain(text *[]byte) {
 	// A translated stream's usage chunk is the translator's to leave out
 	// (translate.StreamConfig.IncludeUsage).
 	f.dropUsage = x.injectedUsage && !s.translated
-	f.scrub = scrubFilter{k: p.scrub}
+	f.scrub = scrubFilter{c: &x.creds}
 	s.chain = append(s.chain, &f.scrub)
 	s.tail = s.chain[cross:]
 }

@@ -114,24 +114,28 @@ func (f *collectorFilter) end(err error) ([]byte, error) {
 	return streamVerdict(f.g.metrics, f.h, f.x, f.p, f.k), nil
 }
 
-// scrubFilter blanks the provider's secrets out of what goes to the
+// scrubFilter blanks the request's secrets out of what goes to the
 // client, in place (keyScrub.scrub), and across events (eventScrub,
-// redact.go). Of a part of an event too long to hold it holds back the
-// bytes that could begin a secret, until the next part shows whether
-// they do.
+// redact.go): every event of the stream, its provider's error event and
+// a continuation's events included. It reads the request's set afresh
+// each time, so a continuation's call is scrubbed of its own
+// credentials too. Of a part of an event too long to hold it holds back
+// the bytes that could begin a secret, until the next part shows
+// whether they do.
 type scrubFilter struct {
 	passThrough
-	k     keyScrub
+	c     *credentials
 	cross eventScrub
 }
 
 func (f *scrubFilter) events(p []byte, whole bool) ([]byte, error) {
+	k := f.c.scrubber()
 	if !whole {
-		return f.cross.part(f.k, p), nil
+		return f.cross.part(k, p), nil
 	}
-	return f.cross.events(f.k, p), nil
+	return f.cross.events(k, p), nil
 }
 
 func (f *scrubFilter) end(err error) ([]byte, error) { return f.cross.flush(), err }
 
-func (f *scrubFilter) holdBack(part []byte) int { return f.k.partial(part) }
+func (f *scrubFilter) holdBack(part []byte) int { return f.c.scrubber().partial(part) }

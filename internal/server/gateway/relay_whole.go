@@ -64,8 +64,9 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 			fmt.Sprintf("provider %s sent a malformed response", p.name), 0)
 		return
 	}
-	p.scrub.scrub(data)
-	copyResponseHeaders(w.Header(), resp.Header, p.scrub)
+	k := x.creds.scrubber()
+	k.scrub(data)
+	copyResponseHeaders(w.Header(), resp.Header, k)
 	markVerdict(w.Header(), x)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	x.wroteHeader, x.status = true, resp.StatusCode
@@ -90,7 +91,7 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 // of it (exchange.abort). A head the decoder refuses is a 502, before
 // the client has a byte.
 func (g *Gateway) relayLarge(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt, head []byte, idle *streamWatch) {
-	b := &largeBody{w: w, x: x, resp: a.resp, scrub: a.t.provider.scrub, idle: idle, cw: writerFor(w, x, g.writeTimeout)}
+	b := &largeBody{w: w, x: x, resp: a.resp, scrub: x.creds.scrubber(), idle: idle, cw: writerFor(w, x, g.writeTimeout)}
 	b.buf = make([]byte, max(relayChunk, len(head)+1))
 	b.n = copy(b.buf, head)
 	b.dec = jsontext.NewDecoder(b, answerDecoding...)
@@ -162,7 +163,7 @@ type largeBody struct {
 	w     http.ResponseWriter
 	x     *exchange
 	resp  *http.Response
-	scrub keyScrub
+	scrub *keyScrub
 	idle  *streamWatch
 	cw    clientWriter
 	dec   *jsontext.Decoder

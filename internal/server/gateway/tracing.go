@@ -222,7 +222,8 @@ func (t *tracing) endRequest(x *exchange) {
 		attrs = append(attrs, attribute.Int("gen_ai.usage.output_tokens", x.outputTokens), attribute.Bool("sluice.usage_reported", x.usageKnown))
 	}
 	if x.finish != "" {
-		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{x.finish}))
+		// The provider's own word: made safe as its request id is.
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{x.creds.scrubber().logSafe(x.finish)}))
 	}
 	if x.degraded != "" {
 		attrs = append(attrs, attribute.String("sluice.degraded", x.degraded))
@@ -268,7 +269,9 @@ func (a *attempt) endAttemptSpan(outcome string) {
 	}
 	a.span.SetAttributes(attribute.String("sluice.outcome", outcome))
 	if a.err != nil && outcome != "cancelled" {
-		a.span.SetStatus(codes.Error, a.err.Error())
+		// A transport's or a codec's error may quote what the provider
+		// sent.
+		a.span.SetStatus(codes.Error, string(a.creds.scrubber().text([]byte(a.err.Error()))))
 	}
 	a.span.End()
 	a.span = nil

@@ -135,9 +135,9 @@ func readAnswer(m *metrics.Metrics, a *attempt, out *outgoing) {
 		}
 		switch {
 		case contract.IsCostly(err):
-			a.unchecked = reasonText(a.t.provider, err.Error())
+			a.unchecked = reasonText(a.creds.scrubber(), err.Error())
 		case err != nil:
-			a.invalid = reasonText(a.t.provider, err.Error())
+			a.invalid = reasonText(a.creds.scrubber(), err.Error())
 		}
 	}
 	countVerdict(m, a.t.provider.name, out.model, resultOf(a.invalid == "", a.unchecked != ""), false)
@@ -166,8 +166,8 @@ func countVerdict(m *metrics.Metrics, provider, model, result string, stream boo
 // bounded, and scrubbed of the provider's key (the reason quotes bits of
 // its answer). It scrubs first: a bound that cut through the key would
 // leave a part of it that no longer matches.
-func reasonText(p *provider, s string) string {
-	b := p.scrub.text([]byte(s))
+func reasonText(k *keyScrub, s string) string {
+	b := k.text([]byte(s))
 	if len(b) > maxReason {
 		b = append(b[:maxReason:maxReason], "..."...)
 	}
@@ -248,10 +248,10 @@ func streamVerdict(m *metrics.Metrics, h http.Header, x *exchange, p *provider, 
 	x.verdict = verdictValid
 	switch {
 	case contract.IsCostly(err):
-		t.Valid, t.Reason = nil, reasonText(p, err.Error())
+		t.Valid, t.Reason = nil, reasonText(x.creds.scrubber(), err.Error())
 		x.verdict, x.invalidReason = verdictUnchecked, t.Reason
 	case err != nil:
-		t.Reason = reasonText(p, err.Error())
+		t.Reason = reasonText(x.creds.scrubber(), err.Error())
 		x.verdict, x.invalid, x.invalidReason = verdictInvalid, true, t.Reason
 	}
 	countVerdict(m, p.name, x.model, resultOf(valid, t.Valid == nil), true)

@@ -48,6 +48,7 @@
 package native
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"time"
@@ -171,8 +172,41 @@ type Server interface {
 // API key header, an OAuth2 bearer token, an AWS Signature V4. body is
 // the request's body (SigV4 signs its hash). An error never carries a
 // credential. Implementations live in internal/server/cloudauth.
+//
+// Before Sign returns, it tells the request's sink every credential it
+// set on the request or signed it with (UsedCredentials): the key, the
+// access token, the access key id, the signature, the session token and
+// the secret that made it. The gateway scrubs those, in every form they
+// can take, from whatever comes back from the call; one the signer does
+// not report is scrubbed only if it has a known shape.
 type Signer interface {
 	Sign(req *http.Request, body []byte) error
+}
+
+// A CredentialSink hears the credentials a request is signed with, at
+// the moment it is signed. The gateway gives each request one
+// (WithCredentialSink); Credentials may be called from any goroutine.
+type CredentialSink interface {
+	Credentials(values ...string)
+}
+
+type sinkKey struct{}
+
+// WithCredentialSink returns a context whose requests' signers report
+// their credentials to s.
+func WithCredentialSink(ctx context.Context, s CredentialSink) context.Context {
+	return context.WithValue(ctx, sinkKey{}, s)
+}
+
+// UsedCredentials tells the sink of req's context, if it has one, that
+// req was signed with values (an empty one is none). A signer reports a
+// value made for this request alone (a signature) in a call of its own,
+// apart from those it uses again (a key, a token): the sink can then
+// keep what it makes of the others from one request to the next.
+func UsedCredentials(req *http.Request, values ...string) {
+	if s, _ := req.Context().Value(sinkKey{}).(CredentialSink); s != nil {
+		s.Credentials(values...)
+	}
 }
 
 // Kind is one native API as the config names it (providers[].kind).
