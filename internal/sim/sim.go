@@ -168,9 +168,13 @@ type run struct {
 	// clients are the scenario's clients as this policy runs them.
 	clients  scenario.Clients
 	timeline *report.Timeline
-	// patienceQ holds evPatience events in due order from patienceHead.
-	patienceQ    []event
+	// patienceQ holds the clients' patience deadlines in due order from
+	// patienceHead, one per request in uid order (patienceQ[i] is uid
+	// patienceBase+i); a request that ends clears its own (final), so
+	// the loop passes it without looking at the request.
+	patienceQ    []patienceEntry
 	patienceHead int
+	patienceBase uint64
 	routes       map[string]lifecycle.Route
 	routeRefs    map[string]*lifecycle.Route // the same, for requests to point at
 	// spareCalls are calls done with, for reuse (recycleCall).
@@ -385,6 +389,9 @@ func (r *run) loop() {
 			continue // draining: no more periods to report
 		}
 		r.now = e.at
+		if e.kind == evPatience && e.req == nil {
+			continue // the request ended before its client's patience did
+		}
 		if e.req != nil && e.kind != evPatience && e.token != e.req.token {
 			continue // stale: the request moved on (patience never is: see pushClient)
 		}
@@ -517,7 +524,28 @@ func (r *run) newRequest(fl *flow) *request {
 // carry no token check of their own.
 func (r *run) pushClient(q *request, at time.Duration) {
 	r.seq++
-	r.patienceQ = append(r.patienceQ, event{at: r.quantise(at), order: order(classClient, r.seq), kind: evPatience, req: q})
+	if len(r.patienceQ) == 0 {
+		r.patienceBase, r.patienceHead = q.uid, 0
+	}
+	r.patienceQ = append(r.patienceQ, patienceEntry{at: r.quantise(at), order: order(classClient, r.seq), q: q})
+}
+
+// patienceEntry is one client's patience deadline: an evPatience event,
+// q nil once the request has ended (dropPatience).
+type patienceEntry struct {
+	at    time.Duration
+	order uint64
+	q     *request
+}
+
+// dropPatience clears the patience deadline of q, which has ended: its
+// event would find nothing to do.
+func (r *run) dropPatience(q *request) {
+	if i := q.uid - r.patienceBase; q.uid >= r.patienceBase && i < uint64(len(r.patienceQ)) && int(i) >= r.patienceHead {
+		if p := &r.patienceQ[i]; p.q == q {
+			p.q = nil
+		}
+	}
 }
 
 // nextEvent pops the earliest event of the heap and the patience FIFO.
@@ -525,14 +553,15 @@ func (r *run) nextEvent() (event, bool) {
 	fifo := len(r.patienceQ) > r.patienceHead
 	switch {
 	case fifo && (len(r.events) == 0 || r.patienceFirst(&r.events[0])):
-		e := r.patienceQ[r.patienceHead]
-		r.patienceQ[r.patienceHead] = event{}
+		p := r.patienceQ[r.patienceHead]
+		r.patienceQ[r.patienceHead] = patienceEntry{}
 		r.patienceHead++
 		if r.patienceHead > 4096 && r.patienceHead*2 > len(r.patienceQ) {
 			r.patienceQ = append(r.patienceQ[:0], r.patienceQ[r.patienceHead:]...)
+			r.patienceBase += uint64(r.patienceHead)
 			r.patienceHead = 0
 		}
-		return e, true
+		return event{at: p.at, order: p.order, kind: evPatience, req: p.q}, true
 	case len(r.events) > 0:
 		return r.events.pop(), true
 	}
