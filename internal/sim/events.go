@@ -76,6 +76,11 @@ type event struct {
 
 func order(class uint8, seq uint64) uint64 { return uint64(class)<<56 | seq }
 
+// before reports whether e comes before f.
+func (e *event) before(f *event) bool {
+	return e.at < f.at || (e.at == f.at && e.order < f.order)
+}
+
 // eventHeap is a binary heap of events by (at, order). It is typed
 // (no container/heap interface calls) because the simulator pushes
 // millions of events.

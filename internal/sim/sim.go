@@ -159,7 +159,10 @@ type run struct {
 	pools [][]*upstream
 	scope int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
-	flows   []*flow
+	flows []*flow
+	// arrival is the stream whose pending new request comes first (nil:
+	// none pending); the streams hold these events, not the heap.
+	arrival *flow
 	nextUID uint64
 	// elsewhere counts synthetic probes a replica answered itself
 	// because another holds the probe lease: never sent.
@@ -548,8 +551,13 @@ func (r *run) dropPatience(q *request) {
 	}
 }
 
-// nextEvent pops the earliest event of the heap and the patience FIFO.
+// nextEvent pops the earliest event of the heap, the patience FIFO and
+// the streams' pending arrivals.
 func (r *run) nextEvent() (event, bool) {
+	if a := r.arrival; a != nil && (len(r.events) == 0 || a.next.before(&r.events[0])) &&
+		(len(r.patienceQ) == r.patienceHead || r.patienceQ[r.patienceHead].after(&a.next)) {
+		return r.popArrival(), true
+	}
 	fifo := len(r.patienceQ) > r.patienceHead
 	switch {
 	case fifo && (len(r.events) == 0 || r.patienceFirst(&r.events[0])):
@@ -569,8 +577,12 @@ func (r *run) nextEvent() (event, bool) {
 }
 
 func (r *run) patienceFirst(top *event) bool {
-	p := &r.patienceQ[r.patienceHead]
-	return p.at < top.at || (p.at == top.at && p.order < top.order)
+	return !r.patienceQ[r.patienceHead].after(top)
+}
+
+// after reports whether p comes after e.
+func (p *patienceEntry) after(e *event) bool {
+	return p.at > e.at || (p.at == e.at && p.order > e.order)
 }
 
 // arrive sends one attempt into the gateway.
