@@ -149,7 +149,7 @@ type run struct {
 	reps   []*replica
 	fleet  *fleet
 	now    time.Duration
-	events eventHeap
+	events eventQueue
 	seq    uint64
 	rng    *rand.Rand
 	ups    []*upstream
@@ -551,16 +551,17 @@ func (r *run) dropPatience(q *request) {
 	}
 }
 
-// nextEvent pops the earliest event of the heap, the patience FIFO and
+// nextEvent pops the earliest event of the queue, the patience FIFO and
 // the streams' pending arrivals.
 func (r *run) nextEvent() (event, bool) {
-	if a := r.arrival; a != nil && (len(r.events) == 0 || a.next.before(&r.events[0])) &&
+	top := r.events.top()
+	if a := r.arrival; a != nil && (top == nil || a.next.before(top)) &&
 		(len(r.patienceQ) == r.patienceHead || r.patienceQ[r.patienceHead].after(&a.next)) {
 		return r.popArrival(), true
 	}
 	fifo := len(r.patienceQ) > r.patienceHead
 	switch {
-	case fifo && (len(r.events) == 0 || r.patienceFirst(&r.events[0])):
+	case fifo && (top == nil || r.patienceFirst(top)):
 		p := r.patienceQ[r.patienceHead]
 		r.patienceQ[r.patienceHead] = patienceEntry{}
 		r.patienceHead++
@@ -570,7 +571,7 @@ func (r *run) nextEvent() (event, bool) {
 			r.patienceHead = 0
 		}
 		return event{at: p.at, order: p.order, kind: evPatience, req: p.q}, true
-	case len(r.events) > 0:
+	case top != nil:
 		return r.events.pop(), true
 	}
 	return event{}, false
