@@ -193,7 +193,7 @@ type run struct {
 type replica struct {
 	idx    int
 	eng    *lifecycle.Engine
-	byID   map[lifecycle.ID]*request
+	byID   heldTable     // its requests, by engine ticket
 	tickAt time.Duration // pending engine tick, -1 if none
 	// probes are the synthetic probes in flight.
 	probes []*upCall
@@ -338,7 +338,7 @@ func (r *run) restartEngine(rp *replica) error {
 		r.routeRefs[name] = &rt
 	}
 	r.reapplyEvals(rp)
-	rp.byID = make(map[lifecycle.ID]*request)
+	rp.byID.reset()
 	rp.tickAt = -1
 	return nil
 }
@@ -631,7 +631,7 @@ func (r *run) arrive(q *request) {
 		r.refused(q, a)
 	} else {
 		q.state, q.id, q.scope = stInGateway, a.ID, int32(q.route.Targets[a.Target])
-		rp.byID[a.ID] = q
+		rp.byID.put(a.ID, q)
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)
 		}
@@ -653,7 +653,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, id := range rd.Start {
-		if q := rp.byID[id]; q != nil {
+		if q := rp.byID.get(id); q != nil {
 			if t, ok := rp.eng.Target(id); ok {
 				q.scope = int32(q.route.Targets[t]) // it may have been moved while it waited
 			}
@@ -661,14 +661,14 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, f := range rd.Refuse {
-		if q := rp.byID[f.Ticket]; q != nil {
+		if q := rp.byID.get(f.Ticket); q != nil {
 			r.leaveGateway(q)
 			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
 		}
 	}
 	for _, f := range rd.Abandon {
 		// Answered early: its provider cannot meet its deadline.
-		if q := rp.byID[f.Ticket]; q != nil {
+		if q := rp.byID.get(f.Ticket); q != nil {
 			next := r.cancelCalls(q, lifecycleCancelled, true)
 			r.leaveGateway(q)
 			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
@@ -676,7 +676,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, id := range rd.Expire {
-		if q := rp.byID[id]; q != nil {
+		if q := rp.byID.get(id); q != nil {
 			if r.answersNow(q) {
 				// A tie goes to the answer: a tick settles what is done
 				// before what is due, and so does a call whose answer
@@ -690,7 +690,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, h := range rd.Second {
-		if q := rp.byID[h.ID]; q != nil {
+		if q := rp.byID.get(h.ID); q != nil {
 			r.startCall(q, 1, q.route.Targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
@@ -715,7 +715,7 @@ func (r *run) answersNow(q *request) bool {
 }
 
 func (r *run) leaveGateway(q *request) {
-	delete(q.rep.byID, q.id)
+	q.rep.byID.delete(q.id)
 	if q.hold != nil {
 		r.fleet.settle(r, q)
 	}
@@ -726,7 +726,7 @@ func (r *run) leaveGateway(q *request) {
 // checkMemory crashes a replica's process when what it holds exceeds
 // its budget.
 func (r *run) checkMemory(rp *replica) {
-	held := len(rp.byID)
+	held := rp.byID.len()
 	r.row.Peak = max(r.row.Peak, held)
 	p := r.sc.Process
 	if p == nil || float64(held)*p.MBPerRequest <= p.MemoryMB {
@@ -734,10 +734,7 @@ func (r *run) checkMemory(rp *replica) {
 	}
 	r.row.Crashes++
 	rp.crashes++
-	lost := make([]*request, 0, held)
-	for _, q := range rp.byID {
-		lost = append(lost, q)
-	}
+	lost := rp.byID.all(make([]*request, 0, held))
 	sortByUID(lost)
 	for _, q := range lost {
 		r.cancelCalls(q, lifecycleCancelled, false)
