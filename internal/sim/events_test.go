@@ -156,3 +156,26 @@ func TestHeldTableIsAMap(t *testing.T) {
 		}
 	}
 }
+
+// TestSinceOrigin checks the loop's conversion from the engine's time
+// against time.Time.Sub, near virtual zero and at the ends of what a
+// time.Duration holds.
+func TestSinceOrigin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	check := func(tm time.Time) {
+		if got, want := sinceOrigin(tm), tm.Sub(origin); got != want {
+			t.Fatalf("sinceOrigin(%v) = %d, want %d", tm, got, want)
+		}
+	}
+	check(time.Time{})
+	check(origin)
+	for _, d := range []time.Duration{1, -1, time.Hour, -time.Hour, 1<<63 - 1, -1 << 63} {
+		check(origin.Add(d))
+	}
+	for range 100_000 {
+		check(origin.Add(time.Duration(rng.Int64())))
+		check(origin.Add(time.Duration(rng.Int64N(int64(48 * time.Hour)))))
+		check(origin.Add(time.Duration(rng.Int64N(int64(10*time.Second))) - 5*time.Second))
+		check(time.Unix(rng.Int64N(1<<40)-1<<39, rng.Int64N(1e9)).UTC())
+	}
+}

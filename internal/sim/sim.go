@@ -345,6 +345,22 @@ func (r *run) restartEngine(rp *replica) error {
 
 func (r *run) clock(t time.Duration) time.Time { return origin.Add(t) }
 
+// originUnix is origin in Unix seconds.
+var originUnix = origin.Unix()
+
+// sinceOrigin is t.Sub(origin), virtual time from the engine's time,
+// without Sub's check for overflow where none can happen.
+func sinceOrigin(t time.Time) time.Duration {
+	if s := t.Unix() - originUnix; s > -maxSeconds && s < maxSeconds {
+		return time.Duration(s)*time.Second + time.Duration(t.Nanosecond())
+	}
+	return t.Sub(origin)
+}
+
+// maxSeconds bounds the seconds sinceOrigin converts itself: a
+// time.Duration holds about 292 years.
+const maxSeconds = 1 << 33
+
 // quantise rounds t up to the next tick in tick mode: events happen at
 // ticks, as in seed 000's simulation. A call's end is quantised, but
 // its latency is not (upCall.endsAt): the seed judges ok or late, fast
@@ -498,7 +514,7 @@ func (r *run) armEngine(rp *replica) {
 	if !ok {
 		return
 	}
-	at := r.quantise(next.Sub(origin))
+	at := r.quantise(sinceOrigin(next))
 	if at < r.now {
 		at = r.now
 	}

@@ -113,7 +113,7 @@ func (r *run) startProbe(rp *replica, p lifecycle.ProbeStart) {
 	c := &upCall{u: r.ups[p.Scope], probe: p.ID, scope: p.Scope, rep: rp}
 	rp.probes = append(rp.probes, c)
 	r.launch(c)
-	r.pushCall(p.Deadline.Sub(origin), evProbeLimit, c)
+	r.pushCall(sinceOrigin(p.Deadline), evProbeLimit, c)
 }
 
 // probeDone reports a synthetic probe's end to the engine.
