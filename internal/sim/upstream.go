@@ -344,7 +344,9 @@ func (r *run) upstreamDone(c *upCall) {
 	}
 	r.release(c)
 	c.done = true
-	won := c.endKind == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	// A call whose first byte committed it (firstByte) is the request's
+	// answer; the engine, asked again, would say so and change nothing.
+	won := c.endKind == lifecycle.EndAnswered && (q.committed == c || q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt))
 	if won {
 		q.hold.commit(c.attempt)
 		r.cancelOther(c)
