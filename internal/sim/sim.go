@@ -180,8 +180,10 @@ type run struct {
 	patienceBase uint64
 	routes       map[string]lifecycle.Route
 	routeRefs    map[string]*lifecycle.Route // the same, for requests to point at
-	// spareCalls are calls done with, for reuse (recycleCall).
+	// spareCalls are calls done with, for reuse (recycleCall), and
+	// spareReqs requests (recycleRequest).
 	spareCalls []*upCall
+	spareReqs  []*request
 	// evals runs the models' fallback evals, nil without any; gradeRng
 	// draws whether an answer is right (evals.go).
 	evals    *simEvals
@@ -528,7 +530,16 @@ func (r *run) armEngine(rp *replica) {
 
 func (r *run) newRequest(fl *flow) *request {
 	r.nextUID++
-	q := &request{uid: r.nextUID, st: fl, first: r.now, pri: fl.priority(), inTok: fl.promptTokens()}
+	var q *request
+	if n := len(r.spareReqs); n > 0 {
+		q = r.spareReqs[n-1]
+		r.spareReqs[n-1] = nil
+		r.spareReqs = r.spareReqs[:n-1]
+		*q = request{token: q.token + 1} // its old events stay stale
+	} else {
+		q = new(request)
+	}
+	q.uid, q.st, q.first, q.pri, q.inTok = r.nextUID, fl, r.now, fl.priority(), fl.promptTokens()
 	r.row.Unique++
 	if p := r.sc.Clients.Patience; p > 0 && r.sc.Clients.AbandonOnPatience() {
 		r.pushClient(q, r.now+p)

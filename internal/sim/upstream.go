@@ -367,11 +367,12 @@ func (r *run) upstreamDone(c *upCall) {
 		}
 	}
 	rd := r.finishCall(c, o)
+	recycled := false
 	switch {
 	case won:
 		r.leaveGateway(q)
 		r.answered(q, c.u, c.endsAt)
-		r.recycleCall(q, c)
+		recycled = r.recycleCall(q, c)
 	case r.live(q):
 		// The other call may still answer.
 	default:
@@ -379,6 +380,9 @@ func (r *run) upstreamDone(c *upCall) {
 		r.fail(q, report.Failed, 0)
 	}
 	r.apply(q.rep, rd)
+	if recycled {
+		r.recycleRequest(q)
+	}
 }
 
 // finishCall reports a call's end to the engine.
@@ -479,12 +483,23 @@ func (r *run) newCall() *upCall {
 // recycleCall takes back c, q's only call, answered and done: the common
 // end of a call, which the hour's millions of requests take. Its pending
 // events, if any, carry the old generation and are skipped.
-func (r *run) recycleCall(q *request, c *upCall) {
+func (r *run) recycleCall(q *request, c *upCall) bool {
 	if q.state != stDone || q.calls[0] != c || q.calls[1] != nil || q.cont != nil || c.cont || c.midStream || len(r.spareCalls) >= 1024 {
-		return
+		return false
 	}
 	q.calls[0], q.committed = nil, nil
 	c.gen++
 	c.q, c.u = nil, nil
 	r.spareCalls = append(r.spareCalls, c)
+	return true
+}
+
+// recycleRequest takes back q, answered by its only call, which
+// recycleCall took back: nothing but stale events, which its token
+// (carried on by newRequest) tells apart, points at it any more.
+func (r *run) recycleRequest(q *request) {
+	if q.state != stDone || q.hold != nil || q.cont != nil || len(r.spareReqs) >= 1024 {
+		return
+	}
+	r.spareReqs = append(r.spareReqs, q)
 }
