@@ -68,6 +68,9 @@ func (r *run) final(q *request, o report.Outcome) {
 	}
 	q.state = stDone
 	q.token++
+	if len(r.patienceQ) > 0 {
+		r.dropPatience(q)
+	}
 	if o == report.TimedOut {
 		r.row.Timeout[q.pri] = append(r.row.Timeout[q.pri], r.now-q.first)
 	}

@@ -85,7 +85,7 @@ func (r *run) armEvals() {
 	if !ok {
 		return
 	}
-	at := max(r.quantise(next.Sub(origin)), r.now)
+	at := max(r.quantise(sinceOrigin(next)), r.now)
 	if e.at >= 0 && e.at <= at {
 		return
 	}

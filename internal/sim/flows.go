@@ -49,6 +49,9 @@ type flow struct {
 	// throttle, when its clients are the client package (retry strategy
 	// sluice), nil otherwise.
 	gov *workload.Governor
+	// next is its next new request's evArrive, when pending.
+	next    event
+	pending bool
 }
 
 // newFlows builds the run's streams for its policy's config.
@@ -113,10 +116,28 @@ func (r *run) newFlows() error {
 	return nil
 }
 
-// pushArrival schedules a stream's next new request.
+// pushArrival schedules a stream's next new request. A stream has at
+// most one pending, which it holds itself (flow.next) rather than the
+// event heap; r.arrival is the stream whose comes first.
 func (r *run) pushArrival(at time.Duration, fl *flow) {
 	r.seq++
-	r.events.push(event{at: r.quantise(at), order: order(classArrival, r.seq), kind: evArrive, flow: uint16(fl.index)})
+	fl.next, fl.pending = event{at: r.quantise(at), order: order(classArrival, r.seq), kind: evArrive, flow: uint16(fl.index)}, true
+	if a := r.arrival; a == nil || fl.next.before(&a.next) {
+		r.arrival = fl
+	}
+}
+
+// popArrival takes the first stream's pending arrival.
+func (r *run) popArrival() event {
+	e := r.arrival.next
+	r.arrival.pending = false
+	r.arrival = nil
+	for _, fl := range r.flows {
+		if fl.pending && (r.arrival == nil || fl.next.before(&r.arrival.next)) {
+			r.arrival = fl
+		}
+	}
+	return e
 }
 
 // priority is a new request's class, as lifecycle.Classify decides it

@@ -216,7 +216,7 @@ func (f *fleet) leave(r *run, rp *replica) {
 // drained stops the leaving replicas that hold nothing more.
 func (f *fleet) drained(r *run) {
 	for _, rp := range r.reps {
-		if rp.fl.leaving && rp.fl.present && len(rp.byID) == 0 && len(rp.probes) == 0 {
+		if rp.fl.leaving && rp.fl.present && rp.byID.len() == 0 && len(rp.probes) == 0 {
 			f.stop(r, rp)
 		}
 	}

@@ -94,7 +94,7 @@ func (r *run) sample() {
 	if r.now < r.sc.Duration {
 		r.timeline.Queue(r.now, p.Queued, waiting)
 	}
-	p.P99 = s.lat.Quantile(.99)
+	p.P99 = s.lat.Select(.99)
 	if r.now > 0 {
 		s.Points = append(s.Points, p)
 	}

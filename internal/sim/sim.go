@@ -165,7 +165,7 @@ type run struct {
 	reps   []*replica
 	fleet  *fleet
 	now    time.Duration
-	events eventHeap
+	events eventQueue
 	seq    uint64
 	rng    *rand.Rand
 	ups    []*upstream
@@ -175,7 +175,10 @@ type run struct {
 	pools [][]*upstream
 	scope int // the main stream's model's first target's provider, for the series
 	// flows are the traffic streams, the main one first.
-	flows   []*flow
+	flows []*flow
+	// arrival is the stream whose pending new request comes first (nil:
+	// none pending); the streams hold these events, not the heap.
+	arrival *flow
 	nextUID uint64
 	// elsewhere counts synthetic probes a replica answered itself
 	// because another holds the probe lease: never sent.
@@ -184,13 +187,19 @@ type run struct {
 	// clients are the scenario's clients as this policy runs them.
 	clients  scenario.Clients
 	timeline *report.Timeline
-	// patienceQ holds evPatience events in due order from patienceHead.
-	patienceQ    []event
+	// patienceQ holds the clients' patience deadlines in due order from
+	// patienceHead, one per request in uid order (patienceQ[i] is uid
+	// patienceBase+i); a request that ends clears its own (final), so
+	// the loop passes it without looking at the request.
+	patienceQ    []patienceEntry
 	patienceHead int
+	patienceBase uint64
 	routes       map[string]lifecycle.Route
 	routeRefs    map[string]*lifecycle.Route // the same, for requests to point at
-	// spareCalls are calls done with, for reuse (recycleCall).
+	// spareCalls are calls done with, for reuse (recycleCall), and
+	// spareReqs requests (recycleRequest).
 	spareCalls []*upCall
+	spareReqs  []*request
 	// evals runs the models' fallback evals, nil without any; gradeRng
 	// draws whether an answer is right (evals.go).
 	evals    *simEvals
@@ -202,7 +211,7 @@ type run struct {
 type replica struct {
 	idx    int
 	eng    *lifecycle.Engine
-	byID   map[lifecycle.ID]*request
+	byID   heldTable     // its requests, by engine ticket
 	tickAt time.Duration // pending engine tick, -1 if none
 	// probes are the synthetic probes in flight.
 	probes []*upCall
@@ -349,12 +358,28 @@ func (r *run) restartEngine(rp *replica) error {
 		r.routeRefs[name] = &rt
 	}
 	r.reapplyEvals(rp)
-	rp.byID = make(map[lifecycle.ID]*request)
+	rp.byID.reset()
 	rp.tickAt = -1
 	return nil
 }
 
 func (r *run) clock(t time.Duration) time.Time { return origin.Add(t) }
+
+// originUnix is origin in Unix seconds.
+var originUnix = origin.Unix()
+
+// sinceOrigin is t.Sub(origin), virtual time from the engine's time,
+// without Sub's check for overflow where none can happen.
+func sinceOrigin(t time.Time) time.Duration {
+	if s := t.Unix() - originUnix; s > -maxSeconds && s < maxSeconds {
+		return time.Duration(s)*time.Second + time.Duration(t.Nanosecond())
+	}
+	return t.Sub(origin)
+}
+
+// maxSeconds bounds the seconds sinceOrigin converts itself: a
+// time.Duration holds about 292 years.
+const maxSeconds = 1 << 33
 
 // quantise rounds t up to the next tick in tick mode: events happen at
 // ticks, as in seed 000's simulation. A call's end is quantised, but
@@ -403,6 +428,9 @@ func (r *run) loop() {
 			continue // draining: no more periods to report
 		}
 		r.now = e.at
+		if e.kind == evPatience && e.req == nil {
+			continue // the request ended before its client's patience did
+		}
 		if e.req != nil && e.kind != evPatience && e.token != e.req.token {
 			continue // stale: the request moved on (patience never is: see pushClient)
 		}
@@ -506,7 +534,7 @@ func (r *run) armEngine(rp *replica) {
 	if !ok {
 		return
 	}
-	at := r.quantise(next.Sub(origin))
+	at := r.quantise(sinceOrigin(next))
 	if at < r.now {
 		at = r.now
 	}
@@ -520,7 +548,16 @@ func (r *run) armEngine(rp *replica) {
 
 func (r *run) newRequest(fl *flow) *request {
 	r.nextUID++
-	q := &request{uid: r.nextUID, st: fl, first: r.now, pri: fl.priority(), inTok: fl.promptTokens()}
+	var q *request
+	if n := len(r.spareReqs); n > 0 {
+		q = r.spareReqs[n-1]
+		r.spareReqs[n-1] = nil
+		r.spareReqs = r.spareReqs[:n-1]
+		*q = request{token: q.token + 1} // its old events stay stale
+	} else {
+		q = new(request)
+	}
+	q.uid, q.st, q.first, q.pri, q.inTok = r.nextUID, fl, r.now, fl.priority(), fl.promptTokens()
 	r.row.Unique++
 	if p := r.sc.Clients.Patience; p > 0 && r.sc.Clients.AbandonOnPatience() {
 		r.pushClient(q, r.now+p)
@@ -535,31 +572,63 @@ func (r *run) newRequest(fl *flow) *request {
 // carry no token check of their own.
 func (r *run) pushClient(q *request, at time.Duration) {
 	r.seq++
-	r.patienceQ = append(r.patienceQ, event{at: r.quantise(at), order: order(classClient, r.seq), kind: evPatience, req: q})
+	if len(r.patienceQ) == 0 {
+		r.patienceBase, r.patienceHead = q.uid, 0
+	}
+	r.patienceQ = append(r.patienceQ, patienceEntry{at: r.quantise(at), order: order(classClient, r.seq), q: q})
 }
 
-// nextEvent pops the earliest event of the heap and the patience FIFO.
+// patienceEntry is one client's patience deadline: an evPatience event,
+// q nil once the request has ended (dropPatience).
+type patienceEntry struct {
+	at    time.Duration
+	order uint64
+	q     *request
+}
+
+// dropPatience clears the patience deadline of q, which has ended: its
+// event would find nothing to do.
+func (r *run) dropPatience(q *request) {
+	if i := q.uid - r.patienceBase; q.uid >= r.patienceBase && i < uint64(len(r.patienceQ)) && int(i) >= r.patienceHead {
+		if p := &r.patienceQ[i]; p.q == q {
+			p.q = nil
+		}
+	}
+}
+
+// nextEvent pops the earliest event of the queue, the patience FIFO and
+// the streams' pending arrivals.
 func (r *run) nextEvent() (event, bool) {
+	top := r.events.top()
+	if a := r.arrival; a != nil && (top == nil || a.next.before(top)) &&
+		(len(r.patienceQ) == r.patienceHead || r.patienceQ[r.patienceHead].after(&a.next)) {
+		return r.popArrival(), true
+	}
 	fifo := len(r.patienceQ) > r.patienceHead
 	switch {
-	case fifo && (len(r.events) == 0 || r.patienceFirst(&r.events[0])):
-		e := r.patienceQ[r.patienceHead]
-		r.patienceQ[r.patienceHead] = event{}
+	case fifo && (top == nil || r.patienceFirst(top)):
+		p := r.patienceQ[r.patienceHead]
+		r.patienceQ[r.patienceHead] = patienceEntry{}
 		r.patienceHead++
 		if r.patienceHead > 4096 && r.patienceHead*2 > len(r.patienceQ) {
 			r.patienceQ = append(r.patienceQ[:0], r.patienceQ[r.patienceHead:]...)
+			r.patienceBase += uint64(r.patienceHead)
 			r.patienceHead = 0
 		}
-		return e, true
-	case len(r.events) > 0:
+		return event{at: p.at, order: p.order, kind: evPatience, req: p.q}, true
+	case top != nil:
 		return r.events.pop(), true
 	}
 	return event{}, false
 }
 
 func (r *run) patienceFirst(top *event) bool {
-	p := &r.patienceQ[r.patienceHead]
-	return p.at < top.at || (p.at == top.at && p.order < top.order)
+	return !r.patienceQ[r.patienceHead].after(top)
+}
+
+// after reports whether p comes after e.
+func (p *patienceEntry) after(e *event) bool {
+	return p.at > e.at || (p.at == e.at && p.order > e.order)
 }
 
 // arrive sends one attempt into the gateway.
@@ -607,7 +676,7 @@ func (r *run) arrive(q *request) {
 		r.refused(q, a)
 	} else {
 		q.state, q.id, q.scope = stInGateway, a.ID, int32(q.route.Targets[a.Target])
-		rp.byID[a.ID] = q
+		rp.byID.put(a.ID, q)
 		if a.Verdict == admission.Admitted {
 			r.startUpstream(q)
 		}
@@ -629,7 +698,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, id := range rd.Start {
-		if q := rp.byID[id]; q != nil {
+		if q := rp.byID.get(id); q != nil {
 			if t, ok := rp.eng.Target(id); ok {
 				q.scope = int32(q.route.Targets[t]) // it may have been moved while it waited
 			}
@@ -637,14 +706,14 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, f := range rd.Refuse {
-		if q := rp.byID[f.Ticket]; q != nil {
+		if q := rp.byID.get(f.Ticket); q != nil {
 			r.leaveGateway(q)
 			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
 		}
 	}
 	for _, f := range rd.Abandon {
 		// Answered early: its provider cannot meet its deadline.
-		if q := rp.byID[f.Ticket]; q != nil {
+		if q := rp.byID.get(f.Ticket); q != nil {
 			next := r.cancelCalls(q, lifecycleCancelled, true)
 			r.leaveGateway(q)
 			r.reply(q, lifecycle.Answer(lifecycle.Refused(f)))
@@ -652,7 +721,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, id := range rd.Expire {
-		if q := rp.byID[id]; q != nil {
+		if q := rp.byID.get(id); q != nil {
 			if r.answersNow(q) {
 				// A tie goes to the answer: a tick settles what is done
 				// before what is due, and so does a call whose answer
@@ -666,7 +735,7 @@ func (r *run) apply(rp *replica, rd lifecycle.Ready) {
 		}
 	}
 	for _, h := range rd.Second {
-		if q := rp.byID[h.ID]; q != nil {
+		if q := rp.byID.get(h.ID); q != nil {
 			r.startCall(q, 1, q.route.Targets[h.Target])
 		} else {
 			// The request has left (the engine does not hedge one it
@@ -691,7 +760,7 @@ func (r *run) answersNow(q *request) bool {
 }
 
 func (r *run) leaveGateway(q *request) {
-	delete(q.rep.byID, q.id)
+	q.rep.byID.delete(q.id)
 	if q.hold != nil {
 		r.fleet.settle(r, q)
 	}
@@ -702,7 +771,7 @@ func (r *run) leaveGateway(q *request) {
 // checkMemory crashes a replica's process when what it holds exceeds
 // its budget.
 func (r *run) checkMemory(rp *replica) {
-	held := len(rp.byID)
+	held := rp.byID.len()
 	r.row.Peak = max(r.row.Peak, held)
 	p := r.sc.Process
 	if p == nil || float64(held)*p.MBPerRequest <= p.MemoryMB {
@@ -710,10 +779,7 @@ func (r *run) checkMemory(rp *replica) {
 	}
 	r.row.Crashes++
 	rp.crashes++
-	lost := make([]*request, 0, held)
-	for _, q := range rp.byID {
-		lost = append(lost, q)
-	}
+	lost := rp.byID.all(make([]*request, 0, held))
 	sortByUID(lost)
 	for _, q := range lost {
 		r.cancelCalls(q, lifecycleCancelled, false)

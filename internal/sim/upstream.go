@@ -113,7 +113,7 @@ func (r *run) startProbe(rp *replica, p lifecycle.ProbeStart) {
 	c := &upCall{u: r.ups[p.Scope], probe: p.ID, scope: p.Scope, rep: rp}
 	rp.probes = append(rp.probes, c)
 	r.launch(c)
-	r.pushCall(p.Deadline.Sub(origin), evProbeLimit, c)
+	r.pushCall(sinceOrigin(p.Deadline), evProbeLimit, c)
 }
 
 // probeDone reports a synthetic probe's end to the engine.
@@ -344,7 +344,9 @@ func (r *run) upstreamDone(c *upCall) {
 	}
 	r.release(c)
 	c.done = true
-	won := c.endKind == lifecycle.EndAnswered && q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt)
+	// A call whose first byte committed it (firstByte) is the request's
+	// answer; the engine, asked again, would say so and change nothing.
+	won := c.endKind == lifecycle.EndAnswered && (q.committed == c || q.rep.eng.Commit(r.clock(r.now), q.id, c.attempt))
 	if won {
 		q.hold.commit(c.attempt)
 		r.cancelOther(c)
@@ -365,11 +367,12 @@ func (r *run) upstreamDone(c *upCall) {
 		}
 	}
 	rd := r.finishCall(c, o)
+	recycled := false
 	switch {
 	case won:
 		r.leaveGateway(q)
 		r.answered(q, c.u, c.endsAt)
-		r.recycleCall(q, c)
+		recycled = r.recycleCall(q, c)
 	case r.live(q):
 		// The other call may still answer.
 	default:
@@ -377,6 +380,9 @@ func (r *run) upstreamDone(c *upCall) {
 		r.fail(q, report.Failed, 0)
 	}
 	r.apply(q.rep, rd)
+	if recycled {
+		r.recycleRequest(q)
+	}
 }
 
 // finishCall reports a call's end to the engine.
@@ -477,12 +483,23 @@ func (r *run) newCall() *upCall {
 // recycleCall takes back c, q's only call, answered and done: the common
 // end of a call, which the hour's millions of requests take. Its pending
 // events, if any, carry the old generation and are skipped.
-func (r *run) recycleCall(q *request, c *upCall) {
+func (r *run) recycleCall(q *request, c *upCall) bool {
 	if q.state != stDone || q.calls[0] != c || q.calls[1] != nil || q.cont != nil || c.cont || c.midStream || len(r.spareCalls) >= 1024 {
-		return
+		return false
 	}
 	q.calls[0], q.committed = nil, nil
 	c.gen++
 	c.q, c.u = nil, nil
 	r.spareCalls = append(r.spareCalls, c)
+	return true
+}
+
+// recycleRequest takes back q, answered by its only call, which
+// recycleCall took back: nothing but stale events, which its token
+// (carried on by newRequest) tells apart, points at it any more.
+func (r *run) recycleRequest(q *request) {
+	if q.state != stDone || q.hold != nil || q.cont != nil || len(r.spareReqs) >= 1024 {
+		return
+	}
+	r.spareReqs = append(r.spareReqs, q)
 }

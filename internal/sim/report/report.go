@@ -165,8 +165,60 @@ func (s Samples) Quantile(q float64) time.Duration {
 		return 0
 	}
 	slices.Sort(s)
+	return s[s.rank(q)]
+}
+
+// rank is the index of the q-quantile in s sorted.
+func (s Samples) rank(q float64) int {
 	i := int(q*float64(len(s))+0.5) - 1
-	return s[max(0, min(len(s)-1, i))]
+	return max(0, min(len(s)-1, i))
+}
+
+// Select returns what Quantile returns, reordering the receiver only as
+// far as finding it takes (a three-way quickselect), for samples that
+// are read once.
+func (s Samples) Select(q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	k := s.rank(q)
+	lo, hi := 0, len(s) // s[k] lies in s[lo:hi]
+	for hi-lo > 16 {
+		// Median of three as the pivot, then s[lo:hi] in three parts:
+		// below it, equal to it, above it.
+		a, b, c := s[lo], s[lo+(hi-lo)/2], s[hi-1]
+		if a > b {
+			a, b = b, a
+		}
+		if b > c {
+			b = c
+		}
+		p := max(a, b)
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch v := s[i]; {
+			case v < p:
+				s[lt], s[i] = v, s[lt]
+				lt++
+				i++
+			case v > p:
+				gt--
+				s[gt], s[i] = v, s[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return p
+		}
+	}
+	slices.Sort(s[lo:hi])
+	return s[k]
 }
 
 func all(s [3]Samples) Samples {
