@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/sluice-gw/sluice/internal/core/lifecycle"
 )
 
 // TestEventQueueOrder drives the event queue as the loop does (pops in
@@ -95,65 +93,6 @@ func TestEventQueueOrder(t *testing.T) {
 				t.Fatalf("only %d events popped", popped)
 			}
 		})
-	}
-}
-
-// TestHeldTableIsAMap checks the replicas' ticket table against a map
-// under the loop's use: tickets one after another, most leaving soon,
-// some held for longer than the table has slots, lookups of tickets
-// held, gone and never issued.
-func TestHeldTableIsAMap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var h heldTable
-	h.reset()
-	m := map[lifecycle.ID]*request{}
-	var next lifecycle.ID
-	var live []lifecycle.ID
-	check := func(id lifecycle.ID) {
-		if got, want := h.get(id), m[id]; got != want {
-			t.Fatalf("get(%d) = %p, want %p", id, got, want)
-		}
-	}
-	for step := range 300_000 {
-		switch k := rng.IntN(10); {
-		case k < 5: // a new ticket
-			next++
-			q := &request{uid: uint64(next)}
-			h.put(next, q)
-			m[next] = q
-			live = append(live, next)
-		case k < 9 && len(live) > 0: // one leaves: mostly the oldest few, sometimes any
-			i := rng.IntN(min(len(live), 8))
-			if rng.IntN(50) == 0 {
-				i = rng.IntN(len(live))
-			}
-			id := live[i]
-			live = slices.Delete(live, i, i+1)
-			h.delete(id)
-			delete(m, id)
-			h.delete(id) // a second delete changes nothing
-		default:
-			check(next + 1)
-			check(lifecycle.ID(rng.Int64N(int64(next) + 1)))
-		}
-		for _, id := range live[:min(len(live), 3)] {
-			check(id)
-		}
-		if h.len() != len(m) {
-			t.Fatalf("step %d: len %d, want %d", step, h.len(), len(m))
-		}
-	}
-	if len(h.more) == 0 {
-		t.Fatal("no ticket outlived its slot: the overflow map was never used")
-	}
-	all := h.all(nil)
-	if len(all) != len(m) {
-		t.Fatalf("all: %d requests, want %d", len(all), len(m))
-	}
-	for _, q := range all {
-		if m[lifecycle.ID(q.uid)] != q {
-			t.Fatalf("all: request %d is not held", q.uid)
-		}
 	}
 }
 

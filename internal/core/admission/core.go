@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/tickets"
 )
 
 // Ticket names one request inside Core from Admit until Release or refusal.
@@ -189,7 +191,7 @@ type Core struct {
 	laneIn   []int
 	// tenantIn counts each tenant's requests in flight (FairTenants).
 	tenantIn map[int]int
-	entries  map[Ticket]*entry
+	entries  tickets.Table[Ticket, *entry]
 	// flightBase is the first slot's start: the slots' ages are read as
 	// offsets from it (hint.go).
 	flightBase  time.Time
@@ -224,7 +226,6 @@ func NewCore(cfg Config) *Core {
 		scopeIn:      make([]int, len(cfg.Scopes)),
 		laneIn:       make([]int, len(cfg.Lanes)),
 		tenantIn:     map[int]int{},
-		entries:      make(map[Ticket]*entry),
 		rng:          rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xd4a1)),
 		drain:        drainMeter{width: cfg.scaled(drainBucket)},
 		futile:       futileMeter{width: cfg.scaled(futileBucket)},
@@ -289,7 +290,7 @@ func (c *Core) Admit(now time.Time, r Request) Result {
 	res := Result{Ticket: e.ticket}
 	if c.fits(r) {
 		c.start(now, e)
-		c.entries[e.ticket] = e
+		c.entries.Put(e.ticket, e)
 		res.Verdict = Admitted
 		c.tally(now, r, evDecided, evIn)
 		return res
@@ -523,7 +524,7 @@ func (c *Core) enqueue(now time.Time, e *entry) {
 	}
 	c.tail[p] = e
 	c.queued[p]++
-	c.entries[e.ticket] = e
+	c.entries.Put(e.ticket, e)
 	if !e.expires.IsZero() {
 		heap.Push(&c.expiry, e)
 	}
@@ -547,7 +548,7 @@ func (c *Core) unlink(e *entry) {
 	if e.heapIdx >= 0 {
 		heap.Remove(&c.expiry, e.heapIdx)
 	}
-	delete(c.entries, e.ticket)
+	c.entries.Delete(e.ticket)
 }
 
 // Release returns an admitted request's slot and starts the waiters that
@@ -563,11 +564,11 @@ func (c *Core) Release(now time.Time, t Ticket) (granted []Ticket, ok bool) {
 // Free is Release without starting waiters, for a host that has calls of
 // its own to place in the freed room first; it must Pump after.
 func (c *Core) Free(now time.Time, t Ticket) bool {
-	e, found := c.entries[t]
+	e, found := c.entries.Get(t)
 	if !found || e.state != inFlight {
 		return false
 	}
-	delete(c.entries, t)
+	c.entries.Delete(t)
 	c.inFlight--
 	c.flightRemove(e)
 	c.calls.add(now.Sub(e.started))
@@ -620,7 +621,7 @@ func (c *Core) Pump(now time.Time) []Ticket {
 			if c.fits(e.req) {
 				c.unlink(e)
 				c.start(now, e)
-				c.entries[e.ticket] = e
+				c.entries.Put(e.ticket, e)
 				granted = append(granted, e.ticket)
 			} else if l := limitOf(c.cfg.Global); p != Critical && l > 0 && c.inFlight >= l {
 				return granted // nothing non-critical can fit anywhere
@@ -636,7 +637,7 @@ func (c *Core) Pump(now time.Time) []Ticket {
 // queue, which is ordered by arrival, not by scope; the host should Pump
 // after moving waiters. It reports false if t is not waiting.
 func (c *Core) Rescope(t Ticket, scope int) bool {
-	e, found := c.entries[t]
+	e, found := c.entries.Get(t)
 	if !found || e.state != waiting {
 		return false
 	}
@@ -647,7 +648,7 @@ func (c *Core) Rescope(t Ticket, scope int) bool {
 // Hold holds a waiter (see Request.Held) or releases it; the host should
 // Pump after releasing waiters. It reports false if t is not waiting.
 func (c *Core) Hold(t Ticket, held bool) bool {
-	e, found := c.entries[t]
+	e, found := c.entries.Get(t)
 	if !found || e.state != waiting {
 		return false
 	}
@@ -658,7 +659,7 @@ func (c *Core) Hold(t Ticket, held bool) bool {
 // Leave withdraws a waiter whose client gave up. It reports false if t was
 // not waiting (already started or refused).
 func (c *Core) Leave(now time.Time, t Ticket) bool {
-	e, found := c.entries[t]
+	e, found := c.entries.Get(t)
 	if !found || e.state != waiting {
 		return false
 	}

@@ -34,7 +34,7 @@ func (c *Core) pumpFair(now time.Time) []Ticket {
 			}
 			c.unlink(best)
 			c.start(now, best)
-			c.entries[best.ticket] = best
+			c.entries.Put(best.ticket, best)
 			granted = append(granted, best.ticket)
 		}
 	}

@@ -701,8 +701,8 @@ func (r *run) drain() {
 	if sn := r.c.Snapshot(r.now); sn.InFlight != 0 || sn.Queued != [3]int{} || sn.OldestWait != 0 {
 		r.fail("not empty at the end: %+v", sn)
 	}
-	if len(r.c.entries) != 0 || len(r.c.expiry) != 0 {
-		r.fail("empty Core still holds %d entries, %d expiries", len(r.c.entries), len(r.c.expiry))
+	if r.c.entries.Len() != 0 || len(r.c.expiry) != 0 {
+		r.fail("empty Core still holds %d entries, %d expiries", r.c.entries.Len(), len(r.c.expiry))
 	}
 	for t, l := range r.lives {
 		if l != lifeDone {

@@ -3,6 +3,8 @@ package breaker
 import (
 	"slices"
 	"time"
+
+	"github.com/sluice-gw/sluice/internal/core/tickets"
 )
 
 // calmFraction: a fail-back step advances only while both window rates
@@ -56,7 +58,7 @@ type Breaker struct {
 	judged judgement
 
 	nextID uint64
-	calls  map[uint64]inflight // by value: no allocation per call
+	calls  tickets.Table[uint64, inflight] // by value: no allocation per call
 
 	// Fleet evidence (fleet.go): outbox holds this breaker's own counts
 	// by absolute bucket until DrainEvidence, when sharing is on;
@@ -77,7 +79,7 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{cfg: s, calls: make(map[uint64]inflight), hist: newHistory(s.scaled(historyWidth))}
+	b := &Breaker{cfg: s, hist: newHistory(s.scaled(historyWidth))}
 	b.lat.every, b.lat.memory = s.scaled(time.Minute), s.scaled(BaselineMemory)
 	return b, nil
 }
@@ -142,12 +144,12 @@ type judgement struct {
 // counted again, and HalfOpen goes on.
 func (b *Breaker) expireTrickleProbes(now time.Time) {
 	b.probes = slices.DeleteFunc(b.probes, func(id uint64) bool {
-		c, ok := b.calls[id]
+		c, ok := b.calls.Get(id)
 		if !ok || b.lastOff < c.deadline {
 			return false
 		}
 		c.flagged = true
-		b.calls[id] = c
+		b.calls.Put(id, c)
 		b.pfails++
 		return true
 	})
@@ -264,9 +266,11 @@ func (b *Breaker) probeDeadline() (time.Time, bool) {
 	if len(b.probes) == 0 {
 		return time.Time{}, false
 	}
-	at := b.calls[b.probes[0]].deadline
+	first, _ := b.calls.Get(b.probes[0])
+	at := first.deadline
 	for _, id := range b.probes[1:] {
-		at = min(at, b.calls[id].deadline)
+		c, _ := b.calls.Get(id)
+		at = min(at, c.deadline)
 	}
 	return b.at(at), true
 }
@@ -386,7 +390,7 @@ func (b *Breaker) Stats(now time.Time) Stats {
 		Calls: c.calls, Errors: c.errors, Slow: c.slow, RateLimited: c.limited,
 		ErrorRate: c.errorRate(), SlowRate: sl.slowRate(),
 		SlowThreshold: b.SlowThreshold(), HealthySamples: b.lat.len(),
-		InFlight: len(b.calls), Probes: len(b.probes),
+		InFlight: b.calls.Len(), Probes: len(b.probes),
 		Trips: b.trips, ReTrips: b.reTrips, ProbeFailures: b.pfails,
 		OpenFor: b.openedFor, DroppedTransitions: b.dropped,
 	}

@@ -60,7 +60,7 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 		t.deadline = now.Add(timeout)
 		b.probes = append(b.probes, b.nextID)
 	}
-	b.calls[b.nextID] = c
+	b.calls.Put(b.nextID, c)
 	return t, nil
 }
 
@@ -69,12 +69,12 @@ func (b *Breaker) Allow(now time.Time) (Ticket, error) {
 // false for an unknown ticket or one already flagged.
 func (b *Breaker) Slow(now time.Time, t Ticket) bool {
 	now = b.advance(now)
-	c, ok := b.calls[t.id]
+	c, ok := b.calls.Get(t.id)
 	if !ok || c.flagged {
 		return false
 	}
 	c.flagged = true
-	b.calls[t.id] = c
+	b.calls.Put(t.id, c)
 	if c.gen == b.gen {
 		b.count(now, &c, vSlow, 0)
 	}
@@ -90,11 +90,11 @@ func (b *Breaker) Slow(now time.Time, t Ticket) bool {
 // false for an unknown ticket (a second Done changes nothing).
 func (b *Breaker) Done(now time.Time, t Ticket, o Outcome) bool {
 	now = b.advance(now)
-	c, ok := b.calls[t.id]
+	c, ok := b.calls.Get(t.id)
 	if !ok {
 		return false
 	}
-	delete(b.calls, t.id)
+	b.calls.Delete(t.id)
 	current := c.gen == b.gen
 	if i := slices.Index(b.probes, t.id); i >= 0 {
 		b.probes = slices.Delete(b.probes, i, i+1)

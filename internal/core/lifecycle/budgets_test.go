@@ -208,8 +208,8 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 				used[reqs[id].Key][quota.Requests]++
 			}
 		}
-		if len(e.reqs) != 0 {
-			t.Fatalf("round %d: %d requests still open", round, len(e.reqs))
+		if e.reqs.Len() != 0 {
+			t.Fatalf("round %d: %d requests still open", round, e.reqs.Len())
 		}
 		for _, st := range e.BudgetStats(now) {
 			if st.Reserved != 0 {

@@ -11,7 +11,7 @@ import "time"
 // call's provider, and that provider's retry budget, which a
 // continuation on the same provider spends.
 func (e *Engine) Continue(now time.Time, id ID, cause BreakCause, caps []ContinueCaps, done int, tool bool) Continuation {
-	q, found := e.reqs[id]
+	q, found := e.reqs.Get(id)
 	if !found || q.committed < 0 {
 		return DecideContinue(ContinueAsk{Cause: cause})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/core/limit"
 	"github.com/sluice-gw/sluice/internal/core/pool"
 	"github.com/sluice-gw/sluice/internal/core/quota"
+	"github.com/sluice-gw/sluice/internal/core/tickets"
 )
 
 // ID names a request from Arrive until Finish or refusal. It is the
@@ -479,7 +480,7 @@ type request struct {
 type Engine struct {
 	adm    *admission.Core
 	scopes []*scope
-	reqs   map[ID]*request
+	reqs   tickets.Table[ID, *request]
 	slow   timerHeap // in-flight requests by when their breaker calls them slow
 	dropT  timerHeap // in-flight requests by when their limit counts a drop
 	dead   timerHeap // in-flight requests by deadline
@@ -540,7 +541,7 @@ func (e *Engine) tenant(r Request) int {
 
 // New builds an Engine.
 func New(cfg Config) *Engine {
-	e := &Engine{reqs: make(map[ID]*request), probes: make(map[ProbeID]*probeCall)}
+	e := &Engine{probes: make(map[ProbeID]*probeCall)}
 	e.slow.kind, e.dropT.kind, e.dead.kind, e.hedgeT.kind, e.abandonT.kind = slowTimer, dropTimer, deadTimer, hedgeTimer, abandonTimer
 	e.hedges = newBudget(cfg.Hedge)
 	e.ft.cfg = cfg.FirstToken
@@ -639,7 +640,7 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	q := e.newRequest()
 	*q = request{id: res.Ticket, req: r, arrived: now, timerIdx: unarmed, committed: -1,
 		scope: p.scope, target: p.target, ticket: p.ticket, hasTicket: p.hasTicket, held: p.held, through: p.through}
-	e.reqs[q.id] = q
+	e.reqs.Put(q.id, q)
 	e.hedges.earn()
 	if p.scope >= 0 && p.scope < len(e.retries) {
 		e.retries[p.scope].earn()
@@ -817,12 +818,12 @@ func (e *Engine) transitions() []Transition {
 // drop forgets a request that left before starting (displaced, expired,
 // withdrawn), handing back its breaker ticket.
 func (e *Engine) drop(now time.Time, id ID) {
-	if q, ok := e.reqs[id]; ok {
+	if q, ok := e.reqs.Get(id); ok {
 		if q.hasTicket {
 			e.scopes[q.scope].cfg.Breaker.Done(now, q.ticket, breaker.Outcome{Kind: breaker.Cancelled})
 		}
 		e.books.refund(now, q.req)
-		delete(e.reqs, id)
+		e.reqs.Delete(id)
 		e.recycle(q)
 	}
 }
@@ -885,7 +886,7 @@ func (e *Engine) signal(sc *scope, q *request) Signal {
 // FirstByte records that a call's first body byte arrived. For the TTFT
 // signal, the call can no longer be flagged slow.
 func (e *Engine) FirstByte(now time.Time, id ID) {
-	q, ok := e.reqs[id]
+	q, ok := e.reqs.Get(id)
 	if !ok || q.started.IsZero() || !q.firstByte.IsZero() {
 		return
 	}
@@ -902,7 +903,7 @@ func (e *Engine) FirstByte(now time.Time, id ID) {
 // Targets. A host reads it when the request starts, since a waiter may
 // have been moved to another target while it waited (see reroute).
 func (e *Engine) Target(id ID) (int, bool) {
-	if q, ok := e.reqs[id]; ok {
+	if q, ok := e.reqs.Get(id); ok {
 		return q.target, true
 	}
 	return 0, false
@@ -923,7 +924,7 @@ func (e *Engine) Leave(now time.Time, id ID) bool {
 // becomes a limit sample, and waiters that now fit are started. ok is
 // false if id was not in flight (a second Finish changes nothing).
 func (e *Engine) Finish(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
-	q, found := e.reqs[id]
+	q, found := e.reqs.Get(id)
 	if !found || q.started.IsZero() || q.primaryDone {
 		return rd, false
 	}
@@ -968,7 +969,7 @@ func (e *Engine) complete(now time.Time, q *request) (rd Ready) {
 	e.settleBudgets(now, q)
 	e.dead.remove(q)
 	e.abandonT.remove(q)
-	delete(e.reqs, q.id)
+	e.reqs.Delete(q.id)
 	e.recycle(q)
 	// If this request's outcome tripped its provider's breaker, the
 	// waiters for that provider move on (settle) before the slot it frees
@@ -1210,7 +1211,7 @@ func (e *Engine) sample(now, end time.Time, sc *scope, q *request, o Outcome) (l
 // started arms the timers of requests admission just granted.
 func (e *Engine) started(now time.Time, ids []ID) []ID {
 	for _, id := range ids {
-		if q, ok := e.reqs[id]; ok {
+		if q, ok := e.reqs.Get(id); ok {
 			e.start(now, q)
 		}
 	}
@@ -1320,6 +1321,12 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// holds reports whether q is still the engine's request under its id.
+func (e *Engine) holds(q *request) bool {
+	p, ok := e.reqs.Get(q.id)
+	return ok && p == q
 }
 
 // Snapshot reports admission's state, limits included.

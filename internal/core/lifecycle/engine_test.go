@@ -222,7 +222,7 @@ func TestEngineAdmission(t *testing.T) {
 		if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != b || rd.Refuse[0].Reason != admission.ReasonDisplaced {
 			t.Fatalf("Ready.Refuse = %+v, want %d displaced", rd.Refuse, b)
 		}
-		if _, ok := h.e.reqs[b]; ok {
+		if _, ok := h.e.reqs.Get(b); ok {
 			t.Fatal("the engine still remembers the displaced waiter")
 		}
 	})
@@ -239,8 +239,8 @@ func TestEngineAdmission(t *testing.T) {
 		}
 		wantReady(t, h.finish(a, Outcome{Kind: OK}), Ready{})
 		h.e.FirstByte(h.now, b) // a stale report about a request that is gone
-		if len(h.e.reqs) != 0 {
-			t.Fatalf("engine remembers %d requests", len(h.e.reqs))
+		if h.e.reqs.Len() != 0 {
+			t.Fatalf("engine remembers %d requests", h.e.reqs.Len())
 		}
 	})
 
@@ -336,7 +336,7 @@ func TestEngineSlowInFlight(t *testing.T) {
 		h.at(time.Minute)
 		wantReady(t, h.tick(), Ready{})
 		h.finish(id, Outcome{Kind: Overloaded})
-		if len(h.e.reqs) != 0 || h.e.slow.Len() != 0 {
+		if h.e.reqs.Len() != 0 || h.e.slow.Len() != 0 {
 			t.Fatal("engine kept state for a finished call")
 		}
 	})
@@ -786,9 +786,9 @@ func run(t *testing.T, seed uint64) ([]step, [][]limit.Sample) {
 		inFlight = inFlight[1:]
 		apply(rd)
 	}
-	if len(waiting) != 0 || len(e.reqs) != 0 || e.slow.Len() != 0 || e.dead.Len() != 0 {
+	if len(waiting) != 0 || e.reqs.Len() != 0 || e.slow.Len() != 0 || e.dead.Len() != 0 {
 		t.Fatalf("seed %d: after draining, %d waiting, engine holds %d requests, %d slow and %d deadline timers",
-			seed, len(waiting), len(e.reqs), e.slow.Len(), e.dead.Len())
+			seed, len(waiting), e.reqs.Len(), e.slow.Len(), e.dead.Len())
 	}
 	return log, [][]limit.Sample{lims[0].samples, lims[1].samples}
 }

@@ -32,7 +32,7 @@ func ftEngine(t *testing.T, withBreaker bool) *Engine {
 // the engine arms it (zero: not armed).
 func ftAfter(e *Engine, now time.Duration, r Request) (time.Duration, ID) {
 	a, _ := e.Arrive(at(now), r)
-	q := e.reqs[a.ID]
+	q, _ := e.reqs.Get(a.ID)
 	if !q.armed(hedgeTimer) {
 		return 0, a.ID
 	}
@@ -99,8 +99,8 @@ func TestFirstTokenDeadline(t *testing.T) {
 		if e.hedges.tokens != 9 {
 			t.Errorf("hedge budget %v, want the burst less one", e.hedges.tokens)
 		}
-		if len(e.reqs) != 0 {
-			t.Errorf("%d requests left", len(e.reqs))
+		if e.reqs.Len() != 0 {
+			t.Errorf("%d requests left", e.reqs.Len())
 		}
 	})
 	t.Run("a first token in time: no second call", func(t *testing.T) {

@@ -74,8 +74,8 @@ func TestHedging(t *testing.T) {
 		if _, ok := e.FinishSecond(at(2*time.Second), a.ID, Outcome{Kind: OK}); !ok {
 			t.Fatal("FinishSecond")
 		}
-		if s := e.Snapshot(at(0)); s.InFlight != 0 || s.ScopeInFlight[0] != 0 || s.ScopeInFlight[1] != 0 || len(e.reqs) != 0 {
-			t.Fatalf("after both calls: %+v, %d requests", s, len(e.reqs))
+		if s := e.Snapshot(at(0)); s.InFlight != 0 || s.ScopeInFlight[0] != 0 || s.ScopeInFlight[1] != 0 || e.reqs.Len() != 0 {
+			t.Fatalf("after both calls: %+v, %d requests", s, e.reqs.Len())
 		}
 		if st := e.SecondStats(); st.Fired != 1 || st.Won != 1 {
 			t.Errorf("stats %+v", st)
@@ -125,7 +125,7 @@ func TestRetry(t *testing.T) {
 		e.Finish(at(time.Second), a.ID, Outcome{Kind: ConnError})
 		e.Commit(at(2*time.Second), a.ID, 1)
 		e.FinishSecond(at(2*time.Second), a.ID, Outcome{Kind: OK})
-		if len(e.reqs) != 0 || e.Snapshot(at(0)).InFlight != 0 {
+		if e.reqs.Len() != 0 || e.Snapshot(at(0)).InFlight != 0 {
 			t.Fatal("the request did not complete")
 		}
 	})

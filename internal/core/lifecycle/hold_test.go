@@ -92,8 +92,8 @@ func TestHeldForTheNextProbesVerdict(t *testing.T) {
 		t.Errorf("held request's target %d %v", tg, ok)
 	}
 	e.Finish(at(2100*time.Millisecond), late.ID, Outcome{Kind: OK})
-	if len(e.reqs) != 0 {
-		t.Errorf("%d requests left in the engine", len(e.reqs))
+	if e.reqs.Len() != 0 {
+		t.Errorf("%d requests left in the engine", e.reqs.Len())
 	}
 }
 
@@ -159,7 +159,7 @@ func TestThroughAnOpenBreaker(t *testing.T) {
 	if a.Verdict != admission.Admitted {
 		t.Fatalf("a request with 15 s left, provider answering in 3 s: %v, want admitted", a.Verdict)
 	}
-	if q := e.reqs[a.ID]; !q.through || q.hasTicket {
+	if q, _ := e.reqs.Get(a.ID); !q.through || q.hasTicket {
 		t.Errorf("through %v ticket %v, want through with no ticket", q.through, q.hasTicket)
 	}
 	b, _ := e.Arrive(at(3*time.Second), Request{Targets: []int{0}, Deadline: at(5 * time.Second)})
@@ -183,7 +183,7 @@ func TestThroughAnOpenBreaker(t *testing.T) {
 		t.Fatalf("breaker %v after four errors", st)
 	}
 	c, _ := f.Arrive(at(20*time.Millisecond), Request{Targets: []int{0}, Deadline: at(15 * time.Second)})
-	if c.Verdict == admission.Admitted || f.reqs[c.ID] != nil && f.reqs[c.ID].through {
+	if q, ok := f.reqs.Get(c.ID); c.Verdict == admission.Admitted || ok && q.through {
 		t.Fatalf("a provider open for errors took a request through: %v", c.Verdict)
 	}
 }

@@ -93,7 +93,7 @@ func (e *Engine) unpick(now time.Time, q *request, attempt, s int, started, firs
 // the provider's replicas. ok is false when the call has not started or
 // its provider is not a pool.
 func (e *Engine) Replica(id ID, attempt int) (int, bool) {
-	q, found := e.reqs[id]
+	q, found := e.reqs.Get(id)
 	if !found || attempt < 0 || attempt > 1 || !q.picked[attempt] {
 		return 0, false
 	}

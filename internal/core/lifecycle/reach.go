@@ -102,7 +102,7 @@ func (sc *scope) lastAnswer() time.Duration {
 // with nothing answered yet started; now if there is none.
 func (e *Engine) oldestUnanswered(s int, now time.Time) time.Time {
 	oldest := now
-	for _, o := range e.reqs {
+	for _, o := range e.reqs.All {
 		if o.scope == s && !o.started.IsZero() && !o.primaryDone && o.firstByte.IsZero() && o.started.Before(oldest) {
 			oldest = o.started
 		}

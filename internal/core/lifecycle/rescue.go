@@ -93,7 +93,7 @@ func (e *Engine) onScope(s int, keep func(*request) bool) []*request {
 // requests lists the requests that match keep, oldest first.
 func (e *Engine) requests(keep func(*request) bool) []*request {
 	var out []*request
-	for _, q := range e.reqs {
+	for _, q := range e.reqs.All {
 		if keep(q) {
 			out = append(out, q)
 		}
@@ -191,7 +191,7 @@ func (e *Engine) rescueStranded(now time.Time, rd *Ready) {
 	keep := e.stranded[:0]
 	for _, q := range e.stranded {
 		q.stranded = false
-		if e.reqs[q.id] != q || !e.rescuable(q) || e.scopes[q.scope].cfg.Breaker.Weight(now) >= 1 {
+		if !e.holds(q) || !e.rescuable(q) || e.scopes[q.scope].cfg.Breaker.Weight(now) >= 1 {
 			continue
 		}
 		if i, ok := e.second(now, q, false, false); ok {

@@ -172,7 +172,7 @@ func TestExpiredRequestIsNotRescued(t *testing.T) {
 		t.Fatal("the expired request was rescued too")
 	}
 	e.Finish(at(2100*time.Millisecond), a.ID, Outcome{Kind: TimedOut})
-	if _, held := e.reqs[a.ID]; held {
+	if _, held := e.reqs.Get(a.ID); held {
 		t.Error("the engine still holds the expired request after its Finish")
 	}
 }
@@ -375,8 +375,8 @@ func TestAnswerEarlyWhenTheDeadlineIsOutOfReach(t *testing.T) {
 	for _, id := range ids {
 		e.Finish(at(8100*time.Millisecond), id, Outcome{Kind: Cancelled})
 	}
-	if len(e.reqs) != 0 {
-		t.Errorf("%d requests left", len(e.reqs))
+	if e.reqs.Len() != 0 {
+		t.Errorf("%d requests left", e.reqs.Len())
 	}
 }
 

@@ -122,7 +122,7 @@ func (e *Engine) Retry(now time.Time, id ID, o Outcome) (target int, delay time.
 // On success the new call is set up as attempt 1, like a hedge: the
 // host sends it after Delay and ends it with End(…, 1, …).
 func (e *Engine) RetryCall(now time.Time, id ID, o Outcome) (RetryChoice, bool) {
-	q, found := e.reqs[id]
+	q, found := e.reqs.Get(id)
 	if !found || q.expired || q.committed >= 0 || !retryable(o) {
 		return RetryChoice{}, false
 	}

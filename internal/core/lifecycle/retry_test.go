@@ -130,7 +130,7 @@ func TestRetrySameThenNext(t *testing.T) {
 		t.Fatal("the fallback's answer was not committed")
 	}
 	e.End(now, a.ID, 1, answered)
-	if len(e.reqs) != 0 || e.Snapshot(now).InFlight != 0 {
+	if e.reqs.Len() != 0 || e.Snapshot(now).InFlight != 0 {
 		t.Fatal("the request did not complete")
 	}
 	if s, _ := e.scopes[0].cfg.Breaker.State(now); s != breaker.Closed || e.scopes[0].cfg.Breaker.ErrorRun() != 2 {

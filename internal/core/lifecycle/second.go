@@ -152,7 +152,7 @@ func (e *Engine) secondOn(now time.Time, q *request, order []int) (int, bool) {
 // to the client: the first call to ask wins, and the host cancels the
 // other. Nothing may be retried or hedged for the request after this.
 func (e *Engine) Commit(now time.Time, id ID, attempt int) bool {
-	q, ok := e.reqs[id]
+	q, ok := e.reqs.Get(id)
 	if !ok {
 		return false
 	}
@@ -186,7 +186,7 @@ func (e *Engine) End(now time.Time, id ID, attempt int, o Outcome) (Ready, bool)
 // extra slot is released, and the request completes if its first call
 // has already finished. ok is false if the request has no live hedge.
 func (e *Engine) FinishSecond(now time.Time, id ID, o Outcome) (rd Ready, ok bool) {
-	q, found := e.reqs[id]
+	q, found := e.reqs.Get(id)
 	if found && q.retired != nil {
 		return e.endRetired(now, q, o), true
 	}

@@ -24,4 +24,4 @@ func (e *Engine) BreakerStats(now time.Time) []*breaker.Stats {
 // flight, or with a second call live. A host that has finished every
 // call it was handed should see 0; anything else is a leak that
 // admission's Snapshot cannot show.
-func (e *Engine) Requests() int { return len(e.reqs) }
+func (e *Engine) Requests() int { return e.reqs.Len() }
