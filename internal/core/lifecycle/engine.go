@@ -383,6 +383,8 @@ type scope struct {
 	// ends; next is the ring's write index (learnRate).
 	rates [rateRing]float64
 	next  int
+	// ticker is cfg.Limit when it closes windows on the clock, else nil.
+	ticker ticker
 }
 
 // settling notes that a call on scope s ends at now, before its slot is
@@ -567,6 +569,7 @@ func New(cfg Config) *Engine {
 				s.limiter = minLimiter{s.limiter, share(poolLimiter{sc.Pool}, cfg.Replicas)}
 			}
 		}
+		s.ticker, _ = sc.Limit.(ticker)
 		limiters[i] = s.limiter
 		e.scopes = append(e.scopes, s)
 	}
@@ -1239,8 +1242,8 @@ func (e *Engine) Tick(now time.Time) Ready {
 		}
 	}
 	for _, sc := range e.scopes {
-		if t, ok := sc.cfg.Limit.(ticker); ok {
-			t.Tick(now)
+		if sc.ticker != nil {
+			sc.ticker.Tick(now)
 			moved = true
 		}
 		if sc.cfg.Breaker != nil {
@@ -1316,8 +1319,8 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 		if sc.cfg.Pool != nil {
 			consider(sc.cfg.Pool.NextTimer())
 		}
-		if t, ok := sc.cfg.Limit.(ticker); ok {
-			consider(t.NextTick())
+		if sc.ticker != nil {
+			consider(sc.ticker.NextTick())
 		}
 	}
 	return next, !next.IsZero()
