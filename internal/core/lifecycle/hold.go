@@ -26,8 +26,8 @@ import (
 //   - A verdict is due when a healthy provider would have answered its
 //     probe: the probe's send time plus a healthy probe's latency (the
 //     last passing probe's, or, before any has passed, the provider's
-//     healthy p95), a tenth more for jitter, and never later
-//     than the probe's deadline (send time plus its timeout). That is
+//     healthy p95), a tenth more for jitter, and never later than
+//     the probe's deadline (send time plus its timeout). That is
 //     the choice between the two verdicts. A passing probe answers in a
 //     healthy probe's time; a failing one, in a brownout, only at its
 //     deadline, when the breaker counts it slow. Holding a user to a
@@ -57,9 +57,11 @@ import (
 // probe's pass, not more. A second covers a probe interval (500 ms by
 // default) plus a fast provider's one-token probe, which is what serves
 // the users who arrive as a provider recovers, and it is the bound a
-// user refused in an outage waits for the refusal. Longer holds serve a
-// few more users at a recovery and make every refusal of the outage
-// wait that long.
+// user refused in an outage waits for the refusal. A longer budget lets
+// requests wait for verdicts due later, such as a probe's timeout while
+// nothing is known of the provider's health, and refusals then take
+// that long; a shorter one holds nobody for a provider whose probes
+// take longer, and loses the users who arrive as it recovers.
 const DefaultHoldBudget = time.Second
 
 // holds is what the engine keeps for holding (hold.go).
