@@ -130,6 +130,9 @@ func TestParseErrors(t *testing.T) {
 			{":17: admission.priorities.critical.reserved: ", "holds back every in-flight slot (admission.max_in_flight is 4)"},
 			{":19: admission.priorities.interactive.max_queued: ", "11 is more than admission.queue.max_depth (10)"},
 		}},
+		{"hold_budget.yaml", []want{
+			{":13: admission.queue.hold_budget: ", "3s is longer than admission.queue.max_wait (2s), which ends every wait in the queue; write at most 2s"},
+		}},
 		{"bad_listen.yaml", []want{
 			{":1: listen: ", `"localhost" is not host:port; write e.g. 127.0.0.1:8080`},
 			{":2: admin_listen: ", `has port "99999"; the port must be a number up to 65535`},

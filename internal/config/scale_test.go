@@ -46,6 +46,8 @@ var scaledDurations = []string{
 	"models[].evals.interval",
 	"models[].evals.timeout",
 	"admission.queue.max_wait",
+	// A hold waits for a probe, whose interval and timeout scale.
+	"admission.queue.hold_budget",
 	"retries.wait_max",
 	"keys[].limits.burst",
 	"keys[].limits.token_burst",

@@ -632,6 +632,12 @@ type Retries struct {
 type Queue struct {
 	MaxDepth int      `yaml:"max_depth"` // default 150
 	MaxWait  Duration `yaml:"max_wait"`  // default 5s
+	// HoldBudget is the longest a request whose every target is out of
+	// rotation waits in the queue for a synthetic probe's verdict: it is
+	// held only when that verdict is due within it, and refused at once
+	// (503/529 with a Retry-After naming the next verdict) otherwise.
+	// Zero: the engine's default, 1s (lifecycle.DefaultHoldBudget).
+	HoldBudget Duration `yaml:"hold_budget"`
 }
 
 // Priorities holds the per-class budgets.

@@ -527,6 +527,12 @@ func (c *Config) validateAdmission(v *checker) {
 	if q.MaxWait <= 0 && q.MaxDepth > 0 {
 		v.add("admission.queue.max_wait", "must be positive while requests can queue; write e.g. 5s, or set max_depth: 0 to turn queueing off")
 	}
+	switch {
+	case q.HoldBudget < 0:
+		v.add("admission.queue.hold_budget", "%s is negative; write e.g. 1s, or leave it out for the default (1s)", q.HoldBudget.D())
+	case q.MaxWait > 0 && q.HoldBudget > q.MaxWait:
+		v.add("admission.queue.hold_budget", "%s is longer than admission.queue.max_wait (%s), which ends every wait in the queue; write at most %s", q.HoldBudget.D(), q.MaxWait.D(), q.MaxWait.D())
+	}
 	v.oneOf("admission.default_priority", a.DefaultPriority, PriorityCritical, PriorityInteractive, PriorityBackground)
 	pr := a.Priorities
 	if r := pr.Critical.Reserved; r < 0 {

@@ -81,7 +81,7 @@ func FromConfig(cfg *config.Config) (lifecycle.Config, error) {
 	return lifecycle.Config{Scopes: scopes, Routes: routes, Hedge: lifecycle.HedgeConfig{Budget: cfg.Hedging.Budget, Burst: cfg.Hedging.Burst},
 		Retry: lifecycle.RetryConfig{Budget: cfg.Retries.Budget, Burst: cfg.Retries.Burst, WaitMax: cfg.Retries.WaitMax.D()}, Admission: ac,
 		FirstToken: lifecycle.FirstTokenConfig{Ceiling: cfg.FirstToken.Ceiling.D(), Floor: cfg.FirstToken.Floor.D(), Factor: cfg.FirstToken.Factor}, Budgets: b, KeyTenants: tenants,
-		TimeScale: cfg.TimeScale}, nil
+		TimeScale: cfg.TimeScale, HoldBudget: a.Queue.HoldBudget.D()}, nil
 }
 
 // Limits converts a config's per-minute limits to a budget's: requests

@@ -78,3 +78,28 @@ func TestFromConfigTimeScale(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// admission.queue.hold_budget reaches the engine as written, and left
+// out, as zero: the engine's own default (lifecycle.DefaultHoldBudget),
+// which it scales with the config's time scale.
+func TestFromConfigHoldBudget(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"", 0},
+		{"admission:\n  queue: {hold_budget: 300ms}\n", 300 * time.Millisecond},
+	} {
+		cfg, err := config.Parse([]byte(timeScaleYAML+c.yaml), "hold.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, err := FromConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lc.HoldBudget != c.want {
+			t.Errorf("%q: hold budget %v, want %v", c.yaml, lc.HoldBudget, c.want)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 // "defaults" row, the plain config (providers, a model, max_in_flight),
 // and tuned rows. The defaults must do as well as tuning: within 1 % of
 // the best tuned row's answers in the same topology (one provider, or
-// with a backup), with at most 0.5 % of requests timed out.
+// with a backup), with at most 0.5 % of requests timed out, and say no
+// early: 99 % of the requests refused without reaching a provider are
+// refused within a second (lifecycle/hold.go).
 func TestBrownoutFamily(t *testing.T) {
 	if raceEnabled {
 		t.Skip("minutes of one goroutine under the race detector, which can find nothing in it; run without -race: go test ./sim (CI does)")
@@ -47,6 +49,13 @@ func TestBrownoutFamily(t *testing.T) {
 				if float64(timedOut) > 0.005*float64(d.Unique) {
 					t.Errorf("%s: %d of %d timed out, more than 0.5%%", d.Name, timedOut, d.Unique)
 				}
+				var refused report.Samples
+				for _, s := range d.Refused {
+					refused = append(refused, s...)
+				}
+				if p99 := refused.Quantile(.99); p99 > time.Second {
+					t.Errorf("%s: refusals p99 %v (of %d), want within a second", d.Name, p99, len(refused))
+				}
 				t.Logf("%-18s ok %6d (best tuned %6d), timed out %4d of %6d, trips %d, extra calls %.1f%%", d.Name, ok,
 					best.Counts[report.OK], timedOut, d.Unique, d.Trips, 100*float64(d.Extra)/float64(d.Unique))
 			}
@@ -71,11 +80,15 @@ func bestTuned(rows []*report.Row, topo string) *report.Row {
 }
 
 // Seed 000's own figures: of the 2,400 requests that could be answered
-// (those outside the slow minute), at least 2,376 with one provider, and
-// 3,564 of 3,600 with a backup, with at most 10 timed out in both.
+// (those outside the slow minute), at least 2,352 with one provider, and
+// 3,564 of 3,600 with a backup, with at most 10 timed out in both. With
+// one provider, the users lost are those who arrive in the second or so
+// between the recovery and the verdict of the first probe sent after it:
+// holding them for it would mean holding every user of the slow minute
+// as long before refusing them, and refusals come within a second.
 func TestSeed000Defaults(t *testing.T) {
 	rows := policyRows(t, "../../scenarios/brownouts/seed000.yaml", 1)
-	for name, want := range map[string]int{"defaults": 2376, "defaults, backup": 3564} {
+	for name, want := range map[string]int{"defaults": 2352, "defaults, backup": 3564} {
 		r := rows[name]
 		if ok, to := r.Counts[report.OK], r.Counts[report.TimedOut]; ok < want || to > 10 {
 			t.Errorf("%s: %d answered (want at least %d), %d timed out (want at most 10)", name, ok, want, to)

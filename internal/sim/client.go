@@ -149,6 +149,9 @@ func (r *run) attemptTimeout(q *request) {
 // Retry-After and whether it said not to retry.
 func (r *run) shedAnswer(q *request, a lifecycle.Reply) {
 	r.row.Rejection[q.pri] = append(r.row.Rejection[q.pri], r.now-q.sent)
+	if q.calls[0] == nil {
+		r.row.Refused[q.pri] = append(r.row.Refused[q.pri], r.now-q.sent)
+	}
 	r.timeline.Refuse(r.now, int(q.pri), r.now-q.sent)
 	if q.attempt > 1 {
 		r.timeline.RetryRefused(r.now)

@@ -35,8 +35,9 @@
 // slow call is answered early once its provider more likely than not
 // misses its deadline (Ready.Abandon; reach.go). A new request whose
 // every target is out of rotation is served through a provider open for
-// slowness that can still answer it in time (reach.go), waits for a
-// synthetic probe's verdict (hold.go), or is refused. A target that its
+// slowness that can still answer it in time and has a slot free
+// (reach.go), waits for a synthetic probe's verdict when one is due
+// within its patience (hold.go), or is refused at once. A target that its
 // model's fallback evals degraded (SetEvalDegraded; package evals) is
 // ranked after every target that is not, a last resort rather than out
 // of rotation (evaldegraded.go).

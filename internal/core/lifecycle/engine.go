@@ -126,6 +126,12 @@ type Config struct {
 	// fast; zero means 1. FromConfig sets it from a time-scaled config,
 	// and scales the breakers' and limits' defaults by it too.
 	TimeScale float64
+	// HoldBudget is the longest a request whose every target is out of
+	// rotation waits for a synthetic probe's verdict (hold.go): it is
+	// held only when the verdict is due within it (and within its own
+	// deadline), else refused at once. Zero means DefaultHoldBudget,
+	// time-scaled; below zero, nobody is held.
+	HoldBudget time.Duration
 }
 
 // Route is how a model's requests are routed and timed: its targets in
@@ -496,6 +502,7 @@ type Engine struct {
 	// holding: per scope, whether its waiters are held for a probe's
 	// verdict (hold.go).
 	holding []bool
+	hold    holds
 	hedges  budget
 	ft      firstToken
 	// retries holds one retry budget per scope, earned by the requests
@@ -577,6 +584,7 @@ func New(cfg Config) *Engine {
 	e.probeWait = make([]time.Time, len(cfg.Scopes))
 	e.paused = make([]time.Time, len(cfg.Scopes))
 	e.holding = make([]bool, len(cfg.Scopes))
+	e.hold = newHolds(cfg, e)
 	e.poolOutSeen = make([]bool, len(cfg.Scopes))
 	e.books = newBooks(cfg.Budgets)
 	e.books.replicas = cfg.Replicas
@@ -611,8 +619,9 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 		return Arrival{Verdict: admission.Rejected, Refusal: refusal, Budget: v}, rd
 	}
 	p, ok := e.route(now, r)
+	var holdEnd time.Time
 	if ok && p.held {
-		ok = e.holdable(now, p.scope, r)
+		holdEnd, ok = e.holdable(now, p.scope, r)
 	}
 	unavailable := admission.Refusal{Priority: r.Priority, Reason: admission.ReasonUnavailable}
 	if !ok {
@@ -650,6 +659,8 @@ func (e *Engine) Arrive(now time.Time, r Request) (Arrival, Ready) {
 	}
 	if res.Verdict == admission.Admitted {
 		e.start(now, q)
+	} else if p.held {
+		e.armHold(q, holdEnd)
 	}
 	e.settle(now, &rd)
 	return a, rd
@@ -778,29 +789,35 @@ func (e *Engine) place(now time.Time, q *request, p placement) {
 }
 
 // untilAvailable is when the first of a request's targets will take
-// traffic again (a pause's end, or a breaker's next transition), for an
-// honest Retry-After.
+// traffic again (a pause's end, a breaker's next transition, or the next
+// synthetic probe's verdict: hold.go), for an honest Retry-After.
 func (e *Engine) untilAvailable(now time.Time, r Request) time.Duration {
 	var soonest time.Duration
-	consider := func(d time.Duration) {
+	verdict := false // soonest is a probe's verdict, due exactly then
+	consider := func(d time.Duration, v bool) {
 		if d > 0 && (soonest == 0 || d < soonest) {
-			soonest = d
+			soonest, verdict = d, v
 		}
 	}
 	for i, s := range targets(r) {
 		if w := e.books.targetWait(now, r, i); w > 0 {
-			consider(w)
+			consider(w, false)
 			continue
 		}
 		if e.isPaused(now, s) {
-			consider(e.paused[s].Sub(now))
+			consider(e.paused[s].Sub(now), false)
 			continue
 		}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
-			if at, ok := sc.cfg.Breaker.NextTimer(); ok {
-				consider(at.Sub(now))
+			if at, ok := e.verdictDue(now, s); ok && sc.cfg.Breaker.Weight(now) <= 0 {
+				consider(at.Sub(now), true)
+			} else if at, ok := sc.cfg.Breaker.NextTimer(); ok {
+				consider(at.Sub(now), false)
 			}
 		}
+	}
+	if verdict {
+		return max(soonest, e.scaled(admission.MinRetryAfter))
 	}
 	return max(soonest, e.scaled(time.Second))
 }
@@ -1267,6 +1284,9 @@ func (e *Engine) Tick(now time.Time) Ready {
 	for e.abandonT.due(now) {
 		e.judgeReach(now, e.abandonT.pop(), &rd)
 	}
+	for e.hold.ends.due(now) {
+		e.holdEnded(now, e.hold.ends.pop(), &rd)
+	}
 	e.settle(now, &rd)
 	return rd
 }
@@ -1311,6 +1331,7 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 	consider(e.dead.next())
 	consider(e.hedgeT.next())
 	consider(e.abandonT.next())
+	consider(e.hold.ends.next())
 	consider(e.nextProbe())
 	for _, sc := range e.scopes {
 		if sc.cfg.Breaker != nil {

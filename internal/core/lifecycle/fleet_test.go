@@ -73,7 +73,9 @@ func TestFleetProviderBudgetShare(t *testing.T) {
 // of a failed probe as an Open verdict: the requests it held for a
 // probe's verdict are refused then, not at the end of their wait.
 func TestAdoptedFailedProbeRefusesHeld(t *testing.T) {
-	b, err := breaker.New(breaker.Config{Steady: true})
+	// Probes time out after 400 ms: a verdict is due within the hold
+	// budget.
+	b, err := breaker.New(breaker.Config{Steady: true, SlowThreshold: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestAdoptedFailedProbeRefusesHeld(t *testing.T) {
 	if a.Verdict != admission.Queued {
 		t.Fatalf("arrival with the provider out of rotation: %+v, want held for a probe's verdict", a)
 	}
-	rd := e.Adopt(at(1500*time.Millisecond), 0, breaker.HalfOpen, -1, breaker.ReasonProbeError)
+	rd := e.Adopt(at(1200*time.Millisecond), 0, breaker.HalfOpen, -1, breaker.ReasonProbeError)
 	if len(rd.Refuse) != 1 || rd.Refuse[0].Ticket != a.ID {
 		t.Fatalf("after the fleet's probe failed: %+v, want the held request refused", rd.Refuse)
 	}

@@ -9,8 +9,10 @@ import (
 )
 
 // holdEngine: one provider, its model's only target, probed
-// synthetically every 200 ms once its breaker opens, with a queue to
-// hold requests in.
+// synthetically every 200 ms once its breaker opens, each probe timed
+// out after 1 s, with a queue to hold requests in and a hold budget of
+// 2 s: with nothing known of the provider's health, a verdict is due at
+// a probe's timeout, and 2 s covers one.
 func holdEngine(t *testing.T) *Engine {
 	t.Helper()
 	b, err := breaker.New(breaker.Config{MinCalls: 4, Window: 4 * time.Second, SlowThreshold: time.Second,
@@ -19,8 +21,9 @@ func holdEngine(t *testing.T) *Engine {
 		t.Fatal(err)
 	}
 	return New(Config{
-		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
-		Scopes:    []ScopeConfig{{Name: "solo", Breaker: b, SyntheticProbes: true}},
+		Admission:  admission.Config{Global: admission.Fixed(100), MaxDepth: 10, MaxWait: 10 * time.Second},
+		Scopes:     []ScopeConfig{{Name: "solo", Breaker: b, SyntheticProbes: true}},
+		HoldBudget: 2 * time.Second,
 	})
 }
 

@@ -14,9 +14,10 @@ import (
 // ScopeConfig.SyntheticProbes the engine asks the host to send probes of
 // its own instead (Ready.Probe: a smallest request, one output token),
 // and routes no user request to the scope until one passes; users wait
-// meanwhile for the next probe's verdict (hold.go), and are refused with
-// a Retry-After if it fails. Probes keep going without user traffic, so a recovery is
-// noticed even when clients have stopped asking.
+// meanwhile for a probe's verdict when it is due within their patience,
+// and are refused with a Retry-After naming the next verdict otherwise
+// or when it fails (hold.go). Probes keep going without user traffic, so
+// a recovery is noticed even when clients have stopped asking.
 //
 // A probe's latency is its whole call, which for a one-token answer is
 // its time to first token, judged by the breaker's slow threshold.
@@ -82,6 +83,9 @@ func (e *Engine) FinishProbe(now time.Time, id ProbeID, o Outcome) (rd Ready, ok
 		// The provider's own wait, bounded like any Retry-After it sends
 		// (pause.go): one answer must not take it out of rotation for a day.
 		e.probeWait[p.scope] = now.Add(e.BoundRetryAfter(p.scope, max(o.RetryAfter, e.scaled(probeRetryGap))))
+	}
+	if bo.Kind == breaker.OK && bo.Latency <= b.ProbeTimeout() {
+		e.probePassed(p.scope, bo.Latency) // how long a passing probe takes (hold.go)
 	}
 	b.Done(now, p.ticket, bo)
 	e.settle(now, &rd)

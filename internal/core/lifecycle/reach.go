@@ -29,10 +29,11 @@ import (
 // excess alone, a slow ramp, whose every call waits a little longer than
 // the last answer took, is estimated at about its latency, and a step,
 // whose calls all go unanswered, at about twice their age. A request
-// whose time left exceeds the estimate is served through the open
-// breaker, without a ticket (it neither counts for nor against the
-// provider: the probes decide its recovery); otherwise it waits for a
-// synthetic probe's verdict (hold.go) or is refused. A breaker open for
+// whose time left exceeds the estimate, and for which the provider has a
+// slot free now, is served through the open breaker, without a ticket
+// (it neither counts for nor against the provider: the probes decide its
+// recovery); otherwise it waits for a synthetic probe's verdict, if one
+// is due within its patience (hold.go), or is refused. A breaker open for
 // errors passes nothing through: a failing provider is refused, not
 // reached.
 //
@@ -53,7 +54,12 @@ import (
 
 // reachable picks, for a request all of whose targets are out of
 // rotation, the target whose provider is likeliest to answer it in time,
-// if the request's time left exceeds that provider's estimate.
+// if the request's time left exceeds that provider's estimate. Only a
+// provider with a slot free now is a candidate: a request does not queue
+// for a provider out of rotation, since its slots free only as its slow
+// calls end, seconds away at best, and a user who waited for one would
+// most likely be answered early, or refused, after the wait (hold.go:
+// say no early).
 func (e *Engine) reachable(now time.Time, r Request, skip func(int) bool) (int, bool) {
 	if r.Deadline.IsZero() {
 		return 0, false
@@ -61,7 +67,7 @@ func (e *Engine) reachable(now time.Time, r Request, skip func(int) bool) (int, 
 	best, bestEst := -1, time.Duration(0)
 	for i, s := range targets(r) {
 		sc := e.scope(s)
-		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness || (skip != nil && skip(i)) {
+		if sc == nil || sc.cfg.Breaker == nil || e.closed(now, r, i) || !sc.outForSlowness || (skip != nil && skip(i)) || !e.adm.Room(s) {
 			continue
 		}
 		if est := e.latencyEstimate(now, s); best < 0 || est < bestEst {

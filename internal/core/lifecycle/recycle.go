@@ -25,7 +25,7 @@ func (e *Engine) recycle(q *request) {
 	if q.stranded || len(e.spare) >= spareMax {
 		return
 	}
-	for _, h := range []*timerHeap{&e.slow, &e.dropT, &e.dead, &e.hedgeT, &e.abandonT} {
+	for _, h := range []*timerHeap{&e.slow, &e.dropT, &e.dead, &e.hedgeT, &e.abandonT, &e.hold.ends} {
 		h.remove(q)
 	}
 	e.spare = append(e.spare, q)

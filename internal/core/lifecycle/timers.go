@@ -9,6 +9,7 @@ const (
 	deadTimer           // the request's deadline
 	hedgeTimer          // time to send a hedge
 	abandonTimer        // time to ask whether its provider can still answer in time
+	holdTimer           // a held request's verdict is due (hold.go)
 	numTimers
 )
 

@@ -46,6 +46,9 @@ type attempt struct {
 	degraded bool
 	// noRetry: the answer said X-Should-Retry: false.
 	noRetry bool
+	// reached: a shed answer says its request reached a provider
+	// (X-Sluice-Attempts): it was answered early, not refused.
+	reached bool
 	// timedOut: the attempt's own timeout passed with no first content,
 	// and the client hung up on it; it ends as a lost connection would
 	// (status 0, not started), which the retry policy may retry.
@@ -154,6 +157,7 @@ func (c *client) do(ctx context.Context, url string, d protocol.Dialect, body []
 		a.outcome = report.Failed
 		if overloaded(b) {
 			a.outcome = report.Shed
+			a.reached = resp.Header.Get("X-Sluice-Attempts") != ""
 		}
 	default:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrBody))

@@ -249,6 +249,30 @@ func TestClassification(t *testing.T) {
 	}
 }
 
+// Every shed answer's latency counts in the rejections; only those that
+// never reached a provider (no X-Sluice-Attempts) count as refused, the
+// others having been answered early with their call already upstream.
+func TestRefusedAreShedAnswersThatReachedNoProvider(t *testing.T) {
+	g := newFake(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n%2 == 1 {
+			w.Header().Set("X-Sluice-Attempts", "1")
+		}
+		answerShed(w, 0)
+	})
+	row := mustRun(t, loadScenario(t, "basic.yaml", func(s *scenario.Scenario) {
+		one(s)
+		s.Clients.Retry = scenario.Retry{Strategy: "immediate", MaxAttempts: 4}
+	}), Options{Target: g.url})
+	var shed, refused int
+	for p := range row.Rejection {
+		shed += len(row.Rejection[p])
+		refused += len(row.Refused[p])
+	}
+	if row.Attempts != 4 || shed != 4 || refused != 2 {
+		t.Errorf("%d attempts, %d shed answers, %d refused; want 4, 4 and the 2 without X-Sluice-Attempts", row.Attempts, shed, refused)
+	}
+}
+
 func TestAbandonAtPatienceCancelsTheRequest(t *testing.T) {
 	var cancelledAfter atomic.Int64
 	g := newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) {

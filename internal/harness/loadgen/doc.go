@@ -103,8 +103,10 @@
 // Latency and TTFT, for OK answers, run from the first attempt, as the user
 // waited. TTFT is the first stream event carrying content, or the response
 // headers when not streaming. Rejection latency is measured per shed
-// attempt, from sending it to its answer. Peak counts HTTP exchanges open
-// at once.
+// attempt, from sending it to its answer; the report's refused_ms is
+// that of the shed answers that never reached a provider (no
+// X-Sluice-Attempts header), the rest having been answered early with
+// their call already upstream. Peak counts HTTP exchanges open at once.
 //
 // # Bounds
 //

@@ -80,6 +80,9 @@ func (t *tally) attempt(pri int, a *attempt) {
 	t.row.Attempts++
 	if a.outcome == report.Shed {
 		t.row.Rejection[pri] = append(t.row.Rejection[pri], a.end.Sub(a.sent))
+		if !a.reached {
+			t.row.Refused[pri] = append(t.row.Refused[pri], a.end.Sub(a.sent))
+		}
 	}
 	switch {
 	case a.timedOut:

@@ -84,6 +84,13 @@ type Row struct {
 	// Latency of OK answers, TTFT of OK answers, time to a shed answer,
 	// and how long timed-out requests waited for nothing, per priority.
 	Latency, TTFT, Rejection, Timeout [3]Samples
+	// Refused is the time to the shed answers (of Rejection) whose
+	// request never reached a provider: refused at the door, from the
+	// queue, or after waiting for a probe's verdict. The others were
+	// answered early, their call already sent to a provider out of
+	// rotation (the gateway says X-Sluice-Attempts on those), and are
+	// bounded by how soon a call can be judged slow, not by admission.
+	Refused [3]Samples
 	// Degraded counts requests answered (ok or late) in the degraded way
 	// their model's degrade: names (X-Sluice-Degraded).
 	Degraded int
@@ -470,7 +477,10 @@ type Summary struct {
 	LatencyMs     map[string]float64        `json:"latency_ms"`
 	TTFTMs        map[string]float64        `json:"ttft_ms"`
 	RejectionMs   map[string]float64        `json:"rejection_ms"`
-	Degraded      int                       `json:"degraded,omitempty"`
+	// RefusedMs is Row.Refused's quantiles: the shed answers of requests
+	// that never reached a provider.
+	RefusedMs map[string]float64 `json:"refused_ms"`
+	Degraded  int                `json:"degraded,omitempty"`
 	// Correct and CorrectPerSec count the OK answers that were right,
 	// when the run graded them; EvalDegraded the eval degradations.
 	Correct       *int            `json:"correct,omitempty"`
@@ -544,7 +554,8 @@ func Summarise(rows []*Row) []Summary {
 	for _, r := range rows {
 		s := Summary{Name: r.Name, Counts: countMap(r.Counts), ByPriority: map[string]map[string]int{},
 			Crashes: r.Crashes, Peak: r.Peak, GoodputPerSec: r.Goodput(), Amplification: r.Amplification(), ExtraCalls: r.Extra, Trips: r.Trips,
-			LatencyMs: quantiles(all(r.Latency)), TTFTMs: quantiles(all(r.TTFT)), RejectionMs: quantiles(all(r.Rejection))}
+			LatencyMs: quantiles(all(r.Latency)), TTFTMs: quantiles(all(r.TTFT)), RejectionMs: quantiles(all(r.Rejection)),
+			RefusedMs: quantiles(all(r.Refused))}
 		for p, pc := range r.ByPriority {
 			if pc.Total() > 0 {
 				s.ByPriority[Priorities[p]] = countMap(pc)
