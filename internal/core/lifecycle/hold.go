@@ -167,7 +167,7 @@ func (e *Engine) armHold(q *request, end time.Time) {
 // out of rotation, q is refused; a passing verdict would have routed it
 // already (syncHolds).
 func (e *Engine) holdEnded(now time.Time, q *request, rd *Ready) {
-	if e.reqs[q.id] != q || !q.held || !q.started.IsZero() {
+	if !e.holds(q) || !q.held || !q.started.IsZero() {
 		return
 	}
 	e.refuseWaiter(now, q, rd)

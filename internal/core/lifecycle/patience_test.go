@@ -53,7 +53,7 @@ func TestFarVerdictRefusesAtOnce(t *testing.T) {
 			t.Errorf("deadline %v: Retry-After %v, want about %v: when the next verdict is due", r.Deadline, d, wantRA)
 		}
 	}
-	if n := len(e.reqs); n != 0 {
+	if n := e.reqs.Len(); n != 0 {
 		t.Errorf("%d requests left in the engine", n)
 	}
 }
@@ -172,13 +172,13 @@ func TestThroughNeedsAFreeSlot(t *testing.T) {
 	// through, and holds one slot of five; four more fill them.
 	for i := range 5 {
 		a, _ := e.Arrive(at(3*time.Second), Request{Targets: []int{0}, Deadline: at(18 * time.Second)})
-		if a.Verdict != admission.Admitted || !e.reqs[a.ID].through {
+		if q, _ := e.reqs.Get(a.ID); a.Verdict != admission.Admitted || !q.through {
 			t.Fatalf("request %d with 15 s left, provider answering in 3 s: %v, want admitted through", i, a.Verdict)
 		}
 	}
 	a, _ := e.Arrive(at(3*time.Second), Request{Targets: []int{0}, Deadline: at(18 * time.Second)})
 	if a.Verdict != admission.Rejected || a.Refusal.Reason != admission.ReasonUnavailable {
-		q := e.reqs[a.ID]
+		q, _ := e.reqs.Get(a.ID)
 		t.Fatalf("a sixth with every slot taken by slow calls: %v (through %v), want refused at once", a.Verdict, q != nil && q.through)
 	}
 }
