@@ -197,6 +197,10 @@ type relayState struct {
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState
+	// outputLimit is how much output is relayed of the answer, for all
+	// its choices answers (runner.Call.OutputLimit; 0: no limit), where
+	// a stream is cut as a length stop (relay_cap.go).
+	outputLimit, choices int64
 }
 
 // fail is the one place an error answer is written and recorded.

@@ -167,6 +167,7 @@ func (h *hop) acquire() bool {
 	}
 	h.call = call
 	x.admitted = true
+	x.outputLimit, x.choices = call.OutputLimit, max(h.req.Choices, 1)
 	x.waited = call.Waited
 	t := h.m.targets[call.Target]
 	x.provider, x.upstreamModel = t.provider.name, t.model
