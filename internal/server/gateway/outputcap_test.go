@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,7 +28,7 @@ type endlessTransport struct {
 
 // endlessBound is how many events a call sends at most: far past any
 // output limit a test sets.
-const endlessBound = 100_000
+const endlessBound = 5_000
 
 func (e *endlessTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
@@ -275,5 +277,101 @@ func responsesLengthStop(t *testing.T, names, data []string) {
 	if err := json.Unmarshal([]byte(data[n-1]), &ev); err != nil || ev.Type != "response.incomplete" || ev.Response.Status != "incomplete" ||
 		ev.Response.Incomplete.Reason != "max_output_tokens" || ev.Response.ID != "resp_1" || ev.Seq != 217 || ev.Response.CreatedAt != 1 {
 		t.Errorf("response.incomplete is not the stream's own length stop (%v): %s", err, data[n-1])
+	}
+}
+
+// A continuation is cut at the same limit as the answer it continues,
+// counting what the broken call relayed: the client gets max_tokens
+// (and the margin) in all, ended as a length stop, and the continuation
+// is billed what it relayed. A continuation that ignored max_tokens was
+// relayed whole: 350 words, billed 372, for max_tokens: 200.
+func TestOutputCapCutsAContinuation(t *testing.T) {
+	p := primary(t, false, breakCut) // 40 words, then the stream is cut
+	var stopped atomic.Int32
+	f := newUpstream(t, func(u *upstream, w http.ResponseWriter, r *http.Request, _ map[string]any) {
+		s := startSSE(w, false)
+		for i := 40; i < 40+endlessBound; i++ {
+			if r.Context().Err() != nil {
+				stopped.Add(1)
+				return
+			}
+			s.raw(fmt.Sprintf("data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}\n\n", word(i)))
+		}
+	})
+	y := fmt.Sprintf(`
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+log: {format: json}
+providers:
+  - {name: primary, kind: openai, base_url: %s, continuation: none}
+  - {name: fallback, kind: openai, base_url: %s, continuation: prefill}
+models:
+  - name: m
+    targets:
+      - {provider: primary, model: up}
+      - {provider: fallback, model: up}
+`, p.srv.URL, f.srv.URL)
+	cfg, err := config.Parse([]byte(y), "cap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	sw := &syncWriter{w: logs}
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(sw, cfg.Log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.Close)
+
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(raw) > 1<<20 {
+		t.Fatalf("status %d, %d bytes", resp.StatusCode, len(raw))
+	}
+	_, data := sseNamed(string(raw))
+	var text strings.Builder
+	for _, d := range data {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if want := wordsText(0, 216); text.String() != want {
+		t.Errorf("the client got %d words, want the first 216 exactly once:\n%s", len(strings.Fields(text.String())), text.String())
+	}
+	openAILengthStop(false)(t, nil, data)
+	if got := resp.Trailer.Get("X-Sluice-Continuation"); !strings.Contains(got, "to=fallback") {
+		t.Errorf("trailer X-Sluice-Continuation %q, want the continuation named", got)
+	}
+	waitFor(t, "the continuation's call to be stopped", func() bool { return stopped.Load() >= 1 })
+	var line map[string]any
+	waitFor(t, "the request's log line", func() bool {
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+				line = m
+				return true
+			}
+		}
+		return false
+	})
+	if line["outcome"] != "ok" || line["reason"] != "output_cap" || line["output_tokens"] != float64(216) {
+		t.Errorf("logged %v/%v with %v output tokens; want ok/output_cap with 216, the 40 relayed and the continuation's 176",
+			line["outcome"], line["reason"], line["output_tokens"])
 	}
 }

@@ -34,6 +34,9 @@ import (
 //   - A large answer that turns out malformed, or breaks off, after its
 //     status went out: the connection is aborted, so the client sees a
 //     broken response rather than a short one that looks whole.
+//   - A provider that ignores max_tokens: a stream is relayed up to the
+//     request's output limit, counted by its events, and ended there as
+//     a length stop in the client's dialect (relay_cap.go).
 //
 // Every stream, translated or continued or not, takes one relay
 // (relayStream): one read loop (pump), one clock for idleness and
@@ -584,7 +587,8 @@ func (s *streamRelay) end(err error) {
 
 // mend gives a stream complete by content the terminator its client
 // expects: the finish reason came, the terminator did not (err says the
-// stream was unterminated). It returns the stream's verdict then.
+// stream was unterminated); and a stream cut at its output limit its
+// length stop (errOutputCap). It returns the stream's verdict then.
 func (s *streamRelay) mend(err error) error {
 	if err == errOutputCap {
 		// Cut at its limit: a length stop ends it (relay_cap.go).
