@@ -94,6 +94,9 @@ type budgetHold struct {
 	// (budgets.go); zero when nothing needs it counted.
 	inputTokens int64
 	exactCount  bool // inputTokens is in the model's own encoding
+	// namedMax: the request named its max_tokens (a 413 for its output
+	// says what to set when it did not).
+	namedMax bool
 	// shared: the key's budget in the fleet's store holds sharedReserved
 	// for this request; sharedStatus is that budget as the store last
 	// answered (haveShared), for the rate-limit headers.

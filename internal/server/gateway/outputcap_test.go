@@ -168,6 +168,9 @@ func TestOutputCapCutsAProviderThatIgnoresMaxTokens(t *testing.T) {
 		{name: "responses", path: "/v1/responses",
 			body: `{"model":"mock-gpt","stream":true,"max_output_tokens":200,"input":"hi"}`,
 			text: "word ", limit: 216, events: 216, check: responsesLengthStop},
+		{name: "responses, bridged to a chat stream and translated", path: "/v1/responses",
+			body: `{"model":"mock-claude","stream":true,"max_output_tokens":200,"input":"hi"}`,
+			text: "word ", limit: 216, events: 216, check: bridgedLengthStop},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			up := &endlessTransport{text: c.text}
@@ -187,7 +190,8 @@ func TestOutputCapCutsAProviderThatIgnoresMaxTokens(t *testing.T) {
 			names, data := sseNamed(string(body))
 			texts := 0
 			for i, d := range data {
-				if strings.Contains(d, strings.TrimSpace(c.text)) || (names[i] == "" && strings.Contains(d, `"content":"word`)) {
+				delta := names[i] == "" || strings.HasSuffix(names[i], "delta") // not a done event's whole text
+				if delta && strings.Contains(d, strings.TrimSpace(c.text)) {
 					texts++
 				}
 			}
@@ -253,6 +257,16 @@ func completionLengthStop(t *testing.T, names, data []string) {
 	n := len(data)
 	if n < 2 || data[n-1] != "[DONE]" || !strings.Contains(data[n-2], `"object":"text_completion"`) || !strings.Contains(data[n-2], `"finish_reason":"length"`) {
 		t.Fatalf("the stream does not end with a text_completion length stop and [DONE]: %q", data[max(0, n-2):])
+	}
+}
+
+// bridgedLengthStop: the bridge writes the chat length stop as the
+// Responses API's own.
+func bridgedLengthStop(t *testing.T, names, data []string) {
+	t.Helper()
+	n := len(names)
+	if n < 1 || names[n-1] != "response.incomplete" || !strings.Contains(data[n-1], `"reason":"max_output_tokens"`) {
+		t.Fatalf("the stream does not end with response.incomplete for max_output_tokens: %q %q", names[max(0, n-2):], data[max(0, n-1):])
 	}
 }
 
@@ -373,5 +387,36 @@ models:
 	if line["outcome"] != "ok" || line["reason"] != "output_cap" || line["output_tokens"] != float64(216) {
 		t.Errorf("logged %v/%v with %v output tokens; want ok/output_cap with 216, the 40 relayed and the continuation's 176",
 			line["outcome"], line["reason"], line["output_tokens"])
+	}
+}
+
+// A provider that keeps to max_tokens is never cut: its answer, as long
+// as the cap, reaches the client as it sent it, with its own finish.
+func TestOutputCapLeavesAnHonestProviderAlone(t *testing.T) {
+	for _, c := range []struct{ name, path, body string }{
+		{"openai, at max_tokens", "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`},
+		{"anthropic, at max_tokens", "/v1/messages", `{"model":"mock-claude","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`},
+		{"openai client, anthropic provider", "/v1/chat/completions", `{"model":"mock-claude","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`},
+		{"openai, at the default", "/v1/chat/completions", `{"model":"mock-gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t, mock.Config{OutputTokens: mock.TokenRange{Min: 200, Max: 200}}, func(cfg *config.Config) {
+				cfg.Log.Format = "json"
+				for i := range cfg.Models {
+					cfg.Models[i].DefaultMaxTokens = 200
+				}
+			})
+			status, _, body := s.do(c.path, c.body, nil)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			l := logFields(t, s)
+			if l["outcome"] != "ok" || l["reason"] != nil {
+				t.Errorf("logged %v/%v, want ok and no reason: an answer within its cap was cut", l["outcome"], l["reason"])
+			}
+			if out, _ := l["output_tokens"].(float64); out != 200 {
+				t.Errorf("logged %v output tokens, want the provider's 200", l["output_tokens"])
+			}
+		})
 	}
 }
