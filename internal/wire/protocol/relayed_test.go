@@ -23,7 +23,7 @@ func TestRelayedCountsEventsAndBytes(t *testing.T) {
 	for range 10 {
 		b.WriteString(chunk("word "))
 	}
-	b.WriteString(chunk(strings.Repeat("a", 4096)))     // one event, 128 tokens' worth
+	b.WriteString(chunk(strings.Repeat("a", 4096)))    // one event, 128 tokens' worth
 	b.WriteString(chunk(strings.Repeat("b", 100<<10))) // too large to read: counted by its size
 	if _, ok, _ := c.Feed([]byte(b.String())); !ok {
 		t.Fatal("the stream did not check")
