@@ -280,7 +280,7 @@ func (c *Config) validateLanes(v *checker) {
 
 func (c *Config) validateDegrade(v *checker, i int, m *Model) {
 	if m.DefaultMaxTokens < 0 {
-		v.add(fmt.Sprintf("models[%d].default_max_tokens", i), "%d is negative; write e.g. 4096, or leave it out for 1024", m.DefaultMaxTokens)
+		v.add(fmt.Sprintf("models[%d].default_max_tokens", i), "%d is negative; write e.g. 8192, or leave it out for 4096", m.DefaultMaxTokens)
 	}
 	d := m.Degrade
 	if d == nil {

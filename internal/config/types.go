@@ -480,9 +480,12 @@ type Model struct {
 	// Degrade, when set, serves the model's background requests under
 	// pressure in a cheaper way instead of refusing them.
 	Degrade *Degrade `yaml:"degrade"`
-	// DefaultMaxTokens is what a request naming no max_tokens reserves
-	// of its key's output budget until its usage settles it (default
-	// 1024; more for reasoning models, whose answers run long).
+	// DefaultMaxTokens is the output cap of a request naming no
+	// max_tokens (default 4096, lifecycle.DefaultMaxOutput; more for
+	// reasoning models, whose answers run long): what it reserves of its
+	// key's output budget until its usage settles it, how long its whole
+	// answer may take before it is slow, and where the gateway cuts what
+	// it relays (lifecycle.Engine.OutputLimit).
 	DefaultMaxTokens int64 `yaml:"default_max_tokens"`
 	// Evals, when set, is the model's eval set: prompts with checks run
 	// against every target on a schedule; a target that fails too many

@@ -121,8 +121,10 @@ type request struct {
 	uid uint64
 	st  *flow // the traffic stream it belongs to
 	// inTok is its prompt's tokens; maxOut the max_tokens this attempt
-	// asks for (0: none), after degradation.
-	inTok, maxOut int64
+	// asks for (0: none), after degradation; outLimit, the output the
+	// gateway relays of its answer (lifecycle.Engine.OutputLimit), where
+	// it cuts an upstream that goes on past it.
+	inTok, maxOut, outLimit int64
 	// route is this attempt's route: its model's, or that of the model it
 	// was degraded to. Its Targets are the providers in failover order,
 	// its Continue what each can do to continue a broken stream.
@@ -667,6 +669,7 @@ func (r *run) arrive(q *request) {
 		deadline = max(r.clients.AttemptDeadline(r.now-q.first), time.Millisecond)
 	}
 	req := r.request(q, deadline)
+	q.outLimit = rp.eng.OutputLimit(req)
 	if r.fleet != nil && !r.fleet.take(r, q, req) {
 		return // refused by the key's shared budget
 	}

@@ -236,6 +236,9 @@ func (r *run) generate(c *upCall) {
 		if mt := c.q.maxOut; mt > 0 {
 			tokens = min(tokens, int(mt))
 		}
+		if lim := c.q.outLimit; lim > 0 {
+			tokens = min(tokens, int(lim)) // the gateway cuts it there
+		}
 		prompt = c.q.inTok
 	}
 	if c.probe != 0 {

@@ -29,10 +29,15 @@ import (
 //     relayed), so a key that asked for 4,000 tokens and got 300 pays
 //     for 300. A request that never started is refunded whole.
 
-// DefaultOutputReserve is the output reservation of a request that names
-// no max_tokens: a typical chat answer's allowance. Its settlement
-// charges what it used, either way.
-const DefaultOutputReserve = 1024
+// DefaultMaxOutput is the output cap of each answer of a request that
+// names no max_tokens, on a model with no default_max_tokens
+// (Route.DefaultOutput): what it reserves of its budgets, how long its
+// answer may take to generate before it is slow (inFlightAllowance), and
+// where its host cuts what it relays (OutputLimit). It is the max_tokens
+// translation gives an Anthropic request whose client named none, and
+// what spend limits reserve for it, so one number holds throughout.
+// Settlement charges what was used either way.
+const DefaultMaxOutput = 4096
 
 // NoOutput is Request.MaxOutput for an endpoint that generates no output
 // tokens (embeddings): it reserves none and is charged none.
@@ -51,7 +56,7 @@ type Budgets struct {
 	// an upstream model on provider s to its own.
 	Scopes []quota.Limits
 	Models []map[string]quota.Limits
-	// OutputReserve replaces DefaultOutputReserve when positive.
+	// OutputReserve replaces DefaultMaxOutput when positive.
 	OutputReserve int64
 	// SharedKeys: the keys' budgets are kept by the host, in the fleet's
 	// shared store; the engine does not take from them, and reads Keys
@@ -115,7 +120,7 @@ func budgetOf(l quota.Limits) *quota.Budget {
 func newBooks(c Budgets) books {
 	bk := books{large: budgetOf(c.Large), largeMin: c.LargeMinInput, reserve: c.OutputReserve, shared: c.SharedKeys}
 	if bk.reserve <= 0 {
-		bk.reserve = DefaultOutputReserve
+		bk.reserve = DefaultMaxOutput
 	}
 	for i, l := range c.Keys {
 		bk.setKey(i+1, l)
@@ -200,28 +205,74 @@ func (bk *books) lane(r Request) int {
 	return 0
 }
 
-// cost is what r reserves: its max_tokens once for each answer it asks
-// for (Choices: n = 10 with max_tokens 100 may well use 1,000). A
-// request that names no max_tokens reserves the default allowance per
-// answer, or its key's whole output budget if that is less (its
-// settlement charges what it used either way).
+// cost is what r reserves: its output cap (perAnswer) once for each
+// answer it asks for (Choices: n = 10 with max_tokens 100 may well use
+// 1,000), which is more than its key's whole budget when n answers of
+// the cap are (refused then, as Never: a 413).
 func (bk *books) cost(r Request) quota.Cost {
-	out := r.MaxOutput
+	return quota.Cost{Requests: 1, InputTokens: max(r.InputTokens, 0), OutputTokens: choices(bk.perAnswer(r), r.Choices)}
+}
+
+// perAnswer is the output cap of each of r's answers: its max_tokens,
+// or, when it names none, its route's default (Route.DefaultOutput),
+// else the engine's (DefaultMaxOutput), but never more than its key's
+// whole output budget, so that a key whose minute holds less than the
+// default can still be asked without max_tokens (and gets at most its
+// minute's worth). 0 for an endpoint that generates none. Leaving
+// max_tokens out is asking for this cap: it is reserved, it sets how
+// long the answer may take to generate, and the host cuts what it
+// relays at it (OutputLimit).
+func (bk *books) perAnswer(r Request) int64 {
 	switch {
-	case out == NoOutput:
-		out = 0
-	case out <= 0:
-		out = choices(bk.reserve, r.Choices)
-		if r.DefaultOutput > 0 {
-			out = choices(r.DefaultOutput, r.Choices)
-		}
-		if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
-			out = min(out, bk.outCap[k])
-		}
-	default:
-		out = choices(out, r.Choices)
+	case r.MaxOutput == NoOutput:
+		return 0
+	case r.MaxOutput > 0:
+		return r.MaxOutput
 	}
-	return quota.Cost{Requests: 1, InputTokens: max(r.InputTokens, 0), OutputTokens: out}
+	out := bk.reserve
+	if r.DefaultOutput > 0 {
+		out = r.DefaultOutput
+	}
+	if k := r.Key - 1; k >= 0 && k < len(bk.outCap) && bk.outCap[k] > 0 {
+		out = min(out, bk.outCap[k])
+	}
+	return out
+}
+
+// OutputMargin is how far past its cap a request's relayed output may
+// go before its host cuts it (OutputLimit): 1/32 of the cap, at least
+// 16 tokens. A host counts what it relays from the stream's events
+// (about a token an event), never more than a provider that keeps to
+// max_tokens generates; the margin is room for a count that differs by
+// a few tokens, never for a provider that ignores the cap.
+func OutputMargin(cap int64) int64 {
+	if cap <= 0 {
+		return 0
+	}
+	return min(max(16, cap/32), maxReserve)
+}
+
+// OutputLimit is how much output a host relays for r, whatever its
+// provider sends: r's output cap for all its answers (its reservation)
+// plus OutputMargin; 0 for an endpoint that generates none. Past it,
+// the host ends the answer as a length stop in the client's dialect,
+// and settles it with what it relayed: no count past the limit is
+// charged (used).
+func (e *Engine) OutputLimit(r Request) int64 { return e.books.limit(r) }
+
+// OutputLimitOf is OutputLimit of request id, as it arrived; 0 for an
+// id the engine does not hold.
+func (e *Engine) OutputLimitOf(id ID) int64 {
+	if q, ok := e.reqs.Get(id); ok {
+		return e.books.limit(q.req)
+	}
+	return 0
+}
+
+// limit: see OutputLimit.
+func (bk *books) limit(r Request) int64 {
+	c := bk.cost(r).OutputTokens
+	return c + OutputMargin(c)
 }
 
 // maxReserve bounds one request's output reservation, so that a huge
@@ -358,12 +409,10 @@ func (bk *books) used(r Request, o Outcome) quota.Cost {
 	case o.InputTokens > 0:
 		u.InputTokens = in
 	}
-	// No answer can be longer than the max_tokens it was asked with (n
-	// answers, n times that): a count past it is the provider's error,
-	// not the key's cost.
-	if r.MaxOutput > 0 || r.MaxOutput == NoOutput {
-		u.OutputTokens = min(u.OutputTokens, c.OutputTokens)
-	}
+	// No answer is longer than its host relays (OutputLimit: its cap,
+	// n answers n times it, and the margin): a count past it is the
+	// provider's error, not the key's cost.
+	u.OutputTokens = min(u.OutputTokens, bk.limit(r))
 	return u
 }
 

@@ -176,7 +176,7 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 			r := reqs[id]
 			in, out := r.InputTokens, r.MaxOutput
 			if out == 0 {
-				out = DefaultOutputReserve
+				out = DefaultMaxOutput
 			}
 			switch {
 			case o.UsageKnown:
@@ -193,9 +193,12 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 			if o.InputTokens > 0 {
 				in = o.InputTokens // the provider's input count settles the input, however it ended
 			}
-			if r.MaxOutput > 0 {
-				out = min(out, r.MaxOutput) // no answer is longer than it was allowed
+			// No answer is longer than it was allowed, and the margin.
+			cap := r.MaxOutput
+			if cap <= 0 {
+				cap = DefaultMaxOutput
 			}
+			out = min(out, cap+OutputMargin(cap))
 			used[r.Key][quota.Requests]++
 			used[r.Key][quota.InputTokens] += in
 			used[r.Key][quota.OutputTokens] += out
@@ -228,21 +231,29 @@ func TestBudgetsDoNotLeak(t *testing.T) {
 }
 
 // A request naming no max_tokens reserves its route's default, else the
-// engine's, never more than its key's output budget.
+// engine's, never more for each answer than its key's output budget; its
+// output is relayed up to that and the margin.
 func TestDefaultOutputReservation(t *testing.T) {
 	e := budgetEngine(Budgets{Keys: []quota.Limits{perMinute(0, 0, 100000), perMinute(0, 0, 500)}})
 	for _, c := range []struct {
 		r    Request
 		want int64
 	}{
-		{Request{Targets: []int{0}, Key: 1}, DefaultOutputReserve},
+		{Request{Targets: []int{0}, Key: 1}, DefaultMaxOutput},
 		{Request{Targets: []int{0}, Key: 1, DefaultOutput: 8000}, 8000},
 		{Request{Targets: []int{0}, Key: 1, MaxOutput: 300, DefaultOutput: 8000}, 300},
 		{Request{Targets: []int{0}, Key: 2}, 500},
 		{Request{Targets: []int{0}, Key: 1, MaxOutput: NoOutput}, 0},
+		{Request{Targets: []int{0}, Key: 2, Choices: 3}, 1500},
 	} {
 		if got := e.books.cost(c.r).OutputTokens; got != c.want {
 			t.Errorf("%+v reserves %d output tokens, want %d", c.r, got, c.want)
 		}
+		if got, want := e.OutputLimit(c.r), c.want+OutputMargin(c.want); got != want {
+			t.Errorf("%+v is relayed up to %d output tokens, want %d", c.r, got, want)
+		}
+	}
+	if OutputMargin(200) != 16 || OutputMargin(4096) != 128 || OutputMargin(0) != 0 {
+		t.Errorf("margins %d %d %d, want 16, 128 and 0", OutputMargin(200), OutputMargin(4096), OutputMargin(0))
 	}
 }

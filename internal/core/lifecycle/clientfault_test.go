@@ -89,8 +89,9 @@ func longAnswers(t *testing.T, maxOut int64, out int, took time.Duration, warm i
 }
 
 // One client asking for long whole answers (3 s of generation against a
-// 1 s slow threshold) is the client's choice: its provider generates at
-// a healthy rate, so its breaker stays closed. The same time with almost
+// 1 s slow threshold) is the client's choice, whether it names a
+// max_tokens or not: its provider generates at a healthy rate, so its
+// breaker stays closed. The same time with almost
 // no output is a slow provider, and trips it, whether or not the request
 // named a max_tokens.
 func TestLongWholeAnswersAreNotSlow(t *testing.T) {
@@ -105,6 +106,14 @@ func TestLongWholeAnswersAreNotSlow(t *testing.T) {
 	// old rule tripped for as long as the flood lasted).
 	if trips, _ := longAnswers(t, 400, 300, 3*time.Second, 0); trips > 1 {
 		t.Errorf("300-token answers in 3 s, max_tokens 400, cold: %d trips; want at most the first wave's one", trips)
+	}
+	// A request that names no max_tokens asks for its default cap
+	// (DefaultMaxOutput), and is watched as long as that takes at the
+	// rate the provider showed, as one naming it would be: leaving
+	// max_tokens out trips nothing (it tripped every round, judged at the
+	// bare threshold).
+	if trips, moved := longAnswers(t, 0, 300, 3*time.Second, 2); trips != 0 || moved != 0 {
+		t.Errorf("300-token answers in 3 s, no max_tokens, after two answers: %d trips, %d requests moved; want none", trips, moved)
 	}
 	if trips, _ := longAnswers(t, 0, 2, 3*time.Second, 2); trips == 0 {
 		t.Error("2-token answers in 3 s, no max_tokens: no trip; a provider that slow must be caught")

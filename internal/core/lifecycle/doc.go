@@ -172,5 +172,11 @@
 //     then flagged slow; latencies are judged from Outcome.Ended (or the
 //     deadline), not the report's time.
 //   - Whole answers: with the Total signal a call's slow checks allow
-//     its output's time at MinTokenRate (generation).
+//     its output's time at MinTokenRate (generation); in flight, its
+//     output cap's (books.perAnswer: max_tokens, or the default a request
+//     without one reserves) at the rate the scope showed.
+//   - Output caps: every request has one, named or not (its max_tokens,
+//     else its route's default, else DefaultMaxOutput, never more per
+//     answer than its key's whole output budget); it reserves it, and
+//     its host relays at most OutputLimit of its answer.
 package lifecycle

@@ -162,8 +162,9 @@ type Route struct {
 	// Degrade, when set, says how the model's background requests are
 	// served under pressure (Engine.ShouldDegrade).
 	Degrade *Degradation
-	// DefaultOutput is what a request naming no max_tokens reserves
-	// (0: Budgets.OutputReserve).
+	// DefaultOutput is the output cap of a request naming no max_tokens
+	// (its models' default_max_tokens; 0: Budgets.OutputReserve, else
+	// DefaultMaxOutput): see books.perAnswer.
 	DefaultOutput int64
 	// InvalidFails: an answer that breaks the request's declared schema
 	// (Outcome.Invalid) counts as an error in its provider's breaker.
@@ -215,8 +216,9 @@ type Request struct {
 	// MaxOutput (OpenAI's n, or best_of when larger): it reserves that
 	// many allowances. 0 or 1: one.
 	Choices int64
-	// DefaultOutput replaces Budgets.OutputReserve for a request that
-	// names no max_tokens, when positive (Route.DefaultOutput).
+	// DefaultOutput replaces Budgets.OutputReserve as the output cap of
+	// a request that names no max_tokens, when positive
+	// (Route.DefaultOutput; books.perAnswer).
 	DefaultOutput int64
 	// InvalidFails (Route.InvalidFails): an invalid answer is an error
 	// for its provider's breaker.
@@ -857,8 +859,9 @@ func (e *Engine) start(now time.Time, q *request) {
 	// Slow means past a threshold, not at it. The breaker and the limit
 	// each judge by their own threshold; a limit without one hears of a
 	// call when the breaker calls it slow.
-	// A whole answer may take as long as its max_tokens take to generate
-	// on top, at the rate the provider has shown (inFlightAllowance).
+	// A whole answer may take as long as its output cap (its max_tokens,
+	// or the default it reserves without one) takes to generate on top,
+	// at the rate the provider has shown (inFlightAllowance).
 	q.allow = 0
 	if sc := e.scope(q.scope); sc != nil {
 		q.allow = e.inFlightAllowance(sc, q)
@@ -1045,19 +1048,23 @@ const rateRing = 16
 
 // inFlightAllowance is how long past its thresholds a call of q's on sc
 // is watched before it is flagged slow while in flight: the time its
-// max_tokens take at the generation rate the scope's recent healthy
-// whole answers showed (their median, so one client's answers cannot
-// set it), never more than at ScopeConfig.MinTokenRate, and at most
-// half its breaker's window (a flag later than that would land among
-// start times the slow rate no longer judges, and a brownout would
+// output cap (books.perAnswer: its max_tokens, or without one the
+// default it reserves) takes at the generation rate the scope's recent
+// healthy whole answers showed (their median, so one client's answers
+// cannot set it), never more than at ScopeConfig.MinTokenRate, and at
+// most half its breaker's window (a flag later than that would land
+// among start times the slow rate no longer judges, and a brownout would
 // never trip). A whole answer gives no sign of progress until it ends,
-// so a long answer and a silent provider look alike in flight. Until
-// the provider has shown a rate, there is no allowance: the first
-// requests into a broken provider are judged at the threshold, as every
-// request was before; a long answer flagged then is judged again at its
-// end by what it produced (generation), and teaches the rate.
+// so a long answer and a silent provider look alike in flight; a request
+// that names no max_tokens is allowed what it may generate, as one
+// that names the default is, so leaving it out trips nothing. Until the
+// provider has shown a rate, there is no allowance: the first requests
+// into a broken provider are judged at the threshold, as every request
+// was before; a long answer flagged then is judged again at its end by
+// what it produced (generation), and teaches the rate.
 func (e *Engine) inFlightAllowance(sc *scope, q *request) time.Duration {
-	if q.req.MaxOutput <= 1 || e.generation(sc, q, 2) == 0 {
+	out := e.books.perAnswer(q.req)
+	if out <= 1 || e.generation(sc, q, 2) == 0 {
 		return 0
 	}
 	var buf [rateRing]float64
@@ -1071,7 +1078,7 @@ func (e *Engine) inFlightAllowance(sc *scope, q *request) time.Duration {
 		return 0
 	}
 	slices.Sort(rs)
-	tokens := int(min(q.req.MaxOutput, 1<<20))
+	tokens := int(min(out, 1<<20))
 	allow := min(time.Duration(float64(tokens-1)*float64(time.Second)/rs[len(rs)/2]), e.generation(sc, q, tokens))
 	if b := sc.cfg.Breaker; b != nil {
 		allow = min(allow, b.Window()/2)

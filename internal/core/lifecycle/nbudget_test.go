@@ -22,7 +22,8 @@ func providerRemaining(t *testing.T, e *Engine, s int, d quota.Dimension) int64 
 // n answers of max_tokens each: n = 10 with max_tokens 100 reserves
 // 1,000 output tokens, and the 1,000 the provider reports are charged
 // to the key and to the provider's account, not capped at 100. A count
-// past n × max_tokens is still the provider's error, capped there.
+// past n × max_tokens and the margin a host relays (OutputLimit) is
+// still the provider's error, capped there.
 func TestChoicesReserveAndSettle(t *testing.T) {
 	for _, c := range []struct {
 		name           string
@@ -32,7 +33,7 @@ func TestChoicesReserveAndSettle(t *testing.T) {
 	}{
 		{"n=10 reports 1000", 10, 1000, 1000, 1000},
 		{"n=10 reports 400", 10, 400, 1000, 400},
-		{"n=10 reports an absurd count", 10, 50_000, 1000, 1000},
+		{"n=10 reports an absurd count", 10, 50_000, 1000, 1000 + 31},
 		{"n=1", 1, 100, 100, 100},
 		{"n unset", 0, 100, 100, 100},
 	} {
@@ -63,6 +64,27 @@ func TestChoicesReserveAndSettle(t *testing.T) {
 	if a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Key: 1, MaxOutput: 100, Choices: 10}); a.Verdict != admission.Rejected || !a.Budget.Never {
 		t.Fatalf("n=10 x 100 against a 500 burst: %+v, want refused for good", a)
 	}
+	// n answers without max_tokens are n answers of the default cap
+	// (never more each than the key's whole budget): 10 of them against
+	// a 500 burst are refused for good, as 10 x 100 are; they were let
+	// through, reserving 500, and drew 20,000.
+	e = budgetEngine(Budgets{Keys: []quota.Limits{perMinute(0, 0, 500)}})
+	if a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Key: 1, Choices: 10}); a.Verdict != admission.Rejected || !a.Budget.Never {
+		t.Fatalf("n=10 without max_tokens against a 500 burst: %+v, want refused for good", a)
+	}
+	// One answer without max_tokens is the key's minute at most, as
+	// before: asked, reserved, and cut there (OutputLimit).
+	a, _ := e.Arrive(at(0), Request{Targets: []int{0}, Key: 1})
+	if a.Verdict != admission.Admitted || e.KeyReserved(1)[quota.OutputTokens] != 500 {
+		t.Fatalf("n=1 without max_tokens against a 500 burst: %+v reserving %d, want admitted reserving 500", a, e.KeyReserved(1)[quota.OutputTokens])
+	}
+	if got := e.OutputLimit(Request{Key: 1}); got != 500+16 {
+		t.Fatalf("its output limit is %d, want 516 (the cap and the margin)", got)
+	}
+	if got := e.Used(Request{Key: 1}, Outcome{Kind: OK, OutputTokens: 20_000}).OutputTokens; got != 516 {
+		t.Fatalf("a count of 20,000 is charged as %d, want 516: no more than the limit", got)
+	}
+	e.Finish(at(0), a.ID, Outcome{Kind: OK, OutputTokens: 20_000})
 	// n with no max_tokens: n default allowances, within the key's budget.
 	e = budgetEngine(Budgets{Keys: []quota.Limits{perMinute(0, 0, 100_000)}, OutputReserve: 1000})
 	if e.Reservation(Request{Key: 1, Choices: 3}).OutputTokens != 3000 {

@@ -161,6 +161,13 @@ func TestNAnswersAreChargedInFull(t *testing.T) {
 	if status, _, body := s2.do("/v1/chat/completions", `{"model":"mock-gpt","n":10,"max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, bearer("sk-k")); status != 413 {
 		t.Errorf("n=10 x 100 against 500 a minute: %d %s, want 413", status, body)
 	}
+	// So is one that leaves max_tokens out: ten answers of the model's
+	// default (here, of the key's whole 500) cannot fit either. It was
+	// admitted, reserving 500, and drew 20,000; the 413 says what to set.
+	status, _, body = s2.do("/v1/chat/completions", `{"model":"mock-gpt","n":10,"messages":[{"role":"user","content":"hi"}]}`, bearer("sk-k"))
+	if status != 413 || !strings.Contains(string(body), "names no max_tokens") || !strings.Contains(string(body), "at most 50") {
+		t.Errorf("n=10 without max_tokens against 500 a minute: %d %s, want 413 saying to set max_tokens to at most 50", status, body)
+	}
 }
 
 // A stream the provider cuts after 20 tokens is charged those 20 (the

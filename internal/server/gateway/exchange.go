@@ -94,6 +94,9 @@ type budgetHold struct {
 	// (budgets.go); zero when nothing needs it counted.
 	inputTokens int64
 	exactCount  bool // inputTokens is in the model's own encoding
+	// namedMax: the request named its max_tokens (a 413 for its output
+	// says what to set when it did not).
+	namedMax bool
 	// shared: the key's budget in the fleet's store holds sharedReserved
 	// for this request; sharedStatus is that budget as the store last
 	// answered (haveShared), for the rate-limit headers.
@@ -201,6 +204,10 @@ type relayState struct {
 	// cont is what a broken stream needs to be continued, and names the
 	// continuation when it was (relay_continue.go).
 	cont contState
+	// outputLimit is how much output is relayed of the answer, for all
+	// its choices answers (runner.Call.OutputLimit; 0: no limit), where
+	// a stream is cut as a length stop (relay_cap.go).
+	outputLimit, choices int64
 }
 
 // fail is the one place an error answer is written and recorded.

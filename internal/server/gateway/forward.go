@@ -262,6 +262,10 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	k := x.creds.scrubber()
 	data = k.text(data)
+	reason := "upstream_status"
+	if status >= 500 && namesSocket(data) {
+		data, reason = unreachableBody(g.log, x.endpoint.Dialect, p.name, status, data), "upstream_unreachable"
+	}
 	copyResponseHeaders(w.Header(), resp.Header, k)
 	if x.retryAfter > 0 {
 		// The provider's wait, bounded as the engine bounds it.
@@ -275,7 +279,7 @@ func (g *Gateway) relayRefusal(ctx context.Context, w http.ResponseWriter, r *ht
 	n, _ := writerFor(w, x, g.writeTimeout).write(data)
 	x.bytesOut = int64(n)
 	// The provider's own error, passed through in its own shape.
-	x.outcome, x.reason = outcomeUpstreamError, "upstream_status"
+	x.outcome, x.reason = outcomeUpstreamError, reason
 }
 
 // retryAfter reads a provider's Retry-After: retry-after-ms, or

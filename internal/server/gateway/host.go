@@ -183,7 +183,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().evals.serve(w, r) })
-	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keys.env() }}).Handler()
+	keysAPI := (&keystore.API{Store: h.keys, Guarded: h.token != "", Env: func() keystore.Env { return h.cur.Load().keys.env() }, Log: h.log}).Handler()
 	mux.Handle("/admin/keys", keysAPI)
 	mux.Handle("/admin/keys/", keysAPI)
 	mux.Handle("/admin/usage", h.usage)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/lifecycle"
+	"github.com/sluice-gw/sluice/internal/core/quota"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
@@ -62,6 +63,14 @@ func budgetRefused(m *metrics.Metrics, w http.ResponseWriter, x *exchange, rej *
 	dim := strings.ReplaceAll(rej.Dimension, "_", " ")
 	kind, outcome := replyStatus(reply)
 	if reply.Kind == lifecycle.ReplyTooLarge {
+		if o := x.key; o != nil && rej.Reason == admission.ReasonKeyBudget && rej.Dimension == quota.OutputTokens.String() && !x.namedMax {
+			// Leaving max_tokens out is asking for the model's default
+			// cap, for each answer (lifecycle.DefaultMaxOutput).
+			whole := max(o.limits[quota.OutputTokens].Burst, o.limits[quota.OutputTokens].PerMinute)
+			x.fail(w, kind, outcome, string(rej.Reason),
+				fmt.Sprintf("the request names no max_tokens, so each of its %d answers reserves the model's default output cap (default_max_tokens), which together need more output tokens than this key's whole per-minute budget (%d); set max_tokens to at most %d", x.choices, whole, whole/max(x.choices, 1)), 0)
+			return
+		}
 		x.fail(w, kind, outcome, string(rej.Reason),
 			fmt.Sprintf("the request needs more %s than %s whole per-minute budget (%d input tokens counted, max_tokens reserved); shorten it or lower max_tokens", dim, subject, x.inputTokens), 0)
 		return

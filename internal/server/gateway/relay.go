@@ -34,6 +34,9 @@ import (
 //   - A large answer that turns out malformed, or breaks off, after its
 //     status went out: the connection is aborted, so the client sees a
 //     broken response rather than a short one that looks whole.
+//   - A provider that ignores max_tokens: a stream is relayed up to the
+//     request's output limit, counted by its events, and ended there as
+//     a length stop in the client's dialect (relay_cap.go).
 //
 // Every stream, translated or continued or not, takes one relay
 // (relayStream): one read loop (pump), one clock for idleness and
@@ -145,6 +148,14 @@ type streamRelay struct {
 	// out is what the relay writes of its own (a continuation's events,
 	// the stream's ending), reused.
 	out []byte
+	// The output relayed (relay_cap.go): capBase by the sources before
+	// this one, relayedOut in all, up to the last event passed; cut: the
+	// stream reached its limit, and was cut there.
+	capBase, relayedOut int64
+	cut                 bool
+	// nextSeq is the Responses API's sequence_number after the last
+	// event passed (a length stop's).
+	nextSeq int64
 }
 
 // relayStream copies an SSE answer to the client as it arrives, whole
@@ -360,17 +371,23 @@ func (s *streamRelay) events(p []byte, whole bool) ([]byte, error) {
 		i++ // the stream's last event, closed without its blank line
 	}
 	in := marks[s.src.seen:i]
+	from := s.markStart(marks, s.src.seen)
 	s.src.seen = i
 	if i == len(marks) {
 		defer s.clearMarks()
 	}
+	p, in, cut := s.capped(p, in, from)
 	if s.src.splice != nil {
-		return s.src.splice.events(s, p, in)
+		out, err := s.src.splice.events(s, p, in)
+		if err == nil {
+			err = cut
+		}
+		return out, err
 	}
 	if s.filters.dropUsage {
 		p = dropInjectedUsage(p, s.src.off, in)
 	}
-	return p, nil
+	return p, cut
 }
 
 // clearMarks lets the check forget the marks the relay has taken.
@@ -533,6 +550,9 @@ func (s *streamRelay) end(err error) {
 	switch {
 	case err == nil:
 		x.outcome = outcomeOK
+		if s.cut {
+			x.reason = reasonOutputCap
+		}
 		if len(tail) > 0 {
 			s.cw.write(tail)
 		}
@@ -567,8 +587,13 @@ func (s *streamRelay) end(err error) {
 
 // mend gives a stream complete by content the terminator its client
 // expects: the finish reason came, the terminator did not (err says the
-// stream was unterminated). It returns the stream's verdict then.
+// stream was unterminated); and a stream cut at its output limit its
+// length stop (errOutputCap). It returns the stream's verdict then.
 func (s *streamRelay) mend(err error) error {
+	if err == errOutputCap {
+		// Cut at its limit: a length stop ends it (relay_cap.go).
+		return s.passOwn(s.capEnding())
+	}
 	if e, ok := err.(*streamEnd); !ok || e.reason != protocol.StreamUnterminated || !s.complete(err) {
 		return err
 	}

@@ -193,22 +193,43 @@ func (a *answerState) appendEnding(b []byte, finish string, finished bool, u ans
 		return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 	}
 	if !finished {
-		b = a.chunkHead(b)
-		b = append(b, `"choices":[{"index":0,"delta":{},"finish_reason":`...)
-		b = jsonQuote(b, []byte(translate.FinishReason(finish)))
-		b = append(b, "}]}\n\n"...)
+		b = a.finishChunk(b, finish, 1)
 	}
 	if withUsage {
-		b = a.chunkHead(b)
-		b = append(b, `"choices":[],"usage":{"prompt_tokens":`...)
-		b = strconv.AppendInt(b, u.input, 10)
-		b = append(b, `,"completion_tokens":`...)
-		b = strconv.AppendInt(b, u.output, 10)
-		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, u.input+u.output, 10)
-		b = append(b, "}}\n\n"...)
+		b = a.usageChunk(b, u)
 	}
 	return append(b, "data: [DONE]\n\n"...)
+}
+
+// finishChunk appends the OpenAI chunk that ends n answers (choices 0
+// to n-1) with finish, in OpenAI's words.
+func (a *answerState) finishChunk(b []byte, finish string, n int) []byte {
+	b = a.chunkHead(b)
+	b = append(b, `"choices":[`...)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"delta":{},"finish_reason":`...)
+		b = jsonQuote(b, []byte(translate.FinishReason(finish)))
+		b = append(b, '}')
+	}
+	return append(b, "]}\n\n"...)
+}
+
+// usageChunk appends the OpenAI usage chunk (stream_options.include_usage)
+// with u.
+func (a *answerState) usageChunk(b []byte, u answerUsage) []byte {
+	b = a.chunkHead(b)
+	b = append(b, `"choices":[],"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, u.input, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, u.output, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.input+u.output, 10)
+	return append(b, "}}\n\n"...)
 }
 
 // terminator ends a stream that carried its finish reason but closed

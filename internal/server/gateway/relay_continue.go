@@ -133,6 +133,15 @@ func (s *streamRelay) carryOn(err error) error {
 	}
 	orig := err
 	for {
+		if err == errOutputCap {
+			// Cut at its limit: it ends as a length stop, never
+			// continued (mend).
+			if sp := s.src.splice; sp != nil {
+				sp.flushPending(s)
+				s.nameContinuation(sp)
+			}
+			return err
+		}
 		if sp := s.src.splice; sp != nil {
 			if s.complete(err) {
 				return s.finishContinued()
@@ -270,6 +279,7 @@ func (s *streamRelay) dial(t target, mode lifecycle.ContinueMode, cause lifecycl
 		splice: &splice{mode: mode, trimmed: trimmed, to: t, cause: cause, input: int64(len(sofar))}}
 	x.relayed = &check
 	s.n, s.ready = 0, 0
+	s.capBase = s.relayedOut
 	s.chain = s.tail
 	s.watch.restart(s.g.now(), 0, cancel)
 	return true
@@ -316,9 +326,7 @@ func (s *streamRelay) finishContinued() error {
 	sp.settle(s)
 	a := &s.answer
 	a.finish = s.src.check.Facts().FinishReason()
-	cs := &s.x.cont
-	cs.continued = strconv.Itoa(cs.done) + "; cause=" + sp.cause.String() + "; to=" + sp.to.provider.name + "; mode=" + sp.mode.String()
-	s.w.Header().Set(http.TrailerPrefix+"X-Sluice-Continuation", cs.continued)
+	s.nameContinuation(sp)
 	in, _ := a.orig.InputTokens()
 	if in == 0 {
 		in = s.x.inputTokens
@@ -329,6 +337,14 @@ func (s *streamRelay) finishContinued() error {
 		return err
 	}
 	return nil
+}
+
+// nameContinuation names the continuation sp, which the answer ends
+// in, in the X-Sluice-Continuation trailer and the log.
+func (s *streamRelay) nameContinuation(sp *splice) {
+	cs := &s.x.cont
+	cs.continued = strconv.Itoa(cs.done) + "; cause=" + sp.cause.String() + "; to=" + sp.to.provider.name + "; mode=" + sp.mode.String()
+	s.w.Header().Set(http.TrailerPrefix+"X-Sluice-Continuation", cs.continued)
 }
 
 // passOwn takes bytes the relay wrote itself (whole events in the
@@ -433,6 +449,10 @@ func (sp *splice) settle(s *streamRelay) {
 	sp.settled = true
 	f := s.src.check.Facts()
 	out, known := f.Tokens()
+	if s.cut {
+		// Cut at the limit: billed what it relayed.
+		out, known = int(s.relayedOut-s.capBase), false
+	}
 	in, inKnown := f.InputTokens()
 	if !inKnown {
 		in = s.x.inputTokens + sp.input/4
@@ -541,6 +561,11 @@ func (s *streamRelay) record() {
 		f = &a.orig
 	}
 	x.outputTokens, x.usageKnown = f.Tokens()
+	if s.cut && !a.origKept {
+		// Cut at the limit: charged and billed what was relayed,
+		// whatever the provider said it generated.
+		x.outputTokens, x.usageKnown = int(s.relayedOut), false
+	}
 	x.reportedInput, _ = f.InputTokens()
 	x.reportedCached = f.CachedTokens()
 	x.finish = f.FinishReason()
@@ -550,5 +575,8 @@ func (s *streamRelay) record() {
 		if a.finish != "" {
 			x.finish = a.finish
 		}
+	}
+	if s.cut {
+		x.finish = "length"
 	}
 }

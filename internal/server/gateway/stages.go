@@ -103,6 +103,7 @@ func newHop(g *Gateway, w http.ResponseWriter, r *http.Request, x *exchange, m *
 	if !ep.Streams {
 		h.req.MaxOutput = lifecycle.NoOutput // embeddings generate no tokens
 	}
+	x.namedMax, x.choices = body.MaxTokens > 0, max(h.req.Choices, 1)
 	if x.key != nil {
 		h.req.Key = x.key.index
 	}
@@ -167,6 +168,7 @@ func (h *hop) acquire() bool {
 	}
 	h.call = call
 	x.admitted = true
+	x.outputLimit = call.OutputLimit
 	x.waited = call.Waited
 	t := h.m.targets[call.Target]
 	x.provider, x.upstreamModel = t.provider.name, t.model

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"regexp"
@@ -57,6 +58,16 @@ type API struct {
 	Env func() Env
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Log hears what a failing store said, which answers leave out
+	// (storeErr); nil: slog.Default.
+	Log *slog.Logger
+}
+
+func (a *API) log() *slog.Logger {
+	if a.Log != nil {
+		return a.Log
+	}
+	return slog.Default()
 }
 
 // Handler routes the API's requests.
@@ -149,8 +160,12 @@ func fromConfig(w http.ResponseWriter, name string) {
 		fmt.Sprintf("key %s is defined in the config file's keys:, which the API cannot change, rotate or revoke; edit it there and reload (SIGHUP)", quote(name)))
 }
 
-// storeErr answers a change the store refused.
-func storeErr(w http.ResponseWriter, name string, err error) {
+// storeErr answers a change the store refused. A store that failed
+// (Redis unreachable, a file that cannot be written) is a 503 that says
+// so in general terms: its error names socket addresses and paths
+// (dial tcp 127.0.0.1:6379: connect: connection refused), which go to
+// the log only.
+func (a *API) storeErr(w http.ResponseWriter, name string, err error) {
 	var bad badRequest
 	switch {
 	case errors.As(err, &bad):
@@ -162,7 +177,12 @@ func storeErr(w http.ResponseWriter, name string, err error) {
 	case errors.Is(err, ErrNotFound):
 		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no key %s; GET /admin/keys lists them", quote(name)))
 	default:
-		fail(w, http.StatusServiceUnavailable, "store_unavailable", "the key store did not take the change, so nothing changed; try again: "+err.Error())
+		where := "the key store"
+		if a.Store != nil {
+			where = "the key store (" + a.Store.Where() + ")"
+			a.log().Warn("the key store did not take a change", "store", a.Store.Where(), "key", name, "cause", err.Error())
+		}
+		fail(w, http.StatusServiceUnavailable, "store_unavailable", where+" could not be reached or did not take the change, so nothing changed; try again when it is back (the gateway's log has the cause)")
 	}
 }
 
@@ -323,14 +343,14 @@ func (a *API) show(w http.ResponseWriter, r *http.Request) {
 	if a.Store != nil {
 		if rec := a.Store.Snapshot().Records[name]; rec != nil {
 			if rec.Revoked {
-				storeErr(w, name, errRevoked)
+				a.storeErr(w, name, errRevoked)
 				return
 			}
 			reply(w, http.StatusOK, a.view(rec.Key, rec))
 			return
 		}
 	}
-	storeErr(w, name, ErrNotFound)
+	a.storeErr(w, name, ErrNotFound)
 }
 
 // readJSON reads the body as one JSON object, numbers as json.Number.
@@ -546,7 +566,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	rec, err := a.spec(body, env, now)
 	if err != nil {
-		storeErr(w, "", err)
+		a.storeErr(w, "", err)
 		return
 	}
 	name := rec.Key.Name
@@ -573,7 +593,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		return rec, nil
 	})
 	if err != nil {
-		storeErr(w, name, err)
+		a.storeErr(w, name, err)
 		return
 	}
 	c := Created{Secret: secret, Key: a.view(out.Key, out)}
@@ -654,7 +674,7 @@ func (a *API) act(w http.ResponseWriter, r *http.Request) {
 		return cur, nil
 	})
 	if err != nil {
-		storeErr(w, name, err)
+		a.storeErr(w, name, err)
 		return
 	}
 	switch action {

@@ -1,7 +1,10 @@
 package keystore
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -255,4 +258,32 @@ func TestRotateRacesRevoke(t *testing.T) {
 			}
 		}
 	})
+}
+
+// downStore is a store whose backend cannot be reached: every change
+// fails as a Redis client's does.
+type downStore struct{}
+
+func (downStore) Snapshot() *Snapshot { return &Snapshot{Loaded: true, Records: map[string]*Record{}} }
+func (downStore) Apply(context.Context, string, Change) (*Record, error) {
+	return nil, errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+}
+func (downStore) Where() string { return "redis sluice:keys" }
+func (downStore) Close() error  { return nil }
+
+// A change the store cannot take is a 503 that says so in general
+// terms: the store's error names a socket address, which goes to the
+// log only (SECURITY.md: error messages disclose no addresses).
+func TestStoreDownNamesNoAddress(t *testing.T) {
+	var logs strings.Builder
+	a := testAPI(downStore{})
+	a.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	code, out := call(t, a.Handler(), "POST", "/admin/keys", `{"name":"team-a"}`)
+	msg := errMsg(out)
+	if code != http.StatusServiceUnavailable || !strings.Contains(msg, "nothing changed") || strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "dial") {
+		t.Fatalf("%d %q; want 503 saying nothing changed, with no address or dial error", code, msg)
+	}
+	if !strings.Contains(logs.String(), "dial tcp 127.0.0.1:6379") {
+		t.Errorf("the log does not have the store's error: %s", logs.String())
+	}
 }

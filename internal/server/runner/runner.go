@@ -104,6 +104,10 @@ type Call struct {
 	Target int
 	// Waited is how long the request spent in the queue.
 	Waited time.Duration
+	// OutputLimit is how much output the host relays of its answer
+	// (lifecycle.Engine.OutputLimit): past it, the answer is cut as a
+	// length stop. 0: none (an endpoint that generates no output).
+	OutputLimit int64
 }
 
 // Context is done when the caller's context is, or when the engine
@@ -377,7 +381,8 @@ func (r *Runner) claim(id lifecycle.ID) *Call {
 
 func (r *Runner) newCallLocked(ctx context.Context, id lifecycle.ID, waited time.Duration, target int) *Call {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan lifecycle.SecondCall, 1)}
+	c := &Call{r: r, id: id, ctx: cctx, cancel: cancel, Waited: waited, Target: target, seconds: make(chan lifecycle.SecondCall, 1),
+		OutputLimit: r.e.OutputLimitOf(id)}
 	r.calls[id] = c
 	return c
 }

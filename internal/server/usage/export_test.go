@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -121,17 +122,24 @@ func TestExportErrors(t *testing.T) {
 	if rec.Code != 405 {
 		t.Errorf("POST: %d", rec.Code)
 	}
-	// A store that cannot be read before the answer begins: 503.
-	down := NewRecorder(Options{Store: &unreadable{}})
-	if code, _, body := get(t, down, "from=2026-01-01&to=2026-01-02"); code != 503 || !strings.Contains(body, "cannot be read") {
-		t.Errorf("unreadable store: %d %q", code, body)
+	// A store that cannot be read before the answer begins: 503, which
+	// says so without the store's error: that names a socket address,
+	// which goes to the log only.
+	var logs strings.Builder
+	down := NewRecorder(Options{Store: &unreadable{}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	code, _, body := get(t, down, "from=2026-01-01&to=2026-01-02")
+	if code != 503 || !strings.Contains(body, "cannot be read") || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "dial") {
+		t.Errorf("unreadable store: %d %q; want 503 saying so, with no address or dial error", code, body)
+	}
+	if !strings.Contains(logs.String(), "dial tcp 127.0.0.1:6379") {
+		t.Errorf("the log does not have the store's error: %s", logs.String())
 	}
 }
 
 type unreadable struct{ MemoryStore }
 
 func (*unreadable) Read(context.Context, string, func(Record) error) error {
-	return fmt.Errorf("connection refused")
+	return fmt.Errorf("dial tcp 127.0.0.1:6379: connect: connection refused")
 }
 
 // A year of records for many keys exports in the memory of one day:

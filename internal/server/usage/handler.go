@@ -52,7 +52,12 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case err == nil:
 		r.o.Log.Debug("usage export", "from", q.From.Format(time.DateOnly), "to", q.To.Format(time.DateOnly), "group", q.Group, "days", st.Days, "rows", st.Rows, "max_held", st.MaxHeld)
 	case !begun:
-		http.Error(w, "usage export: the usage store cannot be read ("+r.o.Store.Where()+"): "+err.Error()+"; retry when it is back\n", http.StatusServiceUnavailable)
+		// The store's error names socket addresses and paths (dial tcp
+		// 127.0.0.1:6379: ...): the log has it, the answer does not.
+		if r.o.Log != nil {
+			r.o.Log.Warn("usage export: the usage store cannot be read", "store", r.o.Store.Where(), "cause", err.Error())
+		}
+		http.Error(w, "usage export: the usage store ("+r.o.Store.Where()+") cannot be read; retry when it is back (the gateway's log has the cause)\n", http.StatusServiceUnavailable)
 	default:
 		if !errors.Is(err, context.Canceled) {
 			r.o.Log.Warn("usage export cut short", "store", r.o.Store.Where(), "days", st.Days, "err", err)

@@ -73,7 +73,8 @@ type Event struct {
 	// message_start message.id and model, the Responses API's
 	// response.id and model.
 	ID, Model []byte
-	// Created is an OpenAI chunk's created time.
+	// Created is an OpenAI chunk's created time, or a Responses API
+	// event's response.created_at.
 	Created int64
 	// Seq is a Responses API event's sequence_number; -1 without one.
 	Seq int64

@@ -48,6 +48,7 @@ const (
 	kIncompleteDetails
 	kReason
 	kSequenceNumber
+	kCreatedAt
 )
 
 // keyOf is a name's key; a switch on string(b) does not allocate.
@@ -129,6 +130,8 @@ func keyOf(b []byte) key {
 		return kIncompleteDetails
 	case "reason":
 		return kReason
+	case "created_at":
+		return kCreatedAt
 	}
 	return kOther
 }
@@ -237,6 +240,12 @@ func (p *EventParser) response() error {
 			f.respID, err = p.string()
 		case kModel:
 			f.respModel, err = p.string()
+		case kCreatedAt:
+			var n int64
+			var ok bool
+			if n, ok, err = p.number(1 << 62); ok {
+				f.created = n
+			}
 		case kUsage:
 			f.respUsage = EventUsage{}
 			err = p.usage(&f.respUsage)

@@ -119,7 +119,7 @@ func (p *EventParser) responses(ev *Event, noData bool) {
 		return
 	}
 	typ := p.eventType(ev)
-	ev.ID, ev.Model = p.str(f.respID), p.str(f.respModel)
+	ev.ID, ev.Model, ev.Created = p.str(f.respID), p.str(f.respModel), f.created
 	ev.Usage = f.respUsage
 	t := string(typ)
 	for _, h := range responsesHead {

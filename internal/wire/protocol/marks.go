@@ -18,6 +18,12 @@ type EventMark struct {
 	// The event's record: Head, Error, Done, Tool and UsageOnly as Event
 	// has them.
 	Head, Error, Done, Tool, UsageOnly bool
+	// Relayed is the stream's output so far, with this event's
+	// (StreamFacts.Relayed): where a relay cuts it; NextSeq, the
+	// stream's StreamFacts.NextSeq with this event: the number of an
+	// event a relay adds after it.
+	Relayed int
+	NextSeq int64
 
 	textAt, textEnd int
 }
@@ -55,7 +61,7 @@ func (c *StreamCheck) ClearMarks() {
 // where Feed finds it.
 func (c *StreamCheck) mark() {
 	ev := &c.ev
-	m := EventMark{End: -1, Captured: -1, Head: ev.Head, Error: ev.Error, Done: ev.Done, Tool: ev.Tool, UsageOnly: ev.UsageOnly}
+	m := EventMark{End: -1, Captured: -1, Head: ev.Head, Error: ev.Error, Done: ev.Done, Tool: ev.Tool, UsageOnly: ev.UsageOnly, Relayed: c.facts.Relayed(), NextSeq: c.facts.NextSeq}
 	if c.capture != nil {
 		m.Captured = len(*c.capture)
 	}

@@ -318,6 +318,9 @@ func (c *StreamCheck) appendData(v []byte) {
 func (c *StreamCheck) dispatch() bool {
 	name := c.name[:c.nameN]
 	counted := c.hasData && c.dataLen > 0
+	if c.over {
+		c.facts.UnreadBytes += c.dataLen
+	}
 	switch {
 	case c.over:
 		// Read by its name only; its data was judged as it came.

@@ -21,6 +21,9 @@ type StreamFacts struct {
 	// other than text: tool arguments, reasoning, other choices' text,
 	// refusals.
 	OtherDeltas int
+	// UnreadBytes counts the data of the events too large to read
+	// (MaxEventData), whose meaning is not known: for Relayed, output.
+	UnreadBytes int
 	// Tool: tool activity was seen. Unread: an event was too large to
 	// read (MaxEventData). OtherChoice: a choice other than 0 carried
 	// content. ErrorEvent: the provider sent an error event. Done: the
@@ -149,6 +152,29 @@ func (f *StreamFacts) Tokens() (int, bool) {
 		n = (f.TextBytes + f.ToolArgBytes + f.ReasoningBytes + f.OtherBytes + 3) / 4
 	}
 	return min(max(f.provisional, n), MaxUsage), false
+}
+
+// BytesPerToken is how many bytes of output Relayed counts as a token at
+// least: several times what any tokenizer's tokens average (about four
+// bytes of English), so that an answer within its max_tokens never
+// counts more than it generated, while one that sends its output in a
+// few huge events counts by its size.
+const BytesPerToken = 32
+
+// Relayed is how much output the stream has carried, counted from its
+// events and never from what the provider says of them: a token for
+// each event with output (text, tool arguments, reasoning, other
+// choices, refusals: a provider streams about a token an event, often
+// more, never less), or a token for each BytesPerToken bytes of that
+// output and of the events too large to read, whichever is more. A
+// provider that keeps to max_tokens never relays more than max_tokens
+// by this count; one that ignores it cannot relay much more unseen, in
+// many small events or a few large ones. A host cuts a stream by it
+// (lifecycle.Engine.OutputLimit), and bills the cut stream by it.
+func (f *StreamFacts) Relayed() int {
+	n := f.Deltas + f.OtherDeltas
+	b := f.TextBytes + f.ToolArgBytes + f.ReasoningBytes + f.OtherBytes + f.UnreadBytes
+	return max(n, (b+BytesPerToken-1)/BytesPerToken)
 }
 
 // InputTokens returns the input count the provider reported, and

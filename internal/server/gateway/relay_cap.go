@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"strconv"
+
+	"github.com/sluice-gw/sluice/internal/wire/protocol"
+)
+
+// Output caps: a stream is relayed up to its request's output limit
+// (runner.Call.OutputLimit, lifecycle.Engine.OutputLimit: its max_tokens,
+// or the model's default without one, for all its answers, plus a
+// margin), whatever its provider does. The relay counts what it passes
+// by the events' meaning (protocol.StreamFacts.Relayed, as each event's
+// mark has it), never by what the provider says it generated, so a
+// provider that ignores max_tokens, or reports a count it did not keep
+// to, is cut all the same:
+//
+//   - the events up to the one that would take the count past the limit
+//     go out whole; that one and all after it do not, and the provider's
+//     call is cancelled (the relay's end closes its body);
+//   - the stream ends as a length stop in the client's dialect, after
+//     the events already relayed: OpenAI's finish_reason "length" (each
+//     of n answers'), and its usage chunk when the client asked for one,
+//     and [DONE]; Anthropic's open block closed, message_delta with
+//     stop_reason "max_tokens", message_stop; a completion's text chunk
+//     with finish_reason "length"; the Responses API's
+//     response.incomplete with reason max_output_tokens; a bridged
+//     Responses request gets the chat ending, which the bridge writes as
+//     that;
+//   - a stream cut so is no failure: the provider answered, and what a
+//     client asked for is not its health; it is never continued;
+//   - the request is charged, and its call billed, what was relayed
+//     (Relayed's count), with reason output_cap in the log.
+//
+// A provider that keeps to max_tokens is never cut: it relays at most
+// max_tokens by this count (a token an event at most, and far fewer
+// than BytesPerToken bytes a token).
+
+// reasonOutputCap is the log's reason for a stream cut at its limit.
+const reasonOutputCap = "output_cap"
+
+// errOutputCap ends a stream's read loop when its output reached the
+// request's limit: the end path writes the length stop (mend).
+var errOutputCap = &streamEnd{outcome: outcomeOK, reason: reasonOutputCap, kind: protocol.Upstream}
+
+// capped cuts the whole events p holds, whose marks are in (the first
+// beginning at buf offset from), at the first whose output would take
+// the stream past its limit. It returns what goes on, those events'
+// marks, and errOutputCap when it cut.
+func (s *streamRelay) capped(p []byte, in []protocol.EventMark, from int) ([]byte, []protocol.EventMark, error) {
+	limit := s.x.outputLimit
+	if limit <= 0 || len(in) == 0 {
+		return p, in, nil
+	}
+	var err error
+	for j := range in {
+		if s.capBase+int64(in[j].Relayed) <= limit {
+			continue
+		}
+		cut := from
+		if j > 0 {
+			cut = int(in[j-1].End - s.src.off)
+		}
+		p, in, err = p[:max(0, min(cut, len(p)))], in[:j], errOutputCap
+		s.cut = true
+		break
+	}
+	if len(in) > 0 {
+		s.relayedOut = s.capBase + int64(in[len(in)-1].Relayed)
+		s.nextSeq = in[len(in)-1].NextSeq
+	}
+	return p, in, err
+}
+
+// capEnding is the length stop that ends a stream cut at its limit, in
+// the client's dialect and endpoint's shape, after what was relayed.
+func (s *streamRelay) capEnding() []byte {
+	a, x := &s.answer, s.x
+	a.takeIdentity()
+	f := a.client.Facts()
+	in, ok := s.src.check.Facts().InputTokens()
+	if a.origKept {
+		in, ok = a.orig.InputTokens()
+	}
+	if !ok {
+		in = x.inputTokens
+	}
+	u := answerUsage{input: in + a.contInput, output: s.relayedOut}
+	b := s.out[:0]
+	switch {
+	case x.endpoint.IsResponses():
+		b = append(b, "event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"sequence_number\":"...)
+		b = strconv.AppendInt(b, s.nextSeq, 10)
+		b = append(b, `,"response":{"id":`...)
+		b = jsonQuote(b, []byte(a.id))
+		b = append(b, `,"object":"response","created_at":`...)
+		b = strconv.AppendInt(b, a.created, 10)
+		b = append(b, `,"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":`...)
+		b = jsonQuote(b, []byte(a.model))
+		b = append(b, `,"output":[],"usage":{"input_tokens":`...)
+		b = strconv.AppendInt(b, u.input, 10)
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, u.output, 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, u.input+u.output, 10)
+		b = append(b, "}}}\n\n"...)
+	case x.endpoint.Dialect == protocol.OpenAI && x.endpoint.Name == "completions":
+		b = append(b, `data: {"id":`...)
+		b = jsonQuote(b, []byte(a.id))
+		b = append(b, `,"object":"text_completion","created":`...)
+		b = strconv.AppendInt(b, a.created, 10)
+		b = append(b, `,"model":`...)
+		b = jsonQuote(b, []byte(a.model))
+		b = append(b, `,"choices":[`...)
+		for i := range max(int(x.choices), 1) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"text":"","index":`...)
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, `,"logprobs":null,"finish_reason":"length"}`...)
+		}
+		b = append(b, "]}\n\n"...)
+		if s.wantsUsage() {
+			b = a.usageChunk(b, u)
+		}
+		b = append(b, "data: [DONE]\n\n"...)
+	case a.dialect == protocol.OpenAI:
+		b = a.finishChunk(b, "length", max(int(x.choices), 1))
+		if s.wantsUsage() {
+			b = a.usageChunk(b, u)
+		}
+		b = append(b, "data: [DONE]\n\n"...)
+	default:
+		b = a.appendEnding(b, "length", f.FinishReason() != "", u, false)
+	}
+	s.out = b
+	return b
+}
