@@ -214,3 +214,21 @@ func TestLatenciesStaySorted(t *testing.T) {
 		}
 	}
 }
+
+// TestLatenciesReadAfterAPause: a reader that stops for longer than the
+// sorted copy is kept, then comes back, reads the same p95 as the ring
+// holds.
+func TestLatenciesReadAfterAPause(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	var l latencies
+	for n := range 3 * unreadMax {
+		l.add(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		if n%7 != 0 || (n > unreadMax/2 && n < 2*unreadMax) {
+			continue // reads now and then, with a long pause
+		}
+		want := slices.Sorted(slices.Values(l.ring))
+		if got := l.p95(); got != want[(95*len(want)+99)/100-1] || !slices.Equal(l.sorted, want) {
+			t.Fatalf("after %d samples: p95 %v, the ring's is %v", n+1, got, want[(95*len(want)+99)/100-1])
+		}
+	}
+}

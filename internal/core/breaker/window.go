@@ -150,10 +150,11 @@ func (h *history) reset() {
 }
 
 // latencies keeps the last HealthySamples healthy latencies as a ring,
-// and, from the first time its p95 is asked for, the same values sorted,
-// so the p95 is an index and a new sample costs two binary searches and
-// a small memmove rather than a sort. A breaker whose threshold is fixed
-// and whose p95 nobody reads (no hedging) keeps the ring alone.
+// and, while its p95 is being read, the same values sorted, so the p95
+// is an index and a new sample costs two binary searches and a small
+// memmove rather than a sort. A breaker whose threshold is fixed and
+// whose p95 nobody reads (no hedging, no provider out of rotation)
+// keeps the ring alone.
 //
 // It also marks the ring's p95 once a minute, for BaselineMemory, so the
 // derived threshold can rest on the lowest of them (baseline): a ring of
@@ -164,7 +165,8 @@ type latencies struct {
 	ring   []time.Duration
 	next   int // the oldest sample once the ring is full
 	sorted []time.Duration
-	kept   bool // sorted is kept: the p95 has been asked for
+	kept   bool // sorted is kept: the p95 has been asked for lately
+	unread int  // samples added since the p95 was last read
 	marks  []mark
 	markAt time.Time // when the current minute began
 	// every is the minute between marks, memory BaselineMemory: both
@@ -224,6 +226,10 @@ func (l *latencies) add(d time.Duration) {
 	if !l.kept {
 		return
 	}
+	if l.unread++; l.unread > unreadMax {
+		l.kept = false // nobody reads it now: the next read sorts afresh
+		return
+	}
 	// d replaces old in sorted: only the values between the two move,
 	// one place towards old's.
 	s := l.sorted
@@ -241,13 +247,21 @@ func (l *latencies) add(d time.Duration) {
 	}
 }
 
+// unreadMax is how many samples the sorted copy is kept through without
+// a read of the p95. A reader that comes back after that pays one sort
+// of HealthySamples values, once per unreadMax samples at most.
+const unreadMax = 16 * HealthySamples
+
 func (l *latencies) len() int { return len(l.ring) }
 
 // p95 is the nearest-rank 95th percentile; 0 when empty.
 func (l *latencies) p95() time.Duration {
 	if !l.kept {
-		l.sorted, l.kept = slices.Sorted(slices.Values(l.ring)), true
+		l.sorted = append(l.sorted[:0], l.ring...)
+		slices.Sort(l.sorted)
+		l.kept = true
 	}
+	l.unread = 0
 	n := len(l.sorted)
 	if n == 0 {
 		return 0

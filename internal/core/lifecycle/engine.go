@@ -811,7 +811,7 @@ func (e *Engine) untilAvailable(now time.Time, r Request) time.Duration {
 			continue
 		}
 		if sc := e.scope(s); sc != nil && sc.cfg.Breaker != nil {
-			if at, ok := e.verdictDue(now, s); ok && sc.cfg.Breaker.Weight(now) <= 0 {
+			if at, ok := e.outVerdict(now, s); ok {
 				consider(at.Sub(now), true)
 			} else if at, ok := sc.cfg.Breaker.NextTimer(); ok {
 				consider(at.Sub(now), false)
@@ -1352,6 +1352,16 @@ func (e *Engine) NextTimer() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// outVerdict is verdictDue for a scope whose breaker is out of rotation
+// (asked first: the verdict's estimate reads the breaker's healthy p95,
+// which it then keeps sorted).
+func (e *Engine) outVerdict(now time.Time, s int) (time.Time, bool) {
+	if e.scopes[s].cfg.Breaker.Weight(now) > 0 {
+		return time.Time{}, false
+	}
+	return e.verdictDue(now, s)
 }
 
 // holds reports whether q is still the engine's request under its id.
