@@ -2,10 +2,8 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
-	"github.com/sluice-gw/sluice/internal/server/gateway"
 	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
@@ -92,19 +89,7 @@ func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []
 		}
 		buf := &bytes.Buffer{}
 		sw := &syncWriter{w: buf}
-		h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(sw, cfg.Log)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		client, _ := net.Listen("tcp", "127.0.0.1:0")
-		admin, _ := net.Listen("tcp", "127.0.0.1:0")
-		hs := &hostStack{h: h, url: "http://" + client.Addr().String(), admin: "http://" + admin.Addr().String(), served: make(chan error, 1)}
-		go func() { hs.served <- h.Serve(client, admin) }()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			h.Shutdown(ctx, 0)
-		})
+		hs := serveHost(t, cfg, sw)
 		out = append(out, &lossHost{hostStack: hs, logs: sw, buf: buf})
 	}
 	return out

@@ -38,8 +38,14 @@ func newHostStack(t *testing.T, mc mock.Config, mutate func(*config.Config)) *ho
 // base (the default config, changed by mutate), until the test ends.
 func hostStackAt(t *testing.T, base string, mutate func(*config.Config)) *hostStack {
 	t.Helper()
-	cfg := hostConfig(base, mutate)
-	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
+	return serveHost(t, hostConfig(base, mutate), io.Discard)
+}
+
+// serveHost serves a Host built from cfg, logging to logs, on loopback
+// until the test ends.
+func serveHost(t *testing.T, cfg *config.Config, logs io.Writer) *hostStack {
+	t.Helper()
+	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(logs, cfg.Log)})
 	if err != nil {
 		t.Fatal(err)
 	}
