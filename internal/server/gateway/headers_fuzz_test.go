@@ -55,6 +55,9 @@ func FuzzKeyScrub(f *testing.F) {
 	const key = "sk-provider-secret-0123456789"
 	f.Add([]byte("data: {\"x\":\""+key+"\"}\n\n"), uint16(20))
 	f.Add([]byte(key+key), uint16(29))
+	f.Add([]byte(`\`+key), uint16(0))
+	f.Add([]byte(`"\`+key+`"`), uint16(3))
+	f.Add([]byte(`\u00`+key), uint16(6))
 	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
 		k := newKeyScrub(key)
 		c := min(int(cut), len(body))

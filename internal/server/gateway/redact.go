@@ -272,9 +272,36 @@ func (k *keyScrub) next(b []byte, from int) (s, e int) {
 		if s >= 0 && !escapedAt(b, s) {
 			return
 		}
+		if s >= 0 {
+			// A key written plainly counts wherever it lies, even as
+			// the letters of an escape (`\sk-...`, which no JSON
+			// reader accepts but a log or a terminal shows): it is
+			// blanked from the escape's backslash, so what is left
+			// reads as JSON did.
+			for _, key := range k.bucket(c) {
+				if bytes.HasPrefix(b[i:], key) {
+					return max(from, escapeStart(b, i)), max(e, i+len(key))
+				}
+			}
+		}
 		s, e = -1, -1
 	}
 	return
+}
+
+// escapeStart is where the JSON escape that b[i] is inside of begins
+// (its backslash), or i if b[i] is in none (escapedAt).
+func escapeStart(b []byte, i int) int {
+	if i > 0 && b[i-1] == '\\' && !escapedBackslash(b, i-1) {
+		return i - 1
+	}
+	for d := 2; d <= 5 && i-d >= 0; d++ {
+		j := i - d
+		if b[j] == '\\' && b[j+1] == 'u' && !escapedBackslash(b, j) {
+			return j
+		}
+	}
+	return i
 }
 
 // nextPlain is where the first key at or after b[from] is, byte for
@@ -331,14 +358,23 @@ func (k *keyScrub) partial(p []byte) int {
 	}
 	for i := lo; i < len(p); i++ {
 		c := p[i]
-		if c != '\\' && !k.begins(c) || escapedAt(p, i) {
+		if c != '\\' && !k.begins(c) {
 			continue
 		}
+		escaped := escapedAt(p, i)
 		keys := k.keys
 		if c != '\\' {
 			keys = k.bucket(c)
 		}
 		for _, key := range keys {
+			if escaped {
+				// Only a plain start counts here (next): held from
+				// its escape's backslash.
+				if n := len(p) - i; n < len(key) && bytes.HasPrefix(key, p[i:]) {
+					return len(p) - escapeStart(p, i)
+				}
+				continue
+			}
 			if _, cut := follow(p, i, key); cut {
 				return len(p) - i
 			}
