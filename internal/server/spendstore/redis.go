@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
@@ -46,7 +48,8 @@ import (
 // an evicted counter with its epoch intact is not seen as a loss.
 //
 // With Redis unreachable (or slower than the timeout), a replica
-// decides alone, and keeps what it reserves and settles to send with
+// decides alone (for RedisOptions.Recheck after each call Redis did not
+// answer, without asking it), and keeps what it reserves and settles to send with
 // its next call that Redis answers (added to the counters then). Alone,
 // it may spend only its share of the headroom it last saw: with N the
 // fleet's live replicas as its census last counted them (Replicas), it
@@ -62,12 +65,19 @@ type Redis struct {
 	epoch   string // this process's name for epochs it may start
 	calls   atomic.Uint64
 	onError func(error)
+	// awayUntil (unix nanoseconds, 0 when Redis answered last): after a
+	// call Redis did not answer, requests decide alone at once until
+	// then, instead of each waiting out the timeout; the sync loop keeps
+	// asking meanwhile, and its first answer ends it.
+	awayUntil atomic.Int64
 
 	// settle is how long reservations wait after a loss is seen;
 	// syncEvery how often each replica sends what it knows.
 	settle, syncEvery time.Duration
-	stop, done        chan struct{}
-	closeOnce         sync.Once
+	// recheck: RedisOptions.Recheck.
+	recheck    time.Duration
+	stop, done chan struct{}
+	closeOnce  sync.Once
 	// replicas is the fleet's live replica count (Replicas), read while
 	// Redis does not answer.
 	replicas atomic.Pointer[func() int]
@@ -110,6 +120,12 @@ type RedisOptions struct {
 	// does not answer); alone, the replica spends 1/Replicas() of the
 	// headroom it last saw. Nil counts 1 (CountReplicas sets it later).
 	Replicas func() int
+	// Recheck is how long after a call Redis did not answer requests
+	// decide alone at once, without asking it (default fleet.Recheck,
+	// 1 s); the sync loop asks meanwhile, and its first answer ends the
+	// spell. So an outage costs one timeout per Recheck, not one per
+	// request.
+	Recheck time.Duration
 	// OnLoss, when set, hears each loss of Redis's data this store
 	// found (the fleet's epoch changed since its last answer). It must
 	// not block.
@@ -132,8 +148,11 @@ func NewRedis(rdb *redis.Client, o RedisOptions) *Redis {
 	if o.Settle <= 0 {
 		o.Settle = 4 * o.SyncEvery
 	}
+	if o.Recheck <= 0 {
+		o.Recheck = fleetcore.Recheck
+	}
 	s := &Redis{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, epoch: hex.EncodeToString(b[:]), onError: o.OnError,
-		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery, onLoss: o.OnLoss,
+		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery, recheck: o.Recheck, onLoss: o.OnLoss,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if o.Replicas != nil {
 		s.CountReplicas(o.Replicas)
@@ -373,6 +392,9 @@ func (s *Redis) Reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 // reserve makes one reserve call: ok false when Redis did not answer,
 // wait positive when the epoch is settling.
 func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Micros) (spend.Totals, *spend.Refusal, time.Duration, bool) {
+	if s.away() {
+		return nil, nil, 0, false
+	}
 	keys := []string{s.epochKey()}
 	args := []any{int64(amount), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds(), len(needs)}
 	for _, n := range needs {
@@ -400,6 +422,7 @@ func (s *Redis) reserve(ctx context.Context, needs []spend.Need, amount price.Mi
 	if err == nil && len(res) != 4+len(buckets) {
 		err = fmt.Errorf("spend: the reserve script answered %d values, want %d", len(res), 4+len(buckets))
 	}
+	s.heard(ctx, err)
 	if err != nil {
 		s.onError(err)
 		return nil, nil, 0, false
@@ -468,8 +491,29 @@ func (s *Redis) syncLoop() {
 		}
 		s.mu.Unlock()
 		if len(buckets) > 0 {
-			s.Adjust(context.Background(), buckets, 0)
+			s.adjust(context.Background(), buckets, 0, true)
 		}
+	}
+}
+
+// away reports whether Redis failed to answer a call less than recheck
+// ago, with no answer since.
+func (s *Redis) away() bool {
+	u := s.awayUntil.Load()
+	return u != 0 && s.now().UnixNano() < u
+}
+
+// heard notes how a call to Redis made under ctx ended: one Redis did
+// not answer starts an away spell of recheck, one it answered
+// ends it. A call its caller gave up on (ctx cancelled, not timed out)
+// says nothing of Redis.
+func (s *Redis) heard(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+		s.awayUntil.Store(0)
+	case errors.Is(ctx.Err(), context.Canceled):
+	default:
+		s.awayUntil.Store(s.now().Add(s.recheck).UnixNano())
 	}
 }
 
@@ -540,6 +584,20 @@ func (s *Redis) pend(b spend.Bucket, d price.Micros) {
 // Adjust implements Store. Unanswered, the change is kept and sent
 // with the bucket's next call.
 func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros) error {
+	return s.adjust(ctx, buckets, delta, false)
+}
+
+// adjust sends a change, or keeps it to send later while Redis is away
+// unless ask: the sync loop asks whatever the last call found.
+func (s *Redis) adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros, ask bool) error {
+	if !ask && s.away() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, b := range buckets {
+			s.pend(b, delta)
+		}
+		return nil
+	}
 	keys := []string{s.epochKey()}
 	args := []any{int64(delta), s.newEpoch(), s.lastEpoch(), s.settle.Milliseconds()}
 	var sent []price.Micros
@@ -560,6 +618,7 @@ func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.
 	if err == nil && len(res) != 2+len(buckets) {
 		err = fmt.Errorf("spend: the adjust script answered %d values, want %d", len(res), 2+len(buckets))
 	}
+	s.heard(ctx, err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
+	"github.com/sluice-gw/sluice/internal/server/fleetstore"
 	"github.com/sluice-gw/sluice/internal/server/redistest"
 )
 
@@ -165,7 +168,10 @@ func TestRedisLossReseeds(t *testing.T) {
 }
 
 // With Redis gone, a replica decides from memory and sends what it
-// reserved meanwhile once Redis answers.
+// reserved meanwhile once Redis answers. One call finds Redis gone; the
+// requests after it decide alone at once, for a recheck interval,
+// rather than each waiting out the timeout (before, every request of an
+// outage waited up to the timeout for Redis first).
 func TestRedisUnreachable(t *testing.T) {
 	c, p := redistest.Client(t)
 	ctx := context.Background()
@@ -182,18 +188,71 @@ func TestRedisUnreachable(t *testing.T) {
 			t.Fatalf("refused at %d of 10000 alone", at)
 		}
 	}
-	if _, r, _ := s.Reserve(ctx, needs, 3000); r == nil || errs != 3 {
-		t.Fatalf("alone at 12000 of 10000: admitted (%+v), after %d errors", r, errs)
+	if _, r, _ := s.Reserve(ctx, needs, 3000); r == nil || errs != 1 {
+		t.Fatalf("alone at 12000 of 10000: admitted (%+v), after %d failed calls, want 1 (the rest decided at once)", r, errs)
 	}
 	s.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, -1000)
+	if errs != 1 {
+		t.Fatalf("a refund while Redis is away made a call: %d failed calls", errs)
+	}
 	s.rdb = c
-	// Back: the 6000 - 1000 reached Redis with the next call.
+	// The recheck interval later, the next call asks Redis again: the
+	// 6000 - 1000 reached Redis with it.
+	later := time.Now().Add(fleetcore.Recheck)
+	s.now = func() time.Time { return later }
 	tot, _, _ := s.Reserve(ctx, needs, price.Micros(0))
 	if tot.Sum(0) != 11000 {
 		t.Fatalf("after Redis came back: %v, want 11000", tot)
 	}
 	if v, _ := c.Get(ctx, s.Key(needs[0].Reserve.ID)).Int64(); v != 11000 {
 		t.Fatalf("Redis holds %d", v)
+	}
+}
+
+// A Redis that stops answering (paused) costs one timeout per recheck
+// interval, not one per request; the sync loop's first answer once it
+// is back ends the spell before the interval is out.
+func TestRedisAwayDecidesAtOnce(t *testing.T) {
+	own := redistest.Own(t)
+	c := fleetstore.NewClient(own.Addr()) // as the gateway's: calls bounded by their context
+	defer c.Close()
+	p := redistest.Prefix(t, c)
+	ctx := context.Background()
+	const timeout = 300 * time.Millisecond
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: timeout, SyncEvery: 20 * time.Millisecond, Recheck: time.Hour})
+	defer s.Close()
+	needs := spend.Plan(limits, t0, nil)
+	s.Reserve(ctx, needs, 1000)
+	own.Signal(syscall.SIGSTOP)
+	begin := time.Now()
+	for range 20 {
+		if _, r, _ := s.Reserve(ctx, needs, 100); r != nil {
+			t.Fatalf("refused alone with 1000 of 10000 spent: %+v", r)
+		}
+	}
+	// The sync loop may have found Redis away first; either way one
+	// timeout at most was waited on the request path.
+	if d := time.Since(begin); d >= 2*timeout {
+		t.Fatalf("20 reservations with Redis paused took %v: more than one timeout (%v)", d, timeout)
+	}
+	if !s.away() {
+		t.Fatal("not away after a call Redis did not answer")
+	}
+	own.Signal(syscall.SIGCONT)
+	// The sync loop asks every 20 ms whatever the spell says; its
+	// answer ends the spell, an hour early.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.away() {
+		if time.Now().After(deadline) {
+			t.Fatal("still away 10 s after Redis came back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The call that timed out reached Redis before the pause and runs
+	// when it continues, on top of its kept twin: at most one
+	// reservation's amount over, toward spent.
+	if v, _ := c.Get(ctx, s.Key(needs[0].Reserve.ID)).Int64(); v < 3000 || v > 3100 {
+		t.Errorf("Redis holds %d, want 3000 (1000 and the 20 × 100 reserved alone), or 3100", v)
 	}
 }
 
@@ -271,7 +330,7 @@ func TestRedisAloneSpendsItsShare(t *testing.T) {
 	}
 	for _, s := range fleet {
 		s.rdb = c
-		s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0)
+		s.adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0, true) // the sync loop's call
 	}
 	if v, _ := c.Get(ctx, fleet[0].Key(needs[0].Reserve.ID)).Int64(); v != 10000 {
 		t.Errorf("Redis holds %d once back, want 10000 (4000 and the 6000 admitted alone)", v)
@@ -304,9 +363,11 @@ func TestRedisLossMergesWhatEachReplicaKnew(t *testing.T) {
 	}
 	redistest.Flush(c, p) // Redis restarted empty meanwhile
 	a.rdb = c
-	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
-	b.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
-	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0) // again: nothing more
+	// Each replica's sync loop sends what it knows (asking Redis
+	// whatever its last call found).
+	a.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true)
+	b.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true)
+	a.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true) // again: nothing more
 	if v, _ := c.Get(ctx, a.Key(needs[0].Reserve.ID)).Int64(); v != 7000 {
 		t.Fatalf("the counter after the loss holds %d, want 7000 (6000 seen + 1000 spent alone)", v)
 	}
