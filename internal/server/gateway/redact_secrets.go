@@ -187,25 +187,42 @@ func appendQueryEscape(buf []byte, s string) []byte {
 }
 
 // publicHeaders are the headers an operator may set on a provider's
-// calls whose values are not secrets: an API's version and feature
-// switches, and content negotiation. Every other header's value is
-// taken for one (headerSecrets), whatever its name.
+// calls whose values are never secrets: an API's version and feature
+// switches, and content negotiation.
 var publicHeaders = []string{"Accept", "Content-Type", "User-Agent", "Anthropic-Version", "Anthropic-Beta", "Openai-Beta"}
+
+// credentialWords are the words a header's name holds when its value is
+// a credential (Authorization, X-Api-Key, X-Auth-Token, Cookie, ...).
+var credentialWords = []string{"auth", "key", "token", "secret", "pass", "cookie", "signature", "credential", "session"}
 
 // headerSecrets are the secrets a header the operator sets on a
 // provider's calls carries: its value, and when that is a scheme and a
 // credential ("Bearer X", "Basic X"), the credential, and a Basic
 // credential's decoded form and password.
+//
+// A value is taken for a secret when its header's name says so (a
+// credential word), when it is a scheme and a credential, or when it
+// is shaped like one (credentialShaped), whatever the name. Any other
+// value (X-Env: production, HTTP-Referer: https://app.example,
+// X-Title: My App) is an operator's label, not a secret: blanking it
+// would mangle every answer that says the word, for every client.
 func headerSecrets(name, value string) []string {
 	if slices.Contains(publicHeaders, http.CanonicalHeaderKey(name)) {
 		return nil
 	}
-	out := []string{value}
+	lower := strings.ToLower(name)
+	named := slices.ContainsFunc(credentialWords, func(w string) bool { return strings.Contains(lower, w) })
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(value), " ")
+	cred = strings.TrimSpace(cred)
+	schemed := ok && !strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-') }) &&
+		credentialShaped(cred)
+	if !named && !schemed && !credentialShaped(value) {
+		return nil
+	}
+	out := []string{value}
 	if !ok || strings.ContainsFunc(scheme, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-') }) {
 		return out
 	}
-	cred = strings.TrimSpace(cred)
 	out = append(out, cred)
 	if strings.EqualFold(scheme, "Basic") {
 		if b, err := base64.StdEncoding.DecodeString(cred); err == nil {
@@ -216,4 +233,15 @@ func headerSecrets(name, value string) []string {
 		}
 	}
 	return out
+}
+
+// credentialShaped reports whether v looks like a credential rather
+// than a word or a label: 16 bytes or more with no space, holding both
+// letters and digits (an API key, a token, a hex or base64 secret).
+func credentialShaped(v string) bool {
+	if len(v) < 16 || strings.ContainsAny(v, " \t") {
+		return false
+	}
+	return strings.ContainsAny(v, "0123456789") &&
+		strings.ContainsFunc(v, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
 }

@@ -176,7 +176,9 @@ func TestCallingANativeProviderGivesItsSignerTheSet(t *testing.T) {
 
 // What an operator's header carries: its value, a scheme's credential,
 // a Basic credential decoded and its password; nothing of the headers
-// whose values are public.
+// whose values are public, nor of a label (a value neither named nor
+// shaped like a credential), which blanked would mangle every answer
+// that says it.
 func TestHeaderSecrets(t *testing.T) {
 	basic := base64.StdEncoding.EncodeToString([]byte("user:basic-password-1"))
 	for _, c := range []struct {
@@ -186,7 +188,15 @@ func TestHeaderSecrets(t *testing.T) {
 		{"X-Gw-Auth", "plain-secret-value", []string{"plain-secret-value"}},
 		{"Authorization", "Bearer tok-0123456789", []string{"Bearer tok-0123456789", "tok-0123456789"}},
 		{"Proxy-Authorization", "Basic " + basic, []string{"Basic " + basic, basic, "user:basic-password-1", "basic-password-1"}},
-		{"OpenAI-Organization", "org-misconfigured", []string{"org-misconfigured"}},
+		{"OpenAI-Organization", "org-Xk2Pq8ZrT0aLm4Wd", []string{"org-Xk2Pq8ZrT0aLm4Wd"}},
+		{"X-Tenant", "3f9a2c7e41b84d0f9e6a5b1c", []string{"3f9a2c7e41b84d0f9e6a5b1c"}},
+		{"X-Custom", "Token abc123def456ghi789", []string{"Token abc123def456ghi789", "abc123def456ghi789"}},
+		{"X-Api-Key", "correcthorsebattery", []string{"correcthorsebattery"}},
+		{"Cookie", "session=abcdef", []string{"session=abcdef"}},
+		{"X-Env", "production", nil},
+		{"HTTP-Referer", "https://app.example.com/chat", nil},
+		{"X-Title", "My Support Assistant", nil},
+		{"OpenAI-Organization", "org-misconfigured", nil},
 		{"anthropic-beta", "prompt-caching-2024-07-31", nil},
 		{"Anthropic-Version", "2023-06-01", nil},
 		{"user-agent", "my-app/1.0 (linux)", nil},
