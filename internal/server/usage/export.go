@@ -328,9 +328,9 @@ type jsonRows struct {
 	w          *bufio.Writer
 	q          Query
 	incomplete []Window
-	cols  []string
-	n     int
-	bytes []byte
+	cols       []string
+	n          int
+	bytes      []byte
 }
 
 func (j *jsonRows) begin() error {

@@ -98,8 +98,8 @@ type restore struct {
 
 // view is the registry and the marks (writer → entry) in an epoch.
 type view struct {
-	epoch, version  string
-	writers, gaps   map[string]string
+	epoch, version string
+	writers, gaps  map[string]string
 }
 
 // RedisOptions configure a RedisStore.
