@@ -288,12 +288,45 @@ func (s *RedisStore) after(ctx context.Context) error {
 	default:
 		s.gapSince = time.Time{}
 	}
+	if s.resentAt.IsZero() {
+		s.resentAt = now
+	} else if now.Sub(s.resentAt) >= resendEvery && s.restore == nil {
+		s.resentAt = now
+		s.resendRecent()
+	}
 	if s.durable && s.restore == nil && len(s.dirty) == 0 && len(s.unsent) > 0 && now.Sub(s.unsentAt) >= 30*time.Second {
 		clear(s.unsent)
 		s.unsentAt = now
 		return s.save()
 	}
 	return nil
+}
+
+// resendRecent marks every row of the ledger's last two days dirty, so
+// the next flush writes their totals again (resendEvery).
+// REQUIRES: s.mu held.
+func (s *RedisStore) resendRecent() {
+	if s.own.last == "" {
+		return
+	}
+	t, err := time.Parse(time.DateOnly, s.own.last)
+	if err != nil {
+		return
+	}
+	for _, day := range []string{Day(t.AddDate(0, 0, -1)), s.own.last} {
+		rows, ok := s.own.days[day]
+		if !ok {
+			continue
+		}
+		d := s.dirty[day]
+		if d == nil {
+			d = map[Row]bool{}
+			s.dirty[day] = d
+		}
+		for r := range rows {
+			d[r] = true
+		}
+	}
 }
 
 // refreshView reads the registry and the marks, in the epoch this

@@ -401,3 +401,31 @@ type gappy struct {
 }
 
 func (g *gappy) Gaps(context.Context) ([]Gap, error) { return g.gaps, nil }
+
+// A loss the epoch cannot show (a day's hash gone, the epoch kept: an
+// eviction, or a failover to a copy that lagged) is mended for the days
+// being written: every resendEvery a writer writes their totals again.
+func TestRedisResendsRecentDays(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	s := writerOn(t, c, prefix, "a", "", nil)
+	day := daysAgo(0)
+	mustAdd(t, s, "b", Record{Day: day, Row: rowA, Counts: Counts{Requests: 3}})
+	if err := c.Del(context.Background(), s.DayKey(day)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, s)
+	if got := total(t, s, day); got.Requests != 0 {
+		t.Fatalf("the day came back before its time: %+v", got)
+	}
+	s.mu.Lock()
+	s.resentAt = time.Now().Add(-resendEvery)
+	s.mu.Unlock()
+	mustSync(t, s) // marks the recent days dirty
+	mustSync(t, s) // and writes them
+	if got := total(t, s, day); got.Requests != 3 {
+		t.Errorf("%s after the resend: %+v, want 3 requests", day, got)
+	}
+	if s.Losses() != 0 {
+		t.Errorf("a resend counted as a loss")
+	}
+}

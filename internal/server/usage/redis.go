@@ -78,6 +78,9 @@ type RedisStore struct {
 	seen       [2]string
 	unsent     map[string]bool // durable: days appended that Redis may lack
 	unsentAt   time.Time
+	// resentAt is when the recent days were last all marked dirty
+	// (resendEvery).
+	resentAt time.Time
 	gapSince   time.Time
 	gapLogged  bool
 	losses     atomic.Int64
@@ -264,6 +267,12 @@ if id ~= ARGV[1] then
 end
 return {id, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `)
+
+// resendEvery is how often a writer writes its last two days' totals
+// again, all of them: a loss the epoch cannot show (a failover to a
+// copy that lagged but kept the epoch, a day's hash evicted) is mended
+// within it, for the days being written.
+const resendEvery = 5 * time.Minute
 
 // chunkRows bounds the rows one script writes, so a large batch does
 // not hold Redis for long.
