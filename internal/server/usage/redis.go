@@ -74,13 +74,13 @@ type RedisStore struct {
 	restore *restore
 	// view is the registry and the marks as last read, in epoch view.epoch;
 	// seen is the epoch and version the last write answered with.
-	view       view
-	seen       [2]string
-	unsent     map[string]bool // durable: days appended that Redis may lack
-	unsentAt   time.Time
+	view     view
+	seen     [2]string
+	unsent   map[string]bool // durable: days appended that Redis may lack
+	unsentAt time.Time
 	// resentAt is when the recent days were last all marked dirty
 	// (resendEvery).
-	resentAt time.Time
+	resentAt   time.Time
 	gapSince   time.Time
 	gapLogged  bool
 	losses     atomic.Int64
