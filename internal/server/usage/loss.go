@@ -79,13 +79,6 @@ func (s *RedisStore) Losses() int64 { return s.losses.Load() }
 // this replica last read them, say may lack records.
 func (s *RedisStore) IncompleteDays() int64 { return s.incomplete.Load() }
 
-// Restoring reports whether a write-back is under way.
-func (s *RedisStore) Restoring() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restore != nil
-}
-
 // entryOf is a registry entry or mark, read.
 type entryOf struct {
 	durable     bool

@@ -88,7 +88,7 @@ type RedisStore struct {
 }
 
 // restore is a write-back: the marks to write first (writer → entry),
-// then the days to write, newest last.
+// then the days to write (in order; written from the newest).
 type restore struct {
 	marks  map[string]string
 	all    map[string]string // every mark, kept for a loss before the end
