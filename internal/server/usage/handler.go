@@ -17,9 +17,11 @@ const IncompleteHeader = "X-Sluice-Usage-Incomplete"
 // streamed as Export writes it. A query it cannot answer gets 400 with
 // what to write instead; a store it cannot read before the answer has
 // begun, 503. This replica's records not yet flushed are flushed first
-// (for up to 2 s), so the export includes its last second. An error
-// once the answer has begun aborts the connection, so that a client
-// cannot take a short export for a whole one.
+// (for up to 2 s), so the export includes its last second. Days the
+// store says may lack records (Export's incomplete) are named in
+// IncompleteHeader as well as in the body. An error once the answer has
+// begun aborts the connection, so that a client cannot take a short
+// export for a whole one.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
