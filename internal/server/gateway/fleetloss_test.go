@@ -74,25 +74,34 @@ func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []
 	t.Cleanup(stop)
 	var out []*lossHost
 	for i := range n {
-		cfg := hostConfig(base, func(c *config.Config) {
-			c.Admin.TokenEnv = adminTokenEnv
-			c.Store = "redis://" + addr + "/0"
-			c.Fleet.Prefix = "sluice:"
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
-			if mutate != nil {
-				mutate(c)
-			}
-		})
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		buf := &bytes.Buffer{}
-		sw := &syncWriter{w: buf}
-		hs := serveHost(t, cfg, sw)
-		out = append(out, &lossHost{hostStack: hs, logs: sw, buf: buf})
+		out = append(out, lossReplica(t, base, addr, i, mutate))
 	}
 	return out
+}
+
+// lossReplica starts replica i of a fleet on the Redis at addr, in
+// front of the provider at base, configured by mutate too: as
+// lossFleet starts each, or again after the test stopped it.
+func lossReplica(t *testing.T, base, addr string, i int, mutate func(*config.Config)) *lossHost {
+	t.Helper()
+	cfg := hostConfig(base, func(c *config.Config) {
+		c.Admin.TokenEnv = adminTokenEnv
+		c.Store = "redis://" + addr + "/0"
+		c.Fleet.Prefix = "sluice:"
+		c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+		c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	buf := &bytes.Buffer{}
+	sw := &syncWriter{w: buf}
+	hs := serveHost(t, cfg, sw)
+	hs.mockURL = base
+	return &lossHost{hostStack: hs, logs: sw, buf: buf}
 }
 
 // Run-time keys stay manageable when Redis restarts empty (no

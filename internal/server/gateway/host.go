@@ -105,7 +105,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	}
 	opts.keys = keys
 	if opts.Usage == nil {
-		u, err := NewUsageRecorder(cfg, opts.Logger)
+		u, err := newUsageRecorder(cfg, opts.Logger, opts.Metrics)
 		if err != nil {
 			closeKeys()
 			return nil, fmt.Errorf("usage: %w", err)

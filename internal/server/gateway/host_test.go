@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ type hostStack struct {
 	url, admin string
 	mockURL    string
 	served     chan error
+	// stop shuts the host down (at once: no drain delay) and waits for
+	// it; the test's end calls it too, and the second call does
+	// nothing.
+	stop func()
 }
 
 func newHostStack(t *testing.T, mc mock.Config, mutate func(*config.Config)) *hostStack {
@@ -53,11 +58,12 @@ func serveHost(t *testing.T, cfg *config.Config, logs io.Writer) *hostStack {
 	admin, _ := net.Listen("tcp", "127.0.0.1:0")
 	hs := &hostStack{h: h, url: "http://" + client.Addr().String(), admin: "http://" + admin.Addr().String(), served: make(chan error, 1)}
 	go func() { hs.served <- h.Serve(client, admin) }()
-	t.Cleanup(func() {
+	hs.stop = sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		h.Shutdown(ctx, 0)
 	})
+	t.Cleanup(hs.stop)
 	return hs
 }
 

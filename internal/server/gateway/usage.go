@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/server/dashboard"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
+	"github.com/sluice-gw/sluice/internal/server/metrics"
 	"github.com/sluice-gw/sluice/internal/server/usage"
 )
 
@@ -49,10 +51,19 @@ func (b *usageBook) record(x *exchange, model string, r *callRecord) {
 func (g *Gateway) Usage() *usage.Recorder { return g.usage.rec }
 
 // NewUsageRecorder returns the usage recorder cfg asks for: in its
-// store (store:, under fleet.prefix), else in a file per day under
+// store (store:, under fleet.prefix; this replica's own records kept
+// too, in state.dir/usage when state.dir is set, else in memory, to
+// write back if Redis loses them), else in a file per day under
 // state.dir/usage, else in memory only, which it logs. The recorder's
 // Run flushes it (a Host runs it while it serves).
 func NewUsageRecorder(cfg *config.Config, log *slog.Logger) (*usage.Recorder, error) {
+	return newUsageRecorder(cfg, log, nil)
+}
+
+// newUsageRecorder is NewUsageRecorder, counting the losses of Redis's
+// data the usage store finds in m (sluice_fleet_store_losses_total
+// {seen_by="usage"}) when m is set.
+func newUsageRecorder(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*usage.Recorder, error) {
 	o := usage.Options{Retention: int(cfg.Usage.RetentionDays()), Log: log, OnFlush: func(err error) {
 		if err != nil {
 			usageFlushErrors.Inc()
@@ -68,7 +79,26 @@ func NewUsageRecorder(cfg *config.Config, log *slog.Logger) (*usage.Recorder, er
 		if prefix == "" {
 			prefix = fleetstore.DefaultPrefix
 		}
-		o.Store = usage.NewRedisStore(rdb, prefix, o.Retention)
+		ro := usage.RedisOptions{Prefix: prefix, Retention: o.Retention, Name: cfg.Fleet.ID, Log: log}
+		if ro.Name == "" {
+			host, _ := os.Hostname()
+			ro.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
+		if cfg.State.Dir != "" {
+			ro.Dir = filepath.Join(cfg.State.Dir, "usage")
+		}
+		if m != nil {
+			ro.OnLoss = func(string, string) { m.FleetStoreLosses.WithLabelValues("usage").Inc() }
+		}
+		s, err := usage.OpenRedisStore(rdb, ro)
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		o.Store = s
+		if ro.Dir == "" {
+			log.Info("usage records: this replica keeps what it wrote to the store in memory, to write back if Redis loses its data; a restart forgets it, and then such a loss leaves the export marked incomplete for this replica's days; set state.dir to keep it on disk (docs/USAGE.md)")
+		}
 	case cfg.State.Dir != "":
 		s, err := usage.NewFileStore(filepath.Join(cfg.State.Dir, "usage"))
 		if err != nil {
@@ -115,9 +145,10 @@ var usageFlushErrors = prometheus.NewCounter(prometheus.CounterOpts{
 
 // usageMetrics registers the usage recorder's gauges with reg: the rows
 // waiting to be flushed, the requests not recorded for want of room,
-// and the failed flushes.
+// the failed flushes, and, with a shared store, the days it may lack
+// records of.
 func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
-	for _, c := range []prometheus.Collector{
+	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_usage_pending_rows",
 			Help: "Usage rows (day, key, team, model, upstream model) waiting to be flushed to the store, a failed flush's included."},
 			func() float64 { return float64(u.Pending()) }),
@@ -125,7 +156,13 @@ func usageMetrics(reg prometheus.Registerer, u *usage.Recorder) {
 			Help: "Upstream calls not added to the usage records because the rows waiting for the store reached their bound (docs/USAGE.md)."},
 			func() float64 { return float64(u.Dropped()) }),
 		usageFlushErrors,
-	} {
+	}
+	if rs, ok := u.Store().(*usage.RedisStore); ok {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_usage_incomplete_days",
+			Help: "Days within the retention whose usage records may be incomplete: the shared store lost them and no running replica has written them back; the export marks them (docs/USAGE.md)."},
+			func() float64 { return float64(rs.IncompleteDays()) }))
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

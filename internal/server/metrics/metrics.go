@@ -88,7 +88,8 @@ type Metrics struct {
 	// FleetStoreLosses counts the times this replica found that the
 	// shared store had lost its data (the fleet's epoch missing or
 	// changed, or the run-time keys' version gone backwards), by what
-	// saw it: heartbeat, keys (the run-time keys' store) or spend.
+	// saw it: heartbeat, keys (the run-time keys' store), spend or usage
+	// (the usage records' store).
 	FleetStoreLosses *prometheus.CounterVec
 	// TimeScale is the factor the serving configuration's times were
 	// multiplied by (sluice serve --time-scale): 1 at real time. sluice
@@ -248,7 +249,7 @@ func New() *Metrics {
 		FleetStoreErrors: NewFleetStoreErrors(),
 		FleetStoreLosses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_fleet_store_losses_total",
-			Help: "Times this replica found that the shared store had lost its data (the fleet's epoch missing or changed, or the run-time keys' version gone backwards) and wrote back what it held, by what saw it (heartbeat, keys, spend).",
+			Help: "Times this replica found that the shared store had lost its data (the fleet's epoch missing or changed, or the run-time keys' version gone backwards) and wrote back what it held, by what saw it (heartbeat, keys, spend, usage).",
 		}, []string{"seen_by"}),
 		TimeScale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_time_scale",

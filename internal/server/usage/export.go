@@ -143,22 +143,37 @@ type Stats struct {
 	// MaxHeld is the most records it held in memory at once: one day's
 	// records, as the store gave them, at most.
 	MaxHeld int
+	// Incomplete are the spans it marked as possibly incomplete.
+	Incomplete []Window
 }
 
 // Export writes q's rows from s to w, one day at a time: each day's
 // records are read, filtered and grouped, sorted, written and dropped
 // before the next day is read. begin is called before the first byte is
 // written, once the first day has been read, so a store that cannot be
-// read is told before any answer has started. An error after that ends
-// the export short; the caller should not present it as whole.
-func Export(ctx context.Context, w io.Writer, s Store, q Query, begin func()) (Stats, error) {
+// read is told before any answer has started; it is given the spans of
+// q's days the store says may be incomplete (Gaps: records it lost that
+// no replica has written back), which the export marks too (JSON:
+// "incomplete"; CSV: a first line starting with #). An error after
+// that ends the export short; the caller should not present it as
+// whole.
+func Export(ctx context.Context, w io.Writer, s Store, q Query, begin func(incomplete []Window)) (Stats, error) {
 	var st Stats
+	var incomplete []Window
+	if g, ok := s.(gapper); ok {
+		gaps, err := g.Gaps(ctx)
+		if err != nil {
+			return st, err
+		}
+		incomplete = windows(gaps, q.From.Format(time.DateOnly), q.To.Format(time.DateOnly))
+	}
+	st.Incomplete = incomplete
 	bw := bufio.NewWriterSize(w, 32<<10)
 	var out rowWriter
 	if q.Format == "csv" {
-		out = &csvRows{w: csv.NewWriter(bw), cols: q.columns()}
+		out = &csvRows{bw: bw, w: csv.NewWriter(bw), cols: q.columns(), incomplete: incomplete}
 	} else {
-		out = &jsonRows{w: bw, q: q}
+		out = &jsonRows{w: bw, q: q, incomplete: incomplete}
 	}
 	started := false
 	for d := q.From; !d.After(q.To); d = d.AddDate(0, 0, 1) {
@@ -187,7 +202,7 @@ func Export(ctx context.Context, w io.Writer, s Store, q Query, begin func()) (S
 		if !started {
 			started = true
 			if begin != nil {
-				begin()
+				begin(incomplete)
 			}
 			if err := out.begin(); err != nil {
 				return st, err
@@ -210,7 +225,7 @@ func Export(ctx context.Context, w io.Writer, s Store, q Query, begin func()) (S
 	}
 	if !started {
 		if begin != nil {
-			begin()
+			begin(incomplete)
 		}
 		if err := out.begin(); err != nil {
 			return st, err
@@ -238,12 +253,33 @@ func dollars(m int64) string {
 }
 
 type csvRows struct {
-	w    *csv.Writer
-	cols []string
-	rec  []string
+	bw         *bufio.Writer
+	w          *csv.Writer
+	cols       []string
+	rec        []string
+	incomplete []Window
 }
 
-func (c *csvRows) begin() error { return c.w.Write(c.cols) }
+// incompleteNote is the CSV's first line when some of its days may lack
+// records: a comment, which a reader that takes the first line for the
+// columns stumbles on rather than passing over.
+func incompleteNote(w []Window) string {
+	spans := make([]string, len(w))
+	for i, x := range w {
+		spans[i] = x.From + " to " + x.To
+	}
+	return "# incomplete: records from " + strings.Join(spans, ", ") +
+		" may be missing: the usage store lost them and no running replica has written them back (docs/USAGE.md)\n"
+}
+
+func (c *csvRows) begin() error {
+	if len(c.incomplete) > 0 {
+		if _, err := c.bw.WriteString(incompleteNote(c.incomplete)); err != nil {
+			return err
+		}
+	}
+	return c.w.Write(c.cols)
+}
 
 func (c *csvRows) row(r Record) error {
 	c.rec = c.rec[:0]
@@ -289,11 +325,12 @@ func field(r Record, col string) string {
 }
 
 type jsonRows struct {
-	w     *bufio.Writer
-	q     Query
-	cols  []string
-	n     int
-	bytes []byte
+	w          *bufio.Writer
+	q          Query
+	incomplete []Window
+	cols       []string
+	n          int
+	bytes      []byte
 }
 
 func (j *jsonRows) begin() error {
@@ -302,8 +339,12 @@ func (j *jsonRows) begin() error {
 	if group == "" {
 		group = "none"
 	}
-	_, err := fmt.Fprintf(j.w, `{"from":%q,"to":%q,"group":%q,"cost_unit":"micro-dollars (cost_usd: US dollars)","rows":[`,
-		j.q.From.Format(time.DateOnly), j.q.To.Format(time.DateOnly), group)
+	inc, _ := json.Marshal(j.incomplete)
+	if j.incomplete == nil {
+		inc = []byte("[]")
+	}
+	_, err := fmt.Fprintf(j.w, `{"from":%q,"to":%q,"group":%q,"cost_unit":"micro-dollars (cost_usd: US dollars)","incomplete":%s,"rows":[`,
+		j.q.From.Format(time.DateOnly), j.q.To.Format(time.DateOnly), group, inc)
 	return err
 }
 

@@ -147,7 +147,10 @@ func (s *FileStore) append(day string, recs []Record) error {
 		s.hot.rows[r.Row] = true
 	}
 	if s.hot.lines > max(compactMin, compactFactor*len(s.hot.rows)) {
-		return s.compact(day)
+		// The flush has landed: a compaction that fails leaves the file
+		// as it was, to be compacted at a later append, and must not
+		// fail the flush, whose retry would append it again.
+		s.compact(day)
 	}
 	return nil
 }
@@ -269,6 +272,33 @@ func (s *FileStore) compact(day string) error {
 	}
 	s.hot.lines = len(rows)
 	return nil
+}
+
+// rowsOf is day's rows with their counts added up.
+func (s *FileStore) rowsOf(day string) (map[Row]Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sum(day)
+}
+
+// days are the days the directory holds a file of, in order.
+func (s *FileStore) days() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		day, ok := strings.CutPrefix(e.Name(), "usage-")
+		day, ok2 := strings.CutSuffix(day, ".jsonl")
+		if !ok || !ok2 || e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(time.DateOnly, day); err == nil {
+			out = append(out, day)
+		}
+	}
+	return out, nil // ReadDir sorts by name: by day
 }
 
 // Read implements Store.

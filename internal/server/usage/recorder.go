@@ -75,6 +75,13 @@ type Recorder struct {
 	top atomic.Pointer[[]Spender]
 }
 
+// syncer is a store with work of its own between batches, done at
+// every flush that has none: RedisStore checks the fleet's epoch, and
+// writes back what Redis lost.
+type syncer interface {
+	Sync(ctx context.Context) error
+}
+
 type batch struct {
 	id   string
 	recs []Record
@@ -160,6 +167,9 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	p := r.pending
 	if len(p) == 0 {
 		r.mu.Unlock()
+		if s, ok := r.o.Store.(syncer); ok {
+			return s.Sync(ctx)
+		}
 		return nil
 	}
 	r.pending = make(map[Record]*Counts, len(p))
