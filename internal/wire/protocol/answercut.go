@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // A whole answer is cut at its request's output limit by its meaning, as
@@ -55,7 +56,11 @@ type TextCutter interface {
 // string is read by a real JSON decoder, so any legal encoding of the
 // answer (spacing, key order, escapes) cuts the same.
 func CutAnswer(ep Endpoint, body []byte, limit int64, t TextCutter) (out []byte, output int64, cut bool) {
-	if limit <= 0 || ep.Name == "embeddings" {
+	// Every count is at most its text's bytes (a token is a byte at
+	// least), and a string decodes to no more bytes than it is written
+	// in unless invalid UTF-8 becomes U+FFFD: an answer no longer than
+	// its limit is within it, unread.
+	if limit <= 0 || ep.Name == "embeddings" || int64(len(body)) <= limit && utf8.Valid(body) {
 		return body, 0, false
 	}
 	top := rawValue(body)
@@ -71,9 +76,7 @@ func CutAnswer(ep Endpoint, body []byte, limit int64, t TextCutter) (out []byte,
 	default:
 		c.choices(top, ep.Name == "completions")
 	}
-	// Every count is at most its text's bytes (a token is a byte at
-	// least), so an answer with no more bytes of output than its limit is
-	// within it, uncounted.
+	// So is one with no more bytes of output than its limit, uncounted.
 	if c.bytes <= limit {
 		return body, 0, false
 	}
