@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-gw/sluice/internal/server/gateway"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 	"github.com/sluice-gw/sluice/internal/wire/tokens"
+	"github.com/sluice-gw/sluice/internal/wire/vendors"
 )
 
 // ignoringTransport is a provider that answers whole (not streamed), in
@@ -493,5 +494,48 @@ func TestOutputCapHoldsAQuietAnswerNoLonger(t *testing.T) {
 	}
 	if l := logFields(t, s); l["outcome"] != "upstream_error" || l["reason"] != "stream_idle" {
 		t.Errorf("logged %v/%v, want upstream_error/stream_idle", l["outcome"], l["reason"])
+	}
+}
+
+// A native provider's whole answer is cut as any other: its codec gives
+// the gateway Anthropic's bytes, and the cut reads the client's API.
+// Here Gemini's real codec, behind a provider that ignores
+// maxOutputTokens, for both clients.
+func TestOutputCapCutsANativeAnswer(t *testing.T) {
+	if _, ok := vendors.Lookup(config.KindGemini); !ok {
+		t.Skip("this build has no gemini codec")
+	}
+	t.Setenv(geminiKeyEnv, geminiKey)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"mock-gpt","max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"mock-claude","max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		for _, form := range []string{"compact", "pretty"} {
+			up := &ignoringTransport{t: t, form: form, answer: func(path string, _ int) string {
+				if !strings.HasSuffix(path, ":generateContent") {
+					t.Errorf("the vendor was called at %s", path)
+				}
+				return fmt.Sprintf(`{"candidates":[{"content":{"parts":[{"text":%q}],"role":"model"},"finishReason":"STOP","index":0}],`+
+					`"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1,"totalTokenCount":6},"modelVersion":"gemini-2.5-flash"}`, proseWords(0, 1000))
+			}}
+			s := newStack(t, mock.Config{}, func(cfg *config.Config) {
+				cfg.Log.Format = "json"
+				root := strings.TrimSuffix(cfg.Providers[0].BaseURL, "/v1")
+				cfg.Providers = append(cfg.Providers, config.Provider{Name: "gem", Kind: config.KindGemini, BaseURL: root + "/v1beta", APIKeyEnv: geminiKeyEnv,
+					Timeout: config.Duration(10 * time.Second)})
+				onlyGemModel(cfg, "gemini-2.5-flash")
+			}, func(o *gateway.Options) { o.Transport = up })
+			status, _, body := s.do(c.path, c.body, nil)
+			if status != 200 {
+				t.Fatalf("%s, %s: status %d: %s", c.path, form, status, body)
+			}
+			o := readRelayed(t, c.path, body, "gemini-2.5-flash")
+			if !o.length || o.total() != 216 || o.usage != 216 {
+				t.Errorf("%s, %s: length stop %v, %d tokens, usage %d; want a length stop at 216: %.300s", c.path, form, o.length, o.total(), o.usage, body)
+			}
+			if l := logFields(t, s); l["reason"] != "output_cap" || l["output_tokens"] != 216.0 {
+				t.Errorf("%s, %s: logged %v with %v output tokens", c.path, form, l["reason"], l["output_tokens"])
+			}
+		}
 	}
 }

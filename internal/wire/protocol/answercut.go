@@ -48,9 +48,12 @@ type TextCutter interface {
 	Prefix(text string, most int) (string, int)
 }
 
-// CutAnswer cuts body, a well-formed whole answer of endpoint ep in its
-// own shape, to limit tokens of output for all its choices (limit > 0),
-// counted by t. It returns the answer as the client gets it, the output
+// CutAnswer cuts body, a whole answer of endpoint ep in its own shape,
+// to limit tokens of output for all its choices (limit > 0), counted by
+// t. REQUIRES: body is well-formed JSON, as encoding/json.Valid says (a
+// relay has checked it: AnswerUsage's valid); of other bytes the answer
+// is cut as garbage, or not at all, and only a cut that is JSON is
+// returned. It returns the answer as the client gets it, the output
 // that answer holds, and whether it was cut; body itself, unchanged,
 // when nothing passed the limit (output is then 0: not counted). Each
 // string is read by a real JSON decoder, so any legal encoding of the
@@ -514,7 +517,7 @@ func cutTokenList(l *jv, kept int) bool {
 	}
 	n, sum := 0, 0
 	for _, e := range l.arr {
-		tok, ok := e.get("token").str()
+		tok, ok := e.peek("token").str()
 		if !ok {
 			return false
 		}

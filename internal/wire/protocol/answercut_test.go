@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sluice-gw/sluice/internal/wire/tokens"
 )
 
 // wordCutter counts a token a word, with the space before it, and cuts
@@ -328,5 +330,83 @@ func TestCutAnswerReadsKeysAsTheDecoder(t *testing.T) {
 	if err := json.Unmarshal(out, &v); err != nil || !cut || n != 20 || len(v.Choices) != 1 ||
 		v.Choices[0].Message.Content != words(0, 20) || v.Choices[0].FinishReason != "length" {
 		t.Fatalf("cut %v to %d (%v): %s", cut, n, err, out)
+	}
+}
+
+// Whatever well-formed JSON comes as an answer, of whatever shape,
+// CutAnswer returns it untouched or cut to valid JSON within the limit;
+// given other bytes (against its precondition) it never panics, and
+// returns JSON when it cuts.
+func FuzzCutAnswer(f *testing.F) {
+	for _, a := range []string{chatAnswer(words(0, 50), words(60, 9)), completionAnswer(words(0, 40)), anthropicAnswer(words(0, 40)), responsesAnswer(words(0, 40)),
+		`{"choices":[{"message":{"content":["x"],"tool_calls":{"a":1}}},null,7],"usage":"no"}`, `{"content":[{"type":"text"},{"type":"tool_use","input":[1,{"a":"b c d"}]}]}`,
+		`{"output":[{"type":"message","content":[{"type":"output_text","text":" a b c","logprobs":[{"token":7}]}]}]}`,
+		`{"choices":[{"message":{"content":"a \\\" b c d e f g h i j k l m n o p q r s t u v w x y z"`, `{"choices":[,,{"text":" a b c d e f g h i j k l m n o p q r s t u v"}]}`} {
+		for i := range 4 {
+			f.Add([]byte(a), uint8(i), uint8(7))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ep, limit uint8) {
+		e := []Endpoint{Endpoints[0], Endpoints[1], Endpoints[3], Responses}[int(ep)%4]
+		out, n, cut := CutAnswer(e, body, int64(limit%64)+1, wordCutter{})
+		if !json.Valid(body) {
+			if cut && !json.Valid(out) {
+				t.Fatalf("a cut of bytes that are not JSON is not JSON: %q", out)
+			}
+			return
+		}
+		switch {
+		case !cut && !bytes.Equal(out, body):
+			t.Fatalf("an answer left uncut was changed:\n%s\n%s", body, out)
+		case cut && !json.Valid(out):
+			t.Fatalf("the cut answer is not JSON: %s", out)
+		case cut && n > int64(limit%64)+1:
+			t.Fatalf("cut to %d tokens past the limit %d", n, int64(limit%64)+1)
+		}
+	})
+}
+
+// What checking an answer against its limit costs, in the encodings
+// tokens.Output counts in: an answer within it (its bytes over the
+// limit, so it is read and counted), and one cut.
+func BenchmarkCutAnswer(b *testing.B) {
+	prose := func(n int) string {
+		vocab := strings.Fields("the gateway relays what the model wrote and counts it as the provider would")
+		var s strings.Builder
+		for i := range n {
+			s.WriteString(" " + vocab[i%len(vocab)])
+		}
+		return s.String()
+	}
+	plain := func(text string) string {
+		return fmt.Sprintf(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%q},`+
+			`"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}`, text)
+	}
+	c := tokens.NewCounter(0)
+	for _, k := range []struct {
+		name     string
+		words    int
+		limit    int64
+		logprobs bool
+	}{
+		{"1k words within 4096", 1000, 4096, false},
+		{"10k words within 40960", 10_000, 40960, false},
+		{"10k words cut at 216", 10_000, 216, false},
+		{"1k words and logprobs cut at 216", 1000, 216, true},
+	} {
+		for _, model := range []string{"gpt-4o", "mock-claude"} {
+			body := []byte(plain(prose(k.words)))
+			if k.logprobs {
+				body = []byte(chatAnswer(prose(k.words)))
+			}
+			b.Run(k.name+", "+model, func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					o := c.Output(model, BytesPerToken)
+					CutAnswer(Endpoints[0], body, k.limit, o)
+					o.Close()
+				}
+			})
+		}
 	}
 }

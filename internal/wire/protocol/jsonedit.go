@@ -11,8 +11,12 @@ import (
 
 // jv is a JSON value as CutAnswer edits it: the bytes as written until
 // it is opened (object or array, one level at a time), and written back
-// as they came unless it was. Keys are matched as encoding/json matches
-// them: without regard to case, the last of a repeated key the one read.
+// as they came unless it was. It reads valid JSON (CutAnswer's
+// precondition; other bytes read as garbage, never out of bounds) with
+// the package's scanners, which take any legal spacing, escapes and key
+// order, and copy nothing. Keys are
+// matched as encoding/json matches them: without regard to case, the
+// last of a repeated key the one read.
 type jv struct {
 	raw  []byte
 	kind byte // 0: raw; '{' or '[': opened into obj or arr
@@ -25,10 +29,6 @@ type jm struct {
 	key string
 	val *jv
 }
-
-// editDecoding reads what encoding/json reads (repeated keys, invalid
-// UTF-8 in strings), as an answer was checked before it is edited.
-var editDecoding = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // rawValue is a value written as raw.
 func rawValue(raw []byte) *jv { return &jv{raw: raw} }
@@ -45,6 +45,83 @@ func strValue(s string) *jv {
 // intValue is a number value.
 func intValue(n int64) *jv { return rawValue(strconv.AppendInt(nil, n, 10)) }
 
+// stringEnd is StringEnd, at memchr's speed on a long string: the
+// quote that ends it is the first with an even run of backslashes
+// before it. REQUIRES: valid JSON.
+func stringEnd(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		k := bytes.IndexByte(raw[j:], '"')
+		if k < 0 {
+			break
+		}
+		j += k
+		n := 0
+		for b := j - 1; b > i && raw[b] == '\\'; b-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j
+		}
+	}
+	return len(raw)
+}
+
+// skipValue is SkipValue with stringEnd.
+func skipValue(raw []byte, i int) int {
+	depth := 0
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			i = stringEnd(raw, i)
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+		default:
+			if depth == 0 {
+				return SkipValue(raw, i) // a number or a literal
+			}
+			continue
+		}
+		if depth == 0 {
+			return min(i+1, len(raw))
+		}
+	}
+	return len(raw)
+}
+
+// members calls f with each member of v, an object as written, its key
+// raw (quoted) and its value's bytes; false when v is not an object.
+func (v *jv) members(f func(key, val []byte)) bool {
+	raw := v.raw
+	i := SkipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return false
+	}
+	for i = SkipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		end := min(stringEnd(raw, i)+1, len(raw))
+		key := raw[i:end]
+		i = min(SkipSpace(raw, SkipSpace(raw, end)+1), len(raw)) // past the colon
+		vend := skipValue(raw, i)
+		f(key, raw[i:vend])
+		if i = SkipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
+			i = SkipSpace(raw, i+1)
+		}
+	}
+	return true
+}
+
+// unquote decodes a string as written (quoted), as encoding/json does.
+func unquote(q []byte) string {
+	if len(q) >= 2 && PlainString(q[1:len(q)-1]) {
+		return string(q[1 : len(q)-1])
+	}
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
+}
+
 // object opens v as an object; false when it is not one.
 func (v *jv) object() bool {
 	if v == nil {
@@ -53,26 +130,9 @@ func (v *jv) object() bool {
 	if v.kind != 0 {
 		return v.kind == '{'
 	}
-	if k := firstByte(v.raw); k != '{' {
-		return false
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(v.raw), editDecoding...)
-	if _, err := dec.ReadToken(); err != nil {
-		return false
-	}
 	var obj []jm
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return false
-		}
-		key := tok.String() // before the next read voids it
-		val, err := dec.ReadValue()
-		if err != nil {
-			return false
-		}
-		end := int(dec.InputOffset())
-		obj = append(obj, jm{key: key, val: rawValue(v.raw[end-len(val) : end])})
+	if !v.members(func(key, val []byte) { obj = append(obj, jm{key: unquote(key), val: rawValue(val)}) }) {
+		return false
 	}
 	v.kind, v.obj = '{', obj
 	return true
@@ -86,31 +146,42 @@ func (v *jv) array() bool {
 	if v.kind != 0 {
 		return v.kind == '['
 	}
-	if k := firstByte(v.raw); k != '[' {
-		return false
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(v.raw), editDecoding...)
-	if _, err := dec.ReadToken(); err != nil {
+	raw := v.raw
+	i := SkipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
 		return false
 	}
 	var arr []*jv
-	for dec.PeekKind() != ']' && dec.PeekKind() != 0 {
-		val, err := dec.ReadValue()
-		if err != nil {
-			return false
+	for i = SkipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+		end := max(skipValue(raw, i), i+1)
+		arr = append(arr, rawValue(raw[i:end]))
+		if i = SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = SkipSpace(raw, i+1)
 		}
-		end := int(dec.InputOffset())
-		arr = append(arr, rawValue(v.raw[end-len(val):end]))
 	}
 	v.kind, v.arr = '[', arr
 	return true
 }
 
-func firstByte(b []byte) byte {
-	if i := SkipSpace(b, 0); i < len(b) {
-		return b[i]
+// peek is the value of member name of v, an object, without opening v:
+// for reading, never for a change. nil without one.
+func (v *jv) peek(name string) *jv {
+	if v == nil {
+		return nil
 	}
-	return 0
+	if v.kind != 0 {
+		return v.get(name)
+	}
+	var found []byte
+	v.members(func(key, val []byte) {
+		if strings.EqualFold(unquote(key), name) {
+			found = val
+		}
+	})
+	if found == nil {
+		return nil
+	}
+	return rawValue(found)
 }
 
 // find is the index of the member a decoder reads for name, -1 if none.
@@ -168,14 +239,10 @@ func (v *jv) del(name string) {
 
 // str decodes v as a string.
 func (v *jv) str() (string, bool) {
-	if v == nil || v.kind != 0 || firstByte(v.raw) != '"' {
+	if v == nil || v.kind != 0 || len(v.raw) < 2 || v.raw[0] != '"' {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(v.raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return unquote(v.raw), true
 }
 
 // num decodes v as a whole number.
@@ -191,6 +258,10 @@ func (v *jv) num() (int64, bool) {
 func (v *jv) isNull() bool {
 	return v == nil || v.kind == 0 && string(bytes.TrimSpace(v.raw)) == "null"
 }
+
+// editDecoding reads what encoding/json reads (repeated keys, invalid
+// UTF-8 in strings), as the answer was checked.
+var editDecoding = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // minimal is v's JSON in its shortest form, its keys in their order:
 // no insignificant space, strings with no escape they do not need. It
