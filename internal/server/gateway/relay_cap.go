@@ -6,39 +6,6 @@ import (
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
 )
 
-// maxHeldAnswer bounds a whole answer held so that it can be cut at its
-// output limit: as much as a translated one is held (maxTranslatedBody).
-// A variable so that tests can make it small.
-var maxHeldAnswer int64 = maxTranslatedBody
-
-// heldWhole is how much of a whole answer is held before any of it goes
-// to the client: all of one that generates output, up to maxHeldAnswer,
-// so that it can be cut; of another (embeddings), wholeBodyLimit.
-func heldWhole(x *exchange) int {
-	if x.outputLimit > 0 {
-		return int(max(maxHeldAnswer, wholeBodyLimit))
-	}
-	return wholeBodyLimit
-}
-
-// cutWhole cuts a whole answer, data, in the client's API, at the
-// request's output limit; ok false when it is within it (data is then
-// the client's as it is). n is the output the cut answer holds.
-func (g *Gateway) cutWhole(x *exchange, a *attempt, data []byte) (out []byte, n int64, ok bool) {
-	if x.outputLimit <= 0 {
-		return data, 0, false
-	}
-	o := g.counts.tokens().Output(a.t.model, protocol.BytesPerToken)
-	defer o.Close()
-	out, n, ok = protocol.CutAnswer(x.endpoint, data, x.outputLimit, o)
-	if ok && x.verdict == verdictValid {
-		// The answer checked was whole; the client's is not. Its call is
-		// not held invalid (x.invalid): what it generated was.
-		x.verdict, x.invalidReason = verdictInvalid, "the answer was cut at the request's output limit (max_tokens)"
-	}
-	return out, n, ok
-}
-
 // Output caps: an answer is relayed up to its request's output limit
 // (runner.Call.OutputLimit, lifecycle.Engine.OutputLimit: its max_tokens,
 // or the model's default without one, for all its answers, plus a
@@ -88,9 +55,9 @@ func (g *Gateway) cutWhole(x *exchange, a *attempt, data []byte) (out []byte, n 
 //     stop_reason "max_tokens", status "incomplete" for
 //     max_output_tokens, with its usage's output count what it holds;
 //     a declared structured output's verdict becomes invalid;
-//   - as a stream's, the cut is no failure, it is charged and billed
-//     what it holds (usage.go's record, its source estimated), with
-//     reason output_cap in the log.
+//   - as a stream's, the cut is no failure, and it is charged and
+//     billed what it holds (its call's record, ledger.go, the output's
+//     source estimated), with reason output_cap in the log.
 //
 // An answer past maxHeldAnswer is relayed as it arrives (relayLarge)
 // and not cut: its bytes have gone before its end, where a cut would be
@@ -99,10 +66,11 @@ func (g *Gateway) cutWhole(x *exchange, a *attempt, data []byte) (out []byte, n 
 // A provider that keeps to max_tokens is never cut, nor an answer of it
 // changed by a byte: a stream relays at most max_tokens by its count (a
 // token an event at most, and far fewer than BytesPerToken bytes a
-// token), and a whole answer counts at most what its provider counted
-// (exactly that, in its own encoding; less, by the floor).
+// token), and a whole answer counts no more than its provider does (in
+// the model's own encoding, what it counts of the same text; by the
+// floor, less).
 
-// reasonOutputCap is the log's reason for a stream cut at its limit.
+// reasonOutputCap is the log's reason for an answer cut at its limit.
 const reasonOutputCap = "output_cap"
 
 // errOutputCap ends a stream's read loop when its output reached the
@@ -202,4 +170,37 @@ func (s *streamRelay) capEnding() []byte {
 	}
 	s.out = b
 	return b
+}
+
+// maxHeldAnswer bounds a whole answer held so that it can be cut at its
+// output limit: as much as a translated one is held (maxTranslatedBody).
+// A variable so that tests can make it small.
+var maxHeldAnswer int64 = maxTranslatedBody
+
+// heldWhole is how much of a whole answer is held before any of it goes
+// to the client: all of one that generates output, up to maxHeldAnswer,
+// so that it can be cut; of another (embeddings), wholeBodyLimit.
+func heldWhole(x *exchange) int {
+	if x.outputLimit > 0 {
+		return int(max(maxHeldAnswer, wholeBodyLimit))
+	}
+	return wholeBodyLimit
+}
+
+// cutWhole cuts a whole answer, data, in the client's API, at the
+// request's output limit; ok false when it is within it (data is then
+// the client's as it is). n is the output the cut answer holds.
+func (g *Gateway) cutWhole(x *exchange, a *attempt, data []byte) (out []byte, n int64, ok bool) {
+	if x.outputLimit <= 0 {
+		return data, 0, false
+	}
+	o := g.counts.tokens().Output(a.t.model, protocol.BytesPerToken)
+	defer o.Close()
+	out, n, ok = protocol.CutAnswer(x.endpoint, data, x.outputLimit, o)
+	if ok && x.verdict == verdictValid {
+		// The answer checked was whole; the client's is not. Its call is
+		// not held invalid (x.invalid): what it generated was.
+		x.verdict, x.invalidReason = verdictInvalid, "the answer was cut at the request's output limit (max_tokens)"
+	}
+	return out, n, ok
 }

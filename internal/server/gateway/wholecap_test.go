@@ -539,3 +539,18 @@ func TestOutputCapCutsANativeAnswer(t *testing.T) {
 		}
 	}
 }
+
+// An answer to a request that declared structured output is checked
+// whole, as it came; cut, it is no longer what was checked, and its
+// verdict says so: invalid, cut at the output limit.
+func TestOutputCapCutsAValidatedAnswer(t *testing.T) {
+	up := newScripted(t, reply{text: fmt.Sprintf(`{"story":%q}`, proseWords(0, 1000))})
+	s, _ := validationStack(t, up, config.OnInvalidAnnotate, "oa")
+	status, hdr, body := s.do("/v1/chat/completions", `{"model":"gpt","max_tokens":200,"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, nil)
+	if o := readRelayed(t, "/v1/chat/completions", body, "oa-model"); status != 200 || !o.length || o.total() != 216 {
+		t.Fatalf("status %d, length %v, %d tokens: %.300s", status, o.length, o.total(), body)
+	}
+	if hdr.Get("X-Sluice-Validation") != "invalid" || !strings.Contains(hdr.Get("X-Sluice-Validation-Reason"), "output limit") {
+		t.Errorf("X-Sluice-Validation %q (%q), want invalid: cut at the output limit", hdr.Get("X-Sluice-Validation"), hdr.Get("X-Sluice-Validation-Reason"))
+	}
+}

@@ -35,6 +35,12 @@ import (
 // nothing goes where an empty one is refused back (an Anthropic text
 // block, a Responses output part); whatever came after the cut goes too.
 //
+// What counts is what a stream's count counts (StreamFacts.Relayed):
+// text, reasoning, refusals and call arguments (Anthropic's tool input
+// as its JSON, shortest form). Audio and images count nothing and are
+// left as they are; redacted reasoning and a server tool's results
+// count nothing and go only when they come after the cut.
+//
 // An answer of n choices has its limit for all of them: each choice is
 // given an equal share, and what a short one leaves is shared by the
 // longer ones. An answer within its limit is not touched: the body
@@ -55,9 +61,10 @@ type TextCutter interface {
 // is cut as garbage, or not at all, and only a cut that is JSON is
 // returned. It returns the answer as the client gets it, the output
 // that answer holds, and whether it was cut; body itself, unchanged,
-// when nothing passed the limit (output is then 0: not counted). Each
-// string is read by a real JSON decoder, so any legal encoding of the
-// answer (spacing, key order, escapes) cuts the same.
+// when nothing passed the limit (output is then 0: not counted). The
+// answer is read with the package's JSON scanners and its strings
+// decoded as encoding/json decodes them, so any legal encoding of it
+// (spacing, key order, escapes) cuts the same.
 func CutAnswer(ep Endpoint, body []byte, limit int64, t TextCutter) (out []byte, output int64, cut bool) {
 	// Every count is at most its text's bytes (a token is a byte at
 	// least), and a string decodes to no more bytes than it is written
@@ -233,9 +240,9 @@ func shares(as []*oneAnswer, limit int64) []int64 {
 }
 
 // text adds a text unit at member name of v, when it is a non-empty
-// string: cut, it is the prefix; dropped, it is empty (or gone, with
-// gone).
-func (c *answerCut) text(a *oneAnswer, v *jv, name string, gone bool, kept *int) {
+// string: cut, it is the prefix; dropped, it is empty. kept, when not
+// nil, follows the bytes of it kept.
+func (c *answerCut) text(a *oneAnswer, v *jv, name string, kept *int) {
 	s, ok := v.get(name).str()
 	if !ok || s == "" {
 		return
@@ -251,11 +258,7 @@ func (c *answerCut) text(a *oneAnswer, v *jv, name string, gone bool, kept *int)
 			}
 		},
 		drop: func() {
-			if gone {
-				v.del(name)
-			} else {
-				v.set(name, strValue(""))
-			}
+			v.set(name, strValue(""))
 			if kept != nil {
 				*kept = 0
 			}
@@ -297,7 +300,7 @@ func (c *answerCut) choices(top *jv, completion bool) {
 		c.answers = append(c.answers, a)
 		var content, refusal int
 		if completion {
-			c.text(a, ch, "text", false, &content)
+			c.text(a, ch, "text", &content)
 		} else {
 			c.message(a, ch.get("message"), &content, &refusal)
 		}
@@ -331,19 +334,19 @@ func (c *answerCut) message(a *oneAnswer, m *jv, content, refusal *int) {
 	if !m.object() {
 		return
 	}
-	c.text(a, m, "reasoning_content", false, nil)
-	c.text(a, m, "reasoning", false, nil)
+	c.text(a, m, "reasoning_content", nil)
+	c.text(a, m, "reasoning", nil)
 	if parts := m.get("content"); parts.array() {
 		for _, p := range parts.arr {
 			if p.object() {
-				c.text(a, p, "text", false, nil)
+				c.text(a, p, "text", nil)
 			}
 		}
 		*content = -1 // parts: their logprobs are not matched to them
 	} else {
-		c.text(a, m, "content", false, content)
+		c.text(a, m, "content", content)
 	}
-	c.text(a, m, "refusal", false, refusal)
+	c.text(a, m, "refusal", refusal)
 	if calls, drop := cutList(a, m.get("tool_calls")); calls != nil {
 		for i, call := range calls {
 			args := ""
