@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
+	"github.com/sluice-gw/sluice/internal/server/gateway"
 	"github.com/sluice-gw/sluice/internal/wire/bedrock"
 	"github.com/sluice-gw/sluice/internal/wire/vendors"
 )
@@ -171,8 +172,9 @@ func (e *credEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// bytes into the access key id.
 		v.refuse(w, strings.Repeat("x", 2036)+" "+text[len("echo | "):])
 	case mode == "large":
-		// Over the gateway's 64 KiB for a whole answer held whole: relayed
-		// as it comes, the write cut inside a credential.
+		// Over what the gateway holds of a whole answer (64 KiB in this
+		// test, LimitHeldAnswer): relayed as it comes, the write cut
+		// inside a credential.
 		b := []byte(openAIAnswer(strings.Repeat("padding ", 9000)+text, "stop"))
 		at := bytes.Index(b, []byte(creds[0])) + len(creds[0])/2
 		w.Header().Set("Content-Type", "application/json")
@@ -457,6 +459,7 @@ func TestNoCredentialLeavesWhateverItsSource(t *testing.T) {
 	if _, ok := vendors.Lookup(config.KindBedrock); !ok {
 		t.Skip("this build has no bedrock codec")
 	}
+	gateway.LimitHeldAnswer(t, 64<<10) // the large answer is relayed as it comes
 	dir := t.TempDir()
 	// Google's token endpoint, handing out one access token.
 	var tokens sync.Map

@@ -49,7 +49,9 @@
 //     stream relay whose concerns (usage, idle watch, translation, stream
 //     check, validation, scrubbing) are a chain of filters
 //     (relay_filter.go); other bodies are checked to be
-//     well-formed JSON before the client sees them; a translated answer,
+//     well-formed JSON before the client sees them; every answer is cut
+//     at the request's output limit, whatever its provider sent
+//     (relay_cap.go); a translated answer,
 //     error or stream (event by event) comes back in the client's API;
 //     an answer to a request that declared structured output is checked
 //     against it, and annotated, retried or refused (validation.go).

@@ -136,12 +136,16 @@ func largeCalls() []largeCall {
 	}
 }
 
-// A large whole answer (past the 64 KiB held whole) is relayed byte for
+// A large whole answer (past what is held whole) is relayed byte for
 // byte, and its usage read from the top-level usage wherever it comes,
 // however the provider writes its JSON: compact, spaced, pretty, keys
 // shuffled, every string \u-escaped. Counts of the same names inside a
 // tool's input are not the answer's.
 func TestLargeAnswerUsageInEveryEncoding(t *testing.T) {
+	// Held whole up to 4 MiB when it may be cut at its output limit
+	// (relay_cap.go); the relay of a larger one is tested on answers
+	// past a hold of 64 KiB.
+	gateway.LimitHeldAnswer(t, 64<<10)
 	tr := &pieceTransport{}
 	s := newStack(t, mock.Config{}, func(c *config.Config) { c.Log.Format = "json" },
 		func(o *gateway.Options) { o.Transport = tr })
@@ -176,6 +180,10 @@ func TestLargeAnswerUsageInEveryEncoding(t *testing.T) {
 // same, and the gateway's key in it is scrubbed though no read holds it
 // whole.
 func TestLargeAnswerOneByteReads(t *testing.T) {
+	// Held whole up to 4 MiB when it may be cut at its output limit
+	// (relay_cap.go); the relay of a larger one is tested on answers
+	// past a hold of 64 KiB.
+	gateway.LimitHeldAnswer(t, 64<<10)
 	t.Setenv("SLUICE_TEST_OPENAI_KEY", openAIKey)
 	tr := &pieceTransport{}
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
@@ -232,6 +240,7 @@ func TestLargeAnswerThatFails(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gateway.LimitAnswerToken(t, limit)
+			gateway.LimitHeldAnswer(t, 64<<10) // as above
 			tr := &pieceTransport{}
 			tr.set(c.answer, 8000, c.cut)
 			s := newStack(t, mock.Config{}, func(c *config.Config) { c.Log.Format = "json" },
@@ -277,6 +286,10 @@ func (c ctxReader) Read([]byte) (int, error) {
 // stream_idle_timeout, aborted short of whole, with the client given
 // what came before.
 func TestLargeAnswerGoingQuiet(t *testing.T) {
+	// Held whole up to 4 MiB when it may be cut at its output limit
+	// (relay_cap.go); the relay of a larger one is tested on answers
+	// past a hold of 64 KiB.
+	gateway.LimitHeldAnswer(t, 64<<10)
 	answer := []byte(largeOpenAI(false))
 	s := newStack(t, mock.Config{}, func(c *config.Config) {
 		c.Log.Format = "json"

@@ -18,11 +18,13 @@ import (
 // Whole answers: a success that is not a stream is checked before the
 // client sees it when it is small enough to hold (relayWhole), and
 // relayed as it arrives, checked on the way, when it is not (relayLarge).
+// One that generates output is held up to maxHeldAnswer, so that it can
+// be cut at its output limit (relay_cap.go).
 
 // relayWhole passes on a success that is not a stream. One up to
-// wholeBodyLimit is read whole and checked before the client sees a byte,
-// so a malformed one becomes a 502; a longer one is relayed as it
-// arrives (relayLarge).
+// heldWhole is read whole and checked before the client sees a byte,
+// so a malformed one becomes a 502, and cut at its output limit; a
+// longer one is relayed as it arrives (relayLarge).
 func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http.Request, x *exchange, a *attempt) {
 	resp, p := a.resp, a.t.provider
 	defer resp.Body.Close()
@@ -49,7 +51,23 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 			return
 		}
 	}
-	if len(data) > wholeBodyLimit && !crossed(x, a) {
+	if len(data) > wholeBodyLimit && !crossed(x, a) && x.outputLimit > 0 {
+		// An answer that may be cut at its output limit is held whole,
+		// as far as one is held to be translated (relay_cap.go).
+		var idle bool
+		data, idle, err = g.holdRest(a, data)
+		x.upstreamDur = g.now().Sub(x.upstreamStart)
+		switch {
+		case idle:
+			x.fail(w, protocol.Upstream, outcomeUpstreamError, "stream_idle",
+				fmt.Sprintf("provider %s sent nothing for %s", p.name, g.streamIdle), 0)
+			return
+		case err != nil:
+			g.upstreamFailed(w, r, x, ctx, err)
+			return
+		}
+	}
+	if len(data) > heldWhole(x) && !crossed(x, a) {
 		// The stream relay's clock, with no stall deadline: a whole answer
 		// has no progress to judge, only bytes.
 		idle := &streamWatch{idle: g.streamIdle}
@@ -65,7 +83,11 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	k := x.creds.scrubber()
-	k.scrub(data)
+	k.scrub(data) // before any cut, which could leave a key's first part
+	cut := false
+	if out, n, ok := g.cutWhole(x, a, data); ok {
+		data, tokens, found, finish, cut = out, int(n), false, "length", true
+	}
 	copyResponseHeaders(w.Header(), resp.Header, k)
 	markVerdict(w.Header(), x)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
@@ -77,7 +99,37 @@ func (g *Gateway) relayWhole(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	x.outcome, x.outputTokens, x.usageKnown, x.finish = outcomeOK, tokens, found, finish
 	x.reportedInput, x.reportedCached = input.Tokens, input.Cached
+	if cut {
+		x.reason = reasonOutputCap
+	}
 	p.authWarned.Store(false)
+}
+
+// holdRest reads the rest of a whole answer whose head is data, up to
+// maxHeldAnswer+1 bytes in all, under the clock a large answer's relay
+// has: a provider quiet for stream_idle_timeout partway has its call
+// ended (idle). The first 64 KiB came within the request's deadline.
+func (g *Gateway) holdRest(a *attempt, data []byte) (_ []byte, idle bool, err error) {
+	watch := &streamWatch{idle: g.streamIdle}
+	watch.start(g.now(), 0, a.cancel)
+	defer watch.stop()
+	limit := int(maxHeldAnswer + 1)
+	for len(data) < limit {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // room to read into
+		}
+		watch.wait(time.Now(), false)
+		n, rerr := a.resp.Body.Read(data[len(data):min(cap(data), limit)])
+		watch.read(n)
+		data = data[:len(data)+n]
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return data, watch.fired.Load(), rerr
+		}
+	}
+	return data, false, nil
 }
 
 // relayLarge relays a success answer too large to hold, whose first

@@ -1,6 +1,7 @@
 // Package tokens counts the input tokens of an LLM request body: what a
 // provider will bill as prompt tokens, known before the request is sent,
-// for budgets, rate limits in tokens, and routing by context size.
+// for budgets, rate limits in tokens, and routing by context size; and
+// the output of an answer, where it is cut at its limit (Output).
 //
 // # What is counted
 //
@@ -36,6 +37,15 @@
 // encodings, English prose counts agree within 1% (the benchmark chat
 // is 1,982 tokens in both); for other scripts cl100k_base counts more,
 // which is the safer error for a budget.
+//
+// # Output
+//
+// Output counts what a model generated, for a host that cuts an answer
+// at its output limit: in the model's own encoding when it is embedded,
+// and otherwise by a floor that no subword tokenizer counts more than (a
+// token a piece, or one for each given number of bytes), so that an
+// answer that kept to its max_tokens is never cut. Output.Prefix cuts a
+// text where a token ends. Its comment has the rules.
 //
 // # The cache and the cost
 //
