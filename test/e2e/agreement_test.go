@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -220,11 +221,27 @@ func readLoadReport(t *testing.T, path string) report.Summary {
 // metricSum sums the series on admin's /metrics whose line starts with
 // prefix and holds every one of labels (0 when there are none).
 func metricSum(admin, prefix string, labels ...string) (float64, error) {
-	resp, err := http.Get("http://" + admin + "/metrics")
+	return metricSumAuth(admin, "", prefix, labels...)
+}
+
+// metricSumAuth is metricSum on an admin listener that wants a token
+// (admin.token_env set); "" sends none.
+func metricSumAuth(admin, token, prefix string, labels ...string) (float64, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+admin+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics on %s: %s", admin, resp.Status)
+	}
 	sum := 0.0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
