@@ -225,15 +225,18 @@ func spendThroughOutage(t *testing.T, f *disruptFleet, how, key string) {
 	}
 	// The store's counter errs toward spent, never below what was
 	// served (SPEND.md); before, an empty restart left it up to $0.60
-	// below. It is not bounded above here: after a pause it ends well
-	// above what was served ($7.25 to $10.95 for $6.00 to $6.10, six
-	// runs), more than the reservations whose calls timed out at the
-	// pause's start and ran when Redis resumed (12, $0.60) explain
-	// (SPEND.md, "Not yet right"). That errs toward spent; the bound on
-	// what was served holds here because the limit is reached inside the
-	// outage, where replicas decide alone.
+	// below. Above, it passes what was served by at most the calls that
+	// failed: a call that timed out in a paused Redis still runs when it
+	// resumes, on top of the twin its replica keeps to send later, and
+	// only such a call can count twice (a replica away from Redis pings
+	// it and sends nothing until it answers). Before that, the sync
+	// loop's timed-out calls each ran again on resume: $7.25 to $10.95
+	// for $6.00 to $6.10 served, six runs.
 	if store < spent-1e-6 {
 		t.Errorf("the store's counter ends at $%.4f, below the $%.2f the fleet served", store, spent)
+	}
+	if over := spent + alone*disruptCost; store > over+1e-6 {
+		t.Errorf("the store's counter ends at $%.4f: more than the $%.2f served plus one request for each of the %v failed spend calls ($%.2f)", store, spent, alone, over)
 	}
 	judgeOutageLatency(t, shots, down, up, spendTimeout)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
@@ -48,8 +47,8 @@ import (
 // an evicted counter with its epoch intact is not seen as a loss.
 //
 // With Redis unreachable (or slower than the timeout), a replica
-// decides alone (for RedisOptions.Recheck after each call Redis did not
-// answer, without asking it), and keeps what it reserves and settles to send with
+// decides alone (after a call Redis did not answer, at once, without
+// asking it, until its sync loop's ping is answered), and keeps what it reserves and settles to send with
 // its next call that Redis answers (added to the counters then). Alone,
 // it may spend only its share of the headroom it last saw: with N the
 // fleet's live replicas as its census last counted them (Replicas), it
@@ -65,11 +64,12 @@ type Redis struct {
 	epoch   string // this process's name for epochs it may start
 	calls   atomic.Uint64
 	onError func(error)
-	// awayUntil (unix nanoseconds, 0 when Redis answered last): after a
-	// call Redis did not answer, requests decide alone at once until
-	// then, instead of each waiting out the timeout; the sync loop keeps
-	// asking meanwhile, and its first answer ends it.
-	awayUntil atomic.Int64
+	// away: Redis did not answer this replica's last call. Requests
+	// then decide alone at once, without asking it, and the sync loop
+	// pings it (a ping, not a change: a call that times out in a paused
+	// Redis still runs when it resumes, and a change sent again after
+	// it would count twice); its first answer ends the spell.
+	awayNow atomic.Bool
 
 	// settle is how long reservations wait after a loss is seen;
 	// syncEvery how often each replica sends what it knows.
@@ -120,12 +120,6 @@ type RedisOptions struct {
 	// does not answer); alone, the replica spends 1/Replicas() of the
 	// headroom it last saw. Nil counts 1 (CountReplicas sets it later).
 	Replicas func() int
-	// Recheck is how long after a call Redis did not answer requests
-	// decide alone at once, without asking it (default fleet.Recheck,
-	// 1 s); the sync loop asks meanwhile, and its first answer ends the
-	// spell. So an outage costs one timeout per Recheck, not one per
-	// request.
-	Recheck time.Duration
 	// OnLoss, when set, hears each loss of Redis's data this store
 	// found (the fleet's epoch changed since its last answer). It must
 	// not block.
@@ -148,11 +142,8 @@ func NewRedis(rdb *redis.Client, o RedisOptions) *Redis {
 	if o.Settle <= 0 {
 		o.Settle = 4 * o.SyncEvery
 	}
-	if o.Recheck <= 0 {
-		o.Recheck = fleetcore.Recheck
-	}
 	s := &Redis{rdb: rdb, prefix: o.Prefix, timeout: o.Timeout, epoch: hex.EncodeToString(b[:]), onError: o.OnError,
-		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery, recheck: o.Recheck, onLoss: o.OnLoss,
+		known: map[string]*known{}, now: time.Now, settle: o.Settle, syncEvery: o.SyncEvery, onLoss: o.OnLoss,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if o.Replicas != nil {
 		s.CountReplicas(o.Replicas)
@@ -481,6 +472,9 @@ func (s *Redis) syncLoop() {
 			return
 		case <-t.C:
 		}
+		if s.away() && !s.ping() {
+			continue
+		}
 		now := s.now()
 		var buckets []spend.Bucket
 		s.mu.Lock()
@@ -491,30 +485,37 @@ func (s *Redis) syncLoop() {
 		}
 		s.mu.Unlock()
 		if len(buckets) > 0 {
-			s.adjust(context.Background(), buckets, 0, true)
+			s.Adjust(context.Background(), buckets, 0)
 		}
 	}
 }
 
-// away reports whether Redis failed to answer a call less than recheck
-// ago, with no answer since.
-func (s *Redis) away() bool {
-	u := s.awayUntil.Load()
-	return u != 0 && s.now().UnixNano() < u
-}
+// away reports whether Redis did not answer the last call, with no
+// answer since.
+func (s *Redis) away() bool { return s.awayNow.Load() }
 
 // heard notes how a call to Redis made under ctx ended: one Redis did
-// not answer starts an away spell of recheck, one it answered
-// ends it. A call its caller gave up on (ctx cancelled, not timed out)
-// says nothing of Redis.
+// not answer starts an away spell, one it answered ends it. A call its
+// caller gave up on (ctx cancelled, not timed out) says nothing of
+// Redis.
 func (s *Redis) heard(ctx context.Context, err error) {
 	switch {
 	case err == nil:
-		s.awayUntil.Store(0)
+		s.awayNow.Store(false)
 	case errors.Is(ctx.Err(), context.Canceled):
 	default:
-		s.awayUntil.Store(s.now().Add(s.recheck).UnixNano())
+		s.awayNow.Store(true)
 	}
+}
+
+// ping asks a Redis that did not answer whether it does now, changing
+// nothing in it; its answer ends the away spell.
+func (s *Redis) ping() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := s.rdb.Ping(ctx).Err()
+	s.heard(ctx, err)
+	return err == nil
 }
 
 // alone decides while Redis does not answer, on this replica's share
@@ -584,13 +585,7 @@ func (s *Redis) pend(b spend.Bucket, d price.Micros) {
 // Adjust implements Store. Unanswered, the change is kept and sent
 // with the bucket's next call.
 func (s *Redis) Adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros) error {
-	return s.adjust(ctx, buckets, delta, false)
-}
-
-// adjust sends a change, or keeps it to send later while Redis is away
-// unless ask: the sync loop asks whatever the last call found.
-func (s *Redis) adjust(ctx context.Context, buckets []spend.Bucket, delta price.Micros, ask bool) error {
-	if !ask && s.away() {
+	if s.away() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, b := range buckets {

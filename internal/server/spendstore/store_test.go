@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	fleetcore "github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/price"
 	"github.com/sluice-gw/sluice/internal/core/spend"
 	"github.com/sluice-gw/sluice/internal/server/fleetstore"
@@ -169,9 +168,10 @@ func TestRedisLossReseeds(t *testing.T) {
 
 // With Redis gone, a replica decides from memory and sends what it
 // reserved meanwhile once Redis answers. One call finds Redis gone; the
-// requests after it decide alone at once, for a recheck interval,
-// rather than each waiting out the timeout (before, every request of an
-// outage waited up to the timeout for Redis first).
+// requests after it decide alone at once, rather than each waiting out
+// the timeout (before, every request of an
+// outage waited up to the timeout for Redis first), until the sync
+// loop's ping is answered.
 func TestRedisUnreachable(t *testing.T) {
 	c, p := redistest.Client(t)
 	ctx := context.Background()
@@ -196,10 +196,15 @@ func TestRedisUnreachable(t *testing.T) {
 		t.Fatalf("a refund while Redis is away made a call: %d failed calls", errs)
 	}
 	s.rdb = c
-	// The recheck interval later, the next call asks Redis again: the
-	// 6000 - 1000 reached Redis with it.
-	later := time.Now().Add(fleetcore.Recheck)
-	s.now = func() time.Time { return later }
+	// Still away: a request decides alone, sending nothing.
+	if _, _, _ = s.Reserve(ctx, needs, price.Micros(0)); errs != 1 || !s.away() {
+		t.Fatalf("a request asked Redis while away: %d failed calls", errs)
+	}
+	// The sync loop's ping is answered; the next call sends the
+	// 6000 - 1000 kept meanwhile.
+	if !s.ping() {
+		t.Fatal("Redis did not answer the ping")
+	}
 	tot, _, _ := s.Reserve(ctx, needs, price.Micros(0))
 	if tot.Sum(0) != 11000 {
 		t.Fatalf("after Redis came back: %v, want 11000", tot)
@@ -209,9 +214,10 @@ func TestRedisUnreachable(t *testing.T) {
 	}
 }
 
-// A Redis that stops answering (paused) costs one timeout per recheck
-// interval, not one per request; the sync loop's first answer once it
-// is back ends the spell before the interval is out.
+// A Redis that stops answering (paused) costs one timeout, not one per
+// request; the sync loop pings it meanwhile (pings, not changes: a
+// change that timed out still runs when Redis resumes, and one sent
+// again would count twice), and its first answer ends the spell.
 func TestRedisAwayDecidesAtOnce(t *testing.T) {
 	own := redistest.Own(t)
 	c := fleetstore.NewClient(own.Addr()) // as the gateway's: calls bounded by their context
@@ -219,7 +225,7 @@ func TestRedisAwayDecidesAtOnce(t *testing.T) {
 	p := redistest.Prefix(t, c)
 	ctx := context.Background()
 	const timeout = 300 * time.Millisecond
-	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: timeout, SyncEvery: 20 * time.Millisecond, Recheck: time.Hour})
+	s := NewRedis(c, RedisOptions{Prefix: p, Timeout: timeout, SyncEvery: 20 * time.Millisecond})
 	defer s.Close()
 	needs := spend.Plan(limits, t0, nil)
 	s.Reserve(ctx, needs, 1000)
@@ -239,8 +245,7 @@ func TestRedisAwayDecidesAtOnce(t *testing.T) {
 		t.Fatal("not away after a call Redis did not answer")
 	}
 	own.Signal(syscall.SIGCONT)
-	// The sync loop asks every 20 ms whatever the spell says; its
-	// answer ends the spell, an hour early.
+	// The sync loop pings every 20 ms; the first answer ends the spell.
 	deadline := time.Now().Add(10 * time.Second)
 	for s.away() {
 		if time.Now().After(deadline) {
@@ -330,7 +335,8 @@ func TestRedisAloneSpendsItsShare(t *testing.T) {
 	}
 	for _, s := range fleet {
 		s.rdb = c
-		s.adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0, true) // the sync loop's call
+		s.ping() // the sync loop's, then its call
+		s.Adjust(ctx, []spend.Bucket{needs[0].Reserve, needs[1].Reserve}, 0)
 	}
 	if v, _ := c.Get(ctx, fleet[0].Key(needs[0].Reserve.ID)).Int64(); v != 10000 {
 		t.Errorf("Redis holds %d once back, want 10000 (4000 and the 6000 admitted alone)", v)
@@ -363,11 +369,12 @@ func TestRedisLossMergesWhatEachReplicaKnew(t *testing.T) {
 	}
 	redistest.Flush(c, p) // Redis restarted empty meanwhile
 	a.rdb = c
-	// Each replica's sync loop sends what it knows (asking Redis
-	// whatever its last call found).
-	a.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true)
-	b.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true)
-	a.adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0, true) // again: nothing more
+	// Each replica's sync loop sends what it knows (a's pings first:
+	// its last call found Redis away).
+	a.ping()
+	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
+	b.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0)
+	a.Adjust(ctx, []spend.Bucket{needs[0].Reserve}, 0) // again: nothing more
 	if v, _ := c.Get(ctx, a.Key(needs[0].Reserve.ID)).Int64(); v != 7000 {
 		t.Fatalf("the counter after the loss holds %d, want 7000 (6000 seen + 1000 spent alone)", v)
 	}
