@@ -18,13 +18,13 @@ func TestSlots(t *testing.T) {
 		{10, Whole, 1, 10},
 		{10, Target(2), 2, 5},
 		{10, Target(3), 3, 3},
-		{10, 0, 1, 0},                // nothing granted: nothing admitted
-		{10, Whole * 3 / 10, 2, 3},   // a joiner holding what one replica gave back
-		{10, Whole*3/10 - 1, 2, 2},   // a hair less is a call less
-		{2, Target(3), 3, 1},         // a limit below the live count: one each
-		{2, Target(3) - 1, 3, 0},     // but only for the whole target
-		{17, Target(17), 17, 1},      // beyond 16 replicas the target is rounded,
-		{34, Target(17), 17, 2},      // and still gives the divided limit
+		{10, 0, 1, 0},              // nothing granted: nothing admitted
+		{10, Whole * 3 / 10, 2, 3}, // a joiner holding what one replica gave back
+		{10, Whole*3/10 - 1, 2, 2}, // a hair less is a call less
+		{2, Target(3), 3, 1},       // a limit below the live count: one each
+		{2, Target(3) - 1, 3, 0},   // but only for the whole target
+		{17, Target(17), 17, 1},    // beyond 16 replicas the target is rounded,
+		{34, Target(17), 17, 2},    // and still gives the divided limit
 		{1 << 40, Target(3), 3, (1 << 40) / 3},
 		{1 << 40, Whole / 7, 3, int((1 << 40) / 7)},
 	} {
@@ -167,11 +167,11 @@ type modelReplica struct {
 	id string
 	// up: it takes requests; gone: it crashed or has drained and left.
 	up, gone bool
-	joined  time.Time // zero: not yet
-	census  Census
-	claim   Claim
-	calls   [][]time.Time
-	nextAsk time.Time
+	joined   time.Time // zero: not yet
+	census   Census
+	claim    Claim
+	calls    [][]time.Time
+	nextAsk  time.Time
 }
 
 func runClaimsFleet(t *testing.T, seed uint64) {
