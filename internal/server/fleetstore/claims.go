@@ -19,7 +19,7 @@ type ClaimOptions struct {
 	Prefix string
 	// ID is this replica's name in the fleet, as its Members'.
 	ID string
-	// Interval is the heartbeat's (Members'); default 1 s. A claim is
+	// Interval is the heartbeat's (Members.Interval, the default). A claim is
 	// asked for once an interval, every tenth of one while it is not
 	// settled, and counts for 3 intervals after it was last asked for.
 	Interval time.Duration
@@ -88,7 +88,7 @@ func NewClaims(rdb redis.UniversalClient, m *Members, o ClaimOptions) *Claims {
 		o.Prefix = DefaultPrefix
 	}
 	if o.Interval <= 0 {
-		o.Interval = time.Second
+		o.Interval = m.Interval()
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = o.Interval / 2
@@ -236,9 +236,26 @@ func (c *Claims) Step(loads func(func([]fleet.Load))) {
 	c.mu.Unlock()
 }
 
-// Close stops asking and gives this replica's claim back, unless
-// another instance of it (a reload's) asked since.
-func (c *Claims) Close() error {
+// Inherit takes prev's claim over, and stops prev asking: a reload
+// replaces a replica's Claims with one of a new configuration, whose
+// engine counts the calls the old one still runs (runner.Runner.Handover),
+// so the new one asks for what both need from now on. prev goes on
+// admitting by the part it held until it is closed, and its Close leaves
+// the claim alone once the new one has asked. Call it before c's loop
+// has asked (before the new configuration serves).
+func (c *Claims) Inherit(prev *Claims) {
+	prev.halt()
+	prev.mu.Lock()
+	claim, epoch, ready := prev.claim, prev.epoch, prev.ready
+	prev.mu.Unlock()
+	c.mu.Lock()
+	c.claim, c.epoch, c.ready = claim, epoch, ready
+	c.asked = time.Time{}
+	c.mu.Unlock()
+}
+
+// halt stops the loop.
+func (c *Claims) halt() {
 	c.run.Lock()
 	if c.running {
 		close(c.stop)
@@ -246,6 +263,12 @@ func (c *Claims) Close() error {
 	}
 	c.run.Unlock()
 	c.wg.Wait()
+}
+
+// Close stops asking and gives this replica's claim back, unless
+// another instance of it (a reload's) asked since.
+func (c *Claims) Close() error {
+	c.halt()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	return unclaimScript.Run(ctx, c.rdb, []string{c.key}, c.id, c.instance).Err()

@@ -66,7 +66,6 @@ func (l *lossHost) metric(t *testing.T, series string) float64 {
 // mutate too.
 func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []*lossHost {
 	t.Helper()
-	t.Setenv(adminTokenEnv, "test-admin-token")
 	base, stop, err := mock.New(mock.Config{}).Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,25 +73,38 @@ func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []
 	t.Cleanup(stop)
 	var out []*lossHost
 	for i := range n {
-		cfg := hostConfig(base, func(c *config.Config) {
-			c.Admin.TokenEnv = adminTokenEnv
-			c.Store = "redis://" + addr + "/0"
-			c.Fleet.Prefix = "sluice:"
-			c.Fleet.ID = fmt.Sprintf("replica-%d", i)
-			c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
-			if mutate != nil {
-				mutate(c)
-			}
-		})
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		buf := &bytes.Buffer{}
-		sw := &syncWriter{w: buf}
-		hs := serveHost(t, cfg, sw)
-		out = append(out, &lossHost{hostStack: hs, logs: sw, buf: buf})
+		out = append(out, lossReplica(t, lossConfig(t, addr, base, i, mutate)))
 	}
 	return out
+}
+
+// lossConfig is replica i's config on the Redis at addr, in front of
+// the mock at base, adjusted by mutate.
+func lossConfig(t *testing.T, addr, base string, i int, mutate func(*config.Config)) *config.Config {
+	t.Helper()
+	t.Setenv(adminTokenEnv, "test-admin-token")
+	cfg := hostConfig(base, func(c *config.Config) {
+		c.Admin.TokenEnv = adminTokenEnv
+		c.Store = "redis://" + addr + "/0"
+		c.Fleet.Prefix = "sluice:"
+		c.Fleet.ID = fmt.Sprintf("replica-%d", i)
+		c.Fleet.Timeout = config.Duration(200 * time.Millisecond)
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// lossReplica serves a replica built from cfg, keeping its log.
+func lossReplica(t *testing.T, cfg *config.Config) *lossHost {
+	t.Helper()
+	buf := &bytes.Buffer{}
+	sw := &syncWriter{w: buf}
+	return &lossHost{hostStack: serveHost(t, cfg, sw), logs: sw, buf: buf}
 }
 
 // Run-time keys stay manageable when Redis restarts empty (no
