@@ -34,17 +34,21 @@ const fleetLimit = 10
 // took its share at once, while the others still ran the calls their
 // larger share had let in.
 //
-// Each case saturates the limit (0.8 s calls, more clients than slots)
-// and runs until every replica it started has served calls of its own,
-// so a replica that never takes its share fails the case too.
+// Each case saturates the limit (1.2 s calls arriving at 10 a second,
+// open loop, through a least-request balancer: 12 calls' worth of
+// demand for 10 slots, a burst of 30 at the start) and runs until
+// every replica it started has served calls of its own, so a replica
+// that never takes its share fails the case too.
 func TestFleetLimitHoldsThroughChanges(t *testing.T) {
 	own := redistest.Own(t)
+	t.Setenv(adminTokenEnv, "test-admin-token")
 	for _, c := range []struct {
 		name string
 		run  func(t *testing.T, lf *limitFleet)
 	}{
 		{"started together, traffic before ready", func(t *testing.T, lf *limitFleet) {
 			lf.startTogether(t, 3, false)
+			lf.burst(3 * fleetLimit)
 			lf.waitServed(t, 0, 1, 2)
 		}},
 		{"rolling start and replacement behind readiness", func(t *testing.T, lf *limitFleet) {
@@ -71,8 +75,9 @@ func TestFleetLimitHoldsThroughChanges(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			lf := newLimitFleet(t, own.Addr())
-			lf.load(t, 16)
+			lf.load(t, 10)
 			c.run(t, lf)
 			peak := lf.finish(t)
 			t.Logf("peak %d calls in flight at the provider (limit %d); answers %v\n%s", peak, fleetLimit, lf.codes(), strings.Join(lf.events, "\n"))
@@ -110,15 +115,15 @@ type limitReplica struct {
 	*lossHost
 	// gated: the balancer sends it requests only once /readyz said 200
 	// (ready); out: it left the rotation.
-	gated, ready, out bool
-	served            atomic.Int64
+	gated, ready, out   bool
+	served, outstanding atomic.Int64
 	// shut: the test shut it down itself.
 	shut atomic.Bool
 }
 
 func newLimitFleet(t *testing.T, addr string) *limitFleet {
 	t.Helper()
-	srv := mock.New(mock.Config{TTFT: 800 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 4, Max: 4}})
+	srv := mock.New(mock.Config{TTFT: 1200 * time.Millisecond, OutputTokens: mock.TokenRange{Min: 4, Max: 4}})
 	base, stop, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +141,8 @@ func (lf *limitFleet) logf(format string, args ...any) {
 }
 
 // config is replica i's: the provider's max_in_flight is the fleet's
-// limit, and requests wait for a slot long enough to see a join out.
+// limit, and requests wait for a slot long enough to see a join out
+// (2 s), not so long that a queue outlives the test by much.
 func (lf *limitFleet) config(t *testing.T, i int) *config.Config {
 	return lossConfig(t, lf.addr, lf.base, i, func(c *config.Config) {
 		c.Fleet.Prefix = lf.prefix
@@ -144,6 +150,7 @@ func (lf *limitFleet) config(t *testing.T, i int) *config.Config {
 		for p := range c.Providers {
 			c.Providers[p].MaxInFlight = fleetLimit
 		}
+		c.Admission.Queue.MaxWait = config.Duration(2 * time.Second)
 	})
 }
 
@@ -241,61 +248,61 @@ func (lf *limitFleet) stop(t *testing.T, i int) {
 	}
 }
 
-// pick is the balancer: the next replica in the rotation, round robin
-// (a gated one once it is ready), or nil.
+// pick is the balancer: of the replicas in the rotation (a gated one
+// once it is ready), the one with the fewest requests outstanding, the
+// next in round-robin order among equals, as a least-request balancer
+// does; nil if none. A replica that joins gets every request until it
+// has as many as the others: the hardest case for a shared limit.
 func (lf *limitFleet) pick() *limitReplica {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
-	for range len(lf.reps) {
-		r := lf.reps[lf.next%len(lf.reps)]
-		lf.next++
-		if !r.out && (!r.gated || r.ready) {
-			return r
+	var best *limitReplica
+	n := len(lf.reps)
+	for k := range n {
+		r := lf.reps[(lf.next+k)%n]
+		if r.out || (r.gated && !r.ready) {
+			continue
+		}
+		if best == nil || r.outstanding.Load() < best.outstanding.Load() {
+			best = r
 		}
 	}
-	return nil
+	lf.next++
+	if best != nil {
+		best.outstanding.Add(1)
+	}
+	return best
 }
 
-// load starts clients, each sending one request after another, until
-// finish; every client is bounded in count and time.
-func (lf *limitFleet) load(t *testing.T, clients int) {
-	deadline := time.Now().Add(60 * time.Second)
-	client := &http.Client{Timeout: 20 * time.Second}
-	for range clients {
+// burst sends n requests at once, through the balancer, as clients that
+// were waiting for the fleet to start do.
+func (lf *limitFleet) burst(n int) {
+	for range n {
 		lf.wg.Add(1)
-		go func() {
-			defer lf.wg.Done()
-			for n := 0; n < 500 && time.Now().Before(deadline); n++ {
-				select {
-				case <-lf.stopLoad:
-					return
-				default:
-				}
-				lf.peakSeen.Store(max(lf.peakSeen.Load(), lf.mock.Stats().PeakInFlight))
-				r := lf.pick()
-				if r == nil {
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				resp, err := client.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`))
-				code := 0
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					code = resp.StatusCode
-				}
-				if code == 200 {
-					r.served.Add(1)
-				}
-				lf.codesMu.Lock()
-				lf.byCode[code]++
-				lf.codesMu.Unlock()
-				if code != 200 {
-					time.Sleep(20 * time.Millisecond) // a refusal's client backs off a little
-				}
-			}
-		}()
+		go lf.send()
 	}
+}
+
+// load sends rate requests a second, open loop (each arrival in a
+// goroutine of its own, whatever the earlier ones are doing, as many
+// independent clients do), until finish; bounded in count and time.
+func (lf *limitFleet) load(t *testing.T, rate int) {
+	deadline := time.Now().Add(60 * time.Second)
+	lf.wg.Add(1)
+	go func() {
+		defer lf.wg.Done()
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for n := 0; n < 60*rate && time.Now().Before(deadline); n++ {
+			select {
+			case <-lf.stopLoad:
+				return
+			case <-tick.C:
+			}
+			lf.wg.Add(1)
+			go lf.send()
+		}
+	}()
 	// The balancer's health checks.
 	lf.wg.Add(1)
 	go func() {
@@ -332,6 +339,32 @@ func (lf *limitFleet) load(t *testing.T, clients int) {
 	}()
 }
 
+// send sends one request through the balancer and counts its answer.
+func (lf *limitFleet) send() {
+	defer lf.wg.Done()
+	lf.peakSeen.Store(max(lf.peakSeen.Load(), lf.mock.Stats().PeakInFlight))
+	r := lf.pick()
+	if r == nil {
+		return
+	}
+	defer r.outstanding.Add(-1)
+	resp, err := limitClient.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`))
+	code := 0
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		code = resp.StatusCode
+	}
+	if code == 200 {
+		r.served.Add(1)
+	}
+	lf.codesMu.Lock()
+	lf.byCode[code]++
+	lf.codesMu.Unlock()
+}
+
+var limitClient = &http.Client{Timeout: 20 * time.Second}
+
 // finish stops the clients and returns the provider's peak in flight.
 func (lf *limitFleet) finish(t *testing.T) int64 {
 	close(lf.stopLoad)
@@ -359,20 +392,20 @@ func (lf *limitFleet) waitReady(t *testing.T, i int) {
 	})
 }
 
-// waitServed waits until each of the replicas named has answered a few
-// more calls from now, the provider's limit never passed meanwhile.
+// waitServed waits until each of the replicas named has answered
+// another call from now, the provider's limit never passed meanwhile.
 func (lf *limitFleet) waitServed(t *testing.T, which ...int) {
 	t.Helper()
 	from := make([]int64, len(which))
 	for j, i := range which {
 		from[j] = lf.reps[i].served.Load()
 	}
-	waitWithin(t, 20*time.Second, 20*time.Millisecond, fmt.Sprintf("replicas %v each to answer 2 calls", which), func() bool {
+	waitWithin(t, 20*time.Second, 20*time.Millisecond, fmt.Sprintf("replicas %v each to answer a call", which), func() bool {
 		if p := lf.mock.Stats().PeakInFlight; p > fleetLimit {
 			t.Fatalf("the provider saw %d calls in flight, its max_in_flight is %d", p, fleetLimit)
 		}
 		for j, i := range which {
-			if lf.reps[i].served.Load() < from[j]+2 {
+			if lf.reps[i].served.Load() < from[j]+1 {
 				return false
 			}
 		}
@@ -388,4 +421,5 @@ func (lf *limitFleet) waitSaturated(t *testing.T) {
 		return lf.mock.Stats().InFlight >= fleetLimit
 	})
 	lf.logf("saturated")
+
 }

@@ -66,6 +66,7 @@ func (l *lossHost) metric(t *testing.T, series string) float64 {
 // mutate too.
 func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []*lossHost {
 	t.Helper()
+	t.Setenv(adminTokenEnv, "test-admin-token")
 	base, stop, err := mock.New(mock.Config{}).Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +80,10 @@ func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []
 }
 
 // lossConfig is replica i's config on the Redis at addr, in front of
-// the mock at base, adjusted by mutate.
+// the mock at base, adjusted by mutate. Its admin token is read from
+// adminTokenEnv, which the test sets to "test-admin-token".
 func lossConfig(t *testing.T, addr, base string, i int, mutate func(*config.Config)) *config.Config {
 	t.Helper()
-	t.Setenv(adminTokenEnv, "test-admin-token")
 	cfg := hostConfig(base, func(c *config.Config) {
 		c.Admin.TokenEnv = adminTokenEnv
 		c.Store = "redis://" + addr + "/0"
