@@ -355,6 +355,12 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 	return out
 }
 
+// share is this replica's part of the fleet's fixed concurrency
+// limits, from 0 to 1, for the metrics.
+func (f *fleet) share() float64 {
+	return float64(f.claims.Parts()) / float64(fleetcore.Whole)
+}
+
 // state reports the live replicas and whether budgets are shared now,
 // for the metrics.
 func (f *fleet) state() (int, bool) {

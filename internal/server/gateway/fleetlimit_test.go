@@ -72,6 +72,13 @@ func TestFleetLimitHoldsThroughChanges(t *testing.T) {
 			lf.waitSaturated(t)
 			lf.start(t, false)
 			lf.waitServed(t, 0, 1, 2)
+			// Settled, each holds an equal part, and says so.
+			for i := range 3 {
+				waitWithin(t, 10*time.Second, 50*time.Millisecond, fmt.Sprintf("replica %d to hold a third of the limits", i), func() bool {
+					v := lf.reps[i].metric(t, "sluice_fleet_limit_share")
+					return v > 0.333 && v < 0.334
+				})
+			}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

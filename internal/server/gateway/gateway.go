@@ -278,6 +278,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.metrics.SetSources(sourcesOf(g, scopeNames))
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleet.state)
+		g.metrics.SetFleetShare(g.fleet.share)
 		g.fleet.follow(g.runner, g.providers, g.byScope)
 		g.fleet.startClaims(g.runner)
 	}
