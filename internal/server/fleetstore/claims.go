@@ -60,6 +60,8 @@ type Claims struct {
 	onKeyError func(error)
 	now        func() time.Time
 
+	// asking serialises Step: one ask at a time.
+	asking sync.Mutex
 	// mu guards the fields below it.
 	mu    sync.Mutex
 	claim fleet.Claim
@@ -184,6 +186,8 @@ func (c *Claims) lastParts(p int64) int64 {
 // it now (it is not settled, or an interval has passed since the last
 // ask), and takes the answer.
 func (c *Claims) Step(loads func(func([]fleet.Load))) {
+	c.asking.Lock()
+	defer c.asking.Unlock()
 	if !c.m.Joined() {
 		return
 	}

@@ -39,8 +39,10 @@ type fleet struct {
 	budgets *fleetstore.Budgets
 	members *fleetstore.Members
 	// claims is this replica's part of the fleet's fixed concurrency
-	// limits, which the engine admits by (lifecycle.Config.Parts).
+	// limits, which the engine admits by (lifecycle.Config.Parts); rn
+	// is that engine's runner (startClaims).
 	claims   *fleetstore.Claims
+	rn       *runner.Runner
 	channels *fleetstore.Channels
 	leases   *fleetstore.Leases
 	id       string
@@ -262,11 +264,17 @@ func (f *fleet) inherit(prev *fleet) {
 	// The claim first: f's claims ask only once its members have joined.
 	f.claims.Inherit(prev.claims)
 	f.members.Inherit(prev.members)
+	// Ask now, so that the claim is this configuration's before prev's
+	// is closed (prev's Close then leaves it alone).
+	if f.rn != nil {
+		f.claims.Step(f.rn.SharedLoads)
+	}
 }
 
 // startClaims starts asking for this replica's part of the fleet's
 // fixed limits, for rn's engine.
 func (f *fleet) startClaims(rn *runner.Runner) {
+	f.rn = rn
 	f.claims.Start(rn.SharedLoads, rn.Pump)
 }
 

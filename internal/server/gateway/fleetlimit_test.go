@@ -430,3 +430,64 @@ func (lf *limitFleet) waitSaturated(t *testing.T) {
 	lf.logf("saturated")
 
 }
+
+// A reload keeps the replica's place in the fleet: the new
+// configuration does not join again (no 503 on /readyz, no request
+// waiting a heartbeat interval for a part), it holds the same part of
+// the limits, and the replaced configuration's Close leaves the claim
+// the new one took over.
+func TestFleetReloadKeepsTheClaim(t *testing.T) {
+	c, prefix := redistest.Client(t)
+	t.Setenv(adminTokenEnv, "test-admin-token")
+	base, stop, err := mock.New(mock.Config{}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	cfg := lossConfig(t, redistest.Addr(t), base, 0, func(c *config.Config) { c.Fleet.Prefix = prefix })
+	r := lossReplica(t, cfg)
+	waitWithin(t, 10*time.Second, 20*time.Millisecond, "the replica to hold the whole of the limits", func() bool {
+		code, _ := r.readyz(t)
+		return code == 200 && r.metric(t, "sluice_fleet_limit_share") == 1
+	})
+	// field is the instance that last asked for the replica's claim.
+	field := func() string {
+		v := c.HGet(context.Background(), prefix+"claims", cfg.Fleet.ID).Val()
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			return v[i+1:]
+		}
+		return v
+	}
+	before := field()
+	if err := r.h.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := r.readyz(t); code != 200 {
+		t.Errorf("/readyz after the reload: %d %q, want 200 (the replica had joined)", code, body)
+	}
+	if v := r.metric(t, "sluice_fleet_limit_share"); v != 1 {
+		t.Errorf("after the reload the replica holds %v of the limits, want all of them", v)
+	}
+	start := time.Now()
+	resp, err := http.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != 200 || took > 500*time.Millisecond {
+		t.Errorf("a request right after the reload: %d in %v, want 200 at once", resp.StatusCode, took)
+	}
+	after := field()
+	if after == "" || after == before {
+		t.Fatalf("the claim after the reload was asked by %q (before by %q): want the new configuration", after, before)
+	}
+	// The replaced configuration closes once its last request ended;
+	// for a heartbeat interval and more, the claim stays the new one's.
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		if v := field(); v == "" {
+			t.Fatal("the replaced configuration's Close dropped the claim the new one holds")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
