@@ -39,7 +39,9 @@ import (
 //   - fixed concurrency limits are split between the live replicas
 //     (lifecycle Config.Replicas), as each replica counts them: its
 //     fleet.Census over the heartbeats the store keeps (members.go),
-//     where replicas join and leave (scenario fleet.join, fleet.leave).
+//     where replicas join and leave (scenario fleet.join, fleet.leave),
+//     each admitting by its claim on them (fleet.Claim, Config.Parts),
+//     which the store grants out of what the others leave.
 //
 // While the store is down (scenario fleet.store.down) nothing is shared:
 // verdicts are not sent, every replica probes, and each takes from a
@@ -89,6 +91,8 @@ type fleet struct {
 	// each replica's last heartbeat (-1: none yet).
 	beatEvery time.Duration
 	beats     []time.Duration
+	// claims are the replicas' claims on the fixed limits, in the store.
+	claims fleetcore.Claims
 	// steps are the fleet's changes of size, in time order.
 	steps []step
 	// track: the fleet changes size, and measure notes its peaks in
@@ -142,6 +146,11 @@ type replicaFleet struct {
 	census  fleetcore.Census
 	first   time.Duration
 	beatGen uint32
+	// claim is its part of the fleet's fixed limits (members.go);
+	// member: fleet.Joined said it has joined, so it claims; reached:
+	// its last heartbeat reached the store (else it decides alone).
+	claim           fleetcore.Claim
+	member, reached bool
 	// present: its process runs (joining included); joined: the load
 	// balancer sends it requests; left: it has left the fleet.
 	present, joined, left bool
@@ -185,6 +194,7 @@ func (f *fleet) configure(r *run, rp *replica, ec *lifecycle.Config) {
 		return
 	}
 	ec.Replicas = func() int { return f.replicas(r, rp) }
+	ec.Parts = func() int64 { return rp.fl.claim.Parts(f.replicas(r, rp), !rp.fl.reached) }
 	ec.Budgets.SharedKeys = true
 	if f.keys == nil {
 		f.limits = ec.Budgets.Keys
@@ -468,8 +478,12 @@ func (f *fleet) restarted(r *run, rp *replica) {
 	rp.fl.credit = nil // lost with the process
 	if f.shared && rp.fl.present {
 		// A new process: it counts afresh from its first heartbeat,
-		// when it is back (members.go).
+		// when it is back, and claims afresh once it has joined
+		// (members.go); what the old one claimed lingers in the store
+		// for the liveness window.
 		rp.fl.census = fleetcore.Census{Hold: 3 * f.beatEvery}
+		rp.fl.claim = fleetcore.Claim{Hold: 3 * f.beatEvery}
+		rp.fl.member, rp.fl.reached = false, true
 		rp.fl.beatGen++
 		f.pushBeat(r, rp, rp.down)
 	}

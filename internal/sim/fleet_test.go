@@ -176,17 +176,14 @@ func TestFleetJoinLeave(t *testing.T) {
 	if before.Replicas != 2 || join.Replicas != 3 || leave.Replicas != 2 || join.From != time.Minute || leave.From != 2*time.Minute {
 		t.Errorf("phases: %+v", shared.Phases)
 	}
-	if before.Peak > before.Limit || leave.Peak > leave.Limit {
-		t.Errorf("before the join peak %d, after the leave peak %d: beyond the fleet's %d", before.Peak, leave.Peak, before.Limit)
-	}
-	// A join: beyond the limit, by at most the joining replica's share
-	// (10/3 = 3), for less than an interval plus the longest call (1 s +
-	// 200 ms + 400 tokens at 20 ms).
-	if over := join.Peak - join.Limit; over <= 0 || over > join.Limit/3 {
-		t.Errorf("join: peak %d of %d; want beyond it by 1 to %d", join.Peak, join.Limit, join.Limit/3)
-	}
-	if join.Over <= 0 || join.Over > 9300*time.Millisecond {
-		t.Errorf("join: beyond the limit for %v; want some, under 9.3 s", join.Over)
+	// The joining replica takes its part out of what the others give
+	// back as their calls end (fleet.Claim), so no phase passes the
+	// limit. Before, the join held up to the joining replica's share
+	// more (12 of 10, for 1.5 s).
+	for _, p := range shared.Phases {
+		if p.Peak != p.Limit || p.Over != 0 {
+			t.Errorf("from %v: peak %d of %d, beyond it for %v; want exactly the limit, never beyond it", p.From, p.Peak, p.Limit, p.Over)
+		}
 	}
 	// Alone, each replica takes the whole limit.
 	if p := alone.Phases[1]; p.Peak < 2*p.Limit {

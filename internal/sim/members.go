@@ -25,21 +25,27 @@ import (
 // beat after that at phases spread over the interval. A replica that
 // joins (fleet.join) heartbeats at once, then every tenth of an
 // interval until it has joined (fleet.Joined: it knows the fleet and
-// every other live replica has heartbeated since its first), and only
-// then does the load balancer send it requests, as the gateway reports
-// ready only then; with the store down as it joins, it serves at once,
-// alone, as the gateway does. A replica that leaves (fleet.leave, the
+// every other live replica has heartbeated since its first) and the
+// store has granted it a part of the fleet's fixed limits (fleet.Claim,
+// asked for with each heartbeat once it has joined, and every tenth of
+// an interval while the claim is not settled, out of what the others
+// give back as their calls end), and only then does the load balancer
+// send it requests, as the gateway reports ready only then; with the
+// store down as it joins, it serves at once, alone, as the gateway
+// does. A replica that leaves (fleet.leave, the
 // latest to have joined first) drains, as the gateway's Shutdown does:
 // the load balancer sends it no more requests, what it holds (queued
 // ones included) runs to its end, and it heartbeats meanwhile (the
 // gateway closes its membership only after the drain); then it stops
-// and its entry goes (fleetstore.Members.Close), so the others count it
-// out at their next heartbeat and believe the smaller count a window
-// after that. With the store down as it closes, its entry stays until
+// and its entry and claim go (fleetstore.Members.Close, Claims.Close),
+// so the others count it out at their next heartbeat and believe the
+// smaller count, and claim the larger part, a window after that. With the store down as it closes, its entry stays until
 // it is older than the window. A replica restarted after a crash
 // is a new process: it counts afresh from its first heartbeat, when it
-// is back, and serves at once (the simulator's load balancer checks no
-// readiness after a crash). The heartbeat's round trip is not modelled:
+// is back, and is sent requests at once (the simulator's load balancer
+// checks no readiness after a crash), which wait until it has joined
+// and been granted a part; the crashed process's claim counts in the
+// store until it is older than the window. The heartbeat's round trip is not modelled:
 // a heartbeat reaches the store, and counts, as it is sent.
 
 // step is one change of the fleet's size, in time order.
@@ -53,10 +59,13 @@ type step struct {
 func (f *fleet) startMembers(r *run) {
 	every := f.spec.HeartbeatEvery()
 	f.beatEvery = every
+	f.claims.Window = 3 * every
 	f.beats = make([]time.Duration, len(r.reps))
 	size := f.spec.Size()
 	for i, rp := range r.reps {
 		rp.fl.census.Hold = 3 * every
+		rp.fl.claim.Hold = 3 * every
+		rp.fl.reached = true
 		if i >= size {
 			f.beats[i], rp.fl.first = -1, -1
 			continue
@@ -68,6 +77,8 @@ func (f *fleet) startMembers(r *run) {
 		}
 		f.beats[i] = 0
 		rp.fl.census.Observe(origin, size)
+		rp.fl.member = true
+		rp.fl.claim.Granted(origin, f.claims.Claim(f.holders[i], fleetcore.Target(size), 0, origin), false)
 		f.pushBeat(r, rp, every*time.Duration(i+1)/time.Duration(size))
 	}
 	for _, j := range f.spec.Join {
@@ -122,7 +133,9 @@ func (f *fleet) beat(r *run, e event) {
 	}
 	now := r.clock(r.now)
 	window := 3 * f.beatEvery
+	before := fl.claim.Parts(fl.census.Count(now), !fl.reached)
 	if f.storeUp(r) {
+		fl.reached = true
 		f.beats[rp.idx] = r.now
 		n := 0
 		var others []time.Time
@@ -139,20 +152,37 @@ func (f *fleet) beat(r *run, e event) {
 		if fl.first < 0 {
 			fl.first = r.now
 		}
-		if !fl.joined && fleetcore.Joined(r.clock(fl.first), now, f.beatEvery, others) {
+		fl.member = fl.member || fleetcore.Joined(r.clock(fl.first), now, f.beatEvery, others)
+		if fl.member {
+			f.ask(r, rp, now)
+		}
+		if !fl.joined && fl.member && fl.claim.Held() > 0 {
 			f.serve(r, rp)
 		}
 	} else {
+		fl.reached = false
 		fl.census.Lost(now)
+		fl.claim.Missed()
 		if !fl.joined {
 			f.serve(r, rp) // nothing to learn: it decides alone
 		}
 	}
+	if fl.claim.Parts(fl.census.Count(now), !fl.reached) > before {
+		r.apply(rp, rp.eng.Pump(now))
+	}
 	next := f.beatEvery
-	if !fl.joined {
+	if !fl.joined || (f.storeUp(r) && fl.member && !fl.claim.Settled(now, fl.census.Count(now), rp.eng.SharedLoads())) {
 		next /= 10
 	}
 	f.pushBeat(r, rp, r.now+next)
+}
+
+// ask is a replica's claim on the fleet's fixed limits, asked of the
+// store with its heartbeat (the gateway asks beside it, as often).
+func (f *fleet) ask(r *run, rp *replica, now time.Time) {
+	fl := &rp.fl
+	want := fl.claim.Ask(now, fl.census.Count(now), rp.eng.SharedLoads())
+	fl.claim.Granted(now, f.claims.Claim(f.holders[rp.idx], want, fl.claim.Held(), now), false)
 }
 
 // serve puts a replica that has joined into the load balancer's
@@ -230,6 +260,7 @@ func (f *fleet) stop(r *run, rp *replica) {
 	rp.fl.beatGen++
 	if f.shared && f.storeUp(r) {
 		f.beats[rp.idx] = -1
+		f.claims.Drop(f.holders[rp.idx])
 	}
 	rp.fl.credit = nil
 }

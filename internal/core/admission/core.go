@@ -233,11 +233,24 @@ func NewCore(cfg Config) *Core {
 	}
 }
 
-func limitOf(l Limiter) int {
+// limitOf is l's limit and whether it limits at all: None is a limit
+// of 0 slots, zero or less (or no Limiter) none.
+func limitOf(l Limiter) (int, bool) {
 	if l == nil {
-		return 0
+		return 0, false
 	}
-	return l.Limit()
+	n := l.Limit()
+	if n == None {
+		return 0, true
+	}
+	return n, n > 0
+}
+
+// shownLimit is l's limit for a Snapshot: None shows as 0, as unlimited
+// does, for the moments a fleet's replica holds no part of it.
+func shownLimit(l Limiter) int {
+	n, _ := limitOf(l)
+	return n
 }
 
 // fits reports whether r can start now without passing a limit. Critical
@@ -247,19 +260,19 @@ func (c *Core) fits(r Request) bool {
 	if r.Priority == Critical {
 		extra = c.cfg.Reserved
 	}
-	if l := limitOf(c.cfg.Global); l > 0 && c.inFlight >= l+extra-c.cfg.Headroom[r.Priority] {
+	if l, ok := limitOf(c.cfg.Global); ok && c.inFlight >= l+extra-c.cfg.Headroom[r.Priority] {
 		return false
 	}
 	if r.Held {
 		return false
 	}
 	if i := r.Lane - 1; i >= 0 && i < len(c.laneIn) {
-		if l := limitOf(c.cfg.Lanes[i]); l > 0 && c.laneIn[i] >= l {
+		if l, ok := limitOf(c.cfg.Lanes[i]); ok && c.laneIn[i] >= l {
 			return false
 		}
 	}
 	if s := r.Scope; s >= 0 && s < len(c.scopeIn) {
-		if l := limitOf(c.cfg.Scopes[s]); l > 0 && c.scopeIn[s] >= l+extra {
+		if l, ok := limitOf(c.cfg.Scopes[s]); ok && c.scopeIn[s] >= l+extra {
 			return false
 		}
 	}
@@ -623,7 +636,7 @@ func (c *Core) Pump(now time.Time) []Ticket {
 				c.start(now, e)
 				c.entries.Put(e.ticket, e)
 				granted = append(granted, e.ticket)
-			} else if l := limitOf(c.cfg.Global); p != Critical && l > 0 && c.inFlight >= l {
+			} else if l, ok := limitOf(c.cfg.Global); p != Critical && ok && c.inFlight >= l {
 				return granted // nothing non-critical can fit anywhere
 			}
 			e = next
@@ -768,8 +781,8 @@ func (c *Core) Room(scope int) bool {
 	if scope < 0 || scope >= len(c.scopeIn) {
 		return true
 	}
-	l := limitOf(c.cfg.Scopes[scope])
-	return l <= 0 || c.scopeIn[scope] < l
+	l, ok := limitOf(c.cfg.Scopes[scope])
+	return !ok || c.scopeIn[scope] < l
 }
 
 // InFlight is the number of requests in flight in a scope, or globally
@@ -779,6 +792,15 @@ func (c *Core) InFlight(scope int) int {
 		return c.scopeIn[scope]
 	}
 	return c.inFlight
+}
+
+// LaneInFlight is the number of requests in flight in lane i (from 0,
+// Config.Lanes[i]).
+func (c *Core) LaneInFlight(i int) int {
+	if i >= 0 && i < len(c.laneIn) {
+		return c.laneIn[i]
+	}
+	return 0
 }
 
 // Snapshot is a read-only view of Core for metrics and tests.
@@ -798,11 +820,11 @@ func (c *Core) Snapshot(now time.Time) Snapshot {
 		InFlight:      c.inFlight,
 		ScopeInFlight: append([]int(nil), c.scopeIn...),
 		Queued:        c.queued,
-		Limit:         limitOf(c.cfg.Global),
+		Limit:         shownLimit(c.cfg.Global),
 		ScopeLimits:   make([]int, len(c.cfg.Scopes)),
 	}
 	for i, l := range c.cfg.Scopes {
-		s.ScopeLimits[i] = limitOf(l)
+		s.ScopeLimits[i] = shownLimit(l)
 	}
 	s.OldestWait = c.OldestWait(now)
 	return s

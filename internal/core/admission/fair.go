@@ -19,7 +19,7 @@ func (c *Core) pumpFair(now time.Time) []Ticket {
 			var best *entry
 			for e := c.head[p]; e != nil; e = e.next {
 				if !c.fits(e.req) {
-					if l := limitOf(c.cfg.Global); p != Critical && l > 0 && c.inFlight >= l {
+					if l, ok := limitOf(c.cfg.Global); p != Critical && ok && c.inFlight >= l {
 						return granted // nothing non-critical can fit anywhere
 					}
 					continue

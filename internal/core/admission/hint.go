@@ -181,7 +181,7 @@ func (c *Core) scheduleDrain(now time.Time, k int) (time.Duration, bool) {
 	if len(rem) == 0 {
 		// Refused with nothing in flight (no room at all): a call's length
 		// per round of the limit's slots.
-		return seconds(float64(k) * round / float64(max(limitOf(c.cfg.Global), 1))), true
+		return seconds(float64(k) * round / float64(max(shownLimit(c.cfg.Global), 1))), true
 	}
 	return seconds(kthFree(rem, round, k)), true
 }

@@ -91,6 +91,14 @@ func (c *Census) Count(now time.Time) int {
 	return max(n, 1)
 }
 
+// Clone is a copy of c that changes independently of it: a host that
+// replaces its membership (a reload) carries the census over.
+func (c *Census) Clone() Census {
+	d := *c
+	d.seen = append([]sighting(nil), c.seen...)
+	return d
+}
+
 // Latest is the count the last heartbeat that reached the store made,
 // or 0 before any.
 func (c *Census) Latest() int { return c.latest() }

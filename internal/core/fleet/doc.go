@@ -28,7 +28,14 @@
 //     within the liveness window, so shares never add up to more than
 //     a limit while the fleet or its store changes; Joined, when a
 //     replica that starts knows the fleet and the fleet knows it, so it
-//     may serve.
+//     may claim its part and serve.
+//   - Claim, Slots, Need, Grant: a replica's part of the fleet's fixed
+//     concurrency limits, granted by the store out of what the others
+//     leave (Grant; Claims is such a store in memory), the calls it
+//     gives under each limit (Slots), and how much of it a replica's
+//     calls in flight still need (Need), so that a replica that joins
+//     takes its part out of what the others give back, and the limits
+//     hold while the fleet changes.
 //   - Lease and MayProbe: one replica probes a provider at a time; a
 //     lease call that fails while the store is up does not probe.
 //   - Share, Spent, ShareVerdict, Fits: a replica's part of a key's budget
@@ -97,6 +104,14 @@
 //     what credit costs is refusals that come sooner while other replicas
 //     hold credit (fleetstore's "Allotments" works out the bounds).
 //
+//   - A replica's share of a fixed concurrency limit is what its claim
+//     gives (Claim, Slots), not the limit divided by the replicas it
+//     counts; the two agree once the fleet is settled. Both hosts
+//     used to divide, and both let a joining replica take its share
+//     on top of the calls the others still ran under their larger one
+//     (the simulator showed 12 of a limit of 10 at a join, the gateway
+//     up to 15).
+//
 // Where the copies agreed, the rule moved here unchanged: a replica
 // announces the verdicts it reached from its own evidence except moves
 // to HalfOpen, and no adopted verdict; a failed probe is announced as
@@ -114,7 +129,9 @@
 // what their shares owe then, where the gateway's wait for their next
 // check, up to fleetstore's HealthInterval); a heartbeat's round trip
 // (it counts as it is sent; the heartbeats themselves, the Census's
-// hold and Joined are the gateway's); the
+// hold and Joined are the gateway's), and a claim's (it is asked with
+// a heartbeat and answered at once; the gateway asks beside it, and
+// loses no answer in the simulator's store); the
 // aging of the store's last status between answers; and the time scale
 // the gateway applies to EvidenceEvery and ProbeLease.
 package fleet

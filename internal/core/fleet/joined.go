@@ -14,9 +14,12 @@ import "time"
 // each counts this one), or once the liveness window (3 intervals) has
 // passed (those that have not are not live). Until then a replica
 // should not serve: it would take a share the others do not leave it.
-// The gateway reports ready only once it has joined
-// (fleetstore.Members.Joined); the simulator's load balancer sends a
-// joining replica nothing until then.
+// Once it has joined it asks the store for its part of the fleet's
+// fixed limits (Claim), and it admits nothing under them before the
+// store grants one. The gateway reports ready only once it has joined
+// and holds a part (fleetstore.Members.Joined, fleetstore.Claims.Ready);
+// the simulator's load balancer sends a joining replica nothing until
+// then.
 func Joined(first, now time.Time, interval time.Duration, others []time.Time) bool {
 	switch since := now.Sub(first); {
 	case since >= 3*interval:

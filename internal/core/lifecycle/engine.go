@@ -121,6 +121,16 @@ type Config struct {
 	// this engine is one of: its fixed concurrency limits (global,
 	// per provider, per lane) are split between them (fleet.go).
 	Replicas func() int
+	// Parts, when set with Replicas, is this replica's part of the
+	// fleet's fixed concurrency limits, in fleet.Whole (the host's
+	// fleet.Claim.Parts): each limit gives it fleet.Slots of its calls,
+	// and none at all while it holds no part. Nil: an equal part of the
+	// replicas counted (fleet.Target(Replicas())), which is the limit
+	// divided by them. The host reports each limit's calls in flight
+	// back (SharedLoads) and calls Pump when the part grew. It is read
+	// on every decision, so it must be quick and must not call the
+	// engine.
+	Parts func() int64
 	// TimeScale multiplies the engine's own times and the admission
 	// core's (timescale.go), for a host replaying a scenario t times as
 	// fast; zero means 1. FromConfig sets it from a time-scaled config,
@@ -490,6 +500,8 @@ type request struct {
 type Engine struct {
 	adm    *admission.Core
 	scopes []*scope
+	// splits are the fixed limits shared with the fleet (fleet.go).
+	splits []split
 	reqs   tickets.Table[ID, *request]
 	slow   timerHeap // in-flight requests by when their breaker calls them slow
 	dropT  timerHeap // in-flight requests by when their limit counts a drop
@@ -568,15 +580,18 @@ func New(cfg Config) *Engine {
 	}
 	limiters := make([]admission.Limiter, len(cfg.Scopes))
 	for i, sc := range cfg.Scopes {
-		s := &scope{cfg: sc, limiter: share(admission.Fixed(sc.Fixed), cfg.Replicas)}
+		s := &scope{cfg: sc}
+		var fixed admission.Limiter = admission.Fixed(sc.Fixed)
 		if sc.Pool != nil {
-			s.limiter = share(poolLimiter{sc.Pool}, cfg.Replicas)
+			fixed = poolLimiter{sc.Pool}
 		}
-		if sc.Limit != nil {
+		switch {
+		case sc.Limit == nil:
+			s.limiter = e.fleetShare(fixed, cfg, i, 0)
+		case sc.Pool != nil:
+			s.limiter = minLimiter{algLimiter{sc.Limit}, e.fleetShare(fixed, cfg, i, 0)}
+		default:
 			s.limiter = algLimiter{sc.Limit}
-			if sc.Pool != nil {
-				s.limiter = minLimiter{s.limiter, share(poolLimiter{sc.Pool}, cfg.Replicas)}
-			}
 		}
 		s.ticker, _ = sc.Limit.(ticker)
 		limiters[i] = s.limiter
@@ -592,10 +607,10 @@ func New(cfg Config) *Engine {
 	e.books.replicas = cfg.Replicas
 	ac := cfg.Admission
 	ac.Scopes = limiters
-	ac.Global = share(ac.Global, cfg.Replicas)
+	ac.Global = e.fleetShare(ac.Global, cfg, admission.NoScope, 0)
 	lanes := make([]admission.Limiter, len(ac.Lanes))
 	for i, l := range ac.Lanes {
-		lanes[i] = share(l, cfg.Replicas)
+		lanes[i] = e.fleetShare(l, cfg, admission.NoScope, i+1)
 	}
 	ac.Lanes = lanes
 	ac.Seed = cfg.Seed ^ 0xad31
@@ -1373,7 +1388,8 @@ func (e *Engine) holds(q *request) bool {
 // Snapshot reports admission's state, limits included.
 func (e *Engine) Snapshot(now time.Time) admission.Snapshot { return e.adm.Snapshot(now) }
 
-// ScopeLimit is a scope's current limit (0: unlimited).
+// ScopeLimit is a scope's current limit (0: unlimited; admission.None:
+// no call for now, a fleet's replica that holds no part of it).
 func (e *Engine) ScopeLimit(i int) int {
 	if sc := e.scope(i); sc != nil {
 		return sc.limiter.Limit()

@@ -5,28 +5,46 @@ import (
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/fleet"
 )
 
 // A fleet of replicas shares one provider. Each replica's engine admits
-// its share of a fixed concurrency limit, the limit over the live
-// replica count rounded down (at least 1), so the fleet together never
-// holds more calls open than the provider was given; a replica that
-// joins or leaves moves every share at the next decision. Adaptive
-// limits are not split: each replica's limit moves with the latency it
-// sees, which is the shared provider's.
+// its share of a fixed concurrency limit, so that the fleet together
+// never holds more calls open than the provider was given: the slots its
+// part of the fleet's limits gives it (fleet.Slots of Config.Parts, the
+// claim the host keeps in the fleet's store), which is the limit over
+// the live replicas rounded down (at least 1) once the fleet is settled,
+// less while a replica joins and the others have not yet given back
+// what their calls hold, and nothing before the store granted any part.
+// Without Parts, the share is the limit over the live replicas.
+// Adaptive limits are not split: each replica's limit moves with the
+// latency it sees, which is the shared provider's.
 
 // shared is a fixed limit split between live replicas.
 type shared struct {
 	l        admission.Limiter
 	replicas func() int
+	parts    func() int64
 }
 
-// share returns l split between replicas(), or l itself outside a fleet.
-func share(l admission.Limiter, replicas func() int) admission.Limiter {
-	if l == nil || replicas == nil {
+// split is a shared limit and where its calls in flight are counted:
+// scope (admission.NoScope: the global limit or a lane's) and lane
+// (from 1; 0: none).
+type split struct {
+	s           shared
+	scope, lane int
+}
+
+// fleetShare returns l split between the fleet's replicas, or l itself
+// outside a fleet, and notes it among the engine's splits: scope and
+// lane say where its calls are counted.
+func (e *Engine) fleetShare(l admission.Limiter, cfg Config, scope, lane int) admission.Limiter {
+	if l == nil || cfg.Replicas == nil {
 		return l
 	}
-	return shared{l, replicas}
+	s := shared{l, cfg.Replicas, cfg.Parts}
+	e.splits = append(e.splits, split{s, scope, lane})
+	return s
 }
 
 func (s shared) Limit() int {
@@ -34,7 +52,43 @@ func (s shared) Limit() int {
 	if n <= 0 {
 		return n // unlimited stays unlimited
 	}
-	return max(1, n/max(1, s.replicas()))
+	live := max(1, s.replicas())
+	parts := fleet.Target(live)
+	if s.parts != nil {
+		parts = s.parts()
+	}
+	if k := fleet.Slots(n, parts, live); k > 0 {
+		return k
+	}
+	return admission.None
+}
+
+// SharedLoads is each fixed limit this engine shares with the fleet,
+// whole, with the calls it holds under it (those a replaced
+// configuration still runs included): what the replica's claim must
+// cover before it gives any part back (fleet.Need). Unlimited ones are
+// left out.
+func (e *Engine) SharedLoads() []fleet.Load {
+	var out []fleet.Load
+	for _, sp := range e.splits {
+		n := sp.s.l.Limit()
+		if n <= 0 {
+			continue
+		}
+		in := e.adm.InFlight(sp.scope)
+		if sp.lane > 0 {
+			in = e.adm.LaneInFlight(sp.lane - 1)
+		}
+		out = append(out, fleet.Load{Limit: n, InFlight: in})
+	}
+	return out
+}
+
+// Pump starts the waiters that fit now: the host calls it when a
+// shared limit grew (its part of the fleet's limits did).
+func (e *Engine) Pump(now time.Time) (rd Ready) {
+	e.pump(now, &rd)
+	return rd
 }
 
 // Adopt makes scope's breaker follow a verdict another replica of the

@@ -1,12 +1,14 @@
 package lifecycle
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/core/admission"
 	"github.com/sluice-gw/sluice/internal/core/breaker"
+	"github.com/sluice-gw/sluice/internal/core/fleet"
 	"github.com/sluice-gw/sluice/internal/core/quota"
 )
 
@@ -37,11 +39,55 @@ func TestFleetShare(t *testing.T) {
 	if n := admitted(); n != 7 {
 		t.Fatalf("alone, it admitted %d more, want 7 (all 10)", n)
 	}
-	if got := share(admission.Fixed(0), func() int { return 5 }).Limit(); got != 0 {
+	five := func() int { return 5 }
+	if got := (shared{admission.Fixed(0), five, nil}).Limit(); got != 0 {
 		t.Fatalf("an unlimited limit split: %d, want 0 (still unlimited)", got)
 	}
-	if got := share(admission.Fixed(2), func() int { return 5 }).Limit(); got != 1 {
+	if got := (shared{admission.Fixed(2), five, nil}).Limit(); got != 1 {
 		t.Fatalf("2 split 5 ways: %d, want at least 1", got)
+	}
+}
+
+// With a claim on the fleet's limits (Config.Parts), a replica admits
+// what its part gives it: nothing before it holds a part (requests
+// wait), a part of each limit as it grows (a Pump starts the waiters),
+// and the limit divided once it holds an equal part. SharedLoads reports
+// each shared limit, whole, with the calls under it.
+func TestFleetParts(t *testing.T) {
+	var parts atomic.Int64
+	e := New(Config{
+		Admission: admission.Config{Global: admission.Fixed(100), MaxDepth: 20, MaxWait: time.Minute},
+		Scopes:    []ScopeConfig{{Fixed: 10}, {}},
+		Replicas:  func() int { return 2 },
+		Parts:     parts.Load,
+	})
+	arrive := func(n int) (started int) {
+		for range n {
+			a, _ := e.Arrive(at(0), Request{Targets: []int{0}})
+			if a.Verdict == admission.Admitted {
+				started++
+			}
+		}
+		return started
+	}
+	if n := arrive(6); n != 0 {
+		t.Fatalf("holding no part, a replica started %d calls", n)
+	}
+	if got := e.ScopeLimit(0); got != admission.None {
+		t.Fatalf("scope limit %d holding no part, want None", got)
+	}
+	parts.Store(fleet.Whole * 3 / 10) // what a loaded replica gave back
+	if rd := e.Pump(at(0)); len(rd.Start) != 3 {
+		t.Fatalf("granted 3/10 of the limits, the pump started %d waiters, want 3", len(rd.Start))
+	}
+	parts.Store(fleet.Target(2))
+	if rd := e.Pump(at(0)); len(rd.Start) != 2 {
+		t.Fatalf("granted an equal part, the pump started %d more, want 2 (5 of 10)", len(rd.Start))
+	}
+	got := e.SharedLoads()
+	want := []fleet.Load{{Limit: 10, InFlight: 5}, {Limit: 100, InFlight: 5}}
+	if !slices.Equal(got, want) {
+		t.Errorf("SharedLoads() = %v, want %v (the provider's whole limit, the global one; the unlimited scope left out)", got, want)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package fleetstore is the state a fleet of Sluice replicas shares through
 // Redis, so that the fleet decides as one: per-minute budgets exact
-// across replicas (Budgets), the count of live replicas (Members),
-// ownership of a task such as probing a tripped provider (Leases), and
-// verdicts broadcast between replicas (Channels).
+// across replicas (Budgets), the count of live replicas (Members), each
+// replica's part of the fixed concurrency limits (Claims), ownership of
+// a task such as probing a tripped provider (Leases), and verdicts
+// broadcast between replicas (Channels).
 //
 // # Client
 //
@@ -124,7 +125,13 @@
 // replicas seen within 3 intervals (one MULTI/EXEC round trip per
 // heartbeat), dropping entries dated more than 3 intervals ahead; Live
 // is the largest count seen within 3 intervals (fleet.Census), and
-// Joined says when a new replica may report ready. The same round trip
+// Joined says when a new replica may claim a part of the fixed limits
+// and report ready. Claims keeps each replica's part of them in one
+// hash, one field per replica, and answers an ask in one script
+// (fleet.Claim's rules, fleet.Grant's arithmetic): what the other
+// claims leave, no more than was held when the fleet's epoch changed
+// since the replica last read it; a claim not asked for within 3
+// intervals counts no more. The same heartbeat round trip
 // reads the fleet's epoch (epoch.go: a random name kept in Redis, made
 // afresh when missing), so a replica learns within a heartbeat that
 // Redis lost its data (OnLoss); the run-time keys (package keystore)

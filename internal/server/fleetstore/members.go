@@ -140,6 +140,29 @@ func (m *Members) Joined() bool {
 	return m.settled
 }
 
+// Interval is the time between heartbeats.
+func (m *Members) Interval() time.Duration { return m.interval }
+
+// Inherit carries prev's knowledge of the fleet over to m: the census,
+// whether and when it joined, the epoch. A replica that replaces its
+// membership (a reload builds a new one under the same ID) is the same
+// member of the fleet, and need not join again. Call it before m
+// serves.
+func (m *Members) Inherit(prev *Members) {
+	prev.cmu.Lock()
+	census, joined, settled := prev.census.Clone(), prev.joined, prev.settled
+	prev.cmu.Unlock()
+	m.cmu.Lock()
+	m.census, m.joined, m.settled = census, joined, settled
+	m.cmu.Unlock()
+	epoch := prev.Epoch()
+	m.emu.Lock()
+	if m.epoch == "" || m.epoch == epoch {
+		m.epoch = epoch
+	}
+	m.emu.Unlock()
+}
+
 // Reached reports whether the last heartbeat answered.
 func (m *Members) Reached() bool { return m.reached.Load() }
 

@@ -35,13 +35,21 @@ import (
 // sluice_fleet_store_shared, and goes back to the shared budgets by
 // itself when Redis answers again.
 type fleet struct {
-	rdb      *redis.Client
-	budgets  *fleetstore.Budgets
-	members  *fleetstore.Members
+	rdb     *redis.Client
+	budgets *fleetstore.Budgets
+	members *fleetstore.Members
+	// claims is this replica's part of the fleet's fixed concurrency
+	// limits, which the engine admits by (lifecycle.Config.Parts); rn
+	// is that engine's runner (startClaims).
+	claims   *fleetstore.Claims
+	rn       *runner.Runner
 	channels *fleetstore.Channels
 	leases   *fleetstore.Leases
 	id       string
-	timeout  time.Duration
+	// store and prefix name the fleet (a reload that keeps them keeps
+	// this replica's place in it: inherit).
+	store, prefix string
+	timeout       time.Duration
 	// evidenceEvery and probeLease are fleetcore.EvidenceEvery and
 	// fleetcore.ProbeLease, times the config's time scale
 	// (config.Config.TimeFactor): they follow the breaker's bucket width
@@ -132,12 +140,14 @@ func (f *fleet) storeError(op, name string, err error, msg string, attrs ...any)
 
 // ready reports whether this replica may report ready as one of the
 // fleet: it has joined (fleetstore.Members.Joined: it knows the fleet
-// and every other replica counts it), or the store does not answer, so
-// that there is nothing to learn and it decides alone (said in the log
-// and in sluice_fleet_store_shared). Outside a fleet (f nil), /readyz
-// may always say ready as far as the fleet goes.
+// and every other replica counts it) and holds a part of the fleet's
+// concurrency limits (fleetstore.Claims.Ready: the others have given
+// some back), or the store does not answer, so that there is nothing
+// to learn and it decides alone (said in the log and in
+// sluice_fleet_store_shared). Outside a fleet (f nil), /readyz may
+// always say ready as far as the fleet goes.
 func (f *fleet) ready() bool {
-	return f == nil || f.members.Joined() || !f.reachable.Load()
+	return f == nil || (f.members.Joined() && f.claims.Ready()) || !f.reachable.Load()
 }
 
 // reach notes whether Redis answers, from a heartbeat or a budget call,
@@ -175,7 +185,7 @@ func newFleet(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*fleet,
 		id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	prefix := cfg.Fleet.Prefix
-	f := &fleet{rdb: rdb, id: id, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
+	f := &fleet{rdb: rdb, id: id, store: cfg.Store, prefix: prefix, timeout: cfg.Fleet.Timeout.D(), stop: func() {}, log: log}
 	if m != nil {
 		f.errs, f.losses = m.FleetStoreErrors, m.FleetStoreLosses
 	}
@@ -201,6 +211,10 @@ func newFleet(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*fleet,
 		},
 		OnLoss: f.sawLoss,
 	})
+	f.claims = fleetstore.NewClaims(rdb, f.members, fleetstore.ClaimOptions{Prefix: prefix, ID: id,
+		OnKeyError: func(err error) {
+			f.storeError("claims", prefix+"claims", err, "shared store: the fleet's claims key holds another type; this replica decides alone with an equal share of the concurrency limits (delete the key to repair it)")
+		}})
 	f.budgets = fleetstore.NewBudgets(rdb, fleetstore.BudgetOptions{
 		Prefix:  prefix,
 		Timeout: f.timeout,
@@ -237,8 +251,36 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// inherit carries prev's place in the fleet over to f, the fleet of
+// the configuration that replaces prev's (a reload): f need not join
+// again, and takes over the claim on the fleet's limits, asking for
+// what its engine counts, the calls prev still runs included
+// (runner.Runner.Handover). A reload that names another store, prefix
+// or ID joins afresh.
+func (f *fleet) inherit(prev *fleet) {
+	if f == nil || prev == nil || f.store != prev.store || f.prefix != prev.prefix || f.id != prev.id {
+		return
+	}
+	// The claim first: f's claims ask only once its members have joined.
+	f.claims.Inherit(prev.claims)
+	f.members.Inherit(prev.members)
+	// Ask now, so that the claim is this configuration's before prev's
+	// is closed (prev's Close then leaves it alone).
+	if f.rn != nil {
+		f.claims.Step(f.rn.SharedLoads)
+	}
+}
+
+// startClaims starts asking for this replica's part of the fleet's
+// fixed limits, for rn's engine.
+func (f *fleet) startClaims(rn *runner.Runner) {
+	f.rn = rn
+	f.claims.Start(rn.SharedLoads, rn.Pump)
+}
+
 func (f *fleet) close() {
 	f.stop()
+	f.claims.Close()
 	f.members.Close()
 	f.budgets.Close()
 	f.rdb.Close()
@@ -319,6 +361,12 @@ func (g *Gateway) sharedQuotas() []metrics.Quota {
 		}
 	}
 	return out
+}
+
+// share is this replica's part of the fleet's fixed concurrency
+// limits, from 0 to 1, for the metrics.
+func (f *fleet) share() float64 {
+	return float64(f.claims.Parts()) / float64(fleetcore.Whole)
 }
 
 // state reports the live replicas and whether budgets are shared now,

@@ -74,15 +74,25 @@ func lossFleet(t *testing.T, addr string, n int, mutate func(*config.Config)) []
 	t.Cleanup(stop)
 	var out []*lossHost
 	for i := range n {
-		out = append(out, lossReplica(t, base, addr, i, mutate))
+		out = append(out, lossReplicaAt(t, base, addr, i, mutate))
 	}
 	return out
 }
 
-// lossReplica starts replica i of a fleet on the Redis at addr, in
+// lossReplicaAt starts replica i of a fleet on the Redis at addr, in
 // front of the provider at base, configured by mutate too: as
 // lossFleet starts each, or again after the test stopped it.
-func lossReplica(t *testing.T, base, addr string, i int, mutate func(*config.Config)) *lossHost {
+func lossReplicaAt(t *testing.T, base, addr string, i int, mutate func(*config.Config)) *lossHost {
+	t.Helper()
+	r := lossReplica(t, lossConfig(t, addr, base, i, mutate))
+	r.mockURL = base
+	return r
+}
+
+// lossConfig is replica i's config on the Redis at addr, in front of
+// the mock at base, adjusted by mutate. Its admin token is read from
+// adminTokenEnv, which the test sets to "test-admin-token".
+func lossConfig(t *testing.T, addr, base string, i int, mutate func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg := hostConfig(base, func(c *config.Config) {
 		c.Admin.TokenEnv = adminTokenEnv
@@ -97,11 +107,15 @@ func lossReplica(t *testing.T, base, addr string, i int, mutate func(*config.Con
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// lossReplica serves a replica built from cfg, keeping its log.
+func lossReplica(t *testing.T, cfg *config.Config) *lossHost {
+	t.Helper()
 	buf := &bytes.Buffer{}
 	sw := &syncWriter{w: buf}
-	hs := serveHost(t, cfg, sw)
-	hs.mockURL = base
-	return &lossHost{hostStack: hs, logs: sw, buf: buf}
+	return &lossHost{hostStack: serveHost(t, cfg, sw), logs: sw, buf: buf}
 }
 
 // Run-time keys stay manageable when Redis restarts empty (no

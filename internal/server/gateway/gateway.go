@@ -253,6 +253,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, err
 		}
 		ec.Replicas = g.fleet.members.Live
+		ec.Parts = g.fleet.claims.Parts
 		ec.Budgets.SharedKeys = true
 	}
 	g.idem = newIdemState(cfg, opts.idem, g.fleet, g.metrics, g.log, g.now, g.writeTimeout, g.setRateHeaders)
@@ -277,7 +278,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.metrics.SetSources(sourcesOf(g, scopeNames))
 	if g.fleet != nil {
 		g.metrics.SetFleet(g.fleet.state)
+		g.metrics.SetFleetShare(g.fleet.share)
 		g.fleet.follow(g.runner, g.providers, g.byScope)
+		g.fleet.startClaims(g.runner)
 	}
 	g.scrapers = startScrapers(cfg, g.byScope, g.runner, g.metrics, g.log)
 	g.ready.Store(true)

@@ -280,6 +280,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 	// those its waiters start, before it takes a request of its own.
 	cur := h.cur.Load()
 	cur.runner.Handover(g.runner, scopeMap(cur, g))
+	g.fleet.inherit(cur.fleet)
 	old := h.cur.Swap(g)
 	h.dash.SetBudgets(dashboardBudgets(&running))
 	h.metrics.Reloads.WithLabelValues("ok").Inc()

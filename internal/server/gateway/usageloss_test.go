@@ -206,7 +206,7 @@ func TestFleetUsageLostWithAReplicaIsMarked(t *testing.T) {
 			strings.Contains(log, "replica-1 (memory only)") && strings.Contains(log, "replica-2 (state.dir")
 	})
 
-	again := lossReplica(t, fleet[0].mockURL, own.Addr(), 2, withDir)
+	again := lossReplicaAt(t, fleet[0].mockURL, own.Addr(), 2, withDir)
 	waitExport(t, fleet[0], served[0]+served[2], "replica 2 started again on its state.dir")
 	store := fleet[0].h.Gateway().Usage().Store().(*usage.RedisStore)
 	waitWithin(t, 10*time.Second, 20*time.Millisecond, "only replica-1 marked", func() bool {

@@ -108,6 +108,8 @@ type Metrics struct {
 	// fleet reports the live replicas and whether the shared store
 	// answers, when the gateway is one of a fleet.
 	fleet atomic.Pointer[func() (int, bool)]
+	// fleetShare reads this replica's part of the fleet's fixed limits.
+	fleetShare atomic.Pointer[func() float64]
 	// idem reports the idempotency store's state.
 	idem atomic.Pointer[func() IdempotencyState]
 }
@@ -448,7 +450,13 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 // whether the shared store answers now.
 func (m *Metrics) SetFleet(f func() (replicas int, shared bool)) { m.fleet.Store(&f) }
 
+// SetFleetShare makes sluice_fleet_limit_share read f: this replica's
+// part of the fleet's fixed concurrency limits, from 0 to 1.
+func (m *Metrics) SetFleetShare(f func() float64) { m.fleetShare.Store(&f) }
+
 var (
+	fleetShareDesc = prometheus.NewDesc("sluice_fleet_limit_share",
+		"This replica's part of the fleet's fixed concurrency limits (0 to 1), as the shared store granted it: an equal part once the fleet is settled, less while a joining replica waits for the others to give back what their calls hold, 0 before any.", nil, nil)
 	fleetReplicasDesc = prometheus.NewDesc("sluice_fleet_replicas",
 		"Live replicas in this replica's fleet (store:), as its last heartbeat saw them.", nil, nil)
 	fleetSharedDesc = prometheus.NewDesc("sluice_fleet_store_shared",
@@ -461,6 +469,7 @@ type fleetCollector struct{ m *Metrics }
 func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- fleetReplicasDesc
 	ch <- fleetSharedDesc
+	ch <- fleetShareDesc
 }
 
 func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -475,4 +484,7 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(fleetReplicasDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(fleetSharedDesc, prometheus.GaugeValue, v)
+	if s := c.m.fleetShare.Load(); s != nil {
+		ch <- prometheus.MustNewConstMetric(fleetShareDesc, prometheus.GaugeValue, (*s)())
+	}
 }
