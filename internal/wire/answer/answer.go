@@ -2,6 +2,7 @@ package answer
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -15,14 +16,72 @@ import (
 // choice its finish, ErrFailed when it carried an error event, and
 // ErrShape when it has a part Collect does not know.
 func Collect(d protocol.Dialect, stream []byte) ([]byte, error) {
-	events, n := translate.ParseEvents(stream)
-	if len(bytes.TrimSpace(stream[n:])) > 0 {
+	c := NewCollector(d, 0)
+	c.Write(stream)
+	return c.Whole()
+}
+
+// Collector collects a stream as it passes, holding the answer so far,
+// not the stream's bytes: fed a stream's bytes in any cuts (Write), it
+// gives the whole answer at its end (Whole). Past its bound it stops
+// and holds nothing more. Not safe for concurrent use.
+type Collector struct {
+	// pend is an event not yet ended.
+	pend []byte
+	feed interface {
+		event(translate.Event) error
+		held() int
+		whole() ([]byte, error)
+	}
+	max int
+	err error
+}
+
+// ErrTooLarge: the answer passed the collector's bound.
+var ErrTooLarge = errors.New("answer: larger than the collector holds")
+
+// NewCollector starts collecting a stream in dialect d; max bounds the
+// bytes it holds (0: no bound).
+func NewCollector(d protocol.Dialect, max int) *Collector {
+	c := &Collector{max: max}
+	if d == protocol.Anthropic {
+		c.feed = &anCollect{}
+	} else {
+		c.feed = &oaCollect{}
+	}
+	return c
+}
+
+// Write feeds the collector p, the stream's next bytes. It never fails
+// (a writer it stands beside must not): an error is kept for Whole.
+func (c *Collector) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return len(p), nil
+	}
+	c.pend = append(c.pend, p...)
+	events, n := translate.ParseEvents(c.pend)
+	for _, ev := range events {
+		if c.err = c.feed.event(ev); c.err != nil {
+			c.pend = nil
+			return len(p), nil
+		}
+	}
+	c.pend = append(c.pend[:0], c.pend[n:]...)
+	if c.max > 0 && len(c.pend)+c.feed.held() > c.max {
+		c.err, c.pend = ErrTooLarge, nil
+	}
+	return len(p), nil
+}
+
+// Whole is the whole answer the stream carried, once it has ended.
+func (c *Collector) Whole() ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if len(bytes.TrimSpace(c.pend)) > 0 {
 		return nil, ErrIncomplete // an event cut short
 	}
-	if d == protocol.Anthropic {
-		return collectAnthropic(events)
-	}
-	return collectOpenAI(events)
+	return c.feed.whole()
 }
 
 // Options shape a stream written from a whole answer.

@@ -248,3 +248,32 @@ func TestInspect(t *testing.T) {
 		t.Errorf("WithUsage: %s reads %+v", w, f.Usage)
 	}
 }
+
+// A collector fed a stream in any cuts collects what Collect does, and
+// one past its bound holds nothing and says so.
+func TestCollectorCuts(t *testing.T) {
+	for _, s := range streams {
+		data, _ := os.ReadFile(s.file)
+		want, err := Collect(s.d, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rnd := rand.New(rand.NewPCG(3, 4))
+		for range 20 {
+			c := NewCollector(s.d, 1<<20)
+			for rest := data; len(rest) > 0; {
+				n := min(len(rest), 1+rnd.IntN(40))
+				c.Write(rest[:n])
+				rest = rest[n:]
+			}
+			if got, err := c.Whole(); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s in cuts: %v\n%s\n%s", s.file, err, got, want)
+			}
+		}
+		c := NewCollector(s.d, len(want)/4)
+		c.Write(data)
+		if _, err := c.Whole(); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%s past the bound: %v", s.file, err)
+		}
+	}
+}

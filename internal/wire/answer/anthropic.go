@@ -36,98 +36,116 @@ var deltaOf = map[string]struct{ delta, member string }{
 	"server_tool_use": {"input_json_delta", "input"},
 }
 
-// collectAnthropic collects a Messages stream.
-func collectAnthropic(events []translate.Event) ([]byte, error) {
-	var msg, usage object
-	var blocks []*anBlock
-	var stop object // message_delta's delta
-	started, done := false, false
-	for _, ev := range events {
-		if done {
-			return nil, shape("an event after message_stop")
+// anCollect collects a Messages stream, one event at a time.
+type anCollect struct {
+	msg, usage    object
+	blocks        []*anBlock
+	stop          object // message_delta's delta
+	started, done bool
+}
+
+func (c *anCollect) event(ev translate.Event) error {
+	if c.done {
+		return shape("an event after message_stop")
+	}
+	e, err := readObject(ev.Data)
+	if err != nil {
+		return err
+	}
+	typ, _ := str(e.get("type"))
+	if ev.Name != "" && ev.Name != typ {
+		return shape("an event named %q of type %q", ev.Name, typ)
+	}
+	if typ != "message_start" && typ != "ping" && typ != "error" && !c.started {
+		return shape("%s before message_start", typ)
+	}
+	switch typ {
+	case "ping":
+	case "error":
+		return ErrFailed
+	case "message_start":
+		if c.started {
+			return shape("a second message_start")
 		}
-		e, err := readObject(ev.Data)
+		c.started = true
+		if c.msg, err = readObject(e.get("message")); err != nil {
+			return err
+		}
+		if u := c.msg.get("usage"); !isNull(u) {
+			if c.usage, err = readObject(u); err != nil {
+				return err
+			}
+		}
+	case "content_block_start":
+		i, ok := integer(e.get("index"))
+		if !ok || i != int64(len(c.blocks)) || i >= maxBlocks {
+			return shape("a block started out of order")
+		}
+		cb, err := readObject(e.get("content_block"))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		typ, _ := str(e.get("type"))
-		if ev.Name != "" && ev.Name != typ {
-			return nil, shape("an event named %q of type %q", ev.Name, typ)
+		kind, _ := str(cb.get("type"))
+		c.blocks = append(c.blocks, &anBlock{start: cb, kind: kind})
+	case "content_block_delta":
+		b, err := blockAt(c.blocks, e)
+		if err != nil {
+			return err
 		}
-		if typ != "message_start" && typ != "ping" && typ != "error" && !started {
-			return nil, shape("%s before message_start", typ)
+		return b.addDelta(e.get("delta"))
+	case "content_block_stop":
+		b, err := blockAt(c.blocks, e)
+		if err != nil {
+			return err
 		}
-		switch typ {
-		case "ping":
-		case "error":
-			return nil, ErrFailed
-		case "message_start":
-			if started {
-				return nil, shape("a second message_start")
+		b.stopped = true
+	case "message_delta":
+		if d := e.get("delta"); !isNull(d) {
+			if c.stop, err = readObject(d); err != nil {
+				return err
 			}
-			started = true
-			if msg, err = readObject(e.get("message")); err != nil {
-				return nil, err
-			}
-			if u := msg.get("usage"); !isNull(u) {
-				if usage, err = readObject(u); err != nil {
-					return nil, err
-				}
-			}
-		case "content_block_start":
-			i, ok := integer(e.get("index"))
-			if !ok || i != int64(len(blocks)) || i >= maxBlocks {
-				return nil, shape("a block started out of order")
-			}
-			cb, err := readObject(e.get("content_block"))
+		}
+		if u := e.get("usage"); !isNull(u) {
+			// Cumulative: each count it has replaces the start's.
+			more, err := readObject(u)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			kind, _ := str(cb.get("type"))
-			blocks = append(blocks, &anBlock{start: cb, kind: kind})
-		case "content_block_delta":
-			b, err := blockAt(blocks, e)
-			if err != nil {
-				return nil, err
-			}
-			if err := b.addDelta(e.get("delta")); err != nil {
-				return nil, err
-			}
-		case "content_block_stop":
-			b, err := blockAt(blocks, e)
-			if err != nil {
-				return nil, err
-			}
-			b.stopped = true
-		case "message_delta":
-			if d := e.get("delta"); !isNull(d) {
-				if stop, err = readObject(d); err != nil {
-					return nil, err
+			for _, f := range more {
+				if !isNull(f.value) {
+					c.usage = c.usage.set(f.name, f.value)
 				}
 			}
-			if u := e.get("usage"); !isNull(u) {
-				// Cumulative: each count it has replaces the start's.
-				more, err := readObject(u)
-				if err != nil {
-					return nil, err
-				}
-				for _, f := range more {
-					if !isNull(f.value) {
-						usage = usage.set(f.name, f.value)
-					}
-				}
-			}
-		case "message_stop":
-			done = true
-		default:
-			return nil, shape("an event of type %q", typ)
+		}
+	case "message_stop":
+		c.done = true
+	default:
+		return shape("an event of type %q", typ)
+	}
+	return nil
+}
+
+// held is about how many bytes the collection holds.
+func (c *anCollect) held() int {
+	n := 0
+	for _, f := range c.msg {
+		n += len(f.value)
+	}
+	for _, b := range c.blocks {
+		n += len(b.text) + len(b.json) + len(b.sig)
+		for _, f := range b.start {
+			n += len(f.value)
 		}
 	}
-	if !done || stop == nil {
+	return n
+}
+
+func (c *anCollect) whole() ([]byte, error) {
+	if !c.done || c.stop == nil {
 		return nil, ErrIncomplete
 	}
 	cb := []byte{'['}
-	for i, b := range blocks {
+	for i, b := range c.blocks {
 		if !b.stopped {
 			return nil, ErrIncomplete
 		}
@@ -140,14 +158,14 @@ func collectAnthropic(events []translate.Event) ([]byte, error) {
 		}
 		cb = append(cb, whole...)
 	}
-	msg = msg.set("content", append(cb, ']'))
+	msg := append(object(nil), c.msg...).set("content", append(cb, ']'))
 	for _, name := range []string{"stop_reason", "stop_sequence"} {
-		if v := stop.get(name); len(v) > 0 {
+		if v := c.stop.get(name); len(v) > 0 {
 			msg = msg.set(name, v)
 		}
 	}
-	if usage != nil {
-		msg = msg.set("usage", usage.bytes())
+	if c.usage != nil {
+		msg = msg.set("usage", c.usage.bytes())
 	}
 	return msg.bytes(), nil
 }

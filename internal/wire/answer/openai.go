@@ -46,66 +46,91 @@ type oaCall struct {
 // SGLang, DeepSeek) send a model's reasoning in.
 var reasoningFields = [2]string{"reasoning_content", "reasoning"}
 
-// collectOpenAI collects a chat completion stream.
-func collectOpenAI(events []translate.Event) ([]byte, error) {
-	var head struct{ id, created, model, fingerprint, tier, usage jsontext.Value }
-	var choices []*oaChoice
-	done := false
-	for _, ev := range events {
-		if done {
-			return nil, shape("an event after [DONE]")
-		}
-		if string(ev.Data) == "[DONE]" {
-			done = true
-			continue
-		}
-		// An unnamed event, or one named message, SSE's default.
-		if (ev.Name != "" && ev.Name != "message") || len(ev.Data) == 0 {
-			return nil, shape("an event named %q", ev.Name)
-		}
-		c, err := readObject(ev.Data)
-		if err != nil {
-			return nil, err
-		}
-		if !isNull(c.get("error")) {
-			return nil, ErrFailed
-		}
-		for _, f := range []struct {
-			name string
-			to   *jsontext.Value
-		}{{"id", &head.id}, {"created", &head.created}, {"model", &head.model}, {"system_fingerprint", &head.fingerprint}, {"service_tier", &head.tier}} {
-			if v := c.get(f.name); !isNull(v) && len(*f.to) == 0 {
-				*f.to = v
-			}
-		}
-		if u := c.get("usage"); !isNull(u) {
-			head.usage = u
-		}
-		cs := c.get("choices")
-		if isNull(cs) {
-			continue
-		}
-		list, err := elements(cs)
-		if err != nil {
-			return nil, err
-		}
-		for _, raw := range list {
-			if choices, err = feedChoice(choices, raw); err != nil {
-				return nil, err
-			}
+// oaCollect collects a chat completion stream, one event at a time.
+type oaCollect struct {
+	head    struct{ id, created, model, fingerprint, tier, usage jsontext.Value }
+	choices []*oaChoice
+	done    bool
+}
+
+func (c *oaCollect) event(ev translate.Event) error {
+	if c.done {
+		return shape("an event after [DONE]")
+	}
+	if string(ev.Data) == "[DONE]" {
+		c.done = true
+		return nil
+	}
+	// An unnamed event, or one named message, SSE's default.
+	if (ev.Name != "" && ev.Name != "message") || len(ev.Data) == 0 {
+		return shape("an event named %q", ev.Name)
+	}
+	o, err := readObject(ev.Data)
+	if err != nil {
+		return err
+	}
+	if !isNull(o.get("error")) {
+		return ErrFailed
+	}
+	h := &c.head
+	for _, f := range []struct {
+		name string
+		to   *jsontext.Value
+	}{{"id", &h.id}, {"created", &h.created}, {"model", &h.model}, {"system_fingerprint", &h.fingerprint}, {"service_tier", &h.tier}} {
+		if v := o.get(f.name); !isNull(v) && len(*f.to) == 0 {
+			*f.to = v
 		}
 	}
-	if !done || len(choices) == 0 || len(head.id) == 0 {
+	if u := o.get("usage"); !isNull(u) {
+		h.usage = u
+	}
+	cs := o.get("choices")
+	if isNull(cs) {
+		return nil
+	}
+	list, err := elements(cs)
+	if err != nil {
+		return err
+	}
+	for _, raw := range list {
+		if c.choices, err = feedChoice(c.choices, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// held is about how many bytes the collection holds.
+func (c *oaCollect) held() int {
+	n := len(c.head.usage)
+	for _, ch := range c.choices {
+		n += len(ch.content) + len(ch.refusal) + len(ch.reasoning[0]) + len(ch.reasoning[1])
+		for _, lp := range ch.logprobs {
+			for _, v := range lp {
+				n += len(v)
+			}
+		}
+		for _, call := range ch.calls {
+			n += len(call.name) + len(call.args) + len(call.id)
+		}
+	}
+	return n
+}
+
+func (c *oaCollect) whole() ([]byte, error) {
+	h := &c.head
+	if !c.done || len(c.choices) == 0 || len(h.id) == 0 {
 		return nil, ErrIncomplete
 	}
+	choices := c.choices
 	slices.SortFunc(choices, func(a, b *oaChoice) int { return int(a.index - b.index) })
 	var o object
-	o = append(o, field{"id", head.id}, field{"object", quote("chat.completion")})
-	if len(head.created) > 0 {
-		o = append(o, field{"created", head.created})
+	o = append(o, field{"id", h.id}, field{"object", quote("chat.completion")})
+	if len(h.created) > 0 {
+		o = append(o, field{"created", h.created})
 	}
-	if len(head.model) > 0 {
-		o = append(o, field{"model", head.model})
+	if len(h.model) > 0 {
+		o = append(o, field{"model", h.model})
 	}
 	cb := []byte{'['}
 	for i, ch := range choices {
@@ -118,14 +143,14 @@ func collectOpenAI(events []translate.Event) ([]byte, error) {
 		cb = ch.whole(cb)
 	}
 	o = append(o, field{"choices", append(cb, ']')})
-	if len(head.usage) > 0 {
-		o = append(o, field{"usage", head.usage})
+	if len(h.usage) > 0 {
+		o = append(o, field{"usage", h.usage})
 	}
-	if len(head.fingerprint) > 0 {
-		o = append(o, field{"system_fingerprint", head.fingerprint})
+	if len(h.fingerprint) > 0 {
+		o = append(o, field{"system_fingerprint", h.fingerprint})
 	}
-	if len(head.tier) > 0 {
-		o = append(o, field{"service_tier", head.tier})
+	if len(h.tier) > 0 {
+		o = append(o, field{"service_tier", h.tier})
 	}
 	return o.bytes(), nil
 }
