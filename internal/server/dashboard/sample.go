@@ -39,9 +39,9 @@ type Sample struct {
 	// CacheHits and CacheMisses are the response cache's hits and
 	// misses per second (sluice_cache_requests_total): their share is
 	// the hit ratio. Zero without the cache.
-	CacheHits   float64 `json:"cache_hits,omitempty"`
-	CacheMisses float64 `json:"cache_misses,omitempty"`
-	Providers    []Provider         `json:"providers"`
+	CacheHits   float64    `json:"cache_hits,omitempty"`
+	CacheMisses float64    `json:"cache_misses,omitempty"`
+	Providers   []Provider `json:"providers"`
 	// Verdict is Classify's kind at this second.
 	Verdict string `json:"verdict"`
 }
