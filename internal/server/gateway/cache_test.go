@@ -485,3 +485,40 @@ func TestCacheHitLedger(t *testing.T) {
 		t.Errorf("usage rows: %d requests on the cache's, %d on the provider's; want 1 and 1", cacheRow, providerRow)
 	}
 }
+
+// Replicas that share a store share the cache: an answer one stored is
+// a hit on another, whose provider is not called; another tenant's
+// identical request misses on every replica.
+func TestCacheFleetShares(t *testing.T) {
+	replicas := newFleet(t, mock.Config{}, withCache(config.ModelCache{}, func(cfg *config.Config) {
+		cfg.Keys = []config.Key{{Name: "a", Tenant: "ta", SHA256: config.KeyHash("sk-a")}, {Name: "b", Tenant: "tb", SHA256: config.KeyHash("sk-b")}}
+	}))
+	t.Cleanup(func() {
+		rec := &responseRecorder{header: http.Header{}}
+		req, _ := http.NewRequest(http.MethodDelete, "/admin/cache?all=true", nil)
+		replicas[0].gw.AdminHandler().ServeHTTP(rec, req)
+	})
+	for _, c := range cacheDialects {
+		hdr := with(c.hdr, "Authorization", "Bearer sk-a")
+		if _, h, _ := replicas[0].do(c.path, c.body, hdr); h.Get("X-Sluice-Cache") != "miss" {
+			t.Fatalf("%s first: %q", c.name, h.Get("X-Sluice-Cache"))
+		}
+	}
+	waitFor(t, "both stored in the fleet's store", func() bool {
+		return replicas[0].counter("sluice_cache_writes_total", "result", "stored") == 2
+	})
+	for _, c := range cacheDialects {
+		for _, b := range []string{c.body, streamed(c.body, c.d)} {
+			status, h, body := replicas[1].do(c.path, b, with(c.hdr, "Authorization", "Bearer sk-a"))
+			if status != 200 || h.Get("X-Sluice-Cache") != "hit" {
+				t.Errorf("%s on another replica: %d, %q: %s", c.name, status, h.Get("X-Sluice-Cache"), body)
+			}
+		}
+		if _, h, _ := replicas[2].do(c.path, c.body, with(c.hdr, "Authorization", "Bearer sk-b")); h.Get("X-Sluice-Cache") != "miss" {
+			t.Errorf("%s, another tenant: %q; want miss", c.name, h.Get("X-Sluice-Cache"))
+		}
+	}
+	if n := replicas[1].mock.Stats().Total; n != 0 {
+		t.Errorf("the replica that hit called its provider %d times", n)
+	}
+}
