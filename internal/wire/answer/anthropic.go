@@ -284,7 +284,10 @@ func streamAnthropic(body []byte) ([]byte, error) {
 			}
 			// The start's output count is a placeholder, as Anthropic's
 			// own is; message_delta carries the real one.
-			head = append(head, field{"usage", append(object(nil), u...).set("output_tokens", []byte("1")).bytes()})
+			if len(u.get("output_tokens")) > 0 {
+				u = append(object(nil), u...).set("output_tokens", []byte("1"))
+			}
+			head = append(head, field{"usage", u.bytes()})
 		default:
 			head = append(head, f)
 		}
@@ -331,9 +334,9 @@ func streamAnthropic(body []byte) ([]byte, error) {
 		}
 		emit("content_block_stop", object{{"index", idx}})
 	}
-	delta := object{{"stop_reason", m.get("stop_reason")}, {"stop_sequence", null}}
+	delta := object{{"stop_reason", m.get("stop_reason")}}
 	if v := m.get("stop_sequence"); len(v) > 0 {
-		delta[1].value = v
+		delta = append(delta, field{"stop_sequence", v})
 	}
 	md := object{{"delta", delta.bytes()}}
 	if u := m.get("usage"); !isNull(u) {
