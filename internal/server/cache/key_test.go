@@ -312,3 +312,25 @@ func respell(n string, rnd *rand.Rand) string {
 	}
 	return n + "E+00"
 }
+
+// BenchmarkKeyOf reads a long conversation (200 messages, about 90
+// KiB) into its key.
+func BenchmarkKeyOf(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"model":"m","temperature":0,"messages":[`)
+	for i := range 200 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"role":"user","content":"Message %d: %s"}`, i, strings.Repeat("lorem ipsum dolor sit amet ", 16))
+	}
+	sb.WriteString(`]}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := KeyOf(Request{Scope: "s", Endpoint: chat, Model: "m", Body: body}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice-gw/sluice/internal/config"
 	"github.com/sluice-gw/sluice/internal/harness/mock"
 	"github.com/sluice-gw/sluice/internal/server/gateway"
+	"github.com/sluice-gw/sluice/internal/server/redistest"
 	"github.com/sluice-gw/sluice/internal/server/usage"
 	wholeanswer "github.com/sluice-gw/sluice/internal/wire/answer"
 	"github.com/sluice-gw/sluice/internal/wire/protocol"
@@ -271,6 +273,20 @@ func TestCacheWhatMayBeCached(t *testing.T) {
 			t.Errorf("with temperature: true: %q; want hit", h.Get("X-Sluice-Cache"))
 		}
 	})
+	t.Run("chat only", func(t *testing.T) {
+		s := newStack(t, mock.Config{}, withCache(config.ModelCache{}))
+		for _, r := range []struct{ path, body string }{
+			{"/v1/embeddings", `{"model":"mock-embed","input":"a sluice"}`},
+			{"/v1/responses", `{"model":"mock-gpt","temperature":0,"input":"What is a sluice?"}`},
+		} {
+			for range 2 {
+				status, h, body := s.do(r.path, r.body, nil)
+				if status != 200 || h.Get("X-Sluice-Cache") != "bypass" {
+					t.Errorf("%s: %d, %q; want 200 and bypass: %s", r.path, status, h.Get("X-Sluice-Cache"), body)
+				}
+			}
+		}
+	})
 	t.Run("by key", func(t *testing.T) {
 		on, off := true, false
 		s := newStack(t, mock.Config{}, func(cfg *config.Config) {
@@ -521,4 +537,50 @@ func TestCacheFleetShares(t *testing.T) {
 	if n := replicas[1].mock.Stats().Total; n != 0 {
 		t.Errorf("the replica that hit called its provider %d times", n)
 	}
+}
+
+// A fleet whose store stops answering serves every request as a miss,
+// within the fleet's timeout, and never fails one for the cache's sake;
+// once the store answers again, its entries answer again.
+func TestCacheStoreUnreachable(t *testing.T) {
+	rs := redistest.Own(t)
+	s := newStack(t, mock.Config{}, withCache(config.ModelCache{}, func(cfg *config.Config) {
+		cfg.Store = "redis://" + rs.Addr() + "/0"
+		cfg.Fleet.Timeout = config.Duration(time.Second) // a busy test machine stalls a round trip for hundreds of milliseconds
+	}))
+	c := cacheDialects[0]
+	s.do(c.path, c.body, nil)
+	waitFor(t, "stored in the store", func() bool { return s.counter("sluice_cache_writes_total", "result", "stored") == 1 })
+	rs.Signal(syscall.SIGSTOP) // a store that hangs
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			rs.Signal(syscall.SIGCONT)
+		}
+	})
+	calls := s.mock.Stats().Total
+	for i := range 3 {
+		start := time.Now()
+		status, h, body := s.do(c.path, c.body, nil)
+		if status != 200 || h.Get("X-Sluice-Cache") != "miss" {
+			t.Fatalf("request %d with the store stopped: %d, %q: %s", i, status, h.Get("X-Sluice-Cache"), body)
+		}
+		// The lookup waits at most fleet.timeout; generous for a loaded
+		// machine, the point is "not the store's own time".
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("request %d took %v with the store stopped", i, d)
+		}
+	}
+	if got := s.mock.Stats().Total - calls; got != 3 {
+		t.Errorf("%d provider calls with the store stopped; want every request served by it", got)
+	}
+	if s.counter("sluice_cache_store_errors_total", "op", "get") == 0 {
+		t.Error("no lookup counted as the store's error")
+	}
+	rs.Signal(syscall.SIGCONT)
+	stopped = false
+	waitFor(t, "a hit once the store answers", func() bool {
+		_, h, _ := s.do(c.path, c.body, nil)
+		return h.Get("X-Sluice-Cache") == "hit"
+	})
 }
