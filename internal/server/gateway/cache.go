@@ -80,8 +80,8 @@ type cacheState struct {
 	// lookup bounds a lookup in the fleet's store, put a write (0: in
 	// memory, unbounded, and at once).
 	lookup, put time.Duration
-	// writes tracks the writes to a fleet's store still running, so a
-	// test (or a shutdown) can wait for them.
+	// writes tracks the writes to a fleet's store still running, which
+	// Close waits for.
 	writes  sync.WaitGroup
 	metrics *metrics.Metrics
 	log     *slog.Logger

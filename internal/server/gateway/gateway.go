@@ -354,6 +354,9 @@ func (g *Gateway) Close() {
 	if g.spend != nil && g.spend.own != nil {
 		g.spend.own.close()
 	}
+	if g.cache != nil {
+		g.cache.writes.Wait() // each bounded by its timeout
+	}
 }
 
 // SetReady flips /readyz, e.g. to drain before shutdown.
