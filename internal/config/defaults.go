@@ -155,6 +155,7 @@ func (c *Config) applyDefaults() {
 		a.Queue.MaxWait = Duration(DefaultQueueWait)
 	}
 	c.Idempotency.fill(func(field string, zero bool) bool { return unset("idempotency."+field, zero) })
+	c.cacheDefaults(unset)
 	c.Tracing.fill(func(field string, zero bool) bool { return unset("tracing."+field, zero) })
 	if c.Store != "" && c.Fleet.Timeout == 0 {
 		c.Fleet.Timeout = Duration(DefaultFleetTimeout)

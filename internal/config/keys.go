@@ -37,6 +37,10 @@ type Key struct {
 	// Spend limits what the key may spend, in dollars (spend.go,
 	// docs/SPEND.md); its team's limits (teams:, by tenant) apply too.
 	Spend *SpendLimits `yaml:"spend"`
+	// Cache is the key's say over the response cache: whether its
+	// requests are cached, and whether its clients may steer the cache
+	// with Cache-Control (cache.go, docs/CACHE.md).
+	Cache *KeyCache `yaml:"cache"`
 }
 
 // MayDegrade reports whether the key's requests may be degraded.

@@ -71,6 +71,7 @@ func TestValidFullConfig(t *testing.T) {
 		Retries:    Retries{Budget: DefaultRetryBudget, Burst: DefaultHedgeBurst},
 		Idempotency: Idempotency{TTL: Duration(DefaultIdempotencyTTL), MaxEntries: DefaultIdempotencyMaxEntries,
 			MaxBytes: DefaultIdempotencyMaxBytes, MaxResponseBytes: DefaultIdempotencyMaxResponseBytes},
+		Cache:   Cache{MaxBytes: DefaultCacheMaxBytes, MaxEntryBytes: DefaultCacheMaxEntryBytes},
 		Tracing: Tracing{SampleRatio: 1, ParentSampledPerSecond: 100, ServiceName: "sluice"},
 		Admission: Admission{
 			MaxInFlight:     32,

@@ -42,6 +42,10 @@ var scaledDurations = []string{
 	"models[].timeout",
 	"models[].hedge_after.fixed",
 	"models[].degrade.queue_age",
+	// A replay t times as fast ages its cached answers t times as fast:
+	// the repeats a scenario draws find the entries a real run would.
+	"models[].cache.ttl",
+	"models[].cache.stale_if_error",
 	// A replay t times as fast runs the evals t times as often.
 	"models[].evals.interval",
 	"models[].evals.timeout",

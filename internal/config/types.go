@@ -54,6 +54,9 @@ type Config struct {
 	// Idempotency is how requests with an Idempotency-Key are shared
 	// and replayed (idempotency.go).
 	Idempotency Idempotency `yaml:"idempotency"`
+	// Cache bounds the response cache, which models[].cache and
+	// keys[].cache turn on (cache.go, docs/CACHE.md).
+	Cache Cache `yaml:"cache"`
 	// ResponseHeaders are the X-Sluice-* headers on every answer that say
 	// which provider and model served it, after how many calls and how
 	// long a wait (responseheaders.go). All are sent unless hidden.
@@ -503,6 +506,11 @@ type Model struct {
 	// penalties, top_k; translate.Neutral) and refuse the rest (n > 1,
 	// audio). Whatever is dropped is named in X-Sluice-Dropped.
 	OnUnsupported string `yaml:"on_unsupported"`
+	// Cache, when set, turns the response cache on for the model:
+	// an answer is given again to the same request from the same
+	// tenant for its ttl (cache.go, docs/CACHE.md). Unset: off, unless
+	// a key turns it on.
+	Cache *ModelCache `yaml:"cache"`
 }
 
 // The actions for an invalid answer (Validation.OnInvalid).

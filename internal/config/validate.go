@@ -61,6 +61,7 @@ func (c *Config) validate() []*Error {
 	c.validateKeys(v)
 	c.validateStore(v)
 	c.validateIdempotency(v)
+	c.validateCache(v)
 	c.validateResponseHeaders(v)
 	c.validateTracing(v)
 	c.validateLanes(v)

@@ -180,6 +180,7 @@ func (r *Recorder) Sample(now time.Time) {
 		}
 	}
 	s.Hedges, s.Rescues, s.Retries, s.Refused = rate("hedges"), rate("rescues"), rate("retries"), rate("refused")
+	s.CacheHits, s.CacheMisses = rate("cache|hit"), rate("cache|miss")
 	for _, p := range rd.priorities {
 		s.Queue[p] = int(rd.gauges["queue|"+p])
 	}
@@ -363,6 +364,8 @@ func read(fams []*dto.MetricFamily) reading {
 				}
 			case "sluice_breaker_transitions_total":
 				rd.counters["tr|"+l["provider"]+"|"+l["to"]] += m.GetCounter().GetValue()
+			case "sluice_cache_requests_total":
+				rd.counters["cache|"+l["result"]] += m.GetCounter().GetValue()
 			case "sluice_rescues_total":
 				rd.counters["rescues"] += m.GetCounter().GetValue()
 			case "sluice_retries_total":

@@ -36,7 +36,12 @@ type Sample struct {
 	// "model provider/upstream model" (models[].evals; absent without
 	// evals).
 	EvalPassRate map[string]float64 `json:"eval_pass_rate,omitempty"`
-	Providers    []Provider         `json:"providers"`
+	// CacheHits and CacheMisses are the response cache's hits and
+	// misses per second (sluice_cache_requests_total): their share is
+	// the hit ratio. Zero without the cache.
+	CacheHits   float64    `json:"cache_hits,omitempty"`
+	CacheMisses float64    `json:"cache_misses,omitempty"`
+	Providers   []Provider `json:"providers"`
 	// Verdict is Classify's kind at this second.
 	Verdict string `json:"verdict"`
 }

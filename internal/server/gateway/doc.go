@@ -21,7 +21,9 @@
 //     server.max_messages and .max_json_depth), resolve the model to its
 //     first target; a request with an Idempotency-Key may now share a
 //     generation in flight, or replay a stored answer, instead
-//     (idempotency.go);
+//     (idempotency.go); and a chat request of a model or key with the
+//     response cache on may be answered from a stored complete answer,
+//     or has its answer recorded for it (cache.go);
 //  5. the request stages (stages.go, one ordered table, requestStages),
 //     cheapest refusal first (lifecycle/screen.go): the key's budgets at
 //     the request's floor (Runner.Screen), then its tokens counted, a
@@ -74,6 +76,7 @@
 // (evals.go: the fallback evals and /admin/evals), tracing (tracing.go,
 // nil with tracing off), the fleet's verdicts and probe leases
 // (fleet.go, nil outside a fleet), idemState (idempotency.go, nil with
-// idempotency off) and the usageBook (usage.go). A component that
+// idempotency off), the response cache (cache.go) and the usageBook
+// (usage.go). A component that
 // answers a client does so through the exchange (x.fail).
 package gateway

@@ -85,6 +85,9 @@ type record struct {
 	abort bool
 	// stalled: a write to the client timed out (it stopped reading).
 	stalled bool
+	// cache is what the response cache did, as X-Sluice-Cache said
+	// (hit, miss, bypass; cache.go); "" when the cache is off.
+	cache string
 }
 
 // budgetHold is the request's count and what the fleet's shared budget
@@ -294,6 +297,9 @@ func (x *exchange) logAttrs(model, provider string) []slog.Attr {
 	}
 	if x.idem != "" {
 		attrs = append(attrs, slog.String("idempotency", x.idem))
+	}
+	if x.cache != "" {
+		attrs = append(attrs, slog.String("cache", x.cache))
 	}
 	if x.second != "" {
 		attrs = append(attrs, slog.String("second_call", x.second), slog.Int("attempts", x.attempts))

@@ -60,6 +60,9 @@ type Options struct {
 	// items are the bridged Responses API answers' items a Host's
 	// configurations share (responses_items.go). Nil: the gateway's own.
 	items *itemStore
+	// cache is the response cache's memory store a Host's
+	// configurations share (cache.go). Nil: the gateway's own.
+	cache *cacheShared
 	// keys keeps the keys made at run time, which a Host's
 	// configurations share (runtimekeys.go). Nil: none.
 	keys keystore.Store
@@ -114,6 +117,8 @@ type Gateway struct {
 	// items are bridged Responses API answers' items, for item_reference
 	// (responses_items.go).
 	items *itemStore
+	// cache is the response cache (cache.go).
+	cache *cacheState
 
 	// bodyLimits bound a body's shape (server.max_messages,
 	// .max_json_depth), checked as it is parsed (inference.go).
@@ -257,6 +262,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ec.Budgets.SharedKeys = true
 	}
 	g.idem = newIdemState(cfg, opts.idem, g.fleet, g.metrics, g.log, g.now, g.writeTimeout, g.setRateHeaders)
+	g.cache = newCacheState(cfg, opts.cache, g.fleet, g.metrics, g.log, g.now, g.usage, g.writeTimeout)
 	if g.spend, err = newSpender(cfg, opts.spend, opts.SpendStore, g.log, g.now, g.metrics); err != nil {
 		return nil, err
 	}
@@ -350,6 +356,9 @@ func (g *Gateway) Close() {
 	}
 	if g.spend != nil && g.spend.own != nil {
 		g.spend.own.close()
+	}
+	if g.cache != nil {
+		g.cache.writes.Wait() // each bounded by its timeout
 	}
 }
 

@@ -98,6 +98,7 @@ func NewHost(cfg *config.Config, opts Options) (*Host, error) {
 	server := cfg.Server.WithDefaults()
 	opts.bodies = &byteBudget{limit: server.MaxBodyBytesInFlight.Int64()}
 	opts.idem = newIdemShared()
+	opts.cache = newCacheShared()
 	opts.items = newItemStore(time.Now)
 	keys, closeKeys, err := openKeyStore(cfg, opts.Logger, opts.Metrics)
 	if err != nil {
@@ -187,6 +188,7 @@ func (h *Host) AdminHandler() http.Handler {
 	mux.Handle("/admin/keys", keysAPI)
 	mux.Handle("/admin/keys/", keysAPI)
 	mux.Handle("/admin/usage", h.usage)
+	mux.HandleFunc("/admin/cache", func(w http.ResponseWriter, r *http.Request) { h.cur.Load().serveCacheAdmin(w, r) })
 	mountProfiles(mux)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !h.ready.Load() {

@@ -180,11 +180,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	// one, this is a map lookup.
 	if vv, ok := r.Header[idempotency.HeaderKey]; ok && g.idem != nil {
 		g.idem.serve(w, r, x, vv, raw, m.route.Wait(clientTimeout), func(w http.ResponseWriter, r *http.Request) {
-			g.generate(w, r, x, m, body, clientTimeout)
+			g.generateCached(w, r, x, m, body, clientTimeout)
 		})
 		return
 	}
-	g.generate(w, r, x, m, body, clientTimeout)
+	g.generateCached(w, r, x, m, body, clientTimeout)
 }
 
 // classify sets the request's priority from X-Sluice-Priority and the

@@ -33,6 +33,8 @@ type virtualKey struct {
 	limits quota.Limits
 	// spend are its spend limits, its team's included (spend.go).
 	spend []spend.Limit
+	// cache is its say over the response cache (nil: none; cache.go).
+	cache *config.KeyCache
 }
 
 // keyTable builds the virtual keys from the config.
@@ -59,7 +61,7 @@ func keyTable(cfg *config.Config, defaultPri admission.Priority) (map[[sha256.Si
 // newVirtualKey is key kc as the gateway holds it, numbered index: one
 // rule for a config key and a key made at run time (runtimekeys.go).
 func newVirtualKey(index int, kc *config.Key, defaultPri admission.Priority, spend []spend.Limit) (*virtualKey, error) {
-	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade(), spend: spend}
+	k := &virtualKey{index: index, name: kc.Name, tenant: kc.TenantName(), priority: defaultPri, mayDegrade: kc.MayDegrade(), spend: spend, cache: kc.Cache}
 	if kc.Limits.Any() {
 		k.limits = policy.Limits(kc.Limits)
 	}

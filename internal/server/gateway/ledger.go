@@ -38,7 +38,9 @@ import (
 // the ledger: the breakers' probes (probe.go), the fallback evals
 // (evals.go) and count_tokens calls (counttokens.go, which providers do
 // not bill). A call that failed (an error status, no connection) is
-// recorded, for the log's count, and bills nothing.
+// recorded, for the log's count, and bills nothing. A request the
+// response cache answered made no call: it is not in the ledger, and
+// the usage records count it apart, at no cost (recordHit, cache.go).
 
 // callKind is what made an upstream call, or what became of it.
 type callKind uint8

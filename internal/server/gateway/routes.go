@@ -63,6 +63,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", serveOK)
 	mux.HandleFunc("GET /admin/evals", g.evals.serve)
 	mux.Handle("/admin/usage", g.usage.rec)
+	mux.HandleFunc("/admin/cache", g.serveCacheAdmin)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !g.ready.Load() {
 			http.Error(w, "draining\n", http.StatusServiceUnavailable)

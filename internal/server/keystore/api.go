@@ -527,7 +527,8 @@ func decodeKey(body map[string]any) (config.Key, error) {
 // keyFieldNames are config.Key's fields a create may set.
 func keyFieldNames() []string {
 	var out []string
-	for n := range fieldsOf(config.Key{Name: "x", Tenant: "x", Priority: "x", Models: []string{"x"}, Limits: config.Limits{RPM: 1}, Degrade: new(bool)}) {
+	for n := range fieldsOf(config.Key{Name: "x", Tenant: "x", Priority: "x", Models: []string{"x"}, Limits: config.Limits{RPM: 1}, Degrade: new(bool),
+		Cache: &config.KeyCache{Enabled: new(bool)}}) {
 		if n != "sha256" && n != "tenant" {
 			out = append(out, n)
 		}

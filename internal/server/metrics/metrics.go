@@ -101,6 +101,8 @@ type Metrics struct {
 	Idempotency *prometheus.CounterVec
 	// Evals are the fallback evals' metrics (evals.go).
 	Evals Evals
+	// Cache are the response cache's metrics (cache.go).
+	Cache Cache
 
 	// src is what the gauges read at scrape time: the serving
 	// configuration's engine, which a reload replaces.
@@ -112,6 +114,8 @@ type Metrics struct {
 	fleetShare atomic.Pointer[func() float64]
 	// idem reports the idempotency store's state.
 	idem atomic.Pointer[func() IdempotencyState]
+	// cache reports the response cache's store.
+	cache atomic.Pointer[func() CacheState]
 }
 
 // Sources are the live state the gauges export. A gateway sets them when
@@ -265,6 +269,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerIdempotency()
 	m.registerEvals()
+	m.registerCache()
 	return m
 }
 

@@ -157,6 +157,23 @@
       return { series: series, cols: cols, axes: [unitAxis("tok/min")],
         empty: "No token counts: the gateway counts tokens when it needs them (prices:, key or provider token limits, lanes)." };
     },
+    "c-cache": function (ss) {
+      var any = ss.some(function (s) { return (s.cache_hits || 0) + (s.cache_misses || 0) > 0; });
+      if (!any) {
+        return { series: [], cols: [], axes: [unitAxis("%")],
+          empty: "No cache lookups: turn the response cache on per model or key (docs/CACHE.md)." };
+      }
+      var series = [
+        { label: "hit ratio", stroke: colour(2), width: 2 },
+        { label: "hits", stroke: colour(0), dash: [2, 3], scale: "rps" }
+      ];
+      var cols = [
+        ss.map(function (s) { var n = (s.cache_hits || 0) + (s.cache_misses || 0); return n > 0 ? 100 * (s.cache_hits || 0) / n : null; }),
+        ss.map(function (s) { return s.cache_hits || 0; })
+      ];
+      return { series: series, cols: cols, axes: [unitAxis("% of lookups"), unitAxis("req/s", "rps", 1)],
+        scales: { y: { range: [0, 100] }, rps: { auto: true } } };
+    },
     "c-evals": function (ss) {
       var keys = keysOf(ss, function (s) { return s.eval_pass_rate; }), series = [], cols = [];
       keys.forEach(function (k, i) {
