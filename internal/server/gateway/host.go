@@ -78,6 +78,13 @@ type Host struct {
 
 	mu      sync.Mutex // serialises Reload and Shutdown
 	servers []*http.Server
+	// down: Shutdown has begun. A Serve that starts after it serves
+	// nothing (a signal can come before the serving goroutine runs, and
+	// servers made after Shutdown read the list would never be shut).
+	down bool
+	// shut is closed once the first Shutdown has finished; a second
+	// waits for it.
+	shut chan struct{}
 	drains  sync.WaitGroup // replaced configurations still finishing
 }
 
@@ -227,6 +234,12 @@ func (h *Host) Serve(client, admin net.Listener) error {
 		}
 	}
 	h.mu.Lock()
+	if h.down {
+		h.mu.Unlock()
+		client.Close()
+		admin.Close()
+		return nil
+	}
 	h.startDashboard()
 	h.startUsage()
 	within := h.server.BodyReadTimeout.D()
@@ -319,6 +332,8 @@ func scopeMap(old, g *Gateway) []int {
 // so load balancers stop sending, the listeners close; requests in
 // flight get until ctx ends to finish, and then every request still
 // running ends (a 503/529, or an error event mid-stream: ErrShutdown).
+// After it has begun, Serve serves nothing; a second Shutdown waits for
+// the first (or for its own ctx).
 func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 	h.ready.Store(false)
 	if drainDelay > 0 {
@@ -328,6 +343,18 @@ func (h *Host) Shutdown(ctx context.Context, drainDelay time.Duration) error {
 		}
 	}
 	h.mu.Lock()
+	if h.down {
+		shut := h.shut
+		h.mu.Unlock()
+		select {
+		case <-shut:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	h.down, h.shut = true, make(chan struct{})
+	defer close(h.shut)
 	servers, stopDash, stopUsage := h.servers, h.dashStop, h.usageStop
 	h.mu.Unlock()
 	done := make(chan error, len(servers))

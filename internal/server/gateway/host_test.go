@@ -169,3 +169,40 @@ func TestShutdownDrains(t *testing.T) {
 		t.Fatal("Shutdown reported a clean drain, yet a request outlasted the grace")
 	}
 }
+
+// A Shutdown that comes before Serve has run (a signal in the moment
+// after start) leaves nothing serving: Serve then returns at once and
+// closes its listeners. Before, Serve started servers that Shutdown had
+// never seen, and whoever waited for Serve waited forever (the demo's
+// Ctrl-C, now and then). A second Shutdown waits for the first.
+func TestShutdownBeforeServe(t *testing.T) {
+	cfg := hostConfig("http://127.0.0.1:1/v1", nil)
+	h, err := gateway.NewHost(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, cfg.Log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx, 0); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if err := h.Shutdown(ctx, 0); err != nil {
+		t.Fatalf("a second shutdown: %v", err)
+	}
+	client, _ := net.Listen("tcp", "127.0.0.1:0")
+	admin, _ := net.Listen("tcp", "127.0.0.1:0")
+	served := make(chan error, 1)
+	go func() { served <- h.Serve(client, admin) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after Shutdown: %v, want nil", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Serve after Shutdown still serving after 10 s")
+	}
+	if c, err := net.Dial("tcp", client.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the client listener still accepts after Serve returned")
+	}
+}

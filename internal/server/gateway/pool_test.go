@@ -61,7 +61,9 @@ func TestPoolRoutesAroundAQueuedReplica(t *testing.T) {
 	if n := testutil.ToFloat64(m.ReplicaCalls.WithLabelValues(provider, "idle")); n != 6 {
 		t.Errorf("sluice_replica_calls_total{replica=idle} = %v, want 6", n)
 	}
-	if n := testutil.ToFloat64(m.ReplicaDrained.WithLabelValues(provider, "busy", "queued")); n != 1 {
-		t.Errorf("sluice_replica_drained{replica=busy,reason=queued} = %v, want 1", n)
-	}
+	// The gauge is set by the scrape loop just after the engine heard
+	// the page that drained the replica: waited for, not raced.
+	waitFor(t, "sluice_replica_drained{replica=busy,reason=queued} to read 1", func() bool {
+		return testutil.ToFloat64(m.ReplicaDrained.WithLabelValues(provider, "busy", "queued")) == 1
+	})
 }
