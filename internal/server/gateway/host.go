@@ -84,8 +84,8 @@ type Host struct {
 	down bool
 	// shut is closed once the first Shutdown has finished; a second
 	// waits for it.
-	shut chan struct{}
-	drains  sync.WaitGroup // replaced configurations still finishing
+	shut   chan struct{}
+	drains sync.WaitGroup // replaced configurations still finishing
 }
 
 // NewHost builds the first configuration's gateway.
