@@ -45,52 +45,6 @@ func strValue(s string) *jv {
 // intValue is a number value.
 func intValue(n int64) *jv { return rawValue(strconv.AppendInt(nil, n, 10)) }
 
-// stringEnd is StringEnd, at memchr's speed on a long string: the
-// quote that ends it is the first with an even run of backslashes
-// before it. REQUIRES: valid JSON.
-func stringEnd(raw []byte, i int) int {
-	for j := i + 1; j < len(raw); j++ {
-		k := bytes.IndexByte(raw[j:], '"')
-		if k < 0 {
-			break
-		}
-		j += k
-		n := 0
-		for b := j - 1; b > i && raw[b] == '\\'; b-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j
-		}
-	}
-	return len(raw)
-}
-
-// skipValue is SkipValue with stringEnd.
-func skipValue(raw []byte, i int) int {
-	depth := 0
-	for ; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			i = stringEnd(raw, i)
-		case '{', '[':
-			depth++
-			continue
-		case '}', ']':
-			depth--
-		default:
-			if depth == 0 {
-				return SkipValue(raw, i) // a number or a literal
-			}
-			continue
-		}
-		if depth == 0 {
-			return min(i+1, len(raw))
-		}
-	}
-	return len(raw)
-}
-
 // members calls f with each member of v, an object as written, its key
 // raw (quoted) and its value's bytes; false when v is not an object.
 func (v *jv) members(f func(key, val []byte)) bool {
@@ -100,10 +54,10 @@ func (v *jv) members(f func(key, val []byte)) bool {
 		return false
 	}
 	for i = SkipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
-		end := min(stringEnd(raw, i)+1, len(raw))
+		end := min(StringEnd(raw, i)+1, len(raw))
 		key := raw[i:end]
 		i = min(SkipSpace(raw, SkipSpace(raw, end)+1), len(raw)) // past the colon
-		vend := skipValue(raw, i)
+		vend := SkipValue(raw, i)
 		f(key, raw[i:vend])
 		if i = SkipSpace(raw, vend); i < len(raw) && raw[i] == ',' {
 			i = SkipSpace(raw, i+1)
@@ -153,7 +107,7 @@ func (v *jv) array() bool {
 	}
 	var arr []*jv
 	for i = SkipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
-		end := max(skipValue(raw, i), i+1)
+		end := max(SkipValue(raw, i), i+1)
 		arr = append(arr, rawValue(raw[i:end]))
 		if i = SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
 			i = SkipSpace(raw, i+1)
