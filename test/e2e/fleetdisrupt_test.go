@@ -13,15 +13,23 @@ import (
 // A fleet through the disruptions of issue 34, in real processes: three
 // sluice serve replicas on a Redis of the test's own, sluice mock
 // upstream, and traffic from the test, paced and round robin over the
-// replicas. Each subtest starts from a whole fleet (three counted, the
-// store shared) and requires:
+// replicas. Each subtest but the first starts from a whole fleet (three
+// counted, the store shared) and requires:
 //
+//   - Three replicas started together (a fleet of its own) with traffic
+//     sent to them at once, before /readyz says 200: the provider tight,
+//     whose max_in_flight of 6 the replicas share, never holds more
+//     than 6 calls (its mock's peak_in_flight).
 //   - Redis restarted empty (killed, then started with nothing): a key
 //     made before and revoked after is refused by every replica within
 //     1 s of the revocation's answer; a key made after is served by all
 //     three at once (within 1 s); the other keys made before stay
 //     served, one revoked before stays refused; every replica reports
 //     the loss.
+//   - Redis restarted empty under traffic on a key of its own: every
+//     replica's usage export (GET /admin/usage, that key, by day)
+//     counts exactly the requests answered, and marks nothing
+//     incomplete (JSON, header, CSV), within 15 s of the last answer.
 //   - Redis killed for 6 s (then started empty), and paused for 6 s
 //     (SIGSTOP, SIGCONT), while traffic spends toward a $6 daily limit:
 //     what the fleet served ends within N = 3 requests' maxima of the
@@ -33,29 +41,28 @@ import (
 //   - A rolling restart (each replica in turn taken out of rotation,
 //     stopped with SIGTERM, started again and put back once ready)
 //     loses no request.
+//   - With the provider tight saturated (calls of a second, paced a
+//     little faster than its limit serves them), a replica SIGKILLed
+//     and started again, and then a rolling restart as above: the
+//     provider never holds more than 6 calls, while two replicas take
+//     the dead one's part, while it rejoins, or around any step of the
+//     restart; each replica started again answers calls of its own.
 //
 // # Adding a check
 //
 // Each disruption is one method of disruptFleet (fleetdisruptrig_test.go):
 // launch (the fleet's start, as startDisruptFleet does it), emptyRestart,
 // redisAway, killReplica, drainReplica and rejoin; a check is a subtest
-// that drives one under paced traffic (pace) and judges what the traffic
-// and the replicas saw. Two checks of issue 34 wait for behaviour that
-// is being built, and go here as subtests of their own:
-//
-//   - The usage export holds every request served across an empty
-//     restart, or reports the gap: after the keys subtest, pace traffic
-//     on a key of its own, call f.emptyRestart, pace more, and compare
-//     GET /admin/usage (with disruptToken) on any replica with the
-//     answers pacedTraffic.stop returns.
-//   - Upstream calls in flight never pass a shared max_in_flight while
-//     replicas start, join or are deployed one by one: give disruptConfig
-//     a provider with a small max_in_flight on a mock of its own, and
-//     read that mock's peak_in_flight (resetMockStats, mockStats) around
-//     the start (newDisruptFleet, f.launch, traffic paced before
-//     f.awaitReady: a fleet of its own), around f.rejoin under
-//     load (as in the SIGKILL subtest), and around each step of the
-//     rolling restart subtest.
+// that drives one under paced traffic (pace, or paceModel for another
+// model than chat) and judges what the traffic and the replicas saw:
+// the answers pacedTraffic.stop returns, their metrics (metric), the
+// usage export (usageExport), and the mocks' counters (mockStats, after
+// resetMockStats; tight is the shared limit's). A check that needs a key
+// or a provider of its own adds it to disruptConfig, as usage and tight
+// do, so that what it judges is its traffic alone. A subtest after one
+// that restarted a replica cannot expect the usage export to be whole
+// across a loss (the restarted replica's earlier records are gone from
+// its ledger, and marked), so the usage check runs before those.
 //
 // Run it with
 //
@@ -494,7 +501,7 @@ func usageThroughEmptyRestart(t *testing.T, f *disruptFleet) {
 // second can serve, so the limit binds, while the gateways' queues grow
 // slowly enough to drain within a couple of seconds when the traffic
 // stops.
-const tightRate = 7.0
+const tightRate = 6.0
 
 // tightCodes counts the answers to the provider tight's traffic by
 // status (0: none).
@@ -588,23 +595,28 @@ func limitThroughRollingRestart(t *testing.T, f *disruptFleet) {
 	tr := f.paceModel(t, disruptKeys["plain"], "tight", tightRate, 800, 90*time.Second, nil)
 	f.awaitSaturated(t)
 	peaks := make([]int64, len(f.replicas))
+	var steps []string
 	for i := range f.replicas {
 		resetMockStats(t, f.tight)
-		tr.out(i)
+		held := tr.out(i)
+		began := time.Now()
 		f.drainReplica(t, i)
-		f.rejoin(t, i)
+		drained := time.Since(began)
+		rejoined := f.rejoin(t, i)
 		tr.back(i)
 		back := time.Now()
 		waitUntil(t, 15*time.Second, fmt.Sprintf("replica %d to answer 3 calls to the provider tight after it rejoined", i), func() bool {
 			return tr.count(func(s shot) bool { return s.replica == i && s.start.After(back) && s.code == 200 }) >= 3
 		})
 		peaks[i] = mockStats(t, f.tight).PeakInFlight
+		steps = append(steps, fmt.Sprintf("r%d: held %d, exited after %v, ready and counted %v later, answered 3 after %v, peak %d",
+			i, held, drained.Round(time.Millisecond), rejoined.Round(time.Millisecond), time.Since(back).Round(time.Millisecond), peaks[i]))
 	}
 	resetMockStats(t, f.tight)
 	shots := tr.stop()
 	tail := mockStats(t, f.tight).PeakInFlight
-	t.Logf("rolling restart with the provider tight saturated: peak calls in flight at the provider around each replica's step %v, %d as the traffic ended (limit %d); %d requests, by status %v",
-		peaks, tail, disruptTight, len(shots), tightCodes(shots))
+	t.Logf("rolling restart with the provider tight saturated (limit %d): %s; %d as the traffic ended; %d requests, by status %v",
+		disruptTight, strings.Join(steps, "; "), tail, len(shots), tightCodes(shots))
 	for i, p := range peaks {
 		judgePeak(t, fmt.Sprintf("replica %d's step of a rolling restart", i), p)
 	}
