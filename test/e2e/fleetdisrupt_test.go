@@ -69,7 +69,7 @@ import (
 //	SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v
 func TestFleetDisruptionsInRealProcesses(t *testing.T) {
 	if os.Getenv("SLUICE_E2E_LONG") == "" {
-		t.Skip("runs three replicas, a Redis and two mocks through seven disruptions for about two minutes; set SLUICE_E2E_LONG=1 (SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v)")
+		t.Skip("runs three replicas, a Redis and two mocks through nine checks of six disruptions for about two minutes; set SLUICE_E2E_LONG=1 (SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v)")
 	}
 	// The start first, on a fleet of its own, which ends with it.
 	t.Run("a shared max_in_flight holds as the fleet starts under traffic", limitAtStart)
