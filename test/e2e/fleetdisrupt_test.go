@@ -13,15 +13,23 @@ import (
 // A fleet through the disruptions of issue 34, in real processes: three
 // sluice serve replicas on a Redis of the test's own, sluice mock
 // upstream, and traffic from the test, paced and round robin over the
-// replicas. Each subtest starts from a whole fleet (three counted, the
-// store shared) and requires:
+// replicas. Each subtest but the first starts from a whole fleet (three
+// counted, the store shared) and requires:
 //
+//   - Three replicas started together (a fleet of its own) with traffic
+//     sent to them at once, before /readyz says 200: the provider tight,
+//     whose max_in_flight of 6 the replicas share, never holds more
+//     than 6 calls (its mock's peak_in_flight).
 //   - Redis restarted empty (killed, then started with nothing): a key
 //     made before and revoked after is refused by every replica within
 //     1 s of the revocation's answer; a key made after is served by all
 //     three at once (within 1 s); the other keys made before stay
 //     served, one revoked before stays refused; every replica reports
 //     the loss.
+//   - Redis restarted empty under traffic on a key of its own: every
+//     replica's usage export (GET /admin/usage, that key, by day)
+//     counts exactly the requests answered, and marks nothing
+//     incomplete (JSON, header, CSV), within 15 s of the last answer.
 //   - Redis killed for 6 s (then started empty), and paused for 6 s
 //     (SIGSTOP, SIGCONT), while traffic spends toward a $6 daily limit:
 //     what the fleet served ends within N = 3 requests' maxima of the
@@ -33,43 +41,49 @@ import (
 //   - A rolling restart (each replica in turn taken out of rotation,
 //     stopped with SIGTERM, started again and put back once ready)
 //     loses no request.
+//   - With the provider tight saturated (calls of a second, paced a
+//     little faster than its limit serves them), a replica SIGKILLed
+//     and started again, and then a rolling restart as above: the
+//     provider never holds more than 6 calls, while two replicas take
+//     the dead one's part, while it rejoins, or around any step of the
+//     restart; each replica started again answers calls of its own.
 //
 // # Adding a check
 //
 // Each disruption is one method of disruptFleet (fleetdisruptrig_test.go):
 // launch (the fleet's start, as startDisruptFleet does it), emptyRestart,
 // redisAway, killReplica, drainReplica and rejoin; a check is a subtest
-// that drives one under paced traffic (pace) and judges what the traffic
-// and the replicas saw. Two checks of issue 34 wait for behaviour that
-// is being built, and go here as subtests of their own:
-//
-//   - The usage export holds every request served across an empty
-//     restart, or reports the gap: after the keys subtest, pace traffic
-//     on a key of its own, call f.emptyRestart, pace more, and compare
-//     GET /admin/usage (with disruptToken) on any replica with the
-//     answers pacedTraffic.stop returns.
-//   - Upstream calls in flight never pass a shared max_in_flight while
-//     replicas start, join or are deployed one by one: give disruptConfig
-//     a provider with a small max_in_flight on a mock of its own, and
-//     read that mock's peak_in_flight (resetMockStats, mockStats) around
-//     the start (newDisruptFleet, f.launch, traffic paced before
-//     f.awaitReady: a fleet of its own), around f.rejoin under
-//     load (as in the SIGKILL subtest), and around each step of the
-//     rolling restart subtest.
+// that drives one under paced traffic (pace, or paceModel for another
+// model than chat) and judges what the traffic and the replicas saw:
+// the answers pacedTraffic.stop returns, their metrics (metric), the
+// usage export (usageExport), and the mocks' counters (mockStats, after
+// resetMockStats; tight is the shared limit's). A check that needs a key
+// or a provider of its own adds it to disruptConfig, as usage and tight
+// do, so that what it judges is its traffic alone. A subtest after one
+// that restarted a replica cannot expect the usage export to be whole
+// across a loss (the restarted replica's earlier records are gone from
+// its ledger, and marked), so the usage check runs before those.
 //
 // Run it with
 //
 //	SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v
 func TestFleetDisruptionsInRealProcesses(t *testing.T) {
 	if os.Getenv("SLUICE_E2E_LONG") == "" {
-		t.Skip("runs three replicas, a Redis and a mock through five disruptions for about a minute; set SLUICE_E2E_LONG=1 (SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v)")
+		t.Skip("runs three replicas, a Redis and two mocks through nine checks of six disruptions for about two minutes; set SLUICE_E2E_LONG=1 (SLUICE_E2E_LONG=1 go test ./test/e2e -run FleetDisruptions -v)")
 	}
+	// The start first, on a fleet of its own, which ends with it.
+	t.Run("a shared max_in_flight holds as the fleet starts under traffic", limitAtStart)
 	f := startDisruptFleet(t)
 	t.Run("an empty restart keeps run-time keys manageable", func(t *testing.T) { keysThroughEmptyRestart(t, f) })
+	// Before any replica restarts: a replica's records from before its
+	// restart are not in its ledger, and a loss after that marks them.
+	t.Run("the usage export counts every request across an empty restart", func(t *testing.T) { usageThroughEmptyRestart(t, f) })
 	t.Run("Redis killed 6 s near a spend limit", func(t *testing.T) { spendThroughOutage(t, f, "killed", "spend-killed") })
 	t.Run("Redis paused 6 s near a spend limit", func(t *testing.T) { spendThroughOutage(t, f, "paused", "spend-paused") })
 	t.Run("a replica SIGKILLed under load", func(t *testing.T) { replicaKilledUnderLoad(t, f) })
 	t.Run("a rolling restart behind readiness", func(t *testing.T) { rollingRestartUnderLoad(t, f) })
+	t.Run("a shared max_in_flight holds as a replica rejoins under load", func(t *testing.T) { limitThroughRejoin(t, f) })
+	t.Run("a shared max_in_flight holds through a rolling restart", func(t *testing.T) { limitThroughRollingRestart(t, f) })
 }
 
 // keysThroughEmptyRestart: run-time keys stay manageable when Redis
@@ -413,4 +427,198 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// usageThroughEmptyRestart: the usage export counts every request the
+// fleet answered across an empty restart, and marks nothing incomplete,
+// since every replica that wrote records is alive to write them back.
+// The traffic has a key of its own, so the export's rows for that key
+// are this subtest's requests and no other's.
+func usageThroughEmptyRestart(t *testing.T, f *disruptFleet) {
+	f.awaitWhole(t, 10*time.Second)
+	const key = "usage"
+	tr := f.pace(t, disruptKeys[key], 20, 1000, 30*time.Second, nil)
+	answered := func(s shot) bool { return s.code == 200 }
+	waitUntil(t, 10*time.Second, "40 answers before the restart", func() bool { return tr.count(answered) >= 40 })
+	// Records reach the store in each replica's flush, once a second:
+	// wait until it holds some, so that the restart takes them.
+	var held int64
+	waitUntil(t, 10*time.Second, "the store to hold 20 of the key's requests", func() bool {
+		_, n, _, _ := f.usageExport(t, 0, key, "json")
+		held = n
+		return n >= 20
+	})
+	before := tr.count(answered)
+	restarted := f.emptyRestart(t)
+	waitUntil(t, 10*time.Second, "40 answers after the restart", func() bool { return tr.count(answered) >= before+40 })
+	shots := tr.stop()
+	stopped := time.Now()
+
+	var other []string
+	for _, s := range shots {
+		if s.code != 200 {
+			other = append(other, fmt.Sprintf("replica %d: %d %s", s.replica, s.code, s.err))
+		}
+	}
+	if len(other) > 0 {
+		t.Errorf("%d of %d requests on a key without limits not answered: %s", len(other), len(shots), strings.Join(other[:min(5, len(other))], "; "))
+	}
+	served := int64(len(shots) - len(other))
+	// The write-back runs at each replica's next flush after it finds
+	// the loss, and the marks clear once every replica has written back:
+	// a few seconds. A count above what was served never comes back
+	// down, so it fails at once.
+	whole := make([]time.Duration, len(f.replicas))
+	for i := range f.replicas {
+		var last string
+		waitUntil(t, 15*time.Second, fmt.Sprintf("replica %d's export to count the %d requests served, nothing marked", i, served), func() bool {
+			code, n, incomplete, body := f.usageExport(t, i, key, "json")
+			if n > served {
+				t.Fatalf("replica %d's export counts %d requests of key %s, more than the %d answered:\n%s", i, n, key, served, body)
+			}
+			last = fmt.Sprintf("%d, %d requests, incomplete %q", code, n, incomplete)
+			return code == 200 && n == served && incomplete == "" && strings.Contains(body, `"incomplete":[]`)
+		})
+		whole[i] = time.Since(stopped)
+		t.Logf("replica %d's export: %s", i, last)
+	}
+	_, _, incomplete, csv := f.usageExport(t, 1, key, "csv")
+	if incomplete != "" || strings.HasPrefix(csv, "# incomplete") {
+		first, _, _ := strings.Cut(csv, "\n")
+		t.Errorf("the CSV export marks records missing though every replica wrote back: header %q, first line %q", incomplete, first)
+	}
+	t.Logf("usage: %d requests answered on key %s, %d before Redis restarted empty (the store held %d of them then); %v after the last answer the export counted all %d on every replica %v, nothing marked (the restart %v before the last answer)",
+		served, key, before, held, time.Since(stopped).Round(time.Millisecond), served, rounded(whole), stopped.Sub(restarted).Round(time.Millisecond))
+	for i := range f.replicas {
+		if v := f.metric(i, "sluice_fleet_store_losses_total{", `seen_by="usage"`); v < 1 {
+			t.Errorf("replica %d: sluice_fleet_store_losses_total{seen_by=\"usage\"} is %v: its usage records did not see the loss", i, v)
+		}
+	}
+}
+
+// tightRate is the paced rate, a second, of the checks on the provider
+// tight's shared limit: a little more than its disruptTight calls of a
+// second can serve, so the limit binds, while the gateways' queues grow
+// slowly enough to drain within a couple of seconds when the traffic
+// stops.
+const tightRate = 6.0
+
+// tightCodes counts the answers to the provider tight's traffic by
+// status (0: none).
+func tightCodes(shots []shot) map[int]int {
+	codes := map[int]int{}
+	for _, s := range shots {
+		codes[s.code]++
+	}
+	return codes
+}
+
+// judgePeak requires that the provider tight never held more calls than
+// its max_in_flight.
+func judgePeak(t *testing.T, when string, peak int64) {
+	t.Helper()
+	if peak > disruptTight {
+		t.Errorf("%s: the provider saw %d calls in flight, above the max_in_flight of %d the replicas share", when, peak, disruptTight)
+	}
+}
+
+// limitAtStart starts a fleet of its own with traffic already sent to
+// the replicas, as a load balancer that does not check /readyz does: no
+// replica may admit a call on the shared limit before it has heard the
+// fleet and been granted its part.
+func limitAtStart(t *testing.T) {
+	f := newDisruptFleet(t)
+	f.launch(t)
+	began := time.Now()
+	tr := f.paceModel(t, disruptKeys["plain"], "tight", tightRate, 500, 60*time.Second, nil)
+	f.awaitReady(t)
+	ready := time.Now()
+	f.awaitSaturated(t)
+	waitUntil(t, 15*time.Second, "every replica to answer 3 calls to the provider tight", func() bool {
+		for i := range f.replicas {
+			if tr.count(func(s shot) bool { return s.replica == i && s.code == 200 }) < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	shots := tr.stop()
+	early := 0
+	for _, s := range shots {
+		if s.code == 200 && s.start.Before(ready) {
+			early++
+		}
+	}
+	peak := mockStats(t, f.tight).PeakInFlight
+	t.Logf("a fleet started with traffic: ready and counting three %v after launch; peak %d calls in flight at the provider (limit %d); %d requests, by status %v; %d of those sent before the fleet was ready were answered",
+		ready.Sub(began).Round(time.Millisecond), peak, disruptTight, len(shots), tightCodes(shots), early)
+	judgePeak(t, "three replicas started together with traffic before /readyz", peak)
+}
+
+// limitThroughRejoin SIGKILLs replica 2 while the provider tight is
+// saturated, and starts it again under the same load: the two left take
+// the dead one's part once its claim ages out, and the one that rejoins
+// takes its part out of what they give back.
+func limitThroughRejoin(t *testing.T, f *disruptFleet) {
+	f.awaitWhole(t, 10*time.Second)
+	tr := f.paceModel(t, disruptKeys["plain"], "tight", tightRate, 600, 60*time.Second, nil)
+	f.awaitSaturated(t)
+	resetMockStats(t, f.tight)
+	tr.out(2)
+	killed := f.killReplica(2)
+	waitUntil(t, 15*time.Second, "the two left to count two live", func() bool {
+		return f.metric(0, "sluice_fleet_replicas") == 2 && f.metric(1, "sluice_fleet_replicas") == 2
+	})
+	counted := time.Since(killed)
+	f.awaitSaturated(t)
+	two := mockStats(t, f.tight).PeakInFlight
+	resetMockStats(t, f.tight)
+	rejoined := f.rejoin(t, 2)
+	tr.back(2)
+	back := time.Now()
+	waitUntil(t, 15*time.Second, "replica 2 to answer 3 calls to the provider tight after it rejoined", func() bool {
+		return tr.count(func(s shot) bool { return s.replica == 2 && s.start.After(back) && s.code == 200 }) >= 3
+	})
+	shots := tr.stop()
+	join := mockStats(t, f.tight).PeakInFlight
+	t.Logf("replica 2 SIGKILLed with the provider tight saturated: the two left counted two %v after the kill and held at most %d calls; started again, ready and counted %v later, the fleet held at most %d calls through its join (limit %d); %d requests, by status %v",
+		counted.Round(time.Millisecond), two, rejoined.Round(time.Millisecond), join, disruptTight, len(shots), tightCodes(shots))
+	judgePeak(t, "two replicas after the third was SIGKILLed", two)
+	judgePeak(t, "a replica rejoining two under load", join)
+}
+
+// limitThroughRollingRestart restarts each replica in turn, as
+// rollingRestartUnderLoad does, while the provider tight is saturated,
+// and reads the provider's peak around each step.
+func limitThroughRollingRestart(t *testing.T, f *disruptFleet) {
+	f.awaitWhole(t, 10*time.Second)
+	tr := f.paceModel(t, disruptKeys["plain"], "tight", tightRate, 800, 90*time.Second, nil)
+	f.awaitSaturated(t)
+	peaks := make([]int64, len(f.replicas))
+	var steps []string
+	for i := range f.replicas {
+		resetMockStats(t, f.tight)
+		held := tr.out(i)
+		began := time.Now()
+		f.drainReplica(t, i)
+		drained := time.Since(began)
+		rejoined := f.rejoin(t, i)
+		tr.back(i)
+		back := time.Now()
+		waitUntil(t, 15*time.Second, fmt.Sprintf("replica %d to answer 3 calls to the provider tight after it rejoined", i), func() bool {
+			return tr.count(func(s shot) bool { return s.replica == i && s.start.After(back) && s.code == 200 }) >= 3
+		})
+		peaks[i] = mockStats(t, f.tight).PeakInFlight
+		steps = append(steps, fmt.Sprintf("r%d: held %d, exited after %v, ready and counted %v later, answered 3 after %v, peak %d",
+			i, held, drained.Round(time.Millisecond), rejoined.Round(time.Millisecond), time.Since(back).Round(time.Millisecond), peaks[i]))
+	}
+	resetMockStats(t, f.tight)
+	shots := tr.stop()
+	tail := mockStats(t, f.tight).PeakInFlight
+	t.Logf("rolling restart with the provider tight saturated (limit %d): %s; %d as the traffic ended; %d requests, by status %v",
+		disruptTight, strings.Join(steps, "; "), tail, len(shots), tightCodes(shots))
+	for i, p := range peaks {
+		judgePeak(t, fmt.Sprintf("replica %d's step of a rolling restart", i), p)
+	}
+	judgePeak(t, "the rolling restart's traffic ending", tail)
 }

@@ -27,7 +27,10 @@ import (
 // from the client's X-Mock-Latency. fleet.timeout is 125 ms (the default
 // is 50 ms) so that a store call on the busy test machine seldom sends a
 // replica alone in calm weather; a spend call's timeout is four times
-// it, 500 ms.
+// it, 500 ms. The provider tight, on a mock of its own whose calls take
+// a second, has a max_in_flight the replicas share (disruptTight), for
+// the checks that the fleet never passes it; the key usage is the usage
+// export's check's own.
 const disruptConfig = `
 listen: ${LISTEN}
 admin_listen: ${ADMIN}
@@ -38,14 +41,17 @@ store: redis://${REDIS}/0
 fleet: {id: ${ID}, timeout: 125ms}
 providers:
   - {name: up, kind: openai, base_url: http://${MOCK}/v1, max_in_flight: 200, forward_headers: [X-Mock-Latency]}
+  - {name: tight, kind: openai, base_url: http://${TIGHT}/v1, max_in_flight: ${TIGHTLIMIT}}
 models:
   - {name: chat, targets: [{provider: up, model: m}]}
+  - {name: tight, targets: [{provider: tight, model: m}]}
 prices:
   m: {input: 0, output: 12500}
 keys:
   - {name: plain, sha256: ${PLAIN}}
   - {name: spend-killed, sha256: ${KILLED}, spend: {daily: 6}}
   - {name: spend-paused, sha256: ${PAUSED}, spend: {daily: 6}}
+  - {name: usage, sha256: ${USAGE}}
 `
 
 // disruptToken is the replicas' admin token, made afresh each run.
@@ -57,13 +63,17 @@ const (
 	// what one request reserves and is billed.
 	disruptLimit = 6.0
 	disruptCost  = 0.05
+	// disruptTight is the provider tight's max_in_flight: small, so
+	// that paced traffic saturates it, and at least the three replicas.
+	disruptTight = 6
 )
 
 // disruptKeys are the config's keys' secrets, by name.
-var disruptKeys = map[string]string{"plain": "sk-disrupt-plain", "spend-killed": "sk-disrupt-killed", "spend-paused": "sk-disrupt-paused"}
+var disruptKeys = map[string]string{"plain": "sk-disrupt-plain", "spend-killed": "sk-disrupt-killed", "spend-paused": "sk-disrupt-paused", "usage": "sk-disrupt-usage"}
 
 // disruptFleet is three sluice serve replicas on a Redis of the test's
-// own, behind one sluice mock. Each disruption the fleet must survive is
+// own, behind one sluice mock (and the provider tight behind another).
+// Each disruption the fleet must survive is
 // one method: emptyRestart, redisAway, killReplica with rejoin, and
 // drainReplica with rejoin (one step of a rolling deploy); starting the
 // fleet (launch, between newDisruptFleet and awaitReady, with traffic
@@ -77,7 +87,10 @@ type disruptFleet struct {
 	redisAddr string
 	redis     *procs.Proc
 	mock      string
-	replicas  []*replica
+	// tight is the mock behind the provider tight: calls of a second,
+	// its peak_in_flight the fleet's calls under a shared limit.
+	tight    string
+	replicas []*replica
 }
 
 // startDisruptFleet starts Redis, the mock and three replicas together,
@@ -90,13 +103,15 @@ func startDisruptFleet(t *testing.T) *disruptFleet {
 	return f
 }
 
-// newDisruptFleet starts Redis and the mock, and no replica yet.
+// newDisruptFleet starts Redis and the mocks, and no replica yet.
 func newDisruptFleet(t *testing.T) *disruptFleet {
 	t.Helper()
-	f := &disruptFleet{top: t, bin: buildSluice(t), redisAddr: freeAddr(t), mock: freeAddr(t)}
+	f := &disruptFleet{top: t, bin: buildSluice(t), redisAddr: freeAddr(t), mock: freeAddr(t), tight: freeAddr(t)}
 	f.redis = redisProcess(t, f.redisAddr)
 	m := start(t, nil, f.bin, "mock", "--listen", f.mock, "--ttft", "20ms", "--tpot", "0s", "--output-tokens", "4")
+	tight := start(t, nil, f.bin, "mock", "--listen", f.tight, "--ttft", "1s", "--tpot", "0s", "--output-tokens", "4")
 	await(t, m, 10*time.Second, ready("http://"+f.mock+"/stats"))
+	await(t, tight, 10*time.Second, ready("http://"+f.tight+"/stats"))
 	return f
 }
 
@@ -117,8 +132,9 @@ func (f *disruptFleet) launch(t *testing.T) {
 	for i := range 3 {
 		r := &replica{listen: freeAddr(t), admin: freeAddr(t)}
 		text := strings.NewReplacer("${LISTEN}", r.listen, "${ADMIN}", r.admin, "${REDIS}", f.redisAddr,
-			"${ID}", fmt.Sprintf("r%d", i), "${MOCK}", f.mock, "${PLAIN}", config.KeyHash(disruptKeys["plain"]),
-			"${KILLED}", config.KeyHash(disruptKeys["spend-killed"]), "${PAUSED}", config.KeyHash(disruptKeys["spend-paused"])).Replace(disruptConfig)
+			"${ID}", fmt.Sprintf("r%d", i), "${MOCK}", f.mock, "${TIGHT}", f.tight, "${TIGHTLIMIT}", fmt.Sprint(disruptTight),
+			"${PLAIN}", config.KeyHash(disruptKeys["plain"]), "${KILLED}", config.KeyHash(disruptKeys["spend-killed"]),
+			"${PAUSED}", config.KeyHash(disruptKeys["spend-paused"]), "${USAGE}", config.KeyHash(disruptKeys["usage"])).Replace(disruptConfig)
 		path := filepath.Join(t.TempDir(), "sluice.yaml")
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -336,6 +352,7 @@ func (s shot) took() time.Duration { return s.end.Sub(s.start) }
 type pacedTraffic struct {
 	f      *disruptFleet
 	key    string
+	model  string
 	header map[string]string
 	client *http.Client
 
@@ -353,9 +370,14 @@ type pacedTraffic struct {
 
 // pace starts traffic with key at rate a second, at most limit requests
 // and within d; header goes on every request. It is stopped when t ends,
-// if not before.
+// if not before. Its requests ask for the model chat.
 func (f *disruptFleet) pace(t *testing.T, key string, rate float64, limit int, d time.Duration, header map[string]string) *pacedTraffic {
-	p := &pacedTraffic{f: f, key: key, header: header,
+	return f.paceModel(t, key, "chat", rate, limit, d, header)
+}
+
+// paceModel is pace, its requests asking for model.
+func (f *disruptFleet) paceModel(t *testing.T, key, model string, rate float64, limit int, d time.Duration, header map[string]string) *pacedTraffic {
+	p := &pacedTraffic{f: f, key: key, model: model, header: header,
 		client:   &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		in:       []bool{true, true, true},
 		inflight: make([]int, len(f.replicas)),
@@ -403,7 +425,7 @@ func (p *pacedTraffic) pick() (int, bool) {
 func (p *pacedTraffic) send(i int) {
 	defer p.calls.Done()
 	s := shot{replica: i, start: time.Now()}
-	body := `{"model":"chat","max_tokens":4,"messages":[{"role":"user","content":"hello there, fleet"}]}`
+	body := `{"model":"` + p.model + `","max_tokens":4,"messages":[{"role":"user","content":"hello there, fleet"}]}`
 	req, _ := http.NewRequest(http.MethodPost, "http://"+p.f.replicas[i].listen+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.key)
 	req.Header.Set("Content-Type", "application/json")
@@ -469,4 +491,51 @@ func (p *pacedTraffic) stop() []shot {
 	p.calls.Wait()
 	p.client.CloseIdleConnections()
 	return p.ended()
+}
+
+// usageExport is replica i's usage export of key's requests for
+// yesterday and today (UTC), one row a day (format json or csv): the
+// status, the requests its rows count (json), its
+// X-Sluice-Usage-Incomplete header and its body. A store that cannot
+// be read yet answers 503.
+func (f *disruptFleet) usageExport(t *testing.T, i int, key, format string) (code int, requests int64, incomplete, body string) {
+	t.Helper()
+	from := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	req, _ := http.NewRequest("GET", "http://"+f.replicas[i].admin+"/admin/usage?group=day&from="+from+"&key="+key+"&format="+format, nil)
+	req.Header.Set("Authorization", "Bearer "+disruptToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	code, incomplete, body = resp.StatusCode, resp.Header.Get("X-Sluice-Usage-Incomplete"), string(b)
+	if code != 200 || format != "json" {
+		return code, -1, incomplete, body
+	}
+	var v struct {
+		Rows       []struct{ Requests int64 }
+		Incomplete []struct{ From, To string }
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("replica %d's usage export is not JSON: %v\n%s", i, err, b)
+	}
+	for _, row := range v.Rows {
+		requests += row.Requests
+	}
+	if len(v.Incomplete) > 0 && incomplete == "" {
+		// The JSON marks what the header does not: say so through the
+		// header's value, which every caller judges.
+		incomplete = fmt.Sprintf("(JSON only) %v", v.Incomplete)
+	}
+	return code, requests, incomplete, body
+}
+
+// awaitSaturated waits until the provider tight holds as many calls as
+// its max_in_flight allows: the load presses on the limit.
+func (f *disruptFleet) awaitSaturated(t *testing.T) {
+	t.Helper()
+	waitUntil(t, 15*time.Second, fmt.Sprintf("the provider tight to hold %d calls", disruptTight), func() bool {
+		return mockStats(t, f.tight).InFlight >= disruptTight
+	})
 }
