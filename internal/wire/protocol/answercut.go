@@ -315,17 +315,7 @@ func (c *answerCut) choices(top *jv, completion bool) {
 			}
 		}
 	}
-	c.finish = func(kept int64) {
-		u := top.get("usage")
-		if !u.object() {
-			return
-		}
-		u.set("completion_tokens", intValue(kept))
-		if p, ok := u.get("prompt_tokens").num(); ok && u.find("total_tokens") >= 0 {
-			u.set("total_tokens", intValue(p+kept))
-		}
-		capCounts(u.get("completion_tokens_details"), kept)
-	}
+	c.finish = func(kept int64) { keptUsage(top, "prompt_tokens", "completion_tokens", kept) }
 }
 
 // message reads a chat choice's message: its reasoning, content and
@@ -442,17 +432,7 @@ func (c *answerCut) responses(top *jv) {
 		top.set("status", strValue("incomplete"))
 		top.set("incomplete_details", rawValue([]byte(`{"reason":"max_output_tokens"}`)))
 	}
-	c.finish = func(kept int64) {
-		u := top.get("usage")
-		if !u.object() {
-			return
-		}
-		u.set("output_tokens", intValue(kept))
-		if in, ok := u.get("input_tokens").num(); ok && u.find("total_tokens") >= 0 {
-			u.set("total_tokens", intValue(in+kept))
-		}
-		capCounts(u.get("output_tokens_details"), kept)
-	}
+	c.finish = func(kept int64) { keptUsage(top, "input_tokens", "output_tokens", kept) }
 }
 
 // outputMessage reads a Responses message item's parts; a part cut to
@@ -572,4 +552,21 @@ func capCounts(d *jv, kept int64) {
 			d.obj[i].val = intValue(kept)
 		}
 	}
+}
+
+// keptUsage sets an OpenAI-style usage object (chat's prompt_tokens and
+// completion_tokens, the Responses API's input_tokens and output_tokens)
+// to the output kept: the output count, the total where the answer gave
+// one, and the output's details capped at it. An answer without usage
+// is left so.
+func keptUsage(top *jv, in, out string, kept int64) {
+	u := top.get("usage")
+	if !u.object() {
+		return
+	}
+	u.set(out, intValue(kept))
+	if p, ok := u.get(in).num(); ok && u.find("total_tokens") >= 0 {
+		u.set("total_tokens", intValue(p+kept))
+	}
+	capCounts(u.get(out+"_details"), kept)
 }
